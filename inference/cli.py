@@ -1,0 +1,274 @@
+"""``captioneer`` command line: transcribe files or stdin PCM, inspect the model catalog.
+
+Exit codes: 0 success, 2 usage/validation error, 1 runtime failure. Errors are one line on stderr
+naming the problem and the fix; ``--verbose`` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from inference.errors import CaptioneerError, UsageError
+from inference.formats import FORMATS, render
+from inference.paths import AppPaths
+
+log = logging.getLogger("captioneer.cli")
+BACKENDS = ("auto", "cpu", "cuda", "metal", "vulkan")
+STREAM_PUSH_SECONDS = 0.32
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 as well; keep our one-line format
+        raise UsageError(message, f"see `{self.prog} --help`")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="captioneer",
+        description="Local live captions and dictation. Without a command, opens the caption window.",
+    )
+    parser.add_argument("--verbose", "-v", action="store_true", help="show details and tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    tr = sub.add_parser("transcribe", help="transcribe an audio file (or raw PCM on stdin with '-')")
+    tr.add_argument("audio", help="WAV file, or '-' for raw PCM on stdin (see --input-*)")
+    tr.add_argument("--model", help="model directory, .gguf file or installed package id (default: installed model)")
+    tr.add_argument("--family", help="model family (default: inferred from the checkpoint)")
+    tr.add_argument("--mode", choices=("offline", "streaming"), default="offline")
+    tr.add_argument("--language", help="language (ISO code or name; family-dependent)")
+    tr.add_argument("--context", help="context text (names, terms) for families that take it")
+    tr.add_argument("--session-option", action="append", default=[], metavar="K=V", help="engine session option")
+    tr.add_argument("--request-option", action="append", default=[], metavar="K=V", help="per-request option")
+    tr.add_argument("--backend", choices=BACKENDS, default="auto")
+    tr.add_argument("--threads", type=int, help="CPU threads (default: physical cores)")
+    tr.add_argument("--format", choices=FORMATS, default="text")
+    tr.add_argument("--output", "-o", help="write the result to this file instead of stdout")
+    tr.add_argument("--input-format", choices=("s16le", "f32le"), default="s16le")
+    tr.add_argument("--input-rate", type=int, default=16000)
+    tr.add_argument("--input-channels", type=int, default=1)
+
+    models = sub.add_parser("models", help="list and inspect model packages")
+    msub = models.add_subparsers(dest="models_command", parser_class=_Parser)
+    mlist = msub.add_parser("list", help="all packages with size and installed state")
+    mlist.add_argument("--json", action="store_true", help="machine-readable output")
+    info = msub.add_parser("info", help="details of one package")
+    info.add_argument("id")
+    msub.add_parser("path", help="print the model store directory")
+    return parser
+
+
+def _parse_kv(items: Sequence[str], flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{flag} expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
+    from inference.audio.io import decode_raw_pcm, load_audio_file, to_mono_16k
+
+    if args.audio == "-":
+        if args.input_rate < 1000 or args.input_rate > 384000:
+            raise UsageError(f"--input-rate must be in [1000, 384000], got {args.input_rate}")
+        if not 1 <= args.input_channels <= 16:
+            raise UsageError(f"--input-channels must be in [1, 16], got {args.input_channels}")
+        raw = decode_raw_pcm(stdin.read(), args.input_format, args.input_channels)
+        return to_mono_16k(raw, args.input_rate)
+    return load_audio_file(Path(args.audio))
+
+
+def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdin: IO[bytes]) -> int:
+    from inference.engine import KNOWN_FAMILIES, detect_family, load_engine
+    from inference.models.catalog import Catalog
+    from inference.models.spec import load_family_spec
+
+    if args.family is not None and args.family not in KNOWN_FAMILIES:
+        raise UsageError(f"unknown family {args.family!r}", f"choose one of: {', '.join(KNOWN_FAMILIES)}")
+    if args.audio != "-" and not Path(args.audio).exists():
+        from inference.errors import InputFileError
+
+        raise InputFileError(f"audio file not found: {args.audio}", "check the path")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {args.threads}")
+    if args.format == "jsonl" and args.mode != "streaming":
+        raise UsageError("--format jsonl prints streaming events", "add --mode streaming or choose --format json")
+
+    catalog = Catalog(paths)
+    model_path, _package = catalog.resolve_model(args.model)
+    family = args.family or detect_family(model_path)
+    spec = load_family_spec(family)
+    session_options = spec.validate_session_options(_parse_kv(args.session_option, "--session-option"))
+    raw_request = _parse_kv(args.request_option, "--request-option")
+    if args.language is not None:
+        raw_request.setdefault("language", args.language)
+    if args.context is not None:
+        raw_request.setdefault("context", args.context)
+    if "language" in raw_request and "language" not in spec.request_options:
+        raise UsageError(f"the {family} family does not take --language", "remove --language")
+    if "context" in raw_request and "context" not in spec.request_options:
+        raise UsageError(f"the {family} family does not take --context", "remove --context")
+    request_options = spec.validate_request_options(raw_request)
+    if args.mode == "streaming" and not spec.capabilities.get("streaming", False):
+        raise UsageError(f"the {family} family has no streaming mode")
+
+    audio = _read_input_audio(args, stdin)
+    engine = load_engine(model_path, family, session_options, backend=args.backend, threads=args.threads)
+    try:
+        started = time.perf_counter()
+        if args.mode == "streaming":
+            transcript = _run_stream(engine, audio, request_options, out if args.format == "jsonl" else None)
+        else:
+            transcript = engine.transcribe(audio, **request_options)
+        wall = time.perf_counter() - started
+    finally:
+        engine.close()
+    from inference.transcript import Timing
+
+    transcript.timing = Timing(audio_s=audio.size / 16000.0, wall_s=wall)
+    if args.format == "jsonl":
+        done = {"type": "done", "text": transcript.text, "language": transcript.language}
+        done["words"] = [w.to_json() for w in transcript.words]
+        _emit(out, done)
+        return 0
+    rendered = render(transcript, args.format)
+    if args.output:
+        Path(args.output).write_text(rendered, encoding="utf-8")
+    else:
+        out.write(rendered)
+    return 0
+
+
+def _emit(out: IO[str], event: dict[str, Any]) -> None:
+    out.write(json.dumps(event, ensure_ascii=False) + "\n")
+    out.flush()
+
+
+def _run_stream(engine: Any, audio: np.ndarray, request_options: dict[str, Any], out: IO[str] | None) -> Any:
+    from inference.transcript import event_to_json
+
+    stream = engine.open_stream(**request_options)
+    step = int(STREAM_PUSH_SECONDS * 16000)
+    for start in range(0, audio.size, step):
+        for event in stream.push(audio[start : start + step]):
+            if out is not None:
+                _emit(out, event_to_json(event))
+    return stream.finish()
+
+
+def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:
+    from inference.models.catalog import Catalog
+
+    catalog = Catalog(paths)
+    if args.models_command == "path":
+        out.write(f"{paths.models}\n")
+        return 0
+    if args.models_command == "info":
+        pkg = catalog.get(args.id)
+        installed = catalog.installed_path(pkg)
+        info = {
+            "id": pkg.id,
+            "name": pkg.name,
+            "family": pkg.family,
+            "format": pkg.format,
+            "quantization": pkg.quantization,
+            "size_bytes": pkg.size_bytes,
+            "size_is_estimate": pkg.size_is_estimate,
+            "hf_repo": pkg.hf_repo,
+            "revision": pkg.revision,
+            "files": [{"path": f.path, "sha256": f.sha256} for f in pkg.files],
+            "languages": list(pkg.languages),
+            "license": pkg.license,
+            "installed": installed is not None,
+            "path": str(installed) if installed else None,
+            "notes": pkg.notes,
+        }
+        out.write(json.dumps(info, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    if args.models_command == "list" or args.models_command is None:
+        entries = catalog.entries()
+        if getattr(args, "json", False):
+            rows = [
+                {"id": e.package.id, "family": e.package.family, "size_bytes": e.package.size_bytes,
+                 "installed": e.installed, "default": e.package.default, "name": e.package.name}
+                for e in entries
+            ]
+            out.write(json.dumps(rows, indent=2) + "\n")
+            return 0
+        out.write(f"{'ID':32} {'FAMILY':16} {'SIZE':>9} {'STATE':10} NAME\n")
+        for e in entries:
+            size = _human_size(e.package.size_bytes, e.package.size_is_estimate)
+            state = "installed" if e.installed else "-"
+            mark = " (default)" if e.package.default else ""
+            out.write(f"{e.package.id:32} {e.package.family:16} {size:>9} {state:10} {e.package.name}{mark}\n")
+        return 0
+    raise UsageError(f"unknown models command {args.models_command!r}")
+
+
+def _human_size(size: int, estimate: bool) -> str:
+    if size <= 0:
+        return "bundled"
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            text = f"{value:.0f} {unit}" if unit in ("B", "KB") else f"{value:.1f} {unit}"
+            return ("~" if estimate else "") + text
+        value /= 1000
+    return str(size)
+
+
+def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, stdin: IO[bytes] | None = None) -> int:
+    out = out or sys.stdout
+    stdin = stdin or sys.stdin.buffer
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in argv or "-v" in argv
+    paths = AppPaths.from_environment()
+    try:
+        from inference.logsetup import configure_logging
+
+        configure_logging(paths, verbose=verbose)
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help
+            return int(exc.code or 0)
+        if args.command == "transcribe":
+            return cmd_transcribe(args, paths, out, stdin)
+        if args.command == "models":
+            return cmd_models(args, paths, out)
+        parser.print_help(out)
+        return 0
+    except CaptioneerError as exc:
+        log.debug("command failed", exc_info=True)
+        if verbose:
+            traceback.print_exc(file=sys.stderr)
+        sys.stderr.write(f"captioneer: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("captioneer: interrupted\n")
+        return 130
+    except MemoryError:
+        sys.stderr.write("captioneer: error: out of memory (use a smaller model or weight type, e.g. q8_0)\n")
+        return 1
+    except Exception as exc:  # a runtime failure: one line, details with --verbose and in the log
+        log.exception("unexpected failure")
+        if verbose:
+            traceback.print_exc(file=sys.stderr)
+        sys.stderr.write(f"captioneer: error: {type(exc).__name__}: {exc} (run with --verbose for details)\n")
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

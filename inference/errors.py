@@ -1,0 +1,51 @@
+"""Error types shared by the CLI, the worker and the app.
+
+Every error names the problem and, where one exists, the fix. ``exit_code`` follows the CLI
+contract: 2 for usage/validation problems the user can correct, 1 for runtime failures.
+"""
+
+from __future__ import annotations
+
+
+class CaptioneerError(Exception):
+    """Base class: ``message`` says what is wrong, ``fix`` says what to do about it."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.fix})" if self.fix else self.message
+
+
+class UsageError(CaptioneerError):
+    """A bad option, value or combination of options."""
+
+    exit_code = 2
+
+
+class InputFileError(CaptioneerError):
+    """A missing, unreadable, corrupt or unsupported input file."""
+
+    exit_code = 2
+
+
+class ModelError(CaptioneerError):
+    """A missing, incompatible or corrupt model/checkpoint."""
+
+    exit_code = 2
+
+
+class BackendError(CaptioneerError):
+    """The native backend is missing, mismatched, or lacks the requested device."""
+
+    exit_code = 1
+
+
+class NotImplementedFamilyError(CaptioneerError):
+    """The requested capability is not available for this family in this build."""
+
+    exit_code = 1

@@ -1,0 +1,37 @@
+"""Logging: a rotating file under the logs directory plus optional stderr detail."""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+
+from inference.paths import AppPaths
+
+LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
+
+
+def configure_logging(paths: AppPaths, verbose: bool = False, stderr: bool = True) -> logging.Logger:
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_captioneer", False):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(logging.DEBUG)
+    try:
+        paths.logs.mkdir(parents=True, exist_ok=True)
+        file_handler = logging.handlers.RotatingFileHandler(
+            paths.logs / "captioneer.log", maxBytes=2_000_000, backupCount=3, encoding="utf-8"
+        )
+        file_handler.setLevel(logging.DEBUG)
+        file_handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        file_handler._captioneer = True  # type: ignore[attr-defined]
+        root.addHandler(file_handler)
+    except OSError:
+        pass  # a read-only log location must not stop transcription
+    if stderr and verbose:
+        console = logging.StreamHandler()
+        console.setLevel(logging.DEBUG)
+        console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        console._captioneer = True  # type: ignore[attr-defined]
+        root.addHandler(console)
+    return logging.getLogger("captioneer")

@@ -1,0 +1,1 @@
+"""Model catalog (model_specs/*.json), option validation and the on-disk model store."""
