@@ -7,6 +7,7 @@ naming the problem and the fix; ``--verbose`` adds the traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -241,7 +242,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, stdin: I
         configure_logging(paths, verbose=verbose)
         parser = build_parser()
         try:
-            args = parser.parse_args(argv)
+            with contextlib.redirect_stdout(out):
+                args = parser.parse_args(argv)
         except SystemExit as exc:  # --help
             return int(exc.code or 0)
         if args.command == "transcribe":

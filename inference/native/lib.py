@@ -1,0 +1,121 @@
+"""Find and load the ggml shared libraries that ``llama-cpp-python`` vendors.
+
+The libraries are loaded exactly once per process, from the same absolute paths that the
+``llama_cpp`` package itself uses (``<site-packages>/llama_cpp/lib``, or ``LLAMA_CPP_LIB_PATH``),
+with ``RTLD_GLOBAL``. Because the dynamic loader identifies libraries by SONAME, libllama (loaded
+later by ``llama_cpp``) then reuses these mappings instead of mapping a second copy of ggml, so
+tensors and buffers can be shared between our graphs and libllama.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib.metadata
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from inference.errors import BackendError
+
+PINNED_LLAMA_CPP_VERSION = "0.3.36"
+PINNED_GGML_VERSION = "0.25.3"
+INSTALL_FIX = f"pip install llama-cpp-python=={PINNED_LLAMA_CPP_VERSION}"
+
+
+@dataclass(frozen=True)
+class GgmlLibraries:
+    """The loaded ggml libraries. Immutable; obtain it from :func:`load_ggml_libraries`."""
+
+    lib_dir: Path
+    base: ctypes.CDLL
+    cpu: ctypes.CDLL | None  # None when the CPU backend is built into libggml itself
+    ggml: ctypes.CDLL
+    package_version: str
+    ggml_version: str
+    ggml_commit: str
+
+    def search_order(self) -> tuple[ctypes.CDLL, ...]:
+        """Libraries to look a symbol up in, most specific first."""
+        return tuple(lib for lib in (self.ggml, self.cpu, self.base) if lib is not None)
+
+
+def llama_cpp_lib_dir() -> Path:
+    """The directory llama_cpp loads its shared libraries from (without importing llama_cpp)."""
+    override = os.environ.get("LLAMA_CPP_LIB_PATH")
+    if override:
+        return Path(override).resolve()
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or spec.origin is None:
+        raise BackendError("llama-cpp-python is not installed, so the ggml libraries are missing", INSTALL_FIX)
+    # llama_cpp uses os.path.abspath(os.path.dirname(__file__)) / "lib"; match it exactly.
+    return Path(os.path.abspath(os.path.dirname(spec.origin))) / "lib"
+
+
+def _library_candidates(lib_dir: Path, base_name: str) -> list[Path]:
+    if sys.platform == "win32":
+        return [lib_dir / f"{base_name}.dll", lib_dir / f"lib{base_name}.dll"]
+    if sys.platform == "darwin":
+        return [lib_dir / f"lib{base_name}.so", lib_dir / f"lib{base_name}.dylib"]
+    return [lib_dir / f"lib{base_name}.so"]
+
+
+def _find_library(lib_dir: Path, base_name: str) -> Path | None:
+    return next((path for path in _library_candidates(lib_dir, base_name) if path.exists()), None)
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    mode = ctypes.RTLD_GLOBAL
+    try:
+        if sys.platform == "win32":
+            os.add_dll_directory(str(path.parent))
+            return ctypes.CDLL(str(path), winmode=mode)
+        return ctypes.CDLL(str(path), mode=mode)
+    except OSError as exc:
+        raise BackendError(f"could not load {path}: {exc}", INSTALL_FIX) from exc
+
+
+def _installed_package_version() -> str:
+    try:
+        return importlib.metadata.version("llama_cpp_python")
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise BackendError("llama-cpp-python is not installed", INSTALL_FIX) from exc
+
+
+@functools.cache
+def load_ggml_libraries() -> GgmlLibraries:
+    """Load libggml-base, libggml-cpu (if separate) and libggml once; check the pinned versions."""
+    version = _installed_package_version()
+    if version != PINNED_LLAMA_CPP_VERSION:
+        raise BackendError(
+            f"llama-cpp-python {version} is installed but Captioneer needs exactly {PINNED_LLAMA_CPP_VERSION}",
+            INSTALL_FIX,
+        )
+    lib_dir = llama_cpp_lib_dir()
+    paths = {name: _find_library(lib_dir, name) for name in ("ggml-base", "ggml-cpu", "ggml")}
+    for required in ("ggml-base", "ggml"):
+        if paths[required] is None:
+            raise BackendError(f"lib{required} is missing from {lib_dir}", f"reinstall: {INSTALL_FIX}")
+    # Dependencies first, so each library finds the ones it needs already mapped.
+    base = _load(paths["ggml-base"])  # type: ignore[arg-type]
+    cpu = _load(paths["ggml-cpu"]) if paths["ggml-cpu"] is not None else None
+    ggml = _load(paths["ggml"])  # type: ignore[arg-type]
+    ggml_version, ggml_commit = _ggml_build_info(base)
+    if ggml_version != PINNED_GGML_VERSION:
+        raise BackendError(
+            f"the ggml in {lib_dir} is version {ggml_version}, expected {PINNED_GGML_VERSION}",
+            f"reinstall: {INSTALL_FIX} --force-reinstall --no-cache-dir",
+        )
+    return GgmlLibraries(lib_dir, base, cpu, ggml, version, ggml_version, ggml_commit)
+
+
+def _ggml_build_info(base: ctypes.CDLL) -> tuple[str, str]:
+    try:
+        version_fn, commit_fn = base["ggml_version"], base["ggml_commit"]
+    except AttributeError:
+        return "unknown (no ggml_version symbol)", "unknown"
+    version_fn.restype = commit_fn.restype = ctypes.c_char_p
+    version_fn.argtypes = commit_fn.argtypes = []
+    return version_fn().decode(), commit_fn().decode()

@@ -1,0 +1,48 @@
+"""Paths honour CAPTIONEER_HOME; logging writes a rotating file; the GUI starts headless without crashing."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from inference.logsetup import configure_logging
+from inference.paths import AppPaths
+
+
+def test_captioneer_home_override(tmp_path: Path) -> None:
+    paths = AppPaths.from_environment({"CAPTIONEER_HOME": str(tmp_path)})
+    assert paths.models == tmp_path / "models"
+    assert paths.config == tmp_path / "config"
+    paths.ensure()
+    assert all(p.is_dir() for p in (paths.config, paths.data, paths.cache, paths.models, paths.logs))
+
+
+def test_models_dir_override(tmp_path: Path) -> None:
+    paths = AppPaths.from_environment({"CAPTIONEER_HOME": str(tmp_path), "CAPTIONEER_MODELS_DIR": str(tmp_path / "m")})
+    assert paths.models == tmp_path / "m"
+
+
+def test_platform_defaults_without_override() -> None:
+    paths = AppPaths.from_environment({})
+    assert "aptioneer" in str(paths.config) and paths.models.name == "models"
+
+
+def test_log_file_written(tmp_path: Path) -> None:
+    paths = AppPaths.from_environment({"CAPTIONEER_HOME": str(tmp_path)})
+    configure_logging(paths)
+    logging.getLogger("captioneer.test").info("hello log")
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    assert "hello log" in (paths.logs / "captioneer.log").read_text()
+
+
+def test_main_window_shows_model_state(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.main_window import MainWindow
+    from app.state import AppState
+
+    state = AppState.load(AppPaths.from_environment().ensure())
+    window = MainWindow(state)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.windowTitle() == "Captioneer"
+    assert window.model_label.text().startswith(("Model:", "No model available"))
