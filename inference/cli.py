@@ -58,13 +58,28 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--input-rate", type=int, default=16000)
     tr.add_argument("--input-channels", type=int, default=1)
 
-    models = sub.add_parser("models", help="list and inspect model packages")
+    models = sub.add_parser("models", help="list, install, import, verify and remove model packages")
     msub = models.add_subparsers(dest="models_command", parser_class=_Parser)
     mlist = msub.add_parser("list", help="all packages with size and installed state")
     mlist.add_argument("--json", action="store_true", help="machine-readable output")
     info = msub.add_parser("info", help="details of one package")
     info.add_argument("id")
     msub.add_parser("path", help="print the model store directory")
+    install = msub.add_parser(
+        "install", help="download and install a package (resumes an interrupted download; token: HF_TOKEN)"
+    )
+    install.add_argument("id")
+    install.add_argument("--force", action="store_true", help="reinstall even if already installed")
+    remove = msub.add_parser("remove", help="delete an installed package")
+    remove.add_argument("id")
+    mimport = msub.add_parser("import", help="add a local model folder or .gguf file to the store")
+    mimport.add_argument("path")
+    mimport.add_argument("--id", dest="package_id", help="package id to use (default: from the file/folder name)")
+    mimport.add_argument("--link", action="store_true", help="link to the files instead of copying them")
+    verify = msub.add_parser("verify", help="recompute sizes and checksums of an installed package")
+    verify.add_argument("id")
+    cleanup = msub.add_parser("cleanup", help="delete leftover partial downloads and temporary folders")
+    cleanup.add_argument("--all", action="store_true", help="also recent ones (no install may be running)")
     return parser
 
 
@@ -176,6 +191,8 @@ def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:
     if args.models_command == "path":
         out.write(f"{paths.models}\n")
         return 0
+    if args.models_command in ("install", "remove", "import", "verify", "cleanup"):
+        return _cmd_models_store(args, paths, catalog, out)
     if args.models_command == "info":
         pkg = catalog.get(args.id)
         installed = catalog.installed_path(pkg)
@@ -216,6 +233,51 @@ def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:
             out.write(f"{e.package.id:32} {e.package.family:16} {size:>9} {state:10} {e.package.name}{mark}\n")
         return 0
     raise UsageError(f"unknown models command {args.models_command!r}")
+
+
+def _cmd_models_store(args: argparse.Namespace, paths: AppPaths, catalog: Any, out: IO[str]) -> int:
+    """install / remove / import / verify / cleanup: progress goes to stderr, results to ``out``."""
+    from inference.models.errors import CorruptPackageError, InstallCancelled
+    from inference.models.store import ModelStore
+    from inference.models.terminal import TerminalProgress
+
+    store = ModelStore(paths, catalog)
+    command = args.models_command
+    if command == "remove":
+        removed = store.remove(args.id)
+        out.write(f"removed {args.id} ({removed})\n")
+        return 0
+    if command == "cleanup":
+        removed_paths = store.cleanup(everything=args.all)
+        out.write(f"removed {len(removed_paths)} leftover item(s)\n")
+        return 0
+    progress = TerminalProgress(sys.stderr)
+    try:
+        if command == "install":
+            already = not args.force and catalog.installed_path(catalog.get(args.id)) is not None
+            path = store.install(args.id, progress=progress, force=args.force)
+            progress.close()
+            out.write(f"{'already installed' if already else 'installed'} {args.id}: {path}\n")
+        elif command == "import":
+            path = store.import_local(Path(args.path), args.package_id, link=args.link, progress=progress)
+            progress.close()
+            out.write(f"imported as {path.relative_to(store.root).parts[0]}: {path}\n")
+        else:
+            report = store.verify(args.id, progress=progress)
+            progress.close()
+            for check in report.files:
+                note = f" ({check.problem})" if check.problem else ""
+                out.write(f"{'ok ' if check.ok else 'BAD'} {check.path}{note}\n")
+            if not report.ok:
+                raise CorruptPackageError(
+                    f"{args.id} is damaged: " + "; ".join(report.problems),
+                    f"reinstall it with `captioneer models install {args.id} --force`",
+                )
+            out.write(f"{args.id} is intact\n")
+    except KeyboardInterrupt:
+        progress.close()
+        raise InstallCancelled("interrupted", "run the same command again; the download resumes") from None
+    return 0
 
 
 def _human_size(size: int, estimate: bool) -> str:

@@ -1,7 +1,14 @@
-"""Reading audio into float32 mono 16 kHz: WAV (RIFF/RF64-free) parsing, raw PCM, downmix, soxr resampling."""
+"""Reading audio into float32 mono 16 kHz.
+
+WAV (RIFF, incl. WAVE_FORMAT_EXTENSIBLE) is parsed here so the common case needs no extra
+dependency; every other container (FLAC, OGG Vorbis/Opus, MP3, RF64, AIFF, ...) and the WAV
+encodings we do not decode ourselves (A-law, mu-law, ADPCM) go through ``soundfile``, whose
+wheels bundle libsndfile. It is imported lazily so a missing install only affects those inputs.
+"""
 
 from __future__ import annotations
 
+import io
 import logging
 import struct
 from dataclasses import dataclass
@@ -18,6 +25,13 @@ log = logging.getLogger(__name__)
 _WAVE_FORMAT_PCM = 0x0001
 _WAVE_FORMAT_IEEE_FLOAT = 0x0003
 _WAVE_FORMAT_EXTENSIBLE = 0xFFFE
+# Bytes 2..15 of every KSDATAFORMAT_SUBTYPE_* GUID; the first two bytes carry the format tag.
+_KSDATAFORMAT_GUID_TAIL = bytes.fromhex("000000001000800000aa00389b71")
+# Streaming writers that cannot seek back leave the data size at its maximum.
+_UNKNOWN_CHUNK_SIZE = 0xFFFFFFFF
+
+_SOUNDFILE_BLOCK_FRAMES = 1 << 14
+_CONVERT_FIX = "convert it to WAV, e.g. `ffmpeg -i INPUT -ar 16000 -ac 1 output.wav`"
 
 
 @dataclass(frozen=True)
@@ -31,74 +45,181 @@ class DecodedAudio:
         return self.samples.shape[0] / self.sample_rate if self.sample_rate else 0.0
 
 
+class _UndecodableWavEncoding(InputFileError):
+    """A valid WAV whose sample encoding this parser does not implement (soundfile may)."""
+
+
+@dataclass(frozen=True)
+class _WavFormat:
+    tag: int
+    channels: int
+    rate: int
+    bits: int
+    block_align: int
+
+
 def parse_wav(data: bytes, name: str = "audio") -> DecodedAudio:
+    """Decode a RIFF/WAVE byte string; raise InputFileError for anything that is not a usable WAV."""
     if len(data) < 12 or data[:4] != b"RIFF" or data[8:12] != b"WAVE":
         raise InputFileError(
             f"{name} is not a WAV file (no RIFF/WAVE header)",
-            "convert it to WAV (e.g. `ffmpeg -i input output.wav`) or pass raw PCM with `-` and --input-format",
+            f"{_CONVERT_FIX}, or pass raw PCM with `-` and --input-format",
         )
-    pos = 12
-    fmt: tuple[int, int, int, int] | None = None
-    payload: bytes | None = None
-    truncated = False
-    while pos + 8 <= len(data):
-        chunk_id = data[pos : pos + 4]
-        (size,) = struct.unpack_from("<I", data, pos + 4)
-        body = data[pos + 8 : pos + 8 + size]
-        if chunk_id == b"fmt ":
-            if len(body) < 16:
-                raise InputFileError(f"{name} has a damaged WAV format chunk", "re-export the audio file")
-            tag, channels, rate, _byte_rate, _align, bits = struct.unpack_from("<HHIIHH", body, 0)
-            if tag == _WAVE_FORMAT_EXTENSIBLE and len(body) >= 26:
-                (tag,) = struct.unpack_from("<H", body, 24)  # first two bytes of the sub-format GUID
-            fmt = (tag, channels, rate, bits)
-        elif chunk_id == b"data":
-            payload = body
-            if len(body) < size:
-                truncated = True
-            break
-        pos += 8 + size + (size & 1)
+    fmt, payload, declared_size = _scan_chunks(data, name)
     if fmt is None:
         raise InputFileError(f"{name} has no WAV format chunk", "re-export the audio file")
     if payload is None:
         raise InputFileError(f"{name} has no audio data chunk", "re-export the audio file")
-    tag, channels, rate, bits = fmt
-    if channels < 1 or rate < 1:
-        raise InputFileError(f"{name} declares {channels} channels at {rate} Hz", "re-export the audio file")
-    samples = _decode_samples(payload, tag, bits, name)
-    usable = (samples.size // channels) * channels
-    if usable != samples.size:
+    if fmt.channels < 1 or fmt.rate < 1:
+        raise InputFileError(
+            f"{name} declares {fmt.channels} channels at {fmt.rate} Hz", "re-export the audio file"
+        )
+    samples, frame_bytes = _decode_samples(payload, fmt, name)
+    complete_frames = len(payload) // frame_bytes
+    truncated = len(payload) % frame_bytes != 0
+    if declared_size != _UNKNOWN_CHUNK_SIZE and len(payload) < declared_size:
         truncated = True
     if truncated:
-        log.warning("%s is truncated; using the %d complete frames present", name, usable // channels)
-    return DecodedAudio(samples[:usable].reshape(-1, channels), rate, truncated)
+        log.warning(
+            "%s is truncated (data chunk declares %d bytes, %d present); using the %d complete frames",
+            name,
+            declared_size,
+            len(payload),
+            complete_frames,
+        )
+    return DecodedAudio(samples.reshape(complete_frames, fmt.channels), fmt.rate, truncated)
 
 
-def _decode_samples(payload: bytes, tag: int, bits: int, name: str) -> np.ndarray:
-    if tag == _WAVE_FORMAT_PCM:
-        if bits == 8:
-            raw = np.frombuffer(payload, dtype=np.uint8)
-            return (raw.astype(np.float32) - 128.0) / 128.0
-        if bits == 16:
-            raw16 = np.frombuffer(payload[: len(payload) // 2 * 2], dtype="<i2")
-            return raw16.astype(np.float32) / 32768.0
-        if bits == 24:
-            raw8 = np.frombuffer(payload[: len(payload) // 3 * 3], dtype=np.uint8).reshape(-1, 3).astype(np.int32)
-            value = raw8[:, 0] | (raw8[:, 1] << 8) | (raw8[:, 2] << 16)
-            value = np.where(value >= 1 << 23, value - (1 << 24), value)
-            return value.astype(np.float32) / float(1 << 23)
-        if bits == 32:
-            raw32 = np.frombuffer(payload[: len(payload) // 4 * 4], dtype="<i4")
-            return (raw32.astype(np.float64) / 2147483648.0).astype(np.float32)
-    if tag == _WAVE_FORMAT_IEEE_FLOAT:
-        if bits == 32:
-            return np.frombuffer(payload[: len(payload) // 4 * 4], dtype="<f4").astype(np.float32)
-        if bits == 64:
-            return np.frombuffer(payload[: len(payload) // 8 * 8], dtype="<f8").astype(np.float32)
-    raise InputFileError(
-        f"{name} uses WAV encoding 0x{tag:04x} with {bits}-bit samples, which Captioneer cannot read",
+def _scan_chunks(data: bytes, name: str) -> tuple[_WavFormat | None, bytes | None, int]:
+    """Walk the RIFF chunks (any order, unknown ones skipped, odd sizes padded) → format, data, declared size."""
+    pos = 12
+    fmt: _WavFormat | None = None
+    payload: bytes | None = None
+    declared_size = 0
+    while pos + 8 <= len(data) and (fmt is None or payload is None):
+        chunk_id = data[pos : pos + 4]
+        (size,) = struct.unpack_from("<I", data, pos + 4)
+        body = data[pos + 8 : pos + 8 + size]
+        if chunk_id == b"fmt ":
+            fmt = _parse_fmt(body, name)
+        elif chunk_id == b"data":
+            payload, declared_size = body, size
+        pos += 8 + size + (size & 1)
+    return fmt, payload, declared_size
+
+
+def _parse_fmt(body: bytes, name: str) -> _WavFormat:
+    if len(body) < 16:
+        raise InputFileError(f"{name} has a damaged WAV format chunk", "re-export the audio file")
+    tag, channels, rate, _byte_rate, block_align, bits = struct.unpack_from("<HHIIHH", body, 0)
+    if tag == _WAVE_FORMAT_EXTENSIBLE:
+        if len(body) < 40 or body[26:40] != _KSDATAFORMAT_GUID_TAIL:
+            raise _UndecodableWavEncoding(
+                f"{name} uses a WAVE_FORMAT_EXTENSIBLE sub-format Captioneer cannot read", _CONVERT_FIX
+            )
+        (tag,) = struct.unpack_from("<H", body, 24)
+    return _WavFormat(tag, channels, rate, bits, block_align)
+
+
+def _decode_samples(payload: bytes, fmt: _WavFormat, name: str) -> tuple[np.ndarray, int]:
+    """Interleaved samples of all complete frames as float32, plus the frame size in bytes."""
+    # Samples narrower than their container (e.g. 20-bit in 3 bytes) are left-justified, so
+    # scaling by the container width is exact.
+    width = (fmt.bits + 7) // 8
+    frame_bytes = width * fmt.channels
+    if fmt.block_align not in (0, frame_bytes):
+        raise InputFileError(
+            f"{name} declares {fmt.block_align}-byte frames for {fmt.channels} x {fmt.bits}-bit samples",
+            "re-export the audio file",
+        )
+    usable = payload[: len(payload) // frame_bytes * frame_bytes] if frame_bytes else b""
+    if fmt.tag == _WAVE_FORMAT_PCM and width in (1, 2, 3, 4):
+        return _decode_pcm(usable, width), frame_bytes
+    if fmt.tag == _WAVE_FORMAT_IEEE_FLOAT and width in (4, 8):
+        raw = np.frombuffer(usable, dtype="<f4" if width == 4 else "<f8")
+        return raw.astype(np.float32), frame_bytes
+    raise _UndecodableWavEncoding(
+        f"{name} uses WAV encoding 0x{fmt.tag:04x} with {fmt.bits}-bit samples, which Captioneer cannot read",
         "convert it to 16-bit PCM WAV",
     )
+
+
+def _decode_pcm(usable: bytes, width: int) -> np.ndarray:
+    if width == 1:  # 8-bit WAV is unsigned with 128 as zero
+        return (np.frombuffer(usable, dtype=np.uint8).astype(np.float32) - 128.0) / 128.0
+    if width == 2:
+        return np.frombuffer(usable, dtype="<i2").astype(np.float32) / 32768.0
+    if width == 3:
+        raw8 = np.frombuffer(usable, dtype=np.uint8).reshape(-1, 3).astype(np.int32)
+        value = raw8[:, 0] | (raw8[:, 1] << 8) | (raw8[:, 2] << 16)
+        value = np.where(value >= 1 << 23, value - (1 << 24), value)
+        return value.astype(np.float32) / float(1 << 23)
+    raw32 = np.frombuffer(usable, dtype="<i4")
+    return (raw32.astype(np.float64) / 2147483648.0).astype(np.float32)
+
+
+def decode_with_soundfile(data: bytes, name: str = "audio") -> DecodedAudio:
+    """Decode any container libsndfile knows (FLAC, OGG Vorbis/Opus, MP3, RF64, AIFF, A-law WAV, ...)."""
+    try:
+        import soundfile
+    except (ImportError, OSError) as exc:  # OSError: the wheel's bundled libsndfile failed to load
+        raise InputFileError(
+            f"{name} is not a WAV file, and reading other formats needs the `soundfile` package ({exc})",
+            f"install it with `pip install soundfile`, or {_CONVERT_FIX}",
+        ) from exc
+    decode_errors = (RuntimeError, ValueError, TypeError, EOFError)  # LibsndfileError is a RuntimeError
+    try:
+        handle = soundfile.SoundFile(io.BytesIO(data))
+    except decode_errors as exc:
+        raise InputFileError(
+            f"{name} is not an audio file Captioneer can read ({exc})", _unreadable_fix(data)
+        ) from exc
+    blocks: list[np.ndarray] = []
+    truncated = False
+    with handle:
+        channels, rate = handle.channels, int(handle.samplerate)
+        while True:
+            try:
+                block = handle.read(_SOUNDFILE_BLOCK_FRAMES, dtype="float32", always_2d=True)
+            except decode_errors as exc:
+                # A cut-off stream (e.g. FLAC "lost sync"): keep what decoded cleanly, like a truncated WAV.
+                if not blocks:
+                    raise InputFileError(
+                        f"{name} is damaged and cannot be decoded ({exc})", _unreadable_fix(data)
+                    ) from exc
+                truncated = True
+                log.warning("%s is damaged or truncated (%s); using the audio decoded before it", name, exc)
+                break
+            if not len(block):
+                break
+            blocks.append(block)
+        declared = handle.frames
+    samples = np.concatenate(blocks) if blocks else np.zeros((0, channels), dtype=np.float32)
+    # MP3 lengths can be estimates, so only a clear shortfall counts as truncation.
+    if not truncated and declared > 0 and len(samples) < 0.99 * declared:
+        truncated = True
+        log.warning(
+            "%s is truncated (%d of %d frames decoded); using what is present", name, len(samples), declared
+        )
+    return DecodedAudio(np.ascontiguousarray(samples, dtype=np.float32), rate, truncated)
+
+
+def _unreadable_fix(data: bytes) -> str:
+    if data[4:8] == b"ftyp":  # ISO media (M4A/MP4/AAC): libsndfile has no AAC decoder
+        return f"M4A/MP4/AAC audio is not supported; {_CONVERT_FIX}"
+    return f"supported are WAV, FLAC, OGG (Vorbis/Opus), MP3, AIFF and RF64; otherwise {_CONVERT_FIX}"
+
+
+def decode_audio_bytes(data: bytes, name: str = "audio") -> DecodedAudio:
+    """Decode a whole audio file held in memory, choosing the decoder from its content, not its name."""
+    if not data:
+        raise InputFileError(f"{name} is empty (0 bytes)", "record or export the audio again")
+    if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
+        try:
+            return parse_wav(data, name)
+        except _UndecodableWavEncoding:
+            return decode_with_soundfile(data, name)
+    return decode_with_soundfile(data, name)
 
 
 def decode_raw_pcm(data: bytes, sample_format: str, channels: int) -> np.ndarray:
@@ -116,22 +237,30 @@ def decode_raw_pcm(data: bytes, sample_format: str, channels: int) -> np.ndarray
 
 
 def to_mono_16k(samples: np.ndarray, sample_rate: int) -> np.ndarray:
-    """Downmix by averaging channels, replace non-finite samples with 0, resample with soxr (VHQ)."""
+    """Downmix by averaging channels, replace non-finite samples with 0, resample with soxr (VHQ).
+
+    Samples beyond ±1 (clipped float files) are kept as they are: the models see what was recorded.
+    """
+    if sample_rate < 1:
+        raise UsageError(f"sample rate must be positive, got {sample_rate}")
+    samples = np.asarray(samples)
+    bad = ~np.isfinite(samples)
+    if bad.any():
+        # Before the downmix, so one bad channel does not poison the others' average.
+        log.warning("replacing %d non-finite samples (NaN/Inf) with silence", int(bad.sum()))
+        samples = np.where(bad, 0.0, samples)
     if samples.ndim == 2:
         mono = samples.mean(axis=1, dtype=np.float64).astype(np.float32)
     else:
-        mono = np.asarray(samples, dtype=np.float32)
-    bad = ~np.isfinite(mono)
-    if bad.any():
-        log.warning("replacing %d non-finite samples with silence", int(bad.sum()))
-        mono = np.where(bad, np.float32(0.0), mono)
+        mono = samples.astype(np.float32, copy=False).reshape(-1)
     if sample_rate != TARGET_RATE and mono.size:
         mono = soxr.resample(mono, sample_rate, TARGET_RATE, quality="VHQ").astype(np.float32)
     return np.ascontiguousarray(mono, dtype=np.float32)
 
 
-def load_audio_file(path: Path) -> np.ndarray:
-    """Read an audio file as float32 mono 16 kHz, with clear errors for anything unreadable."""
+def read_audio_file(path: Path) -> DecodedAudio:
+    """Read an audio file at its own rate and channel count, with clear errors for anything unreadable."""
+    path = Path(path)
     if not path.exists():
         raise InputFileError(f"audio file not found: {path}", "check the path")
     if path.is_dir():
@@ -140,7 +269,10 @@ def load_audio_file(path: Path) -> np.ndarray:
         data = path.read_bytes()
     except OSError as exc:
         raise InputFileError(f"cannot read {path}: {exc.strerror}") from exc
-    if not data:
-        raise InputFileError(f"{path} is empty (0 bytes)", "record or export the audio again")
-    decoded = parse_wav(data, str(path))
+    return decode_audio_bytes(data, str(path))
+
+
+def load_audio_file(path: Path) -> np.ndarray:
+    """Read an audio file as float32 mono 16 kHz (a header-only WAV gives an empty array)."""
+    decoded = read_audio_file(path)
     return to_mono_16k(decoded.samples, decoded.sample_rate)

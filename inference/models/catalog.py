@@ -29,7 +29,40 @@ class Catalog:
         self.specs = specs if specs is not None else load_all_specs()
 
     def packages(self) -> list[PackageSpec]:
-        return [pkg for spec in self.specs.values() for pkg in spec.packages]
+        """Catalog packages, then packages imported under ids of their own (``captioneer models import``)."""
+        listed = [pkg for spec in self.specs.values() for pkg in spec.packages]
+        return listed + self.imported_packages({pkg.id for pkg in listed})
+
+    def imported_packages(self, catalog_ids: set[str]) -> list[PackageSpec]:
+        found: list[PackageSpec] = []
+        try:
+            markers = sorted(self.paths.models.glob(f"*/{INSTALL_MARKER}"))
+        except OSError:
+            return found
+        for marker in markers:
+            directory = marker.parent
+            if directory.name.startswith(".") or directory.name in catalog_ids:
+                continue
+            try:
+                info = json.loads(marker.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+            if not isinstance(info, dict) or info.get("id") != directory.name or not info.get("family"):
+                continue
+            found.append(
+                PackageSpec(
+                    id=directory.name,
+                    family=str(info["family"]),
+                    name=str(info.get("name") or directory.name),
+                    format=str(info.get("format") or "imported"),
+                    files=(),
+                    size_bytes=int(info.get("size_bytes") or 0),
+                    quantization=info.get("quantization"),
+                    license="see the imported model",
+                    notes=f"imported from {info.get('origin', 'a local path')}",
+                )
+            )
+        return found
 
     def get(self, package_id: str) -> PackageSpec:
         for pkg in self.packages():

@@ -187,6 +187,7 @@ OPTIONAL: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "ggml_ssm_conv": _binary(),
     "ggml_flash_attn_ext": (P, (P, P, P, P, P, F32, F32, F32)),
     "ggml_prec_set_acc": (B, (P, I32)),
+    "ggml_conv_2d_dw_direct": _binary(I32, I32, I32, I32, I32, I32),
 }
 
 CPU_FEATURES = (

@@ -58,7 +58,9 @@ def numpy_dtype(ggml_type: GgmlType) -> np.dtype:
     try:
         return _NUMPY_OF_TYPE[ggml_type]
     except KeyError:
-        raise UsageError(f"ggml type {ggml_type.name} has no numpy element type (it is block-quantized)") from None
+        raise UsageError(
+            f"ggml type {ggml_type.name} has no numpy element type (it is block-quantized)"
+        ) from None
 
 
 def ggml_type_of(dtype: np.dtype | type | str) -> GgmlType:

@@ -49,7 +49,9 @@ def llama_cpp_lib_dir() -> Path:
         return Path(override).resolve()
     spec = importlib.util.find_spec("llama_cpp")
     if spec is None or spec.origin is None:
-        raise BackendError("llama-cpp-python is not installed, so the ggml libraries are missing", INSTALL_FIX)
+        raise BackendError(
+            "llama-cpp-python is not installed, so the ggml libraries are missing", INSTALL_FIX
+        )
     # llama_cpp uses os.path.abspath(os.path.dirname(__file__)) / "lib"; match it exactly.
     return Path(os.path.abspath(os.path.dirname(spec.origin))) / "lib"
 

@@ -1,0 +1,230 @@
+"""Qt-free state behind the models dialog: table rows, download jobs on worker threads, plain-word errors.
+
+The dialog is a thin view: it renders :meth:`ModelsManager.rows` and forwards button presses. Job
+callbacks (``on_progress`` / ``on_finished``) run on the worker thread; the view must hop to the GUI
+thread before touching widgets (the dialog does that with queued Qt signals).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from inference.errors import CaptioneerError
+from inference.models.catalog import Catalog
+from inference.models.conversion import FORMATS_NEEDING_CONVERSION
+from inference.models.progress import InstallProgress, describe, human_bytes
+from inference.models.spec import PackageSpec
+from inference.models.store import ModelStore
+
+log = logging.getLogger("captioneer.app.models")
+
+_HEADLINES = {
+    "no network": "No connection to the model hub",
+    "hub refused": "The model hub refused the download",
+    "checksum mismatch": "The download was damaged (checksum mismatch)",
+    "disk full": "Not enough disk space",
+    "cancelled": "Download cancelled",
+}
+
+
+@dataclass(frozen=True)
+class PackageRow:
+    id: str
+    name: str
+    family: str
+    size: str
+    quantization: str
+    languages: str
+    license: str
+    state: str
+    installed: bool
+    default: bool
+    bundled: bool
+    downloadable: bool
+    busy: bool
+    folder: Path | None
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    package_id: str
+    ok: bool
+    cancelled: bool = False
+    headline: str = ""
+    detail: str = ""
+
+
+def explain(package_name: str, exc: BaseException) -> tuple[str, str]:
+    """(headline, detail) in words a user can act on."""
+    if isinstance(exc, CaptioneerError):
+        headline = _HEADLINES.get(getattr(exc, "kind", ""))
+        detail = exc.message + (f"\nWhat to do: {exc.fix}" if exc.fix else "")
+        return headline or f"Could not install {package_name}", detail
+    return f"Could not install {package_name}", f"Unexpected error: {type(exc).__name__}: {exc}"
+
+
+def languages_text(languages: tuple[str, ...], limit: int = 6) -> str:
+    if len(languages) <= limit:
+        return ", ".join(languages)
+    return ", ".join(languages[:limit]) + f" … ({len(languages)} languages)"
+
+
+def size_text(pkg: PackageSpec) -> str:
+    if pkg.format == "bundled":
+        return "bundled"
+    if pkg.size_bytes <= 0:
+        return "?"
+    return ("~" if pkg.size_is_estimate else "") + human_bytes(pkg.size_bytes)
+
+
+def needs_first_run_offer(catalog: Catalog) -> bool:
+    """True when only the bundled demo (or nothing) is installed: offer to download a real model."""
+    return not any(e.installed and e.package.format != "bundled" for e in catalog.entries())
+
+
+def suggested_package(catalog: Catalog) -> PackageSpec | None:
+    """The smallest downloadable default package: the quickest way to real captions."""
+    defaults = [p for p in catalog.packages() if p.default and p.hf_repo and p.format != "bundled"]
+    return min(defaults, key=lambda p: p.size_bytes, default=None)
+
+
+class ModelsManager:
+    def __init__(
+        self,
+        store: ModelStore,
+        on_progress: Callable[[str, InstallProgress], None] | None = None,
+        on_finished: Callable[[JobOutcome], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.on_progress = on_progress
+        self.on_finished = on_finished
+        self._jobs: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self._last: dict[str, InstallProgress] = {}
+        self._lock = threading.Lock()
+
+    # -- rows ----------------------------------------------------------------------------
+
+    def rows(self) -> list[PackageRow]:
+        rows = []
+        for entry in self.store.catalog.entries():
+            pkg = entry.package
+            busy = self.is_busy(pkg.id)
+            bundled = pkg.format == "bundled"
+            unconvertible = (
+                pkg.format in FORMATS_NEEDING_CONVERSION and self.store.conversions.for_package(pkg) is None
+            )
+            rows.append(
+                PackageRow(
+                    id=pkg.id,
+                    name=pkg.name + (" (default)" if pkg.default else ""),
+                    family=pkg.family,
+                    size=size_text(pkg),
+                    quantization=pkg.quantization or "",
+                    languages=languages_text(pkg.languages),
+                    license=pkg.license,
+                    state="needs a converter (not in this build)"
+                    if unconvertible and not entry.installed
+                    else self._state_text(pkg, entry.installed, busy),
+                    installed=entry.installed,
+                    default=pkg.default,
+                    bundled=bundled,
+                    downloadable=bool(pkg.hf_repo and pkg.files) and not bundled and not unconvertible,
+                    busy=busy,
+                    folder=self.store.catalog.package_dir(pkg) if entry.installed else None,
+                )
+            )
+        return rows
+
+    def _state_text(self, pkg: PackageSpec, installed: bool, busy: bool) -> str:
+        if busy:
+            report = self._last.get(pkg.id)
+            if report is not None and report.fraction is not None:
+                return f"{report.phase} {report.fraction * 100:.0f}%"
+            return "starting…"
+        if pkg.format == "bundled":
+            return "bundled" if installed else "missing"
+        if installed:
+            return "installed"
+        partial = self.store.partial_bytes(pkg.id)
+        return f"paused ({human_bytes(partial)} downloaded)" if partial else "not installed"
+
+    # -- jobs ----------------------------------------------------------------------------
+
+    def is_busy(self, package_id: str) -> bool:
+        with self._lock:
+            job = self._jobs.get(package_id)
+        return job is not None and job[0].is_alive()
+
+    def any_busy(self) -> bool:
+        with self._lock:
+            return any(thread.is_alive() for thread, _ in self._jobs.values())
+
+    def download(self, package_id: str) -> bool:
+        """Start installing on a worker thread; False if that package is already busy."""
+        with self._lock:
+            job = self._jobs.get(package_id)
+            if job is not None and job[0].is_alive():
+                return False
+            cancel = threading.Event()
+            thread = threading.Thread(
+                target=self._run, args=(package_id, cancel), name=f"install-{package_id}", daemon=True
+            )
+            self._jobs[package_id] = (thread, cancel)
+        thread.start()
+        return True
+
+    def _run(self, package_id: str, cancel: threading.Event) -> None:
+        name = package_id
+        try:
+            name = self.store.catalog.get(package_id).name
+            self.store.install(package_id, progress=lambda r: self._progress(package_id, r), cancel=cancel)
+            outcome = JobOutcome(package_id, ok=True, headline=f"{name} is installed")
+        except BaseException as exc:  # the worker must always report back, whatever happened
+            cancelled = getattr(exc, "kind", "") == "cancelled"
+            if not cancelled:
+                log.warning("install of %s failed", package_id, exc_info=True)
+            headline, detail = explain(name, exc)
+            if cancelled:
+                detail = "The downloaded part is kept; Download resumes it."
+            outcome = JobOutcome(package_id, ok=False, cancelled=cancelled, headline=headline, detail=detail)
+        finally:
+            self._last.pop(package_id, None)
+        with self._lock:
+            self._jobs.pop(package_id, None)
+        if self.on_finished is not None:
+            try:
+                self.on_finished(outcome)
+            except RuntimeError:  # the view was closed and deleted while this job wound down
+                log.debug("install of %s finished after its view closed", package_id)
+
+    def _progress(self, package_id: str, report: InstallProgress) -> None:
+        self._last[package_id] = report
+        if self.on_progress is not None:
+            self.on_progress(package_id, report)
+
+    def cancel(self, package_id: str) -> None:
+        with self._lock:
+            job = self._jobs.get(package_id)
+        if job is not None:
+            job[1].set()
+
+    def cancel_all(self, wait_s: float = 5.0) -> None:
+        with self._lock:
+            jobs = list(self._jobs.values())
+        for _, cancel in jobs:
+            cancel.set()
+        for thread, _ in jobs:
+            thread.join(wait_s)
+
+    def delete(self, package_id: str) -> None:
+        if self.is_busy(package_id):
+            raise RuntimeError(f"{package_id} is being installed; cancel it first")
+        self.store.remove(package_id)
+
+    @staticmethod
+    def status_line(report: InstallProgress) -> str:
+        return describe(report)

@@ -1,0 +1,229 @@
+"""Silero VAD (v5/v6 ONNX model) on onnxruntime: streaming frame probabilities and offline speech segments.
+
+The model contract (from the silero-vad package's ONNX wrapper): each call takes a [1, 64 + 512]
+float32 window — the last 64 samples of the previous window followed by the new 512-sample frame
+at 16 kHz — plus a recurrent ``state`` [2, 1, 128] and ``sr`` (int64 scalar), and returns the
+speech probability [1, 1] and the next state. The torch-based package itself is never imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from inference.errors import ModelError, UsageError
+from inference.paths import resources_dir
+
+VAD_SAMPLE_RATE = 16000
+FRAME_SAMPLES = 512  # 32 ms
+CONTEXT_SAMPLES = 64
+_STATE_SHAPE = (2, 1, 128)
+_EXPECTED_INPUTS = {"input", "state", "sr"}
+
+
+def default_vad_model_path() -> Path:
+    return resources_dir() / "vad" / "silero_vad.onnx"
+
+
+@dataclass(frozen=True)
+class SpeechSegment:
+    """Speech in samples at 16 kHz, half-open [start, end)."""
+
+    start: int
+    end: int
+
+    @property
+    def duration_samples(self) -> int:
+        return self.end - self.start
+
+
+class SileroVad:
+    """One Silero VAD stream. Not thread-safe: give each audio stream its own instance."""
+
+    def __init__(self, model_path: Path | None = None, *, threads: int = 1) -> None:
+        import onnxruntime
+
+        path = Path(model_path) if model_path is not None else default_vad_model_path()
+        if not path.is_file():
+            raise ModelError(
+                f"Silero VAD model not found: {path}",
+                "reinstall Captioneer, or point vad_model_path at a silero_vad.onnx file (v5 or v6)",
+            )
+        options = onnxruntime.SessionOptions()
+        # It runs beside the GUI and the speech model: one thread is plenty for a 32 ms frame.
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            self._session = onnxruntime.InferenceSession(
+                str(path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own exception types for corrupt files
+            raise ModelError(
+                f"cannot load the Silero VAD model {path}: {exc}", "replace it with silero_vad.onnx"
+            ) from exc
+        names = {i.name for i in self._session.get_inputs()}
+        if names != _EXPECTED_INPUTS:
+            raise ModelError(
+                f"{path} is not a Silero VAD v5/v6 model (inputs {sorted(names)})",
+                "use silero_vad.onnx from the silero-vad 5.x/6.x package",
+            )
+        self._rate = np.array(VAD_SAMPLE_RATE, dtype=np.int64)
+        self._window = np.zeros((1, CONTEXT_SAMPLES + FRAME_SAMPLES), dtype=np.float32)
+        self._state = np.zeros(_STATE_SHAPE, dtype=np.float32)
+        self._pending = np.zeros(0, dtype=np.float32)
+
+    def reset(self) -> None:
+        """Forget the recurrent state, the 64-sample context and any buffered partial frame."""
+        self._window[:] = 0.0
+        self._state = np.zeros(_STATE_SHAPE, dtype=np.float32)
+        self._pending = np.zeros(0, dtype=np.float32)
+
+    def process(self, frame: np.ndarray) -> float:
+        """Speech probability of one 512-sample, 16 kHz frame, continuing the stream."""
+        frame = np.asarray(frame, dtype=np.float32).reshape(-1)
+        if frame.size != FRAME_SAMPLES:
+            raise ValueError(f"Silero VAD frames are {FRAME_SAMPLES} samples at 16 kHz, got {frame.size}")
+        # The window's first 64 samples still hold the tail of the previous frame.
+        self._window[0, CONTEXT_SAMPLES:] = frame
+        prob, self._state = self._session.run(
+            None, {"input": self._window, "state": self._state, "sr": self._rate}
+        )
+        self._window[0, :CONTEXT_SAMPLES] = self._window[0, -CONTEXT_SAMPLES:]
+        return float(prob.reshape(-1)[0])
+
+    def push(self, samples: np.ndarray) -> np.ndarray:
+        """Feed any number of 16 kHz samples; return the probabilities of the frames they completed.
+
+        Frames stay aligned to the start of the stream however the packets are cut.
+        """
+        samples = np.asarray(samples, dtype=np.float32).reshape(-1)
+        buffered = np.concatenate([self._pending, samples]) if self._pending.size else samples
+        complete = buffered.size // FRAME_SAMPLES
+        probs = np.array(
+            [self.process(buffered[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]) for i in range(complete)],
+            dtype=np.float32,
+        )
+        self._pending = buffered[complete * FRAME_SAMPLES :].copy()
+        return probs
+
+    def frame_probabilities(self, audio: np.ndarray) -> np.ndarray:
+        """Probabilities for a whole clip from a fresh state; the last partial frame is zero-padded.
+
+        Resets the stream before and after, so it can be used between live sessions.
+        """
+        audio = np.asarray(audio, dtype=np.float32).reshape(-1)
+        frames = -(-audio.size // FRAME_SAMPLES)
+        padded = np.zeros(frames * FRAME_SAMPLES, dtype=np.float32)
+        padded[: audio.size] = audio
+        self.reset()
+        try:
+            return np.array(
+                [self.process(padded[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]) for i in range(frames)],
+                dtype=np.float32,
+            )
+        finally:
+            self.reset()
+
+
+def speech_segments(
+    audio: np.ndarray,
+    vad: SileroVad,
+    *,
+    threshold: float = 0.5,
+    min_speech_ms: float = 250,
+    min_silence_ms: float = 100,
+    speech_pad_ms: float = 30,
+    neg_threshold: float | None = None,
+) -> list[SpeechSegment]:
+    """Speech segments of a 16 kHz mono clip (Silero's offline hysteresis, no maximum segment length)."""
+    audio = np.asarray(audio, dtype=np.float32).reshape(-1)
+    _validate_thresholds(threshold, neg_threshold)
+    probs = vad.frame_probabilities(audio)
+    return segments_from_probabilities(
+        probs,
+        audio.size,
+        threshold=threshold,
+        min_speech_ms=min_speech_ms,
+        min_silence_ms=min_silence_ms,
+        speech_pad_ms=speech_pad_ms,
+        neg_threshold=neg_threshold,
+    )
+
+
+def _validate_thresholds(threshold: float, neg_threshold: float | None) -> None:
+    if not 0.0 < threshold < 1.0:
+        raise UsageError(f"VAD threshold must be between 0 and 1 (exclusive), got {threshold}")
+    if neg_threshold is not None and not 0.0 <= neg_threshold <= threshold:
+        raise UsageError(f"VAD negative threshold must be in [0, threshold={threshold}], got {neg_threshold}")
+
+
+def segments_from_probabilities(
+    probs: Sequence[float] | np.ndarray,
+    n_samples: int,
+    *,
+    threshold: float = 0.5,
+    min_speech_ms: float = 250,
+    min_silence_ms: float = 100,
+    speech_pad_ms: float = 30,
+    neg_threshold: float | None = None,
+) -> list[SpeechSegment]:
+    """Turn per-frame probabilities into padded speech segments.
+
+    Speech starts at the first frame with p >= threshold. It ends at the first frame with
+    p < neg_threshold (default threshold - 0.15, at least 0.01) once the dip has lasted
+    min_silence_ms without p climbing back to the threshold. Segments not longer than
+    min_speech_ms are dropped. Padding grows each segment by speech_pad_ms, but two
+    neighbours closer than twice the pad split the silence between them instead.
+    """
+    _validate_thresholds(threshold, neg_threshold)
+    if neg_threshold is None:
+        neg_threshold = max(threshold - 0.15, 0.01)
+    per_ms = VAD_SAMPLE_RATE / 1000
+    min_speech = per_ms * min_speech_ms
+    min_silence = per_ms * min_silence_ms
+    pad = per_ms * speech_pad_ms
+
+    raw: list[list[int]] = []
+    start: int | None = None
+    silence_start = 0  # 0 = no dip pending (a dip can never begin at sample 0 while in speech)
+    for index, prob in enumerate(np.asarray(probs, dtype=np.float64)):
+        position = index * FRAME_SAMPLES
+        if prob >= threshold:
+            silence_start = 0
+            if start is None:
+                start = position
+            continue
+        if start is None or prob >= neg_threshold:
+            continue
+        if not silence_start:
+            silence_start = position
+        if position - silence_start < min_silence:
+            continue
+        if silence_start - start > min_speech:
+            raw.append([start, silence_start])
+        start, silence_start = None, 0
+    if start is not None and n_samples - start > min_speech:
+        raw.append([start, n_samples])
+    return _pad_segments(raw, n_samples, pad)
+
+
+def _pad_segments(raw: list[list[int]], n_samples: int, pad: float) -> list[SpeechSegment]:
+    for i, segment in enumerate(raw):
+        if i == 0:
+            segment[0] = int(max(0, segment[0] - pad))
+        if i + 1 < len(raw):
+            following = raw[i + 1]
+            silence = following[0] - segment[1]
+            if silence < 2 * pad:
+                segment[1] += silence // 2
+                following[0] = int(max(0, following[0] - silence // 2))
+            else:
+                segment[1] = int(min(n_samples, segment[1] + pad))
+                following[0] = int(max(0, following[0] - pad))
+        else:
+            segment[1] = int(min(n_samples, segment[1] + pad))
+    return [SpeechSegment(start, end) for start, end in raw]

@@ -1,0 +1,118 @@
+"""Whisper-style log-mel frontend for Qwen3-ASR, identical to transformers' ``Qwen3ASRFeatureExtractor``.
+
+Follows reference_notes.md §2.3 (the reference), which differs from the audio.cpp engine (families.md §1.2) in two
+places; the project follows the reference:
+
+* the Hann window is **periodic** (``0.5 - 0.5*cos(2*pi*i/400)``), not the symmetric ``/399`` form;
+* there is **no peak normalisation** (audio.cpp divides by the peak when it exceeds 1 and clamps to [-1, 1]);
+  samples go in as they are.
+
+Everything else matches both: 16 kHz mono input, zero-padding to 8000 samples, centred STFT (n_fft 400, hop 160,
+reflect padding), last frame dropped (``len // 160`` frames), power spectrum, Slaney mel filterbank 0-8000 Hz,
+``log10(max(mel, 1e-10))``, floor at the utterance's global max - 8, ``(x + 4) / 4``. Like the reference processor,
+the mel time axis is right-padded with zeros to a multiple of ``2*n_window`` frames and a mask marks the valid ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+SAMPLE_RATE = 16000
+N_FFT = 400
+HOP_LENGTH = 160
+MIN_SAMPLES = 8000
+CHUNK_FRAMES = 100  # 2 * n_window; the audio tower's conv chunk
+TOKENS_PER_CHUNK = 13  # tokens a full 100-frame chunk leaves after three stride-2 convolutions
+
+
+@dataclass(frozen=True)
+class MelFeatures:
+    values: np.ndarray  # float32 (num_mel_bins, padded_frames), mel-major
+    mask: np.ndarray  # int8 (padded_frames,): 1 for valid frames, 0 for the right padding
+
+    @property
+    def valid_frames(self) -> int:
+        return int(self.mask.sum())
+
+
+def _hz_to_mel_slaney(hz: np.ndarray) -> np.ndarray:
+    hz = np.asarray(hz, dtype=np.float64)
+    mel = hz / (200.0 / 3.0)
+    log_region = hz >= 1000.0
+    mel[log_region] = 15.0 + np.log(hz[log_region] / 1000.0) / (np.log(6.4) / 27.0)
+    return mel
+
+
+def _mel_to_hz_slaney(mel: np.ndarray) -> np.ndarray:
+    mel = np.asarray(mel, dtype=np.float64)
+    hz = mel * (200.0 / 3.0)
+    log_region = mel >= 15.0
+    hz[log_region] = 1000.0 * np.exp((np.log(6.4) / 27.0) * (mel[log_region] - 15.0))
+    return hz
+
+
+@cache
+def mel_filterbank(num_mel_bins: int = 128, n_fft: int = N_FFT, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """Slaney-scale, Slaney-normalised triangular filters, shape (n_fft//2 + 1, num_mel_bins), 0-8000 Hz."""
+    fft_freqs = np.linspace(0.0, sample_rate / 2, n_fft // 2 + 1)
+    mel_edges = np.linspace(_hz_to_mel_slaney(np.array([0.0]))[0], _hz_to_mel_slaney(np.array([8000.0]))[0],
+                            num_mel_bins + 2)
+    edges_hz = _mel_to_hz_slaney(mel_edges)
+    widths = np.diff(edges_hz)
+    slopes = edges_hz[None, :] - fft_freqs[:, None]
+    falling = -slopes[:, :-2] / widths[:-1]
+    rising = slopes[:, 2:] / widths[1:]
+    filters = np.maximum(0.0, np.minimum(falling, rising))
+    filters *= 2.0 / (edges_hz[2 : num_mel_bins + 2] - edges_hz[:num_mel_bins])
+    filters.setflags(write=False)
+    return filters
+
+
+@cache
+def _periodic_hann(length: int) -> np.ndarray:
+    window = 0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(length) / length)
+    window.setflags(write=False)
+    return window
+
+
+def log_mel(samples: np.ndarray, num_mel_bins: int = 128, pad_multiple: int = CHUNK_FRAMES) -> MelFeatures:
+    """Features of one utterance of float mono 16 kHz samples (see the module doc for every step)."""
+    audio = np.asarray(samples, dtype=np.float32).reshape(-1)
+    if audio.shape[0] < MIN_SAMPLES:
+        audio = np.pad(audio, (0, MIN_SAMPLES - audio.shape[0]))
+    frames = audio.shape[0] // HOP_LENGTH  # STFT gives one more; the reference drops the last frame
+    padded = np.pad(audio.astype(np.float64), N_FFT // 2, mode="reflect")
+    strided = np.lib.stride_tricks.sliding_window_view(padded, N_FFT)[::HOP_LENGTH][:frames]
+    spectrum = np.fft.rfft(strided * _periodic_hann(N_FFT), axis=-1)
+    power = spectrum.real**2 + spectrum.imag**2  # (frames, bins)
+    mel = mel_filterbank(num_mel_bins).T @ power.T  # (mels, frames)
+    log_spec = np.log10(np.maximum(mel, 1e-10))
+    log_spec = np.maximum(log_spec, log_spec.max() - 8.0)
+    values = ((log_spec + 4.0) / 4.0).astype(np.float32)
+    padding = (-frames) % pad_multiple if pad_multiple > 1 else 0
+    values = np.pad(values, ((0, 0), (0, padding)))
+    mask = np.concatenate([np.ones(frames, dtype=np.int8), np.zeros(padding, dtype=np.int8)])
+    return MelFeatures(values, mask)
+
+
+def audio_token_count(frames: int) -> int:
+    """``tok(T)``: audio-tower output tokens for ``frames`` valid mel frames (families.md §1.2 step 8).
+
+    Whole 100-frame chunks give 13 tokens each; the remainder goes through three (k3, s2, p1) convolutions.
+    Python floor division, exactly as specified (a remainder of 0 contributes ``((-1)//2+1 - 1)//2 + 1 ...``,
+    which evaluates to 0 extra tokens).
+    """
+    leave = frames % CHUNK_FRAMES
+    first = (leave - 1) // 2 + 1
+    return ((first - 1) // 2 + 1 - 1) // 2 + 1 + TOKENS_PER_CHUNK * (frames // CHUNK_FRAMES)
+
+
+def chunk_token_count(chunk_frames: int) -> int:
+    """Tokens one conv chunk of ``chunk_frames`` (1..100) valid frames keeps: ceil applied three times."""
+    length = chunk_frames
+    for _ in range(3):
+        length = (length - 1) // 2 + 1 if length > 0 else 0
+    return length

@@ -1,0 +1,537 @@
+"""Convert the Qwen3-ASR / Confucius4-R2T2 thinker (a plain Qwen3 decoder) into a llama.cpp GGUF.
+
+Reads the checkpoint directory in either layout (reference_notes §2.2, families §1.1):
+* legacy release: ``config.json`` with ``thinker_config``, tensors ``thinker.model.*``, LM head tied
+  (``thinker.lm_head.weight`` absent);
+* Hugging Face: ``text_config`` at the root, tensors ``model.language_model.*`` and ``lm_head.weight``.
+
+The GGUF uses llama.cpp's ``qwen3`` architecture. The config's interleaved M-RoPE degenerates to
+NeoX RoPE for audio+text (every position stream is identical), which is what ``qwen3`` runs. The
+tokenizer metadata (gpt2/qwen2 BPE) only has to satisfy llama.cpp: Captioneer tokenizes in Python.
+
+Storage types: ``native`` (each tensor keeps the checkpoint dtype), ``f32``, ``f16``, ``bf16`` are
+written directly; ``q8_0`` and ``q4_k`` (llama.cpp's Q4_K_M mix) go through ``llama_model_quantize``
+from a native intermediate. 1-D tensors (norms) are always f32, as llama.cpp's own converter does.
+The result is cached next to the model with a fingerprint of the source files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+from inference.errors import ModelError, UsageError
+from inference.paths import AppPaths
+
+log = logging.getLogger(__name__)
+
+CONVERTER_VERSION = "1"  # bump when the GGUF written for the same source changes
+FINGERPRINT_KEY = "captioneer.thinker.source_fingerprint"
+STORAGE_TYPES = ("native", "f32", "f16", "bf16", "q8_0", "q4_k")
+QUANTIZED_TYPES = ("q8_0", "q4_k")
+DEFAULT_ROPE_THETA = 5_000_000.0  # the reference C++ engine's default when the config has none
+
+_ST_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}  # bf16 kept as bits
+_STORAGE_OF_DTYPE = {"F32": "f32", "F16": "f16", "BF16": "bf16"}
+_FILE_TYPES = {
+    "f32": gguf.LlamaFileType.ALL_F32,
+    "f16": gguf.LlamaFileType.MOSTLY_F16,
+    "bf16": gguf.LlamaFileType.MOSTLY_BF16,
+}
+_LAYER_TENSORS = {  # HF name below ``layers.N.`` -> llama.cpp name below ``blk.N.``
+    "input_layernorm.weight": "attn_norm.weight",
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+}
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ModelError(f"{path.name} is missing from {path.parent}", "re-download or re-import the model") from exc
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{path} is unreadable or not valid JSON ({exc})", "re-download the model") from exc
+
+
+# --------------------------------------------------------------------------------------------
+# safetensors (memory-mapped; bf16 stays as raw bits until a consumer converts it)
+
+
+@dataclass(frozen=True)
+class _StoredTensor:
+    file: Path
+    dtype: str  # safetensors dtype name: F32, F16 or BF16
+    shape: tuple[int, ...]
+    begin: int  # absolute byte offset in the file
+    end: int
+
+
+class SafetensorsFiles:
+    """The tensors of every ``*.safetensors`` file in a directory, memory-mapped on first use."""
+
+    def __init__(self, files: list[Path]) -> None:
+        self.files = files
+        self.tensors: dict[str, _StoredTensor] = {}
+        self._maps: dict[Path, np.memmap] = {}
+        for file in files:
+            for name, stored in _read_safetensors_header(file).items():
+                self.tensors[name] = stored
+
+    def raw(self, name: str) -> np.ndarray:
+        """The tensor as stored (float32, float16 or uint16 bf16 bits), memory-mapped, read-only."""
+        stored = self.tensors[name]
+        if stored.file not in self._maps:
+            self._maps[stored.file] = np.memmap(stored.file, dtype=np.uint8, mode="r")
+        flat = self._maps[stored.file][stored.begin : stored.end]
+        return flat.view(_ST_DTYPES[stored.dtype]).reshape(stored.shape)
+
+    def f32(self, name: str, rows: np.ndarray | None = None) -> np.ndarray:
+        """The tensor (or the given rows of it) converted to float32."""
+        raw = self.raw(name)
+        data = raw if rows is None else raw[np.asarray(rows, dtype=np.int64)]
+        return to_f32(data, self.tensors[name].dtype)
+
+
+def to_f32(data: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "BF16":
+        return (data.astype(np.uint32) << 16).view(np.float32)
+    return np.asarray(data, dtype=np.float32)
+
+
+def _read_safetensors_header(file: Path) -> dict[str, _StoredTensor]:
+    try:
+        size = file.stat().st_size
+        with file.open("rb") as handle:
+            header_len = int.from_bytes(handle.read(8), "little")
+            if header_len <= 0 or 8 + header_len > size:
+                raise ValueError("bad header length")
+            header = json.loads(handle.read(header_len))
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{file} is not a readable safetensors file ({exc})", "re-download the model") from exc
+    start = 8 + header_len
+    tensors = {}
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        dtype, shape, (begin, end) = meta["dtype"], tuple(meta["shape"]), meta["data_offsets"]
+        if start + end > size:
+            raise ModelError(f"{file} is truncated (tensor {name} ends past the file)", "re-download the model")
+        tensors[name] = _StoredTensor(file, dtype, shape, start + begin, start + end)
+    return tensors
+
+
+# --------------------------------------------------------------------------------------------
+# checkpoint: configuration, layout and thinker tensors
+
+
+@dataclass(frozen=True)
+class ThinkerHParams:
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    rope_theta: float
+    rms_norm_eps: float
+    max_position_embeddings: int
+
+
+class ThinkerCheckpoint:
+    """The thinker part of a Qwen3-ASR checkpoint directory (legacy or HF layout)."""
+
+    def __init__(self, model_dir: str | os.PathLike[str]) -> None:
+        self.model_dir = Path(model_dir)
+        if not self.model_dir.is_dir():
+            raise ModelError(f"model directory not found: {self.model_dir}", "check the --model path")
+        config = _read_json(self.model_dir / "config.json")
+        self.config = config
+        self.layout = "legacy" if isinstance(config.get("thinker_config"), dict) else "hf"
+        thinker_config = config["thinker_config"] if self.layout == "legacy" else config
+        text = thinker_config.get("text_config")
+        if not isinstance(text, dict):
+            raise ModelError(f"{self.model_dir / 'config.json'} has no text_config", "is this a Qwen3-ASR checkpoint?")
+        self.thinker_config = thinker_config
+        self.hparams = _hparams(text, self.model_dir)
+        self.prefix = "thinker.model." if self.layout == "legacy" else "model.language_model."
+        head_name = "thinker.lm_head.weight" if self.layout == "legacy" else "lm_head.weight"
+        files = sorted(self.model_dir.glob("*.safetensors"))
+        if not files:
+            raise ModelError(f"no *.safetensors weights in {self.model_dir}", "re-download or re-import the model")
+        self.weights = SafetensorsFiles(files)
+        tie = config.get("tie_word_embeddings", text.get("tie_word_embeddings"))
+        # The legacy release ships no LM head at all: then the head is the embedding matrix.
+        self.tied = bool(tie) or head_name not in self.weights.tensors
+        self.head_name = None if self.tied else head_name
+        self._check_tensors()
+
+    def hf_name(self, name: str) -> str:
+        """Checkpoint name of a text-model tensor given below the prefix (``layers.0.…``)."""
+        return self.prefix + name
+
+    def thinker_tensors(self) -> Iterator[tuple[str, str]]:
+        """(llama.cpp name, checkpoint name) for every tensor the GGUF holds, in file order."""
+        yield "token_embd.weight", self.hf_name("embed_tokens.weight")
+        for i in range(self.hparams.num_hidden_layers):
+            for hf, ll in _LAYER_TENSORS.items():
+                yield f"blk.{i}.{ll}", self.hf_name(f"layers.{i}.{hf}")
+        yield "output_norm.weight", self.hf_name("norm.weight")
+        if self.head_name:
+            yield "output.weight", self.head_name
+
+    def native_storage_type(self) -> str:
+        """The storage type ``native`` means: the dtype of the embedding matrix."""
+        return _STORAGE_OF_DTYPE[self.weights.tensors[self.hf_name("embed_tokens.weight")].dtype]
+
+    def embedding_rows(self, token_ids: np.ndarray) -> np.ndarray:
+        """Input embeddings (n, hidden) in float32, read from the checkpoint's ``embed_tokens``."""
+        return self.weights.f32(self.hf_name("embed_tokens.weight"), token_ids)
+
+    def source_files(self) -> list[Path]:
+        names = ["config.json", "generation_config.json", "tokenizer.json", "vocab.json", "merges.txt",
+                 "tokenizer_config.json", "added_tokens.json"]
+        return [p for p in (self.model_dir / n for n in names) if p.is_file()] + self.weights.files
+
+    def fingerprint(self, storage_type: str) -> str:
+        """Changes when any source file, the storage type or the converter changes."""
+        digest = hashlib.sha256(f"{CONVERTER_VERSION}|{storage_type}".encode())
+        for path in self.source_files():
+            stat = path.stat()
+            digest.update(f"|{path.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+        return digest.hexdigest()
+
+    def _check_tensors(self) -> None:
+        h = self.hparams
+        expected = {
+            "token_embd.weight": (h.vocab_size, h.hidden_size),
+            "output.weight": (h.vocab_size, h.hidden_size),
+            "output_norm.weight": (h.hidden_size,),
+        }
+        layer_shapes = {
+            "attn_norm.weight": (h.hidden_size,),
+            "attn_q.weight": (h.num_attention_heads * h.head_dim, h.hidden_size),
+            "attn_k.weight": (h.num_key_value_heads * h.head_dim, h.hidden_size),
+            "attn_v.weight": (h.num_key_value_heads * h.head_dim, h.hidden_size),
+            "attn_output.weight": (h.hidden_size, h.num_attention_heads * h.head_dim),
+            "attn_q_norm.weight": (h.head_dim,),
+            "attn_k_norm.weight": (h.head_dim,),
+            "ffn_norm.weight": (h.hidden_size,),
+            "ffn_gate.weight": (h.intermediate_size, h.hidden_size),
+            "ffn_up.weight": (h.intermediate_size, h.hidden_size),
+            "ffn_down.weight": (h.hidden_size, h.intermediate_size),
+        }
+        for ll_name, hf_name in self.thinker_tensors():
+            stored = self.weights.tensors.get(hf_name)
+            if stored is None:
+                raise ModelError(
+                    f"tensor {hf_name} is missing from the {self.layout}-layout checkpoint {self.model_dir}",
+                    "the weights are incomplete or not a Qwen3-ASR checkpoint; re-download them",
+                )
+            want = expected.get(ll_name) or layer_shapes[ll_name.split(".", 2)[2]]
+            if stored.shape != want:
+                raise ModelError(
+                    f"tensor {hf_name} has shape {list(stored.shape)}, the config implies {list(want)}",
+                    "config.json and the weights do not belong together",
+                )
+            if stored.dtype not in _ST_DTYPES:
+                raise ModelError(f"tensor {hf_name} has unsupported dtype {stored.dtype}", "use f32, f16 or bf16 weights")
+
+
+def _hparams(text: dict, model_dir: Path) -> ThinkerHParams:
+    def required(key: str) -> int:
+        if key not in text:
+            raise ModelError(f"text_config.{key} is missing from {model_dir / 'config.json'}", "re-download the model")
+        return int(text[key])
+
+    if text.get("attention_bias"):
+        raise ModelError("thinker attention biases are not supported (attention_bias=true)", "use a Qwen3-ASR checkpoint")
+    heads = required("num_attention_heads")
+    hidden = required("hidden_size")
+    rope = text.get("rope_theta")
+    if rope is None:
+        rope = (text.get("rope_parameters") or {}).get("rope_theta", DEFAULT_ROPE_THETA)
+    return ThinkerHParams(
+        vocab_size=required("vocab_size"),
+        hidden_size=hidden,
+        intermediate_size=required("intermediate_size"),
+        num_hidden_layers=required("num_hidden_layers"),
+        num_attention_heads=heads,
+        num_key_value_heads=int(text.get("num_key_value_heads") or heads),
+        head_dim=int(text.get("head_dim") or hidden // heads),
+        rope_theta=float(rope),
+        rms_norm_eps=float(text.get("rms_norm_eps", 1e-6)),
+        max_position_embeddings=int(text.get("max_position_embeddings", 65536)),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# tokenizer metadata
+
+
+@dataclass(frozen=True)
+class GgufVocabulary:
+    tokens: list[str]
+    types: list[int]
+    merges: list[str]
+
+
+def _looks_special(token: str) -> bool:
+    return token.startswith("<|") and token.endswith("|>")
+
+
+def read_vocabulary(model_dir: Path, vocab_size: int) -> GgufVocabulary:
+    """Tokens by id, padded to ``vocab_size`` with ``[PAD{i}]`` (UNUSED) as llama.cpp's converter does.
+
+    Added tokens are CONTROL when marked special (or shaped ``<|…|>``), otherwise USER_DEFINED.
+    """
+    tokenizer_json = model_dir / "tokenizer.json"
+    if tokenizer_json.is_file():
+        data = _read_json(tokenizer_json)
+        model = data.get("model") or {}
+        if model.get("type") != "BPE":
+            raise ModelError(f"{tokenizer_json} is not a BPE tokenizer", "use the checkpoint's own tokenizer files")
+        vocab: dict[str, int] = model["vocab"]
+        merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+        added = {int(t["id"]): (t["content"], bool(t.get("special"))) for t in data.get("added_tokens", [])}
+    elif (model_dir / "vocab.json").is_file() and (model_dir / "merges.txt").is_file():
+        vocab = _read_json(model_dir / "vocab.json")
+        lines = (model_dir / "merges.txt").read_text(encoding="utf-8").splitlines()
+        merges = [line for line in lines if line and not line.startswith("#version")]
+        added = _added_tokens_from_config(model_dir)
+    else:
+        raise ModelError(
+            f"no tokenizer in {model_dir} (need tokenizer.json or vocab.json + merges.txt)", "re-download the model"
+        )
+    by_id: dict[int, tuple[str, int]] = {i: (tok, gguf.TokenType.NORMAL) for tok, i in vocab.items()}
+    for i, (content, special) in added.items():
+        kind = gguf.TokenType.CONTROL if special or _looks_special(content) else gguf.TokenType.USER_DEFINED
+        by_id[i] = (content, kind)
+    if by_id and max(by_id) >= vocab_size:
+        raise ModelError(
+            f"the tokenizer has ids up to {max(by_id)} but the config's vocab_size is {vocab_size}",
+            "the tokenizer does not belong to these weights",
+        )
+    tokens, types = [], []
+    for i in range(vocab_size):
+        token, kind = by_id.get(i, (f"[PAD{i}]", gguf.TokenType.UNUSED))
+        tokens.append(token)
+        types.append(int(kind))
+    if not merges:
+        raise ModelError(f"the tokenizer in {model_dir} has no BPE merges", "re-download the tokenizer files")
+    return GgufVocabulary(tokens, types, merges)
+
+
+def _added_tokens_from_config(model_dir: Path) -> dict[int, tuple[str, bool]]:
+    added: dict[int, tuple[str, bool]] = {}
+    if (model_dir / "added_tokens.json").is_file():
+        for content, i in _read_json(model_dir / "added_tokens.json").items():
+            added[int(i)] = (content, _looks_special(content))
+    if (model_dir / "tokenizer_config.json").is_file():
+        decoder = _read_json(model_dir / "tokenizer_config.json").get("added_tokens_decoder") or {}
+        for i, token in decoder.items():
+            added[int(i)] = (token["content"], bool(token.get("special")))
+    return added
+
+
+def _special_ids(checkpoint: ThinkerCheckpoint) -> tuple[int | None, int | None]:
+    """(eos, pad) ids from generation_config.json / config.json."""
+    eos = None
+    generation = checkpoint.model_dir / "generation_config.json"
+    sources = [_read_json(generation)] if generation.is_file() else []
+    sources += [checkpoint.config, checkpoint.thinker_config]
+    for source in sources:
+        value = source.get("eos_token_id")
+        if value is not None:
+            eos = int(value[0] if isinstance(value, list) else value)
+            break
+    pad = next((s["pad_token_id"] for s in sources if s.get("pad_token_id") is not None), None)
+    return eos, (int(pad) if pad is not None else None)
+
+
+# --------------------------------------------------------------------------------------------
+# writing
+
+
+_GGML_OF_STORAGE = {
+    "f32": (np.dtype(np.float32), gguf.GGMLQuantizationType.F32),
+    "f16": (np.dtype(np.float16), gguf.GGMLQuantizationType.F16),
+    "bf16": (np.dtype(np.uint16), gguf.GGMLQuantizationType.BF16),  # raw bits
+}
+
+
+def _target_storage(stored: _StoredTensor, storage_type: str) -> str:
+    """The storage of one tensor: 1-D tensors (norms) stay f32; ``native`` keeps the checkpoint dtype."""
+    if len(stored.shape) == 1:
+        return "f32"
+    return _STORAGE_OF_DTYPE[stored.dtype] if storage_type == "native" else storage_type
+
+
+def _tensor_data(checkpoint: ThinkerCheckpoint, hf_name: str, storage_type: str) -> np.ndarray:
+    """One tensor converted to its target storage (bf16 as uint16 bits)."""
+    stored = checkpoint.weights.tensors[hf_name]
+    raw = checkpoint.weights.raw(hf_name)
+    target = _target_storage(stored, storage_type)
+    if target == "bf16" and stored.dtype == "BF16":
+        return np.ascontiguousarray(raw)
+    data = to_f32(raw, stored.dtype)
+    if target == "bf16":
+        return gguf.quants.quantize(data, gguf.GGMLQuantizationType.BF16)
+    return np.ascontiguousarray(data, dtype=_GGML_OF_STORAGE[target][0])
+
+
+def write_thinker_gguf(
+    checkpoint: ThinkerCheckpoint,
+    destination: Path,
+    storage_type: str,
+    fingerprint: str = "",
+    progress: Callable[[float], None] | None = None,
+) -> None:
+    """Write the thinker as a GGUF in a directly written storage type (native, f32, f16, bf16)."""
+    if storage_type not in ("native", "f32", "f16", "bf16"):
+        raise UsageError(f"{storage_type} cannot be written directly", "use ensure_thinker_gguf for quantized types")
+    h = checkpoint.hparams
+    writer = gguf.GGUFWriter(str(destination), "qwen3")
+    writer.add_name(checkpoint.model_dir.name)
+    writer.add_context_length(h.max_position_embeddings)
+    writer.add_embedding_length(h.hidden_size)
+    writer.add_block_count(h.num_hidden_layers)
+    writer.add_feed_forward_length(h.intermediate_size)
+    writer.add_head_count(h.num_attention_heads)
+    writer.add_head_count_kv(h.num_key_value_heads)
+    writer.add_key_length(h.head_dim)
+    writer.add_value_length(h.head_dim)
+    writer.add_rope_dimension_count(h.head_dim)
+    writer.add_rope_freq_base(h.rope_theta)
+    writer.add_layer_norm_rms_eps(h.rms_norm_eps)
+    concrete = checkpoint.native_storage_type() if storage_type == "native" else storage_type
+    writer.add_file_type(_FILE_TYPES[concrete])
+    writer.add_string(FINGERPRINT_KEY, fingerprint)
+    vocabulary = read_vocabulary(checkpoint.model_dir, h.vocab_size)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(vocabulary.tokens)
+    writer.add_token_types(vocabulary.types)
+    writer.add_token_merges(vocabulary.merges)
+    eos, pad = _special_ids(checkpoint)
+    if eos is not None:
+        writer.add_eos_token_id(eos)
+    if pad is not None:
+        writer.add_pad_token_id(pad)
+    writer.add_add_bos_token(False)
+
+    # Stream tensors one at a time: the whole model converted to f32 would not fit in memory.
+    plan = list(checkpoint.thinker_tensors())
+    for ll_name, hf_name in plan:
+        stored = checkpoint.weights.tensors[hf_name]
+        dtype, ggml_type = _GGML_OF_STORAGE[_target_storage(stored, storage_type)]
+        writer.add_tensor_info(ll_name, stored.shape, dtype, _nbytes(stored.shape, ggml_type), raw_dtype=ggml_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for index, (_ll_name, hf_name) in enumerate(plan):
+        writer.write_tensor_data(_tensor_data(checkpoint, hf_name, storage_type))
+        if progress:
+            progress((index + 1) / len(plan))
+    writer.close()
+
+
+def _nbytes(shape: tuple[int, ...], ggml_type: int) -> int:
+    block, type_size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(ggml_type)]
+    return int(np.prod(shape)) // block * type_size
+
+
+# --------------------------------------------------------------------------------------------
+# cache
+
+
+def cache_directory(model_dir: Path) -> Path:
+    """``<model>/.captioneer`` when writable, otherwise a per-model folder in the app cache."""
+    preferred = model_dir / ".captioneer"
+    try:
+        preferred.mkdir(exist_ok=True)
+        if os.access(preferred, os.W_OK):
+            return preferred
+    except OSError:
+        pass
+    key = hashlib.sha256(str(model_dir.resolve()).encode()).hexdigest()[:16]
+    fallback = AppPaths.from_environment().cache / "thinker" / key
+    fallback.mkdir(parents=True, exist_ok=True)
+    return fallback
+
+
+def stored_fingerprint(path: Path) -> str | None:
+    """The source fingerprint recorded in a converted GGUF (None if absent or unreadable)."""
+    try:
+        field = gguf.GGUFReader(str(path)).get_field(FINGERPRINT_KEY)
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    if field is None:
+        return None
+    return bytes(field.parts[field.data[0]]).decode("utf-8", errors="replace")
+
+
+def resolve_storage_type(checkpoint: ThinkerCheckpoint, storage_type: str) -> str:
+    """The concrete storage type of a request (``native`` becomes the checkpoint's dtype)."""
+    if storage_type not in STORAGE_TYPES:
+        raise UsageError(
+            f"unknown thinker_weight_type {storage_type!r}", f"use one of: {', '.join(STORAGE_TYPES)}"
+        )
+    return checkpoint.native_storage_type() if storage_type == "native" else storage_type
+
+
+def ensure_thinker_gguf(
+    checkpoint: ThinkerCheckpoint,
+    storage_type: str = "native",
+    cache_dir: Path | None = None,
+    n_threads: int | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> Path:
+    """The cached thinker GGUF for ``storage_type``, converting (atomically) when missing or stale."""
+    concrete = resolve_storage_type(checkpoint, storage_type)
+    directory = cache_dir or cache_directory(checkpoint.model_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"thinker-{concrete}.gguf"
+    fingerprint = checkpoint.fingerprint(concrete)
+    if target.is_file() and stored_fingerprint(target) == fingerprint:
+        return target
+    log.info("converting the thinker of %s to %s", checkpoint.model_dir, target)
+    partial = directory / f".{target.name}.{os.getpid()}.partial"
+    intermediate = directory / f".{target.stem}.{os.getpid()}.source.gguf"
+    try:
+        if concrete in QUANTIZED_TYPES:
+            from inference.native.llama import quantize_gguf  # libllama only when quantizing
+
+            # The fingerprint travels through llama_model_quantize, which copies all metadata.
+            write_thinker_gguf(checkpoint, intermediate, "native", fingerprint,
+                               (lambda f: progress(0.5 * f)) if progress else None)
+            quantize_gguf(intermediate, partial, concrete, n_threads=n_threads)
+        else:
+            write_thinker_gguf(checkpoint, partial, concrete, fingerprint, progress)
+        os.replace(partial, target)
+    except OSError as exc:
+        raise ModelError(f"could not write the converted thinker to {directory} ({exc})",
+                         "free disk space or make the model directory writable") from exc
+    finally:
+        for leftover in (partial, intermediate):
+            leftover.unlink(missing_ok=True)
+    if progress:
+        progress(1.0)
+    return target

@@ -1,0 +1,294 @@
+"""Open a Parakeet-TDT checkpoint: the Hugging Face folder or an audio.cpp GGUF package.
+
+* HF layout (``nvidia/parakeet-tdt-0.6b-v3``): ``config.json`` (model_type parakeet_tdt), ``model.safetensors``,
+  ``tokenizer.json`` and optionally ``processor_config.json``.
+* audio.cpp GGUF (families.md §5): tensors are looked up through ``audiocpp.tensor_names`` (physical names may
+  be ``_audiocpp.<i>``), and the sidecar files come from ``audiocpp.embedded_files.*`` (current blob layout or
+  the legacy ``names``/``contents`` string arrays).
+
+Both give a :class:`ParakeetCheckpoint`: the typed config, the tokenizer.json text and an
+``inference.native.Checkpoint`` whose tensors carry the logical (HF) names.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+from inference.errors import InputFileError, ModelError
+from inference.families.parakeet_tdt.config import ParakeetConfig, parse_config
+from inference.native.checkpoint import Checkpoint, TensorRecord, open_checkpoint
+from inference.native.dtypes import GgmlType
+
+CONFIG_FILE = "config.json"
+PROCESSOR_FILE = "processor_config.json"
+TOKENIZER_FILE = "tokenizer.json"
+WEIGHTS_FILE = "model.safetensors"
+
+
+@dataclass
+class ParakeetCheckpoint:
+    config: ParakeetConfig
+    tensors: Checkpoint
+    tokenizer_json: str
+    source: Path
+    format: str  # "safetensors" or "gguf"
+
+    def close(self) -> None:
+        self.tensors.close()
+
+    def __enter__(self) -> ParakeetCheckpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_parakeet_checkpoint(path: str | Path) -> ParakeetCheckpoint:
+    path = Path(path)
+    if not path.exists():
+        raise ModelError(f"model not found: {path}", "pass a Parakeet-TDT folder (config.json, model.safetensors, tokenizer.json) or .gguf file")
+    if path.is_file():
+        if path.suffix == ".nemo" or _is_tar(path):
+            raise _nemo_error(path)
+        if path.suffix == ".gguf":
+            return _open_gguf(path)
+        if path.name in (CONFIG_FILE, WEIGHTS_FILE):
+            path = path.parent
+        else:
+            raise ModelError(f"{path} is not a Parakeet-TDT checkpoint", "pass the model folder or a .gguf package")
+    nemo = sorted(path.glob("*.nemo"))
+    if nemo and not (path / CONFIG_FILE).exists():
+        raise _nemo_error(nemo[0])
+    if not (path / WEIGHTS_FILE).exists():
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1 and not (path / CONFIG_FILE).exists():
+            return _open_gguf(ggufs[0])
+    return _open_folder(path)
+
+
+def _is_tar(path: Path) -> bool:
+    import tarfile
+
+    try:
+        return tarfile.is_tarfile(path) and not zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+def _nemo_error(path: Path) -> ModelError:
+    return ModelError(
+        f"{path} is a NeMo archive, which Captioneer cannot load directly",
+        "use the Hugging Face layout (config.json + model.safetensors + tokenizer.json, e.g. nvidia/parakeet-tdt-0.6b-v3) "
+        "or an audio.cpp GGUF package",
+    )
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ModelError(f"cannot read {path}: {exc.strerror}", "check the model folder") from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{path} is not valid JSON: {exc}", "re-download the model") from exc
+
+
+def _require(path: Path) -> Path:
+    if not path.is_file():
+        raise ModelError(f"the model folder {path.parent} has no {path.name}", f"re-download the model; {path.name} is required")
+    return path
+
+
+def _open_folder(folder: Path) -> ParakeetCheckpoint:
+    config_path = _require(folder / CONFIG_FILE)
+    processor_path = folder / PROCESSOR_FILE
+    config = parse_config(
+        _read_json(config_path),
+        _read_json(processor_path) if processor_path.exists() else None,
+        str(config_path),
+        str(processor_path),
+    )
+    tokenizer_json = _require(folder / TOKENIZER_FILE).read_text(encoding="utf-8")
+    weights = _require(folder / WEIGHTS_FILE)
+    try:
+        tensors = open_checkpoint(weights)
+    except InputFileError as exc:
+        raise ModelError(exc.message, "re-download model.safetensors") from exc
+    try:
+        validate_tensors(tensors, config, str(weights))
+    except ModelError:
+        tensors.close()
+        raise
+    return ParakeetCheckpoint(config, tensors, tokenizer_json, folder, "safetensors")
+
+
+# --------------------------------------------------------------------------------------------- GGUF
+
+
+def _field_value(reader, key: str):
+    field = reader.fields.get(key)
+    if field is None:
+        return None
+    return field.contents()
+
+
+def embedded_files(reader, source: str) -> dict[str, bytes]:
+    """Sidecar files embedded in an audio.cpp GGUF (both layouts); unsafe names are rejected."""
+    names = _field_value(reader, "audiocpp.embedded_files.names") or []
+    files: dict[str, bytes] = {}
+    offsets = _field_value(reader, "audiocpp.embedded_files.offsets")
+    if offsets is not None:
+        field = reader.fields["audiocpp.embedded_files.data"]
+        blob = np.concatenate([np.asarray(field.parts[i]).reshape(-1) for i in field.data]).astype(np.uint8).tobytes()
+        if len(offsets) != len(names) + 1 or offsets[0] != 0 or offsets[-1] != len(blob):
+            raise ModelError(f"{source}: embedded file table is inconsistent", "re-create the GGUF package")
+        contents = [blob[offsets[i] : offsets[i + 1]] for i in range(len(names))]
+    else:
+        legacy = _field_value(reader, "audiocpp.embedded_files.contents") or []
+        if len(legacy) != len(names):
+            raise ModelError(f"{source}: embedded file table is inconsistent", "re-create the GGUF package")
+        contents = [text.encode("utf-8") for text in legacy]
+    for name, data in zip(names, contents, strict=True):
+        pure = PurePosixPath(name)
+        if pure.is_absolute() or ".." in pure.parts or not name:
+            raise ModelError(f"{source}: embedded file name {name!r} is not a safe relative path", "re-create the GGUF package")
+        files[name] = data
+    return files
+
+
+def _open_gguf(path: Path) -> ParakeetCheckpoint:
+    import gguf
+
+    source = str(path)
+    try:
+        reader = gguf.GGUFReader(path, "r")
+    except Exception as exc:  # the reader raises ValueError/struct errors on corrupt input
+        raise ModelError(f"{path} is not a valid GGUF file: {exc}", "re-download the model") from exc
+    files = embedded_files(reader, source)
+    if CONFIG_FILE not in files:
+        arch = _field_value(reader, "general.architecture")
+        raise ModelError(
+            f"{path} has no embedded config.json (general.architecture={arch!r})",
+            "use an audio.cpp Parakeet-TDT GGUF package (not a llama.cpp GGUF)",
+        )
+    try:
+        raw_config = json.loads(files[CONFIG_FILE])
+        processor = json.loads(files[PROCESSOR_FILE]) if PROCESSOR_FILE in files else None
+    except ValueError as exc:
+        raise ModelError(f"{path}: an embedded JSON file is invalid: {exc}", "re-create the GGUF package") from exc
+    config = parse_config(raw_config, processor, f"{source}:{CONFIG_FILE}", f"{source}:{PROCESSOR_FILE}")
+    if TOKENIZER_FILE not in files:
+        raise ModelError(f"{path} has no embedded {TOKENIZER_FILE}", "re-create the GGUF package with the tokenizer sidecar")
+    tensors = Checkpoint(_logical_records(reader, source), [reader])
+    try:
+        validate_tensors(tensors, config, source)
+    except ModelError:
+        tensors.close()
+        raise
+    return ParakeetCheckpoint(config, tensors, files[TOKENIZER_FILE].decode("utf-8"), path, "gguf")
+
+
+def _logical_records(reader, source: str) -> dict[str, TensorRecord]:
+    names = _field_value(reader, "audiocpp.tensor_names")
+    if names is None:
+        names = [t.name for t in reader.tensors]
+    if len(names) != len(reader.tensors):
+        raise ModelError(f"{source}: audiocpp.tensor_names lists {len(names)} names for {len(reader.tensors)} tensors", "re-create the GGUF package")
+    ranks = _field_value(reader, "audiocpp.tensor_ranks")
+    dims = _field_value(reader, "audiocpp.tensor_shapes")
+    records: dict[str, TensorRecord] = {}
+    pos = 0
+    for i, tensor in enumerate(reader.tensors):
+        try:
+            ggml_type = GgmlType(int(tensor.tensor_type))
+        except ValueError:
+            raise ModelError(f"{source}: tensor {names[i]!r} has unsupported type {tensor.tensor_type!r}") from None
+        shape = tuple(int(d) for d in reversed(tensor.shape.tolist()))  # GGUF lists ne (ggml order)
+        if ranks is not None and dims is not None:
+            rank = int(ranks[i])
+            logical = tuple(int(d) for d in dims[pos : pos + max(rank, 1)])
+            pos += max(rank, 1)
+            if int(np.prod(logical)) != int(np.prod(shape)):
+                raise ModelError(f"{source}: tensor {names[i]!r} shape {logical} does not match its data", "re-create the GGUF package")
+            shape = logical if rank > 0 else (1,)
+        raw = np.asarray(tensor.data).reshape(-1).view(np.uint8)
+        records[names[i]] = TensorRecord(names[i], shape, ggml_type, raw)
+    return records
+
+
+# ------------------------------------------------------------------------------------------ tensors
+
+
+def expected_tensors(config: ParakeetConfig) -> dict[str, tuple[int, ...]]:
+    """Every tensor the engine reads, with its logical (PyTorch) shape."""
+    enc = config.encoder
+    h, ff, c, k = enc.hidden_size, enc.intermediate_size, enc.subsampling_conv_channels, enc.conv_kernel_size
+    dh, vocab = config.decoder_hidden_size, config.vocab_size
+    heads, hd = enc.num_attention_heads, enc.head_dim
+    shapes: dict[str, tuple[int, ...]] = {}
+    sub = "encoder.subsampling."
+    shapes[sub + "layers.0.weight"] = (c, 1, 3, 3)
+    shapes[sub + "layers.0.bias"] = (c,)
+    for dw, pw in ((2, 3), (5, 6)):
+        shapes[f"{sub}layers.{dw}.weight"] = (c, 1, 3, 3)
+        shapes[f"{sub}layers.{dw}.bias"] = (c,)
+        shapes[f"{sub}layers.{pw}.weight"] = (c, c, 1, 1)
+        shapes[f"{sub}layers.{pw}.bias"] = (c,)
+    shapes[sub + "linear.weight"] = (h, c * enc.subsampled_mels)
+    shapes[sub + "linear.bias"] = (h,)
+    for i in range(enc.num_hidden_layers):
+        p = f"encoder.layers.{i}."
+        for norm in ("norm_feed_forward1", "norm_self_att", "norm_conv", "norm_feed_forward2", "norm_out"):
+            shapes[f"{p}{norm}.weight"] = (h,)
+            shapes[f"{p}{norm}.bias"] = (h,)
+        for ffn in ("feed_forward1", "feed_forward2"):
+            shapes[f"{p}{ffn}.linear1.weight"] = (ff, h)
+            shapes[f"{p}{ffn}.linear2.weight"] = (h, ff)
+            if enc.attention_bias:
+                shapes[f"{p}{ffn}.linear1.bias"] = (ff,)
+                shapes[f"{p}{ffn}.linear2.bias"] = (h,)
+        for proj in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            shapes[f"{p}self_attn.{proj}.weight"] = (h, h)
+            if enc.attention_bias:
+                shapes[f"{p}self_attn.{proj}.bias"] = (h,)
+        shapes[f"{p}self_attn.relative_k_proj.weight"] = (h, h)
+        shapes[f"{p}self_attn.bias_u"] = (heads, hd)
+        shapes[f"{p}self_attn.bias_v"] = (heads, hd)
+        shapes[f"{p}conv.pointwise_conv1.weight"] = (2 * h, h, 1)
+        shapes[f"{p}conv.depthwise_conv.weight"] = (h, 1, k)
+        shapes[f"{p}conv.pointwise_conv2.weight"] = (h, h, 1)
+        if enc.convolution_bias:
+            shapes[f"{p}conv.pointwise_conv1.bias"] = (2 * h,)
+            shapes[f"{p}conv.depthwise_conv.bias"] = (h,)
+            shapes[f"{p}conv.pointwise_conv2.bias"] = (h,)
+        for stat in ("weight", "bias", "running_mean", "running_var"):
+            shapes[f"{p}conv.norm.{stat}"] = (h,)
+    shapes["decoder.embedding.weight"] = (vocab, dh)
+    for layer in range(config.num_decoder_layers):
+        shapes[f"decoder.lstm.weight_ih_l{layer}"] = (4 * dh, dh)
+        shapes[f"decoder.lstm.weight_hh_l{layer}"] = (4 * dh, dh)
+        shapes[f"decoder.lstm.bias_ih_l{layer}"] = (4 * dh,)
+        shapes[f"decoder.lstm.bias_hh_l{layer}"] = (4 * dh,)
+    shapes["decoder.decoder_projector.weight"] = (dh, dh)
+    shapes["decoder.decoder_projector.bias"] = (dh,)
+    shapes["encoder_projector.weight"] = (dh, h)
+    shapes["encoder_projector.bias"] = (dh,)
+    shapes["joint.head.weight"] = (config.joint_size, dh)
+    shapes["joint.head.bias"] = (config.joint_size,)
+    return shapes
+
+
+def validate_tensors(tensors: Checkpoint, config: ParakeetConfig, source: str) -> None:
+    for name, shape in expected_tensors(config).items():
+        if name not in tensors:
+            raise ModelError(f"{source} has no tensor {name!r}", "the checkpoint is incomplete or not Parakeet-TDT; re-download it")
+        got = tensors.shape(name)
+        if got != shape:
+            raise ModelError(
+                f"{source}: tensor {name!r} has shape {got}, config.json implies {shape}",
+                "config.json and the weights do not belong together; re-download the model",
+            )

@@ -1,0 +1,347 @@
+"""FastConformer encoder of Parakeet-TDT as one ggml graph per shape bucket.
+
+Follows transformers 5.23 ``ParakeetEncoder`` (reference_notes.md §1.4) exactly:
+
+* dw_striding subsampling; after *every* Conv2d the time steps at or past the running valid length
+  are zeroed (HF masks between convs; NeMo does not).
+* ``scale_input``: HF multiplies the subsampling output by sqrt(hidden) only when the config says
+  ``scale_input: true``; the released v3 config says false, so the effective scale is 1. We follow the
+  config (the spec's project decision), folding the factor into the subsampling linear.
+* Rel-pos MHSA with bias_u / bias_v; the Transformer-XL relative shift is a zero-copy strided view.
+* Conv module: GLU, zero padded steps, depthwise conv (exact f32) with eval BatchNorm folded in,
+  SiLU, pointwise. Macaron feed-forwards with the 0.5 folded into ``linear2`` (exact: power of two).
+
+Graph inputs are padded to a frame bucket; padded frames are zero, masked exactly as the reference
+masks its own padding, so results on valid frames do not depend on the bucket.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from inference.errors import ModelError, UsageError
+from inference.native import Backend, GraphBuilder, GraphCache, StorageType, Tensor, WeightStore, load_weights
+
+FEATURE_BUCKET = 64  # feature frames per bucket step (8 encoder frames)
+MEL_BINS_PER_STRIDE = 2
+
+
+class TensorSource(Protocol):
+    """What the encoder needs from a checkpoint: HF tensor names → shapes / f32 numpy."""
+
+    def shape(self, name: str) -> tuple[int, ...]: ...
+
+    def numpy(self, name: str) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class EncoderHyperparams:
+    hidden: int
+    layers: int
+    heads: int
+    intermediate: int
+    conv_kernel: int
+    subsampling_channels: int
+    mel_bins: int
+    attention_bias: bool
+    convolution_bias: bool
+    scale_input: bool
+    max_positions: int
+    subsampling_factor: int = 8
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @classmethod
+    def from_config(cls, enc: Mapping[str, Any]) -> EncoderHyperparams:
+        try:
+            params = cls(
+                hidden=int(enc["hidden_size"]),
+                layers=int(enc["num_hidden_layers"]),
+                heads=int(enc["num_attention_heads"]),
+                intermediate=int(enc["intermediate_size"]),
+                conv_kernel=int(enc["conv_kernel_size"]),
+                subsampling_channels=int(enc["subsampling_conv_channels"]),
+                mel_bins=int(enc.get("num_mel_bins", 128)),
+                attention_bias=bool(enc.get("attention_bias", False)),
+                convolution_bias=bool(enc.get("convolution_bias", False)),
+                scale_input=bool(enc.get("scale_input", False)),
+                max_positions=int(enc.get("max_position_embeddings", 5000)),
+                subsampling_factor=int(enc.get("subsampling_factor", 8)),
+            )
+        except KeyError as exc:
+            raise ModelError(f"encoder_config is missing {exc.args[0]!r}", "use an unmodified checkpoint") from None
+        if params.subsampling_factor != 8 or int(enc.get("subsampling_conv_kernel_size", 3)) != 3:
+            raise ModelError("only dw_striding subsampling with factor 8 and kernel 3 is supported")
+        if int(enc.get("subsampling_conv_stride", 2)) != 2:
+            raise ModelError("only subsampling stride 2 is supported")
+        if params.hidden % params.heads:
+            raise ModelError(f"hidden_size {params.hidden} is not divisible by {params.heads} heads")
+        if params.conv_kernel % 2 == 0:
+            raise ModelError(f"conv_kernel_size must be odd, got {params.conv_kernel}")
+        return params
+
+
+def conv_out_length(length: int) -> int:
+    """One stride-2, kernel-3, padding-1 conv: floor((L + 2 - 3) / 2 + 1)."""
+    return (length - 1) // 2 + 1
+
+
+def subsampled_length(length: int, stages: int = 3) -> int:
+    for _ in range(stages):
+        length = conv_out_length(length)
+    return length
+
+
+def relative_positions(frames: int, hidden: int) -> np.ndarray:
+    """(2T-1, hidden) table for positions T-1 … -(T-1), interleaved [sin, cos, sin, cos, …]."""
+    inv_freq = 1.0 / (10000.0 ** (np.arange(0, hidden, 2, dtype=np.float32) / np.float32(hidden)))
+    positions = np.arange(frames - 1, -frames, -1, dtype=np.float32)
+    freqs = positions[:, None] * inv_freq[None, :].astype(np.float32)
+    table = np.empty((positions.size, hidden), dtype=np.float32)
+    table[:, 0::2] = np.sin(freqs)
+    table[:, 1::2] = np.cos(freqs)
+    return table
+
+
+def _prepared_arrays(src: TensorSource, hp: EncoderHyperparams) -> dict[str, np.ndarray]:
+    """Weights the graph uses in a different form than stored: fused, folded or reshaped."""
+    arrays: dict[str, np.ndarray] = {}
+    scale = math.sqrt(hp.hidden) if hp.scale_input else 1.0
+    arrays["sub.linear.weight"] = src.numpy("encoder.subsampling.linear.weight") * np.float32(scale)
+    arrays["sub.linear.bias"] = src.numpy("encoder.subsampling.linear.bias") * np.float32(scale)
+    for i in range(hp.layers):
+        p = f"encoder.layers.{i}."
+        q = f"L{i}."
+        attn = p + "self_attn."
+        arrays[q + "qkv.weight"] = np.concatenate([src.numpy(attn + f"{n}_proj.weight") for n in "qkv"], axis=0)
+        if hp.attention_bias:
+            arrays[q + "qkv.bias"] = np.concatenate([src.numpy(attn + f"{n}_proj.bias") for n in "qkv"], axis=0)
+        arrays[q + "bias_u"] = src.numpy(attn + "bias_u").reshape(hp.heads, 1, hp.head_dim)
+        arrays[q + "bias_v"] = src.numpy(attn + "bias_v").reshape(hp.heads, 1, hp.head_dim)
+        for ff in ("feed_forward1", "feed_forward2"):
+            arrays[q + f"{ff}.linear2.weight"] = src.numpy(p + f"{ff}.linear2.weight") * np.float32(0.5)
+            if hp.attention_bias:
+                arrays[q + f"{ff}.linear2.bias"] = src.numpy(p + f"{ff}.linear2.bias") * np.float32(0.5)
+        for pw in ("pointwise_conv1", "pointwise_conv2"):
+            weight = src.numpy(p + f"conv.{pw}.weight")
+            arrays[q + f"conv.{pw}.weight"] = weight.reshape(weight.shape[0], weight.shape[1])
+        # Eval BatchNorm folded into the depthwise conv, computed in float64 then rounded once.
+        gamma = src.numpy(p + "conv.norm.weight").astype(np.float64)
+        beta = src.numpy(p + "conv.norm.bias").astype(np.float64)
+        mean = src.numpy(p + "conv.norm.running_mean").astype(np.float64)
+        var = src.numpy(p + "conv.norm.running_var").astype(np.float64)
+        s = gamma / np.sqrt(var + 1e-5)
+        depthwise = src.numpy(p + "conv.depthwise_conv.weight").astype(np.float64)  # (C, 1, K)
+        arrays[q + "conv.depthwise.weight"] = (depthwise[:, 0, :] * s[:, None]).astype(np.float32)
+        dw_bias = src.numpy(p + "conv.depthwise_conv.bias").astype(np.float64) if hp.convolution_bias else 0.0
+        arrays[q + "conv.depthwise.bias"] = ((dw_bias - mean) * s + beta).astype(np.float32)
+    return arrays
+
+
+def _direct_names(hp: EncoderHyperparams) -> dict[str, str]:
+    """Weights used as stored: store name → checkpoint name."""
+    names = {}
+    for idx in (0, 2, 3, 5, 6):
+        names[f"sub.{idx}.weight"] = f"encoder.subsampling.layers.{idx}.weight"
+        names[f"sub.{idx}.bias"] = f"encoder.subsampling.layers.{idx}.bias"
+    for i in range(hp.layers):
+        p = f"encoder.layers.{i}."
+        q = f"L{i}."
+        for norm in ("norm_feed_forward1", "norm_self_att", "norm_conv", "norm_feed_forward2", "norm_out"):
+            names[q + f"{norm}.weight"] = p + f"{norm}.weight"
+            names[q + f"{norm}.bias"] = p + f"{norm}.bias"
+        for ff in ("feed_forward1", "feed_forward2"):
+            names[q + f"{ff}.linear1.weight"] = p + f"{ff}.linear1.weight"
+            if hp.attention_bias:
+                names[q + f"{ff}.linear1.bias"] = p + f"{ff}.linear1.bias"
+        names[q + "o_proj.weight"] = p + "self_attn.o_proj.weight"
+        if hp.attention_bias:
+            names[q + "o_proj.bias"] = p + "self_attn.o_proj.bias"
+        names[q + "relative_k_proj.weight"] = p + "self_attn.relative_k_proj.weight"
+        if hp.convolution_bias:
+            names[q + "conv.pointwise_conv1.bias"] = p + "conv.pointwise_conv1.bias"
+            names[q + "conv.pointwise_conv2.bias"] = p + "conv.pointwise_conv2.bias"
+    return names
+
+
+@dataclass(frozen=True)
+class EncoderOutput:
+    hidden: np.ndarray  # (valid_frames, hidden) float32
+    valid_frames: int
+
+
+class ParakeetEncoder:
+    """Owns the encoder weights on a backend and a cache of graphs per frame bucket."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        checkpoint: Any,
+        source: TensorSource,
+        hyper: EncoderHyperparams,
+        weight_type: str = "native",
+        conv_weight_type: str = "native",
+        max_graphs: int = 3,
+    ) -> None:
+        self.backend = backend
+        self.hp = hyper
+        matmul_storage = StorageType.parse(weight_type)
+        conv_storage = StorageType.parse(conv_weight_type)
+        direct = _direct_names(hyper)
+        missing = [n for n in direct.values() if n not in checkpoint]
+        if missing:
+            raise ModelError(f"checkpoint lacks encoder tensor {missing[0]!r}", "use an unmodified checkpoint")
+        arrays = _prepared_arrays(source, hyper)
+        overrides: dict[str, Any] = {}
+        for name in (*direct, *arrays):
+            if name.startswith("sub.") and name.endswith(".weight") and not name.startswith("sub.linear"):
+                # Depthwise 2-D convs run on ggml_conv_2d_dw_direct, which needs f32 kernels.
+                overrides[name] = "f32" if name in ("sub.2.weight", "sub.5.weight") else conv_storage.value
+            elif ".conv.pointwise" in name and name.endswith(".weight"):
+                overrides[name] = conv_storage.value
+            elif name.endswith("conv.depthwise.weight"):
+                overrides[name] = "f32"  # the exact f32 depthwise path needs f32 taps
+            elif (name.endswith(".weight") and "norm" in name) or name.endswith(("bias_u", "bias_v")):
+                overrides[name] = "f32"  # added to f32 activations: ggml_add needs f32 on both sides
+        # Matrix weights follow ``weight_type``; the loader keeps vectors (norms, biases) in f32.
+        self.weights: WeightStore = load_weights(
+            backend, checkpoint, names=direct, storage=matmul_storage, overrides=overrides, arrays=arrays
+        )
+        self._graphs = GraphCache(backend, self._build, max_graphs=max_graphs)
+
+    @property
+    def graph_builds(self) -> int:
+        return self._graphs.builds
+
+    def close(self) -> None:
+        self._graphs.close()
+        self.weights.close()
+
+    def __enter__(self) -> ParakeetEncoder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------------------
+    def encode(self, features: np.ndarray, valid_feature_frames: int) -> EncoderOutput:
+        """features: (frames, mel) from the frontend (padded frames already zero)."""
+        frames, mels = features.shape
+        if mels != self.hp.mel_bins:
+            raise UsageError(f"encoder expects {self.hp.mel_bins} mel bins, got {mels}")
+        valid_out = subsampled_length(valid_feature_frames)
+        if valid_feature_frames <= 0 or valid_out <= 0:
+            return EncoderOutput(np.zeros((0, self.hp.hidden), np.float32), 0)
+        bucket = -(-frames // FEATURE_BUCKET) * FEATURE_BUCKET
+        t_enc = subsampled_length(bucket)
+        if t_enc > self.hp.max_positions:
+            raise UsageError(
+                f"{frames * 0.01:.0f} s of audio exceeds the encoder's {self.hp.max_positions} positions "
+                f"(about {self.hp.max_positions * 0.08:.0f} s) in full-context mode",
+                "use --session-option offline_mode=long_form (or auto)",
+            )
+        padded = np.zeros((1, 1, bucket, mels), np.float32)
+        padded[0, 0, :frames] = features
+        inputs = {"features": padded, "pos": relative_positions(t_enc, self.hp.hidden)}
+        length = valid_feature_frames
+        for stage in (1, 2, 3):
+            length = conv_out_length(length)
+            size = subsampled_length(bucket, stage)
+            inputs[f"mask{stage}"] = (np.arange(size) < length).astype(np.float32).reshape(size, 1)
+        key_mask = np.where(np.arange(t_enc) < valid_out, 0.0, -np.inf).astype(np.float32)
+        inputs["attn_mask"] = np.broadcast_to(key_mask, (t_enc, t_enc)).copy()
+        out = self._graphs.run(bucket, inputs)["hidden"]
+        return EncoderOutput(out[:valid_out], valid_out)
+
+    # ------------------------------------------------------------------------------------------
+    def _build(self, g: GraphBuilder, bucket: int) -> None:
+        hp, w = self.hp, self.weights
+        t1, t2, t3 = (subsampled_length(bucket, s) for s in (1, 2, 3))
+        x = g.input("features", (1, 1, bucket, hp.mel_bins))
+        m1, m2, m3 = g.input("mask1", (t1, 1)), g.input("mask2", (t2, 1)), g.input("mask3", (t3, 1))
+        pos = g.input("pos", (2 * t3 - 1, hp.hidden))
+        attn_mask = g.input("attn_mask", (t3, t3))
+
+        h = g.conv2d(x, w["sub.0.weight"], w["sub.0.bias"], stride=(2, 2), padding=(1, 1))
+        h = g.relu(g.mul(h, m1))
+        for dw, pw, mask in ((2, 3, m2), (5, 6, m3)):
+            h = g.mul(g.depthwise_conv2d(h, w[f"sub.{dw}.weight"], w[f"sub.{dw}.bias"], (2, 2), (1, 1)), mask)
+            h = g.mul(g.conv2d(h, w[f"sub.{pw}.weight"], w[f"sub.{pw}.bias"]), mask)
+            h = g.relu(h)
+        channels, freq = h.shape[1], h.shape[3]
+        h = g.reshape(g.permute(h, (0, 2, 1, 3)), (t3, channels * freq))  # index c·F + f, as HF flattens
+        x = g.linear(h, w["sub.linear.weight"], w["sub.linear.bias"])
+
+        for i in range(hp.layers):
+            x = self._layer(g, x, f"L{i}.", pos, attn_mask, m3, t3)
+        g.output("hidden", x)
+
+    def _opt(self, name: str) -> Tensor | None:
+        return self.weights[name] if name in self.weights else None  # noqa: SIM401 (WeightStore has no get)
+
+    def _feed_forward(self, g: GraphBuilder, x: Tensor, p: str) -> Tensor:
+        w = self.weights
+        layer, module = p[: -len("feed_forward1.")], p[-len("feed_forward1.") : -1]
+        h = g.layer_norm(x, w[f"{layer}norm_{module}.weight"], w[f"{layer}norm_{module}.bias"])
+        h = g.silu(g.linear(h, w[p + "linear1.weight"], self._opt(p + "linear1.bias")))
+        return g.linear(h, w[p + "linear2.weight"], self._opt(p + "linear2.bias"))  # 0.5 already folded in
+
+    def _layer(
+        self, g: GraphBuilder, x: Tensor, p: str, pos: Tensor, attn_mask: Tensor, mask: Tensor, t: int
+    ) -> Tensor:
+        hp, w = self.hp, self.weights
+        heads, hd = hp.heads, hp.head_dim
+        x = g.add(x, self._feed_forward(g, x, p + "feed_forward1."))
+
+        # --- relative-position multi-head self-attention
+        h = g.layer_norm(x, w[p + "norm_self_att.weight"], w[p + "norm_self_att.bias"])
+        qkv = g.linear(h, w[p + "qkv.weight"], self._opt(p + "qkv.bias"))
+        q, k, v = (g.permute(g.reshape(g.cont(part), (t, heads, hd)), (1, 0, 2))
+                   for part in g.split(qkv, -1, (hp.hidden, hp.hidden, hp.hidden)))
+        q_u = g.add(q, w[p + "bias_u"])  # (heads, T, hd)
+        q_v = g.add(q, w[p + "bias_v"])
+        rel = g.linear(pos, w[p + "relative_k_proj.weight"])  # (2T-1, hidden)
+        rel = g.permute(g.reshape(rel, (2 * t - 1, heads, hd)), (1, 0, 2))  # (heads, 2T-1, hd)
+        content = g.mul_mat(k, q_u)  # (heads, T, T)
+        position_raw = g.mul_mat(rel, q_v)  # (heads, T, 2T-1), contiguous
+        scores = g.add(content, _relative_shift(g, position_raw, t, heads))
+        probs = g.softmax(scores, attn_mask, hd**-0.5)
+        ctx = g.mul_mat(g.cont(g.transpose(v)), probs)  # (heads, T, hd)
+        ctx = g.reshape(g.cont(g.permute(ctx, (1, 0, 2))), (t, hp.hidden))
+        x = g.add(x, g.linear(ctx, w[p + "o_proj.weight"], self._opt(p + "o_proj.bias")))
+
+        # --- convolution module
+        h = g.layer_norm(x, w[p + "norm_conv.weight"], w[p + "norm_conv.bias"])
+        h = g.linear(h, w[p + "conv.pointwise_conv1.weight"], self._opt(p + "conv.pointwise_conv1.bias"))
+        h = g.mul(g.glu(h, axis=-1), mask)  # padded time steps are zeroed before the depthwise conv
+        h = g.depthwise_conv1d(
+            g.cont(g.transpose(h)), w[p + "conv.depthwise.weight"], w[p + "conv.depthwise.bias"],
+            padding=(hp.conv_kernel - 1) // 2, time_major_out=True,
+        )  # (T, C)
+        h = g.silu(h)
+        h = g.linear(h, w[p + "conv.pointwise_conv2.weight"], self._opt(p + "conv.pointwise_conv2.bias"))
+        x = g.add(x, h)
+
+        x = g.add(x, self._feed_forward(g, x, p + "feed_forward2."))
+        return g.layer_norm(x, w[p + "norm_out.weight"], w[p + "norm_out.bias"])
+
+
+def _relative_shift(g: GraphBuilder, raw: Tensor, t: int, heads: int) -> Tensor:
+    """Transformer-XL shift: out[h, i, j] = raw[h, i, (T-1) - i + j], as a strided view (no copy).
+
+    In raw's contiguous (heads, T, 2T-1) storage that element sits at (T-1) + i·(2T-2) + j, so the
+    view starts at offset T-1 with a row stride of 2T-2 elements.
+    """
+    esize = 4  # raw is the f32 result of mul_mat
+    # GraphBuilder has no general strided view yet; ggml_view_3d takes ne (reversed shape) and byte strides.
+    ptr = g.api.ggml_view_3d(
+        g._ctx(), raw.ptr, t, t, heads, (2 * t - 2) * esize, t * (2 * t - 1) * esize, (t - 1) * esize
+    )
+    return g._wrap(ptr, 3)

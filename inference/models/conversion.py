@@ -1,0 +1,68 @@
+"""Install-time conversion steps, one optional hook per model family.
+
+A hook runs inside the temporary install directory after every download is verified and before the
+package is marked installed, so a failed or cancelled conversion never leaves an installed-looking
+package. No family registers one yet; the thinker GGUF conversion of confucius4_r2t2 will.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inference.models.spec import PackageSpec
+
+# Formats whose downloaded files no engine loads directly.
+FORMATS_NEEDING_CONVERSION = frozenset({"phonon2-archive"})
+
+
+@dataclass(frozen=True)
+class ConversionContext:
+    package: PackageSpec
+    package_dir: Path  # the temporary install directory holding the downloaded files
+    progress: Callable[[int, int | None, str], None]  # (done, total, message)
+    cancel: threading.Event | None = None
+
+
+@dataclass(frozen=True)
+class ConversionResult:
+    """What the hook changed: a new model path (relative to the package dir) and files it wrote."""
+
+    model_path: str | None = None
+    notes: str = ""
+
+
+Converter = Callable[[ConversionContext], ConversionResult | None]
+
+
+# Extra disk space a conversion needs on top of the download (for the free-space preflight).
+SpaceEstimate = Callable[[PackageSpec], int]
+
+
+@dataclass
+class ConversionRegistry:
+    """family → converter. Build one per store (no module-level registry)."""
+
+    converters: dict[str, Converter] = field(default_factory=dict)
+    space_estimates: dict[str, SpaceEstimate] = field(default_factory=dict)
+
+    def register(self, family: str, converter: Converter, extra_space: SpaceEstimate | None = None) -> None:
+        self.converters[family] = converter
+        if extra_space is not None:
+            self.space_estimates[family] = extra_space
+        else:
+            self.space_estimates.pop(family, None)
+
+    def for_package(self, package: PackageSpec) -> Converter | None:
+        return self.converters.get(package.family)
+
+    def extra_space(self, package: PackageSpec) -> int:
+        estimate = self.space_estimates.get(package.family)
+        return int(estimate(package)) if estimate is not None and package.family in self.converters else 0
+
+
+def default_conversions() -> ConversionRegistry:
+    """The converters this build ships (none yet)."""
+    return ConversionRegistry()

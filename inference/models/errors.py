@@ -1,0 +1,44 @@
+"""Failures of the model store, each with a ``kind`` the GUI can show as a plain-word headline.
+
+All are runtime failures (CLI exit 1) except a corrupt installed package found by ``verify``,
+which is a :class:`inference.errors.ModelError` like every other corrupt model (exit 2).
+"""
+
+from __future__ import annotations
+
+from inference.errors import CaptioneerError, ModelError
+
+
+class StoreError(CaptioneerError):
+    """A download/install step failed; ``kind`` names the category for the user interface."""
+
+    kind = "failed"
+
+
+class NetworkError(StoreError):
+    kind = "no network"
+
+
+class HubRefusedError(StoreError):
+    kind = "hub refused"
+
+
+class ChecksumMismatchError(StoreError):
+    kind = "checksum mismatch"
+
+
+class DiskSpaceError(StoreError):
+    kind = "disk full"
+
+
+class InstallCancelled(StoreError):
+    """The user cancelled; partial downloads are kept so the next install resumes them."""
+
+    kind = "cancelled"
+    exit_code = 130
+
+
+class CorruptPackageError(ModelError):
+    """``verify`` found files that differ from what was installed."""
+
+    kind = "checksum mismatch"

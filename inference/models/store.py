@@ -1,0 +1,627 @@
+"""The model store on disk: install from the hub, import, remove, verify, clean up.
+
+Layout under the models directory (``AppPaths.models``, overridable with ``CAPTIONEER_MODELS_DIR``)::
+
+    <id>/                       an installed package; installed iff captioneer-package.json exists
+    .partial/<id>/<file>.part   resumable downloads (+ <file>.json: the remote file they belong to)
+    .tmp-<id>-<random>/         an install being assembled; renamed to <id> when complete
+
+Downloads land in ``.partial`` and survive cancel, crashes and lost connections (``cleanup`` drops
+partials untouched for a week and ``.tmp-`` directories untouched for a day). Only when every
+file is complete and verified are they moved into a ``.tmp-`` directory, converted if the family
+needs it, given the marker, and renamed into place, so a half-done install never looks installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from inference.errors import ModelError, NotImplementedFamilyError, UsageError
+from inference.models.catalog import INSTALL_MARKER, Catalog
+from inference.models.conversion import (
+    FORMATS_NEEDING_CONVERSION,
+    ConversionContext,
+    ConversionRegistry,
+    default_conversions,
+)
+from inference.models.errors import ChecksumMismatchError, DiskSpaceError
+from inference.models.hashing import sha256_file
+from inference.models.hub import HubClient, RemoteFile
+from inference.models.marker import read_marker, write_marker
+from inference.models.progress import (
+    InstallProgress,
+    ProgressCallback,
+    RateMeter,
+    ThrottledReporter,
+    check_cancel,
+    human_bytes,
+)
+from inference.models.spec import PackageFile, PackageSpec
+from inference.paths import AppPaths
+
+log = logging.getLogger("captioneer.models")
+
+PARTIAL_DIR = ".partial"
+TMP_PREFIX = ".tmp-"
+DAY_S = 24 * 3600
+PARTIAL_MAX_AGE_S = 7 * DAY_S
+DISK_RESERVE_BYTES = 32 * 1024 * 1024  # never fill the disk to the last byte
+_COPY_BLOCK = 4 * 1024 * 1024
+_PACKAGE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
+_SKIP_IMPORT_DIRS = {".git", ".cache", "__pycache__"}
+
+DiskUsage = Callable[[Path], Any]  # shutil.disk_usage-like: returns an object with .free
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    path: str
+    ok: bool
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    package_id: str
+    directory: Path
+    files: tuple[FileCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.files)
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{f.path}: {f.problem}" for f in self.files if not f.ok]
+
+
+@dataclass
+class _Planned:
+    spec: PackageFile
+    remote: RemoteFile
+    target: str  # path inside the package directory
+    partial: Path
+    expected_sha256: str | None
+    sha256: str | None = None
+
+    @property
+    def sidecar(self) -> Path:
+        return self.partial.with_suffix(".json")
+
+
+@dataclass
+class _Progress:
+    """Turns per-file byte counts into package-wide reports with speed and ETA."""
+
+    package_id: str
+    report: ThrottledReporter
+    meter: RateMeter = field(default_factory=RateMeter)
+
+    def emit(self, phase: str, done: int = 0, total: int | None = None, file: str = "", message: str = "",
+             rate: bool = False, force: bool = False) -> None:
+        speed = eta = None
+        if rate:
+            self.meter.add(done)
+            speed, eta = self.meter.speed(), self.meter.eta(done, total)
+        self.report(InstallProgress(self.package_id, phase, done, total, file, speed, eta, message), force=force)
+
+
+class ModelStore:
+    def __init__(
+        self,
+        paths: AppPaths,
+        catalog: Catalog | None = None,
+        hub: HubClient | None = None,
+        conversions: ConversionRegistry | None = None,
+        disk_usage: DiskUsage = shutil.disk_usage,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.paths = paths
+        self.catalog = catalog or Catalog(paths)
+        self._hub = hub
+        self.conversions = conversions or default_conversions()
+        self.disk_usage = disk_usage
+        self.clock = clock
+
+    @property
+    def root(self) -> Path:
+        return self.paths.models
+
+    @property
+    def hub(self) -> HubClient:
+        if self._hub is None:  # built lazily so import/remove/verify work without huggingface_hub settings
+            self._hub = HubClient.from_environment()
+        return self._hub
+
+    # ----------------------------------------------------------------- install from the hub
+
+    def install(
+        self,
+        package_id: str,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+        force: bool = False,
+    ) -> Path:
+        """Download, verify, convert and install a catalog package; returns its model path."""
+        pkg = self.catalog.get(package_id)
+        if pkg.format == "bundled":
+            raise UsageError(f"{pkg.id} is bundled with Captioneer; there is nothing to download")
+        if not pkg.hf_repo or not pkg.files:
+            raise UsageError(f"{pkg.id} has no download source in the catalog", "import it from a local copy instead")
+        existing = self.catalog.installed_path(pkg)
+        if existing is not None and not force:
+            return existing
+        converter = self.conversions.for_package(pkg)
+        if pkg.format in FORMATS_NEEDING_CONVERSION and converter is None:
+            raise NotImplementedFamilyError(
+                f"{pkg.name} needs an install-time conversion that this build of Captioneer does not have yet",
+                "install another package of the same family, or update Captioneer",
+            )
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.cleanup(keep=pkg.id)
+        tracker = _Progress(pkg.id, ThrottledReporter(progress))
+        tracker.emit("checking", message=f"asking {self.hub.endpoint} about {pkg.hf_repo}", force=True)
+        planned = self._plan(pkg, cancel)
+        self._preflight(pkg, planned, self.conversions.extra_space(pkg))
+        self._download_all(pkg, planned, tracker, cancel)
+        self._verify_downloads(planned, tracker, cancel)
+        path = self._assemble(pkg, planned, tracker, cancel, converter)
+        tracker.emit("done", message=str(path), force=True)
+        return path
+
+    def _plan(self, pkg: PackageSpec, cancel: threading.Event | None) -> list[_Planned]:
+        assert pkg.hf_repo is not None
+        revision = pkg.revision or "main"
+        partial_dir = self.root / PARTIAL_DIR / pkg.id
+        partial_dir.mkdir(parents=True, exist_ok=True)
+        planned = []
+        for spec in pkg.files:
+            remote = self.hub.file_info(pkg.hf_repo, spec.path, revision, cancel)
+            expected = spec.sha256.lower() if spec.sha256 else None
+            if expected and remote.etag_sha256 and remote.etag_sha256 != expected:
+                # The hub tells us the content hash up front: fail before downloading gigabytes.
+                raise ChecksumMismatchError(
+                    f"{spec.path} in {pkg.hf_repo}@{revision} has sha256 {remote.etag_sha256}, "
+                    f"but the catalog expects {expected}",
+                    "the file changed upstream; update Captioneer's catalog or pin the revision",
+                )
+            partial = partial_dir / (quote(spec.path, safe="") + ".part")
+            item = _Planned(spec, remote, _target_path(pkg, spec.path), partial, expected or remote.etag_sha256)
+            self._adopt_partial(item)
+            planned.append(item)
+        return planned
+
+    def _adopt_partial(self, item: _Planned) -> None:
+        """Keep a partial only if it belongs to the same remote file (same ETag and size)."""
+        identity = {"repo": item.remote.repo, "path": item.remote.path, "etag": item.remote.etag,
+                    "size": item.remote.size}
+        previous: dict[str, Any] = {}
+        with contextlib.suppress(OSError, json.JSONDecodeError):
+            previous = json.loads(item.sidecar.read_text(encoding="utf-8"))
+        if any(previous.get(k) != v for k, v in identity.items()):
+            item.partial.unlink(missing_ok=True)
+            previous = {}
+        elif previous.get("sha256") and item.partial.exists() and item.partial.stat().st_size == item.remote.size:
+            item.sha256 = previous["sha256"]  # verified on an earlier run
+        item.sidecar.write_text(json.dumps({**identity, "sha256": item.sha256}), encoding="utf-8")
+
+    def _remaining(self, planned: list[_Planned]) -> int:
+        total = 0
+        for item in planned:
+            have = item.partial.stat().st_size if item.partial.exists() else 0
+            total += max(0, (item.remote.size or item.spec.size or 0) - have)
+        return total
+
+    def _preflight(self, pkg: PackageSpec, planned: list[_Planned], conversion_bytes: int) -> None:
+        needed = self._remaining(planned) + conversion_bytes + DISK_RESERVE_BYTES
+        if any(item.remote.size is None and item.spec.size is None for item in planned):
+            needed = max(needed, pkg.size_bytes)  # the hub did not say: trust the catalog's estimate
+        self._require_space(needed, f"to download {pkg.name}")
+
+    def _require_space(self, needed: int, purpose: str) -> None:
+        free = int(self.disk_usage(self.root).free)
+        if free < needed:
+            raise DiskSpaceError(
+                f"not enough free disk space {purpose}: needs {human_bytes(needed)} ({needed} bytes), "
+                f"only {human_bytes(free)} ({free} bytes) free in {self.root}",
+                "free some space, or move the model folder to a larger disk with CAPTIONEER_MODELS_DIR",
+            )
+
+    def _download_all(
+        self, pkg: PackageSpec, planned: list[_Planned], tracker: _Progress, cancel: threading.Event | None
+    ) -> None:
+        sizes = [item.remote.size or item.spec.size or 0 for item in planned]
+        total = sum(sizes) or None
+        before = 0
+        for item, size in zip(planned, sizes, strict=True):
+            name = item.spec.path.rsplit("/", 1)[-1]
+
+            def on_bytes(file_done: int, base: int = before, name: str = name) -> None:
+                tracker.emit("downloading", base + file_done, total, name, rate=True)
+
+            on_bytes(item.partial.stat().st_size if item.partial.exists() else 0)
+            self.hub.download(item.remote, item.partial, on_bytes, cancel)
+            before += size
+        tracker.emit("downloading", before, total, force=True)
+
+    def _verify_downloads(self, planned: list[_Planned], tracker: _Progress, cancel: threading.Event | None) -> None:
+        total = sum(item.partial.stat().st_size for item in planned)
+        before = 0
+        for item in planned:
+            name = item.spec.path.rsplit("/", 1)[-1]
+            size = item.partial.stat().st_size
+            if item.sha256 is None:
+                item.sha256 = sha256_file(
+                    item.partial, lambda done, b=before, n=name: tracker.emit("verifying", b + done, total, n), cancel
+                )
+            before += size
+            if item.expected_sha256 and item.sha256 != item.expected_sha256:
+                item.partial.unlink(missing_ok=True)
+                item.sidecar.unlink(missing_ok=True)
+                raise ChecksumMismatchError(
+                    f"{item.spec.path} is corrupt: its sha256 is {item.sha256}, expected {item.expected_sha256}",
+                    "install again to download it afresh; if it fails again, the mirror or the catalog is wrong",
+                )
+            sidecar = json.loads(item.sidecar.read_text(encoding="utf-8"))
+            item.sidecar.write_text(json.dumps({**sidecar, "sha256": item.sha256}), encoding="utf-8")
+
+    def _assemble(
+        self,
+        pkg: PackageSpec,
+        planned: list[_Planned],
+        tracker: _Progress,
+        cancel: threading.Event | None,
+        converter: Any,
+    ) -> Path:
+        tmp = self._new_tmp_dir(pkg.id)
+        moved: list[_Planned] = []
+        try:
+            for item in planned:
+                destination = tmp / item.target
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(item.partial, destination)
+                moved.append(item)
+            model_path = _default_model_path(pkg, [item.target for item in planned])
+            if converter is not None:
+                tracker.emit("converting", message=pkg.name, force=True)
+                context = ConversionContext(
+                    pkg, tmp, lambda done, total, msg: tracker.emit("converting", done, total, message=msg), cancel
+                )
+                result = converter(context)
+                if result is not None and result.model_path:
+                    model_path = result.model_path
+                check_cancel(cancel)
+            if not (tmp / model_path).exists():
+                raise ModelError(f"the installed {pkg.name} lacks its model at {model_path}")
+            tracker.emit("finishing", message="recording checksums", force=True)
+            known = {item.target: item.sha256 for item in planned}
+            files = self._describe_files(tmp, known, tracker, cancel)
+            commit = next((item.remote.commit for item in planned if item.remote.commit), None)
+            write_marker(tmp, {
+                "id": pkg.id, "family": pkg.family, "format": pkg.format, "name": pkg.name,
+                "quantization": pkg.quantization, "model_path": model_path, "source": "hub",
+                "hf_repo": pkg.hf_repo, "revision": pkg.revision, "commit": commit,
+                "installed_at": self.clock(), "size_bytes": sum(f["size"] for f in files), "files": files,
+            })
+            final = self._swap_into_place(tmp, pkg.id)
+        except BaseException:
+            # Give the downloads back to the partial area so a retry does not fetch them again; they
+            # are hashed again next time in case a converter changed them before failing.
+            for item in moved:
+                with contextlib.suppress(OSError):
+                    os.replace(tmp / item.target, item.partial)
+                    sidecar = json.loads(item.sidecar.read_text(encoding="utf-8"))
+                    item.sidecar.write_text(json.dumps({**sidecar, "sha256": None}), encoding="utf-8")
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        for item in planned:
+            item.sidecar.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            (self.root / PARTIAL_DIR / pkg.id).rmdir()
+        return final / model_path
+
+    def _new_tmp_dir(self, package_id: str) -> Path:
+        tmp = self.root / f"{TMP_PREFIX}{package_id}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir(parents=True)
+        return tmp
+
+    def _swap_into_place(self, tmp: Path, package_id: str) -> Path:
+        final = self.root / package_id
+        if final.exists() or final.is_symlink():
+            old = self.root / f"{TMP_PREFIX}{package_id}-old-{uuid.uuid4().hex[:8]}"
+            os.replace(final, old)
+            os.replace(tmp, final)
+            _remove_tree(old)
+        else:
+            os.replace(tmp, final)
+        return final
+
+    def _describe_files(
+        self, directory: Path, known: dict[str, str | None], tracker: _Progress, cancel: threading.Event | None,
+        hash_links: bool = True,
+    ) -> list[dict[str, Any]]:
+        files = []
+        for path in _walk_files(directory):
+            rel = path.relative_to(directory).as_posix()
+            if rel in (INSTALL_MARKER, INSTALL_MARKER + ".tmp"):
+                continue
+            digest = known.get(rel)
+            if digest is None and (hash_links or not _is_linked(path, directory)):
+                digest = sha256_file(path, lambda d, n=rel: tracker.emit("finishing", d, None, n), cancel)
+            files.append({"path": rel, "size": path.stat().st_size, "sha256": digest})
+        return files
+
+    # ----------------------------------------------------------------- import, remove, verify, cleanup
+
+    def import_local(
+        self,
+        source: Path,
+        package_id: str | None = None,
+        link: bool = False,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Path:
+        """Copy (or link) a model folder or file into the store under ``package_id``."""
+        from inference.engine import detect_family
+
+        source = Path(source).expanduser()
+        if not source.exists():
+            raise UsageError(f"nothing to import at {source}", "pass an existing model folder or .gguf file")
+        source = source.resolve()
+        family = detect_family(source)  # raises ModelError with a fix if it is no model we can load
+        pid = package_id or _slug(source.stem if source.is_file() else source.name)
+        if not _PACKAGE_ID.match(pid):
+            raise UsageError(
+                f"{pid!r} cannot be a package id", "use letters, digits, '_', '-' or '.', e.g. --id my_model"
+            )
+        known = {p.id: p for p in self.catalog.packages()}
+        if pid in known:
+            if known[pid].family != family:
+                raise UsageError(
+                    f"{pid} is a {known[pid].family} package, but {source} is a {family} model",
+                    "choose another id with --id",
+                )
+            if self.catalog.installed_path(known[pid]) is not None:
+                raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
+        self.root.mkdir(parents=True, exist_ok=True)
+        tracker = _Progress(pid, ThrottledReporter(progress))
+        sources = [source] if source.is_file() else list(_walk_files(source, skip_dirs=_SKIP_IMPORT_DIRS))
+        total = sum(p.stat().st_size for p in sources)
+        if not link:
+            self._require_space(total + DISK_RESERVE_BYTES, f"to import {source.name}")
+        tmp = self._new_tmp_dir(pid)
+        try:
+            known_hashes: dict[str, str | None] = {}
+            if link:
+                (tmp / source.name).symlink_to(source, target_is_directory=source.is_dir())
+                model_path = source.name
+            elif source.is_file():
+                known_hashes[source.name] = _copy_hashing(source, tmp / source.name, tracker, 0, total, cancel)
+                model_path = source.name
+            else:
+                done = 0
+                for path in sources:
+                    rel = path.relative_to(source).as_posix()
+                    known_hashes[rel] = _copy_hashing(path, tmp / rel, tracker, done, total, cancel)
+                    done += path.stat().st_size
+                model_path = "."
+            tracker.emit("finishing", message="recording sizes", force=True)
+            files = self._describe_files(tmp, known_hashes, tracker, cancel, hash_links=False)
+            suffixes = {p.suffix for p in sources}
+            fmt = "gguf" if ".gguf" in suffixes and ".safetensors" not in suffixes else "safetensors"
+            catalog_pkg = known.get(pid)
+            write_marker(tmp, {
+                "id": pid, "family": family, "format": catalog_pkg.format if catalog_pkg else fmt,
+                "name": catalog_pkg.name if catalog_pkg else f"{source.name} (imported)",
+                "quantization": catalog_pkg.quantization if catalog_pkg else None, "model_path": model_path,
+                "source": "import", "origin": str(source), "linked": link, "installed_at": self.clock(),
+                "size_bytes": sum(f["size"] for f in files), "files": files,
+            })
+            final = self._swap_into_place(tmp, pid)
+        except BaseException:
+            _remove_tree(tmp)
+            raise
+        tracker.emit("done", message=str(final / model_path), force=True)
+        return final / model_path
+
+    def remove(self, package_id: str) -> Path:
+        """Delete an installed package (and any partial download of it); returns the removed directory."""
+        _check_id(package_id)
+        pkg = next((p for p in self.catalog.packages() if p.id == package_id), None)
+        if pkg is not None and pkg.format == "bundled":
+            raise UsageError(f"{package_id} is bundled with Captioneer and cannot be removed")
+        directory = self.root / package_id
+        partial = self.root / PARTIAL_DIR / package_id
+        if not (directory.exists() or directory.is_symlink()) and not partial.exists():
+            if pkg is None:
+                known = ", ".join(p.id for p in self.catalog.packages())
+                raise UsageError(f"unknown model package {package_id!r}", f"known packages: {known}")
+            raise UsageError(f"{package_id} is not installed")
+        if directory.exists() or directory.is_symlink():
+            # Rename first: the package disappears at once even if deleting gigabytes takes a while.
+            doomed = self.root / f"{TMP_PREFIX}{package_id}-removing-{uuid.uuid4().hex[:8]}"
+            os.replace(directory, doomed)
+            _remove_tree(doomed)
+        shutil.rmtree(partial, ignore_errors=True)
+        return directory
+
+    def verify(
+        self, package_id: str, progress: ProgressCallback | None = None, cancel: threading.Event | None = None
+    ) -> VerifyReport:
+        """Recompute sizes and sha256 of an installed package against its marker and the catalog."""
+        _check_id(package_id)
+        directory = self.root / package_id
+        marker = read_marker(directory)
+        if marker is None:
+            self.catalog.get(package_id)  # unknown id → a usage error naming the known ones
+            raise UsageError(f"{package_id} is not installed", f"install it with `captioneer models install {package_id}`")
+        pkg = next((p for p in self.catalog.packages() if p.id == package_id), None)
+        catalog_sha = {}
+        if pkg is not None:
+            catalog_sha = {_target_path(pkg, f.path): f.sha256.lower() for f in pkg.files if f.sha256}
+        tracker = _Progress(package_id, ThrottledReporter(progress))
+        recorded = marker.get("files") or []
+        total = sum(int(f.get("size") or 0) for f in recorded) or None
+        checks: list[FileCheck] = []
+        done = 0
+        for entry in recorded:
+            rel = str(entry.get("path"))
+            path = directory / rel
+            if not path.exists():
+                checks.append(FileCheck(rel, False, "missing"))
+                continue
+            size = path.stat().st_size
+            if entry.get("size") is not None and size != int(entry["size"]):
+                checks.append(FileCheck(rel, False, f"size is {size} bytes, expected {entry['size']}"))
+                done += size
+                continue
+            wanted = entry.get("sha256") or catalog_sha.get(rel)
+            if wanted is None:
+                checks.append(FileCheck(rel, True, "size only (no checksum recorded)"))
+                done += size
+                continue
+            digest = sha256_file(path, lambda d, b=done, n=rel: tracker.emit("verifying", b + d, total, n), cancel)
+            done += size
+            if digest != wanted or (rel in catalog_sha and digest != catalog_sha[rel]):
+                checks.append(FileCheck(rel, False, f"sha256 is {digest}, expected {wanted}"))
+            else:
+                checks.append(FileCheck(rel, True))
+        model_path = directory / str(marker.get("model_path", "."))
+        if not model_path.exists():
+            checks.append(FileCheck(str(marker.get("model_path")), False, "model path missing"))
+        tracker.emit("done", done, total, force=True)
+        return VerifyReport(package_id, directory, tuple(checks))
+
+    def cleanup(
+        self,
+        max_age_s: float = DAY_S,
+        partial_max_age_s: float = PARTIAL_MAX_AGE_S,
+        everything: bool = False,
+        keep: str | None = None,
+    ) -> list[Path]:
+        """Delete leftover ``.tmp-*`` directories (untouched for ``max_age_s``) and partial downloads
+        (untouched for ``partial_max_age_s``; longer, since a paused multi-GB download is worth keeping).
+
+        ``keep`` spares the partial download of the package about to be resumed. ``everything=True``
+        (on demand) removes all leftovers regardless of age; only do that while no install runs.
+        """
+        removed: list[Path] = []
+        if not self.root.is_dir():
+            return removed
+        now = self.clock()
+        candidates = [(p, max_age_s) for p in self.root.iterdir() if p.name.startswith(TMP_PREFIX)]
+        partial_root = self.root / PARTIAL_DIR
+        if partial_root.is_dir():
+            candidates += [(p, partial_max_age_s) for p in partial_root.iterdir() if p.name != keep]
+        for path, age in candidates:
+            if everything or now - _newest_mtime(path) > age:
+                _remove_tree(path)
+                removed.append(path)
+        return removed
+
+    def partial_bytes(self, package_id: str) -> int:
+        """Bytes already downloaded towards a package (what a resumed install will not fetch again)."""
+        directory = self.root / PARTIAL_DIR / package_id
+        return sum(p.stat().st_size for p in directory.glob("*.part")) if directory.is_dir() else 0
+
+
+# --------------------------------------------------------------------- helpers
+
+
+def _check_id(package_id: str) -> None:
+    if not _PACKAGE_ID.match(package_id):
+        raise UsageError(f"{package_id!r} is not a package id", "see `captioneer models list`")
+
+
+def _target_path(pkg: PackageSpec, repo_path: str) -> str:
+    """Where a repository file goes inside the package directory (``strip_prefix``, ``target_dir``)."""
+    rel = repo_path.removeprefix(pkg.strip_prefix) if pkg.strip_prefix else repo_path
+    if pkg.target_dir:
+        rel = f"{pkg.target_dir.strip('/')}/{rel}"
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or ".." in parts or rel == INSTALL_MARKER:
+        raise ModelError(f"catalog entry {pkg.id} has an unsafe file path {repo_path!r}")
+    return Path(rel).as_posix()
+
+
+def _default_model_path(pkg: PackageSpec, targets: list[str]) -> str:
+    if pkg.format == "gguf":
+        ggufs = [t for t in targets if t.endswith(".gguf")]
+        if len(ggufs) == 1:
+            return ggufs[0]
+    return pkg.target_dir.strip("/") if pkg.target_dir else "."
+
+
+def _walk_files(root: Path, skip_dirs: set[str] | frozenset[str] = frozenset()) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        dirnames[:] = sorted(d for d in dirnames if d not in skip_dirs)
+        for name in sorted(filenames):
+            yield Path(dirpath) / name
+
+
+def _is_linked(path: Path, root: Path) -> bool:
+    return any(parent.is_symlink() for parent in [path, *path.parents] if parent != root and root in parent.parents)
+
+
+def _newest_mtime(path: Path) -> float:
+    try:
+        newest = path.lstat().st_mtime
+    except OSError:
+        return 0.0
+    if path.is_dir() and not path.is_symlink():
+        for dirpath, _dirs, files in os.walk(path):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    newest = max(newest, (Path(dirpath) / name).lstat().st_mtime)
+    return newest
+
+
+def _remove_tree(path: Path) -> None:
+    """Delete a directory without following symlinks (a linked import's source must survive)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.exists():
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _slug(name: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._-")
+    return slug[:80] or "imported_model"
+
+
+def _copy_hashing(
+    source: Path, destination: Path, tracker: _Progress, base: int, total: int, cancel: threading.Event | None
+) -> str:
+    """Copy and hash in one pass, so an import reads each byte once."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    done = 0
+    try:
+        with source.open("rb") as src, destination.open("wb") as dst:
+            while block := src.read(_COPY_BLOCK):
+                check_cancel(cancel)
+                dst.write(block)
+                digest.update(block)
+                done += len(block)
+                tracker.emit("copying", base + done, total, source.name, rate=True)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskSpaceError(f"the disk filled up while copying {source.name}", "free some space") from exc
+        raise
+    shutil.copystat(source, destination)
+    return digest.hexdigest()

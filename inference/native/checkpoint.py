@@ -1,0 +1,166 @@
+"""Read tensors from safetensors and GGUF files without copying them (memory-mapped).
+
+Each tensor comes back as a :class:`TensorRecord`: numpy-order shape, ggml type, and the raw
+stored bytes (a read-only memmap slice). ``numpy(name)`` gives a float32 copy for small tensors
+(norms, biases) that family code wants to handle in numpy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import mmap
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from inference.errors import InputFileError, ModelError
+from inference.native.bindings import GgmlApi, load_api
+from inference.native.dtypes import GgmlType
+from inference.native.quant import dequantize
+
+_SAFETENSORS_TYPES = {
+    "F32": GgmlType.F32, "F16": GgmlType.F16, "BF16": GgmlType.BF16, "F64": GgmlType.F64,
+    "I8": GgmlType.I8, "I16": GgmlType.I16, "I32": GgmlType.I32, "I64": GgmlType.I64,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TensorRecord:
+    name: str
+    shape: tuple[int, ...]  # numpy order
+    type: GgmlType
+    raw: np.ndarray  # uint8 view of the stored bytes
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.raw.nbytes)
+
+
+class Checkpoint:
+    """Tensors of one or more safetensors/GGUF files, looked up by name."""
+
+    def __init__(
+        self, records: dict[str, TensorRecord], files: list[object], api: GgmlApi | None = None
+    ) -> None:
+        self._records = records
+        self._files = files  # memory maps / readers kept open while records are in use
+        self.api = api or load_api()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._records
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def names(self) -> list[str]:
+        return list(self._records)
+
+    def record(self, name: str) -> TensorRecord:
+        try:
+            return self._records[name]
+        except KeyError:
+            raise ModelError(
+                f"the checkpoint has no tensor {name!r}", "check the model files and family"
+            ) from None
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.record(name).shape
+
+    def numpy(self, name: str) -> np.ndarray:
+        """The tensor as a float32 numpy array (dequantized if needed)."""
+        rec = self.record(name)
+        if rec.type in (GgmlType.I8, GgmlType.I16, GgmlType.I32, GgmlType.I64, GgmlType.F64):
+            dtype = {GgmlType.I8: np.int8, GgmlType.I16: np.int16, GgmlType.I32: np.int32,
+                     GgmlType.I64: np.int64, GgmlType.F64: np.float64}[rec.type]  # fmt: skip
+            return rec.raw.view(dtype).reshape(rec.shape).astype(np.float32)
+        return dequantize(self.api, rec.raw, rec.type, rec.shape)
+
+    def close(self) -> None:
+        self._records = {}
+        for handle in self._files:
+            close = getattr(handle, "close", None)
+            if close is not None:
+                # BufferError: a caller still holds a view; the map closes when that is dropped.
+                with contextlib.suppress(BufferError):
+                    close()
+        self._files = []
+
+    def __enter__(self) -> Checkpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_checkpoint(paths: str | Path | Iterable[str | Path], api: GgmlApi | None = None) -> Checkpoint:
+    """Open safetensors (``.safetensors``) and/or GGUF (``.gguf``) files as one checkpoint."""
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    records: dict[str, TensorRecord] = {}
+    files: list[object] = []
+    for path in (Path(p) for p in paths):
+        if not path.is_file():
+            raise InputFileError(f"checkpoint file not found: {path}")
+        if path.suffix == ".gguf":
+            reader, found = _read_gguf(path)
+        else:
+            reader, found = _read_safetensors(path)
+        files.append(reader)
+        for name, rec in found.items():
+            if name in records:
+                raise ModelError(
+                    f"tensor {name!r} appears in more than one checkpoint file",
+                    f"remove the duplicate ({path})",
+                )
+            records[name] = rec
+    return Checkpoint(records, files, api)
+
+
+def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
+    with path.open("rb") as handle:
+        try:
+            (header_len,) = struct.unpack("<Q", handle.read(8))
+            header = json.loads(handle.read(header_len))
+        except (struct.error, ValueError) as exc:
+            raise InputFileError(f"{path} is not a valid safetensors file: {exc}") from exc
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    data = np.frombuffer(mapped, dtype=np.uint8, offset=8 + header_len)
+    records = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        ggml_type = _SAFETENSORS_TYPES.get(info["dtype"])
+        if ggml_type is None:
+            raise ModelError(f"{path}: tensor {name!r} has unsupported dtype {info['dtype']}")
+        begin, end = info["data_offsets"]
+        shape = tuple(int(d) for d in info["shape"]) or (1,)
+        records[name] = TensorRecord(name, shape, ggml_type, data[begin:end])
+    return mapped, records
+
+
+def _read_gguf(path: Path) -> tuple[object, dict[str, TensorRecord]]:
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(path, "r")
+    except Exception as exc:  # the reader raises ValueError/struct errors on corrupt input
+        raise InputFileError(f"{path} is not a valid GGUF file: {exc}") from exc
+    records = {}
+    for tensor in reader.tensors:
+        try:
+            ggml_type = GgmlType(int(tensor.tensor_type))
+        except ValueError:
+            raise ModelError(
+                f"{path}: tensor {tensor.name!r} has unsupported type {tensor.tensor_type!r}"
+            ) from None
+        shape = tuple(int(d) for d in reversed(tensor.shape.tolist()))  # GGUF lists ne (ggml order)
+        raw = np.asarray(tensor.data).reshape(-1).view(np.uint8)
+        records[tensor.name] = TensorRecord(tensor.name, shape, ggml_type, raw)
+    return reader, records

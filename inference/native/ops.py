@@ -1,0 +1,602 @@
+"""Graph-building operations with numpy axis semantics (see :mod:`inference.native.tensor`).
+
+A :class:`GraphBuilder` owns one ggml context (``no_alloc``: it only holds tensor descriptions)
+and offers the operations the model families need. Every method takes and returns
+:class:`~inference.native.tensor.Tensor` handles and numpy-order shapes/axes, checks shapes in
+Python first (a failed ggml assertion would abort the whole process), and inserts a ``cont``
+where ggml needs a contiguous operand.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+
+from inference.errors import UsageError
+from inference.native.bindings import GgmlApi, InitParams
+from inference.native.dtypes import GgmlType, as_ggml_type
+from inference.native.tensor import MAX_DIMS, Tensor, ggml_axis, to_ne
+
+GGML_ROPE_TYPE_NEOX = 2
+_GLU_OPS = {"reglu": 0, "geglu": 1, "swiglu": 2, "geglu_erf": 4, "geglu_quick": 5}
+DEFAULT_MAX_NODES = 8192
+
+
+class GraphBuilder:
+    """Collects inputs, operations and outputs of one graph. Created and owned by a Graph."""
+
+    def __init__(self, api: GgmlApi, max_nodes: int = DEFAULT_MAX_NODES) -> None:
+        self.api = api
+        self.max_nodes = max_nodes
+        self.max_tensors = max_nodes
+        self.n_tensors = 0
+        # Context memory: tensor descriptions plus the graph object itself (graph holds 2x nodes
+        # so that weights from other contexts fit in as leaves).
+        mem = api.ggml_tensor_overhead() * self.max_tensors + api.ggml_graph_overhead_custom(
+            2 * max_nodes, False
+        )
+        self.ctx: int | None = api.ggml_init(InitParams(mem, None, True))
+        if not self.ctx:
+            raise MemoryError("ggml_init failed to allocate the graph context")
+        self.inputs: dict[str, Tensor] = {}
+        self.outputs: dict[str, Tensor] = {}
+
+    # ----------------------------------------------------------------- bookkeeping
+    def free(self) -> None:
+        if self.ctx is not None:
+            self.api.ggml_free(self.ctx)
+            self.ctx = None
+
+    def _ctx(self) -> int:
+        if self.ctx is None:
+            raise UsageError("this graph has been closed")
+        if self.n_tensors >= self.max_tensors - 4:
+            raise UsageError(
+                f"the graph needs more than {self.max_tensors} tensors",
+                "pass a larger max_nodes when building it",
+            )
+        self.n_tensors += 1
+        return self.ctx
+
+    def _wrap(self, ptr: int, ndim: int) -> Tensor:
+        return Tensor(ptr, ndim, self)
+
+    def input(self, name: str, shape: Sequence[int], dtype: GgmlType | str | type = "f32") -> Tensor:
+        """Declare an input filled from numpy at every run (shape in numpy order)."""
+        if name in self.inputs:
+            raise UsageError(f"graph input {name!r} is declared twice")
+        shape = tuple(int(d) for d in shape)
+        ggml_type = as_ggml_type(dtype)
+        ne = (ctypes.c_int64 * MAX_DIMS)(*to_ne(shape))
+        tensor = self._wrap(self.api.ggml_new_tensor(self._ctx(), int(ggml_type), MAX_DIMS, ne), len(shape))
+        self.api.ggml_set_name(tensor.ptr, name.encode()[:63])
+        self.api.ggml_set_input(tensor.ptr)
+        self.inputs[name] = tensor
+        return tensor
+
+    def output(self, name: str, tensor: Tensor) -> Tensor:
+        """Mark ``tensor`` as a graph output readable into numpy after each run."""
+        if name in self.outputs:
+            raise UsageError(f"graph output {name!r} is declared twice")
+        tensor = self.contiguous(tensor)  # reading back copies raw bytes, so no strided views
+        self.api.ggml_set_output(tensor.ptr)
+        self.outputs[name] = tensor
+        return tensor
+
+    # ----------------------------------------------------------------- layout helpers
+    def _is_contiguous(self, x: Tensor) -> bool:
+        return bool(self.api.ggml_is_contiguous(x.ptr))
+
+    def _rows_contiguous(self, x: Tensor) -> bool:
+        return x.nb[0] == self.api.ggml_type_size(int(x.type))
+
+    def contiguous(self, x: Tensor) -> Tensor:
+        """``x`` itself when already contiguous, otherwise a contiguous copy."""
+        return x if self._is_contiguous(x) else self.cont(x)
+
+    def cont(self, x: Tensor) -> Tensor:
+        return self._wrap(self.api.ggml_cont(self._ctx(), x.ptr), x.ndim)
+
+    def reshape(self, x: Tensor, shape: Sequence[int]) -> Tensor:
+        """numpy ``reshape``; one axis may be -1."""
+        shape = _resolve_reshape(x.shape, tuple(int(d) for d in shape))
+        x = self.contiguous(x)
+        ne = to_ne(shape)
+        return self._wrap(self.api.ggml_reshape_4d(self._ctx(), x.ptr, *ne), len(shape))
+
+    def permute(self, x: Tensor, axes: Sequence[int]) -> Tensor:
+        """numpy ``transpose(x, axes)``: output axis i is input axis ``axes[i]`` (a strided view)."""
+        n = x.ndim
+        axes = [a % n for a in axes]
+        if sorted(axes) != list(range(n)):
+            raise UsageError(f"permute axes {tuple(axes)} are not a permutation of {n} axes")
+        # ggml_permute takes, for each source ggml axis, its destination ggml axis.
+        dest = list(range(MAX_DIMS))
+        for out_axis, in_axis in enumerate(axes):
+            dest[n - 1 - in_axis] = n - 1 - out_axis
+        return self._wrap(self.api.ggml_permute(self._ctx(), x.ptr, *dest), n)
+
+    def transpose(self, x: Tensor, axis0: int = -2, axis1: int = -1) -> Tensor:
+        """Swap two axes (default: the last two, like ``x.mT``); a strided view."""
+        axes = list(range(x.ndim))
+        axes[axis0], axes[axis1] = axes[axis1], axes[axis0]
+        return self.permute(x, axes)
+
+    def slice(self, x: Tensor, axis: int, start: int, stop: int) -> Tensor:
+        """``x[..., start:stop, ...]`` along ``axis`` (step 1); a view sharing x's memory."""
+        size = x.shape[axis]
+        start, stop, _ = slice(start, stop).indices(size)
+        if stop <= start:
+            raise UsageError(f"empty slice {start}:{stop} of an axis with {size} elements")
+        g = ggml_axis(axis, x.ndim)
+        x = self._rows(x)  # ggml views always step one element along ne[0]
+        ne, nb = list(x.ne), list(x.nb)
+        ne[g] = stop - start
+        ptr = self.api.ggml_view_4d(self._ctx(), x.ptr, *ne, nb[1], nb[2], nb[3], start * nb[g])
+        return self._wrap(ptr, x.ndim)
+
+    def split(self, x: Tensor, axis: int, sizes: Sequence[int]) -> list[Tensor]:
+        """Consecutive views along ``axis`` with the given sizes."""
+        if sum(sizes) != x.shape[axis]:
+            raise UsageError(f"split sizes {tuple(sizes)} do not add up to {x.shape[axis]}")
+        parts, start = [], 0
+        for size in sizes:
+            parts.append(self.slice(x, axis, start, start + size))
+            start += size
+        return parts
+
+    def cast(self, x: Tensor, dtype: GgmlType | str | type) -> Tensor:
+        return self._wrap(self.api.ggml_cast(self._ctx(), x.ptr, int(as_ggml_type(dtype))), x.ndim)
+
+    def cpy(self, src: Tensor, dst: Tensor) -> Tensor:
+        """Copy ``src`` into ``dst`` (e.g. a persistent state tensor); returns the copy node."""
+        if src.shape != dst.shape:
+            raise UsageError(f"cpy needs equal shapes, got {src.shape} and {dst.shape}")
+        return self._wrap(self.api.ggml_cpy(self._ctx(), src.ptr, dst.ptr), dst.ndim)
+
+    def concat(self, tensors: Sequence[Tensor], axis: int) -> Tensor:
+        if not tensors:
+            raise UsageError("concat needs at least one tensor")
+        result = tensors[0]
+        for other in tensors[1:]:
+            ndim = max(result.ndim, other.ndim)
+            shape_a, shape_b = _pad_shape(result.shape, ndim), _pad_shape(other.shape, ndim)
+            g = ggml_axis(axis, ndim)
+            a_axis = ndim - 1 - g
+            if any(sa != sb for i, (sa, sb) in enumerate(zip(shape_a, shape_b, strict=True)) if i != a_axis):
+                raise UsageError(
+                    f"concat along axis {axis}: shapes {result.shape} and {other.shape} differ elsewhere"
+                )
+            result = self._wrap(self.api.ggml_concat(self._ctx(), result.ptr, other.ptr, g), ndim)
+        return result
+
+    def pad(self, x: Tensor, pad_width: Sequence[tuple[int, int]]) -> Tensor:
+        """Zero padding like ``np.pad(x, pad_width)``: one (before, after) pair per axis."""
+        if len(pad_width) != x.ndim:
+            raise UsageError(f"pad needs {x.ndim} (before, after) pairs, got {len(pad_width)}")
+        x = self._rows(x)
+        ggml_pairs = [(0, 0)] * MAX_DIMS
+        for axis, (before, after) in enumerate(pad_width):
+            if before < 0 or after < 0:
+                raise UsageError("pad widths must be >= 0")
+            ggml_pairs[x.ndim - 1 - axis] = (int(before), int(after))
+        flat = [value for pair in ggml_pairs for value in pair]
+        return self._wrap(self.api.ggml_pad_ext(self._ctx(), x.ptr, *flat), x.ndim)
+
+    def get_rows(self, table: Tensor, ids: Tensor) -> Tensor:
+        """``table[ids]`` for a 2-D table (rows x dim) and int32 ids of any rank up to 3."""
+        if table.ndim != 2:
+            raise UsageError(f"get_rows needs a 2-D table, got shape {table.shape}")
+        if ids.type != GgmlType.I32:
+            raise UsageError(f"get_rows needs int32 ids, got {ids.type.name}")
+        if ids.ndim > 1:  # ggml gathers along ids' first ggml axis; flatten and reshape back
+            flat = self.reshape(ids, (-1,))
+            rows = self._wrap(self.api.ggml_get_rows(self._ctx(), table.ptr, flat.ptr), 2)
+            return self.reshape(rows, (*ids.shape, table.shape[1]))
+        return self._wrap(self.api.ggml_get_rows(self._ctx(), table.ptr, ids.ptr), 2)
+
+    # ----------------------------------------------------------------- arithmetic
+    def _binary(self, fn_name: str, a: Tensor, b: Tensor, commutative: bool) -> Tensor:
+        ndim = max(a.ndim, b.ndim)
+        shape = _broadcast_shape(a.shape, b.shape)
+        fn = getattr(self.api, fn_name)
+        if _pad_shape(a.shape, ndim) != shape:
+            if commutative and _pad_shape(b.shape, ndim) == shape:
+                a, b = b, a
+            else:
+                a = self._repeat_to(a, shape)
+        a, b = self._rows(a), self._rows(b)  # the CPU kernels step along rows element by element
+        return self._wrap(fn(self._ctx(), a.ptr, b.ptr), ndim)
+
+    def _repeat_to(self, x: Tensor, shape: tuple[int, ...]) -> Tensor:
+        ne = (ctypes.c_int64 * MAX_DIMS)(*to_ne(shape))
+        template = self.api.ggml_new_tensor(
+            self._ctx(), int(x.type), MAX_DIMS, ne
+        )  # shape only, never computed
+        return self._wrap(self.api.ggml_repeat(self._ctx(), x.ptr, template), len(shape))
+
+    def add(self, a: Tensor, b: Tensor) -> Tensor:
+        """``a + b`` with numpy broadcasting."""
+        return self._binary("ggml_add", a, b, commutative=True)
+
+    def sub(self, a: Tensor, b: Tensor) -> Tensor:
+        return self._binary("ggml_sub", a, b, commutative=False)
+
+    def mul(self, a: Tensor, b: Tensor) -> Tensor:
+        return self._binary("ggml_mul", a, b, commutative=True)
+
+    def div(self, a: Tensor, b: Tensor) -> Tensor:
+        return self._binary("ggml_div", a, b, commutative=False)
+
+    def scale(self, x: Tensor, factor: float, bias: float = 0.0) -> Tensor:
+        """``x * factor + bias``."""
+        x = self._rows(x)
+        if bias:
+            return self._wrap(self.api.ggml_scale_bias(self._ctx(), x.ptr, factor, bias), x.ndim)
+        return self._wrap(self.api.ggml_scale(self._ctx(), x.ptr, factor), x.ndim)
+
+    def mul_mat(self, a: Tensor, b: Tensor) -> Tensor:
+        """ggml's product in numpy terms: ``b @ a.mT``.
+
+        a: (..., M, K) (weights; any storage type), b: (..., N, K) float32 -> (..., N, M).
+        Leading axes of ``a`` broadcast over those of ``b``.
+        """
+        if a.shape[-1] != b.shape[-1]:
+            raise UsageError(
+                f"mul_mat: inner sizes differ, a {a.shape} vs b {b.shape} (last axes must match)"
+            )
+        ne_a, ne_b = a.ne, b.ne
+        if ne_b[2] % ne_a[2] or ne_b[3] % ne_a[3]:
+            raise UsageError(f"mul_mat: leading axes of {a.shape} do not broadcast over {b.shape}")
+        if not self._rows_contiguous(a):
+            a = self.cont(a)
+        if not self._rows_contiguous(b):
+            b = self.cont(b)
+        return self._wrap(self.api.ggml_mul_mat(self._ctx(), a.ptr, b.ptr), max(a.ndim, b.ndim, 2))
+
+    def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+        """PyTorch ``nn.Linear``: ``x @ weight.T + bias`` with weight shaped (out, in)."""
+        y = self.mul_mat(weight, x)
+        if x.ndim == 1:
+            y = self.reshape(y, (weight.shape[0],))
+        return self.add(y, bias) if bias is not None else y
+
+    def matmul(self, a: Tensor, b: Tensor) -> Tensor:
+        """numpy ``a @ b`` for (..., N, K) @ (..., K, M); copies ``b`` transposed."""
+        return self.mul_mat(self.cont(self.transpose(b)), a)
+
+    # ----------------------------------------------------------------- reductions and norms
+    def sum_rows(self, x: Tensor) -> Tensor:
+        """Sum over the last axis, keeping it with size 1."""
+        return self._wrap(self.api.ggml_sum_rows(self._ctx(), self._rows(x).ptr), x.ndim)
+
+    def mean(self, x: Tensor) -> Tensor:
+        """Mean over the last axis, keeping it with size 1."""
+        return self._wrap(self.api.ggml_mean(self._ctx(), self.contiguous(x).ptr), x.ndim)
+
+    def argmax(self, x: Tensor) -> Tensor:
+        """int32 index of the maximum along the last axis of a 1-D or 2-D tensor (axis dropped)."""
+        if x.ndim > 2:
+            raise UsageError(f"argmax works on 1-D or 2-D tensors, got shape {x.shape}")
+        result = self._wrap(self.api.ggml_argmax(self._ctx(), self.contiguous(x).ptr), 1)
+        return result
+
+    def norm(self, x: Tensor, eps: float) -> Tensor:
+        """Normalise the last axis to zero mean, unit variance (no affine part)."""
+        return self._wrap(self.api.ggml_norm(self._ctx(), self._rows(x).ptr, eps), x.ndim)
+
+    def layer_norm(self, x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float = 1e-5) -> Tensor:
+        """PyTorch ``nn.LayerNorm`` over the last axis."""
+        y = self.norm(x, eps)
+        if weight is not None:
+            y = self.mul(y, weight)
+        return self.add(y, bias) if bias is not None else y
+
+    def rms_norm(self, x: Tensor, weight: Tensor | None = None, eps: float = 1e-6) -> Tensor:
+        """RMSNorm over the last axis, optionally times ``weight``."""
+        y = self._wrap(self.api.ggml_rms_norm(self._ctx(), self._rows(x).ptr, eps), x.ndim)
+        return self.mul(y, weight) if weight is not None else y
+
+    # ----------------------------------------------------------------- activations
+    def _unary(self, fn_name: str, x: Tensor) -> Tensor:
+        return self._wrap(getattr(self.api, fn_name)(self._ctx(), self.contiguous(x).ptr), x.ndim)
+
+    def gelu(self, x: Tensor, approximate: bool = False) -> Tensor:
+        """GELU; exact (erf, f32) by default like PyTorch; ``approximate`` uses ggml's tanh form,
+        which the CPU backend reads from an f16 table (~1e-3 error)."""
+        return self._unary("ggml_gelu" if approximate else "ggml_gelu_erf", x)
+
+    def silu(self, x: Tensor) -> Tensor:
+        return self._unary("ggml_silu", x)
+
+    def relu(self, x: Tensor) -> Tensor:
+        return self._unary("ggml_relu", x)
+
+    def sigmoid(self, x: Tensor) -> Tensor:
+        return self._unary("ggml_sigmoid", x)
+
+    def tanh(self, x: Tensor) -> Tensor:
+        return self._unary("ggml_tanh", x)
+
+    def exp(self, x: Tensor) -> Tensor:
+        return self._unary("ggml_exp", x)
+
+    def log(self, x: Tensor) -> Tensor:
+        return self._unary("ggml_log", x)
+
+    def sqr(self, x: Tensor) -> Tensor:
+        return self._unary("ggml_sqr", x)
+
+    def sqrt(self, x: Tensor) -> Tensor:
+        return self._unary("ggml_sqrt", x)
+
+    def clamp(self, x: Tensor, low: float, high: float) -> Tensor:
+        return self._wrap(self.api.ggml_clamp(self._ctx(), self.contiguous(x).ptr, low, high), x.ndim)
+
+    def glu(self, x: Tensor, axis: int = -1) -> Tensor:
+        """PyTorch ``F.glu``: first half times sigmoid(second half) along ``axis``."""
+        half = x.shape[axis] // 2
+        if x.shape[axis] != 2 * half:
+            raise UsageError(f"glu needs an even size along axis {axis}, got {x.shape}")
+        first, second = self.split(x, axis, (half, half))
+        return self.mul(first, self.sigmoid(second))
+
+    def gated(self, x: Tensor, activation: str = "swiglu", swapped: bool = False) -> Tensor:
+        """Fused gated unit over the last axis: ``act(x1) * x2`` where x1, x2 are its halves
+        (``swapped``: ``act(x2) * x1``). activation: reglu, geglu, swiglu, geglu_erf, geglu_quick."""
+        if not self.api.has("ggml_glu"):
+            raise UsageError("this ggml build has no ggml_glu")
+        if activation not in _GLU_OPS:
+            raise UsageError(f"unknown gated activation {activation!r}; choose one of {', '.join(_GLU_OPS)}")
+        if x.shape[-1] % 2:
+            raise UsageError(f"gated units need an even last axis, got {x.shape}")
+        x = self.contiguous(x)
+        return self._wrap(self.api.ggml_glu(self._ctx(), x.ptr, _GLU_OPS[activation], swapped), x.ndim)
+
+    def swiglu(self, gate: Tensor, up: Tensor) -> Tensor:
+        """``silu(gate) * up`` in one fused op (the Qwen MLP)."""
+        if gate.shape != up.shape:
+            raise UsageError(f"swiglu needs equal shapes, got {gate.shape} and {up.shape}")
+        if not self.api.has("ggml_swiglu_split"):
+            return self.mul(self.silu(gate), up)
+        gate, up = self.contiguous(gate), self.contiguous(up)
+        return self._wrap(self.api.ggml_swiglu_split(self._ctx(), gate.ptr, up.ptr), gate.ndim)
+
+    # ----------------------------------------------------------------- attention pieces
+    def softmax(self, x: Tensor, mask: Tensor | None = None, scale: float = 1.0) -> Tensor:
+        """``softmax(x * scale + mask)`` over the last axis.
+
+        x: (..., rows, cols); mask (additive, f32 or f16): (rows', cols) or (h, rows', cols) ...
+        with rows' >= rows and its leading axes dividing x's (broadcast).
+        """
+        x = self.contiguous(x)
+        mask_ptr = None
+        if mask is not None:
+            ne_x, ne_m = x.ne, mask.ne
+            if mask.type not in (GgmlType.F32, GgmlType.F16):
+                raise UsageError(f"softmax mask must be f32 or f16, got {mask.type.name}")
+            if ne_m[0] != ne_x[0] or ne_m[1] < ne_x[1] or ne_x[2] % ne_m[2] or ne_x[3] % ne_m[3]:
+                raise UsageError(f"softmax mask of shape {mask.shape} does not fit scores of shape {x.shape}")
+            mask_ptr = self.contiguous(mask).ptr
+        return self._wrap(self.api.ggml_soft_max_ext(self._ctx(), x.ptr, mask_ptr, scale, 0.0), x.ndim)
+
+    def rope_neox(
+        self,
+        x: Tensor,
+        positions: Tensor,
+        n_dims: int | None = None,
+        base: float = 10000.0,
+        freq_scale: float = 1.0,
+    ) -> Tensor:
+        """Rotary embedding in NeoX/HF layout (rotate halves) on x shaped (..., time, heads, head_dim).
+
+        positions: int32 of shape (time,). ``n_dims`` rotary dimensions (default: all of head_dim).
+        """
+        if x.ndim < 3:
+            raise UsageError(f"rope needs x shaped (..., time, heads, head_dim), got {x.shape}")
+        if positions.type != GgmlType.I32 or positions.shape != (x.shape[-3],):
+            raise UsageError(f"rope positions must be int32 of shape ({x.shape[-3]},), got {positions.shape}")
+        n_dims = n_dims or x.shape[-1]
+        ptr = self.api.ggml_rope_ext(
+            self._ctx(),
+            x.ptr,
+            positions.ptr,
+            None,
+            n_dims,
+            GGML_ROPE_TYPE_NEOX,
+            0,
+            base,
+            freq_scale,
+            0.0,
+            1.0,
+            0.0,
+            0.0,
+        )
+        return self._wrap(ptr, x.ndim)
+
+    def attention(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, scale: float | None = None
+    ) -> Tensor:
+        """Scaled dot-product attention on (..., heads, time, head_dim) tensors -> same layout as q.
+
+        k and v may have fewer heads than q (grouped-query attention) as long as they divide them.
+        """
+        scale = q.shape[-1] ** -0.5 if scale is None else scale
+        scores = self.mul_mat(k, q)  # (..., heads, tq, tk)
+        probs = self.softmax(scores, mask, scale)
+        return self.mul_mat(self.cont(self.transpose(v)), probs)  # (..., heads, tq, head_dim)
+
+    # ----------------------------------------------------------------- convolutions
+    def conv2d(
+        self,
+        x: Tensor,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        stride: tuple[int, int] = (1, 1),
+        padding: tuple[int, int] = (0, 0),
+        dilation: tuple[int, int] = (1, 1),
+        channels_last: bool = False,
+    ) -> Tensor:
+        """PyTorch ``conv2d`` (groups=1) via im2col in f32 + mul_mat.
+
+        x: (N, C, H, W); weight: (OC, C, KH, KW) -> (N, OC, OH, OW), or (N, OH, OW, OC) when
+        ``channels_last`` (skips a permute+copy).
+        """
+        if x.ndim != 4 or weight.ndim != 4 or x.shape[1] != weight.shape[1]:
+            raise UsageError(
+                f"conv2d needs x (N, C, H, W) and weight (OC, C, KH, KW), got {x.shape}, {weight.shape}"
+            )
+        n, _, h, w = x.shape
+        oc, ic, kh, kw = weight.shape
+        (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+        oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+        ow = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        if oh < 1 or ow < 1:
+            raise UsageError(f"conv2d input {x.shape} is smaller than the kernel {weight.shape}")
+        x = self.contiguous(x)
+        cols = self._wrap(
+            self.api.ggml_im2col(
+                self._ctx(), weight.ptr, x.ptr, sw, sh, pw, ph, dw, dh, True, int(GgmlType.F32)
+            ),
+            4,
+        )  # (N, OH, OW, C*KH*KW)
+        kernel = self.reshape(weight, (oc, ic * kh * kw))
+        cols2d = self.reshape(cols, (n * oh * ow, ic * kh * kw))
+        y = self.reshape(self.mul_mat(kernel, cols2d), (n, oh, ow, oc))
+        if bias is not None:
+            y = self.add(y, bias)
+        return y if channels_last else self.cont(self.permute(y, (0, 3, 1, 2)))
+
+    def depthwise_conv2d(
+        self,
+        x: Tensor,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        stride: tuple[int, int] = (1, 1),
+        padding: tuple[int, int] = (0, 0),
+        dilation: tuple[int, int] = (1, 1),
+    ) -> Tensor:
+        """PyTorch ``conv2d`` with groups=C. x: (N, C, H, W); weight: (C, 1, KH, KW) -> (N, C, OH, OW)."""
+        if not self.api.has("ggml_conv_2d_dw_direct"):
+            raise UsageError("this ggml build has no ggml_conv_2d_dw_direct")
+        if x.ndim != 4 or weight.ndim != 4 or weight.shape[1] != 1 or weight.shape[0] != x.shape[1]:
+            raise UsageError(
+                f"depthwise_conv2d needs x (N, C, H, W), weight (C, 1, KH, KW); got {x.shape}, {weight.shape}"
+            )
+        (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+        x = self.contiguous(x)
+        y = self._wrap(
+            self.api.ggml_conv_2d_dw_direct(self._ctx(), weight.ptr, x.ptr, sw, sh, pw, ph, dw, dh), 4
+        )
+        if bias is not None:
+            y = self.add(y, self.reshape(bias, (x.shape[1], 1, 1)))
+        return y
+
+    def depthwise_conv1d(
+        self,
+        x: Tensor,
+        weight: Tensor,
+        bias: Tensor | None = None,
+        padding: int = 0,
+        time_major_out: bool = False,
+    ) -> Tensor:
+        """Exact-f32 PyTorch ``conv1d`` with groups=C, stride 1.
+
+        x: (N, C, T) or (C, T); weight: (C, 1, K) or (C, K) in f32. Output (N, C, T') — or
+        (N, T', C) when ``time_major_out`` (saves a transpose when the next op wants time-major).
+        Runs on ``ggml_ssm_conv`` (an f32 sliding dot product); ``ggml_conv_1d_dw`` would run
+        im2col in f16 and lose ~1e-2.
+        """
+        squeeze = x.ndim == 2
+        if squeeze:
+            x = self.reshape(x, (1, *x.shape))
+        if x.ndim != 3:
+            raise UsageError(f"depthwise_conv1d needs x (N, C, T) or (C, T), got {x.shape}")
+        channels = x.shape[1]
+        kernel = self.reshape(weight, (weight.shape[0], weight.shape[-1])) if weight.ndim == 3 else weight
+        if kernel.shape[0] != channels or weight.type != GgmlType.F32:
+            raise UsageError(
+                f"depthwise_conv1d needs an f32 weight (C, 1, K) with C={channels}, got {weight.shape} {weight.type.name}"
+            )
+        k = kernel.shape[1]
+        xp = self.pad(x, ((0, 0), (0, 0), (padding, padding))) if padding else self.contiguous(x)
+        if xp.shape[-1] < k:
+            raise UsageError(
+                f"depthwise_conv1d input of length {x.shape[-1]} is shorter than the kernel ({k})"
+            )
+        if not self.api.has("ggml_ssm_conv"):
+            y = self._depthwise_conv1d_taps(xp, kernel, time_major_out)
+        else:
+            y = self._wrap(
+                self.api.ggml_ssm_conv(self._ctx(), xp.ptr, self.contiguous(kernel).ptr), 3
+            )  # (N, T', C)
+            if not time_major_out:
+                y = self.cont(self.transpose(y))
+        if bias is not None:
+            y = self.add(y, bias if time_major_out else self.reshape(bias, (channels, 1)))
+        return self.reshape(y, y.shape[1:]) if squeeze else y
+
+    def depthwise_conv1d_taps(
+        self, x: Tensor, weight: Tensor, bias: Tensor | None = None, padding: int = 0
+    ) -> Tensor:
+        """Same as :meth:`depthwise_conv1d` (channel-major output) using only views, mul and add,
+        so it runs on any backend; K multiply-adds over shifted views."""
+        kernel = self.reshape(weight, (weight.shape[0], weight.shape[-1])) if weight.ndim == 3 else weight
+        nd = x.ndim
+        pads = [(0, 0)] * (nd - 1) + [(padding, padding)]
+        xp = self.pad(x, pads) if padding else x
+        y = self._depthwise_conv1d_taps(xp, kernel, time_major_out=False)
+        if bias is not None:
+            y = self.add(y, self.reshape(bias, (kernel.shape[0], 1)))
+        return y
+
+    def _depthwise_conv1d_taps(self, xp: Tensor, kernel: Tensor, time_major_out: bool) -> Tensor:
+        k = kernel.shape[1]
+        t_out = xp.shape[-1] - k + 1
+        y = None
+        for tap in range(k):
+            window = self.slice(xp, -1, tap, tap + t_out)
+            term = self.mul(self.cont(window), self.slice(kernel, 1, tap, tap + 1))
+            y = term if y is None else self.add(y, term)
+        assert y is not None
+        return self.cont(self.transpose(y)) if time_major_out else y
+
+    # ----------------------------------------------------------------- internal
+    def _rows(self, x: Tensor) -> Tensor:
+        return x if self._rows_contiguous(x) else self.cont(x)
+
+
+def _pad_shape(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
+    return (1,) * (ndim - len(shape)) + tuple(shape)
+
+
+def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    ndim = max(len(a), len(b))
+    result = []
+    for da, db in zip(_pad_shape(a, ndim), _pad_shape(b, ndim), strict=True):
+        if da != db and 1 not in (da, db):
+            raise UsageError(f"shapes {a} and {b} do not broadcast")
+        result.append(max(da, db))
+    return tuple(result)
+
+
+def _resolve_reshape(old: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...]:
+    total = 1
+    for d in old:
+        total *= d
+    if new.count(-1) > 1:
+        raise UsageError(f"reshape to {new}: only one axis may be -1")
+    if -1 in new:
+        known = 1
+        for d in new:
+            if d != -1:
+                known *= d
+        if known == 0 or total % known:
+            raise UsageError(f"cannot reshape {old} to {new}")
+        new = tuple(total // known if d == -1 else d for d in new)
+    count = 1
+    for d in new:
+        count *= d
+    if count != total:
+        raise UsageError(f"cannot reshape {old} ({total} elements) to {new} ({count} elements)")
+    return new

@@ -1,0 +1,116 @@
+"""Tensor handles and THE axis convention of the native layer.
+
+Axis convention (the only place it is written down)
+---------------------------------------------------
+Every shape and axis that Python code sees is in **numpy / PyTorch order, row-major**: the last
+axis is the contiguous one. ggml stores the same tensor with its axes reversed: ggml's ``ne[0]``
+is numpy's last axis. So a numpy array of shape ``(batch, time, channels)`` is a ggml tensor with
+``ne = [channels, time, batch, 1]``, and a PyTorch ``nn.Linear`` weight of shape ``(out, in)`` is
+a ggml tensor with ``ne = [in, out]`` — exactly what ``ggml_mul_mat`` wants, so linear weights are
+uploaded unchanged.
+
+Only this module and :mod:`inference.native.ops` translate between the two orders; family code
+uses numpy shapes and numpy axis numbers (negative axes allowed) everywhere. ggml has no rank, so
+each :class:`Tensor` remembers its numpy rank; ``shape`` is derived from ggml's ``ne`` on demand.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from inference.errors import UsageError
+from inference.native.bindings import TensorHead
+from inference.native.dtypes import GgmlType
+
+if TYPE_CHECKING:
+    from inference.native.ops import GraphBuilder
+
+MAX_DIMS = 4
+
+
+def to_ne(shape: tuple[int, ...]) -> list[int]:
+    """numpy shape -> ggml ne (4 entries)."""
+    if not 1 <= len(shape) <= MAX_DIMS:
+        raise UsageError(f"ggml tensors have 1 to {MAX_DIMS} axes, got shape {shape}")
+    if any(int(d) < 1 for d in shape):
+        raise UsageError(f"every axis needs at least one element, got shape {shape}")
+    return [int(d) for d in reversed(shape)] + [1] * (MAX_DIMS - len(shape))
+
+
+def ggml_axis(axis: int, ndim: int) -> int:
+    """numpy axis (negative allowed) -> ggml axis index."""
+    if not -ndim <= axis < ndim:
+        raise UsageError(f"axis {axis} is out of range for a tensor with {ndim} axes")
+    return ndim - 1 - (axis % ndim)
+
+
+class Tensor:
+    """A ggml tensor seen from Python: a pointer plus its numpy rank.
+
+    ``owner`` keeps alive whatever allocated the tensor (a graph builder or a weight store).
+    Arithmetic operators work on tensors that belong to a graph builder (``x + y``, ``x * w``).
+    """
+
+    __slots__ = ("ptr", "ndim", "owner")
+
+    def __init__(self, ptr: int, ndim: int, owner: Any) -> None:
+        if not ptr:
+            raise UsageError("ggml returned no tensor (NULL)")
+        self.ptr = ptr
+        self.ndim = ndim
+        self.owner = owner
+
+    @property
+    def _head(self) -> TensorHead:
+        return TensorHead.from_address(self.ptr)
+
+    @property
+    def ne(self) -> tuple[int, int, int, int]:
+        return tuple(self._head.ne)  # type: ignore[return-value]
+
+    @property
+    def nb(self) -> tuple[int, int, int, int]:
+        return tuple(self._head.nb)  # type: ignore[return-value]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        ne = self._head.ne
+        return tuple(ne[i] for i in range(self.ndim - 1, -1, -1))
+
+    @property
+    def type(self) -> GgmlType:
+        return GgmlType(self._head.type)
+
+    def __repr__(self) -> str:
+        return f"Tensor(shape={self.shape}, type={self.type.name})"
+
+    # Operators delegate to the graph builder that owns one of the operands.
+    def _builder(self, other: Any) -> GraphBuilder:
+        from inference.native.ops import GraphBuilder
+
+        for candidate in (self.owner, getattr(other, "owner", None)):
+            if isinstance(candidate, GraphBuilder):
+                return candidate
+        raise UsageError("arithmetic on tensors needs one operand that belongs to a graph being built")
+
+    def __add__(self, other: Tensor) -> Tensor:
+        return self._builder(other).add(self, other)
+
+    def __radd__(self, other: Tensor) -> Tensor:
+        return self._builder(other).add(other, self)
+
+    def __sub__(self, other: Tensor) -> Tensor:
+        return self._builder(other).sub(self, other)
+
+    def __rsub__(self, other: Tensor) -> Tensor:
+        return self._builder(other).sub(other, self)
+
+    def __mul__(self, other: Tensor | float) -> Tensor:
+        if isinstance(other, int | float):
+            return self._builder(None).scale(self, float(other))
+        return self._builder(other).mul(self, other)
+
+    def __rmul__(self, other: Tensor | float) -> Tensor:
+        if isinstance(other, int | float):
+            return self._builder(None).scale(self, float(other))
+        return self._builder(other).mul(other, self)

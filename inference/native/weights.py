@@ -1,0 +1,226 @@
+"""Weights in backend memory, converted at load time to the requested storage type.
+
+Storage rule: the requested type (``native``, ``f32``, ``f16``, ``bf16``, ``q8_0``) applies to
+matrices (2-D and up) whose rows fit whole blocks of that type; 1-D tensors (norms, biases) and
+rows that do not fit stay float32, because ggml's element-wise ops want f32 operands. A per-name
+override forces any type (e.g. depthwise kernels must be f32). Conversions use ggml's quantizer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from inference.errors import BackendError, UsageError
+from inference.native.backend import Backend
+from inference.native.bindings import InitParams
+from inference.native.checkpoint import Checkpoint, TensorRecord
+from inference.native.dtypes import QUANTIZED_TYPES, GgmlType, StorageType, ggml_type_of
+from inference.native.quant import can_store_rows, dequantize, quantize
+from inference.native.tensor import MAX_DIMS, Tensor, to_ne
+
+GGML_BACKEND_BUFFER_USAGE_WEIGHTS = 1
+
+
+@dataclass(frozen=True)
+class _Pending:
+    name: str
+    shape: tuple[int, ...]
+    target: GgmlType
+    source: TensorRecord | np.ndarray
+
+
+class WeightStore:
+    """Named weight tensors in one backend buffer; owns the context and the buffer (close it)."""
+
+    def __init__(self, backend: Backend, entries: list[_Pending]) -> None:
+        import ctypes
+
+        self.backend = backend
+        api = self.api = backend.api
+        self._tensors: dict[str, Tensor] = {}
+        self._buffer: int | None = None
+        self._ctx: int | None = api.ggml_init(
+            InitParams(api.ggml_tensor_overhead() * max(1, len(entries)), None, True)
+        )
+        try:
+            for entry in entries:
+                ne = (ctypes.c_int64 * MAX_DIMS)(*to_ne(entry.shape))
+                ptr = api.ggml_new_tensor(self._ctx, int(entry.target), MAX_DIMS, ne)
+                api.ggml_set_name(ptr, entry.name.encode()[:63])
+                self._tensors[entry.name] = Tensor(ptr, len(entry.shape), self)
+            if entries:
+                self._buffer = api.ggml_backend_alloc_ctx_tensors(self._ctx, backend.ptr)
+                if not self._buffer:
+                    raise BackendError(
+                        "could not allocate backend memory for the weights",
+                        "free memory or pick a smaller storage type (f16, q8_0)",
+                    )
+                api.ggml_backend_buffer_set_usage(self._buffer, GGML_BACKEND_BUFFER_USAGE_WEIGHTS)
+            for entry in entries:
+                self._upload(self._tensors[entry.name], entry)
+        except BaseException:
+            self.close()
+            raise
+
+    def _upload(self, tensor: Tensor, entry: _Pending) -> None:
+        raw = _convert(self.api, entry.source, entry.target, entry.shape)
+        expected = self.api.ggml_nbytes(tensor.ptr)
+        if raw.nbytes != expected:
+            raise BackendError(f"weight {entry.name!r}: {raw.nbytes} bytes converted, {expected} expected")
+        self.api.ggml_backend_tensor_set(tensor.ptr, raw.ctypes.data, 0, raw.nbytes)
+
+    # ----------------------------------------------------------------- access
+    def __getitem__(self, name: str) -> Tensor:
+        try:
+            return self._tensors[name]
+        except KeyError:
+            raise UsageError(f"weight {name!r} was not loaded into this store") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tensors
+
+    def names(self) -> list[str]:
+        return list(self._tensors)
+
+    def numpy(self, name: str) -> np.ndarray:
+        """Read a stored weight back from the backend as float32 (dequantized)."""
+        tensor = self[name]
+        raw = np.empty(self.api.ggml_nbytes(tensor.ptr), dtype=np.uint8)
+        self.api.ggml_backend_tensor_get(tensor.ptr, raw.ctypes.data, 0, raw.nbytes)
+        return dequantize(self.api, raw, tensor.type, tensor.shape)
+
+    def bytes_by_type(self) -> dict[str, int]:
+        """Backend bytes used per ggml type name, e.g. {'q8_0': 123, 'f32': 45}."""
+        totals: dict[str, int] = {}
+        for tensor in self._tensors.values():
+            key = tensor.type.name.lower()
+            totals[key] = totals.get(key, 0) + int(self.api.ggml_nbytes(tensor.ptr))
+        return totals
+
+    @property
+    def buffer_bytes(self) -> int:
+        return int(self.api.ggml_backend_buffer_get_size(self._buffer)) if self._buffer else 0
+
+    # ----------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        if self._buffer is not None:
+            self.api.ggml_backend_buffer_free(self._buffer)
+            self._buffer = None
+        if self._ctx is not None:
+            self.api.ggml_free(self._ctx)
+            self._ctx = None
+        self._tensors = {}
+
+    def __enter__(self) -> WeightStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # last resort; owners should call close()
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def load_weights(
+    backend: Backend,
+    checkpoint: Checkpoint | None = None,
+    names: Iterable[str] | Mapping[str, str] | None = None,
+    storage: StorageType | str = StorageType.NATIVE,
+    overrides: Mapping[str, StorageType | GgmlType | str] | None = None,
+    arrays: Mapping[str, np.ndarray] | None = None,
+) -> WeightStore:
+    """Upload checkpoint tensors (and/or numpy ``arrays``) into one backend buffer.
+
+    names: which checkpoint tensors (default: all); a mapping renames them ``{store_name: file_name}``.
+    storage: type for matrices (see module doc). overrides: ``{store_name: type}`` per tensor
+    (a StorageType value or a ggml type name such as "f32", "q4_k"). arrays: extra tensors computed
+    by the family (fused or reshaped weights), stored by the same rules.
+    """
+    storage = StorageType.parse(storage)
+    overrides = dict(overrides or {})
+    if names is None:
+        mapping = {name: name for name in (checkpoint or [])}
+    elif isinstance(names, Mapping):
+        mapping = dict(names)
+    else:
+        mapping = {name: name for name in names}
+    if mapping and checkpoint is None:
+        raise UsageError("load_weights: tensor names given but no checkpoint")
+    entries = []
+    for store_name, file_name in mapping.items():
+        rec = checkpoint.record(file_name)  # type: ignore[union-attr]
+        entries.append(
+            _entry(backend, store_name, rec.shape, rec.type, rec, storage, overrides.get(store_name))
+        )
+    for store_name, array in (arrays or {}).items():
+        array = np.asarray(array)
+        stored = ggml_type_of(array.dtype) if array.dtype != np.float64 else GgmlType.F32
+        entries.append(
+            _entry(backend, store_name, array.shape, stored, array, storage, overrides.get(store_name))
+        )
+    unknown = set(overrides) - {e.name for e in entries}
+    if unknown:
+        raise UsageError(f"storage overrides name tensors that are not loaded: {', '.join(sorted(unknown))}")
+    return WeightStore(backend, entries)
+
+
+def _entry(
+    backend: Backend,
+    name: str,
+    shape: tuple[int, ...],
+    stored: GgmlType,
+    source: TensorRecord | np.ndarray,
+    storage: StorageType,
+    override: StorageType | GgmlType | str | None,
+) -> _Pending:
+    api = backend.api
+    shape = tuple(shape) or (1,)
+    if stored in (GgmlType.I8, GgmlType.I16, GgmlType.I32, GgmlType.I64):
+        return _Pending(name, shape, stored, source)  # integer tables stay as they are
+    if override is not None:
+        target = _override_type(override, stored)
+        if not can_store_rows(api, target, shape[-1]):
+            raise UsageError(f"weight {name!r} with rows of {shape[-1]} cannot be stored as {target.name}")
+        return _Pending(name, shape, target, source)
+    target = storage.ggml_type(stored)
+    if target == GgmlType.F64:
+        target = GgmlType.F32
+    fits = len(shape) >= 2 and can_store_rows(api, target, shape[-1])
+    return _Pending(name, shape, target if fits else GgmlType.F32, source)
+
+
+def _override_type(value: StorageType | GgmlType | str, stored: GgmlType) -> GgmlType:
+    if isinstance(value, GgmlType):
+        return value
+    text = str(value).lower()
+    if text in {member.value for member in StorageType}:
+        return StorageType(text).ggml_type(stored)
+    if text.upper() in GgmlType.__members__:
+        return GgmlType[text.upper()]
+    raise UsageError(f"unknown storage type {value!r}")
+
+
+def _convert(
+    api: object, source: TensorRecord | np.ndarray, target: GgmlType, shape: tuple[int, ...]
+) -> np.ndarray:
+    """Raw bytes of ``source`` in ``target`` type."""
+    if isinstance(source, TensorRecord):
+        if source.type == target:
+            return np.ascontiguousarray(source.raw)
+        if source.type in (GgmlType.I8, GgmlType.I16, GgmlType.I32, GgmlType.I64):
+            raise UsageError(f"integer tensor {source.name!r} cannot be converted to {target.name}")
+        values = dequantize(api, source.raw, source.type, shape)  # type: ignore[arg-type]
+    else:
+        if source.dtype == np.float16 and target == GgmlType.F16:
+            return np.ascontiguousarray(source).view(np.uint8)
+        if source.dtype.kind in "iu":
+            return np.ascontiguousarray(source).view(np.uint8)
+        values = np.asarray(source, dtype=np.float32)
+    if target in QUANTIZED_TYPES or target in (GgmlType.F16, GgmlType.BF16, GgmlType.F32):
+        return quantize(api, values.reshape(shape), target)  # type: ignore[arg-type]
+    raise UsageError(f"cannot store weights as {target.name}")

@@ -1,0 +1,172 @@
+"""The models dialog driven with pytest-qt against the local hub server."""
+# ruff: noqa: F811  (test parameters named like the imported fixtures)
+
+from __future__ import annotations
+
+import threading
+from collections import namedtuple
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from app.models_dialog import COLUMNS, ModelsDialog, offer_models_on_first_run  # noqa: E402
+from app.models_manager import explain, needs_first_run_offer  # noqa: E402
+from inference.models.catalog import Catalog  # noqa: E402
+from inference.models.errors import DiskSpaceError  # noqa: E402
+
+# The fixtures app_paths, hub and hub_state come from the model store tests (imported by name).
+from tests.models.hub_fixtures import GGUF_BYTES, app_paths, hub, hub_state, make_store  # noqa: E402, F401
+
+Usage = namedtuple("Usage", "total used free")
+
+
+def _row(dialog: ModelsDialog, package_id: str) -> dict[str, str]:
+    index = next(i for i, r in enumerate(dialog._rows) if r.id == package_id)
+    return {name: dialog.table.item(index, col).text() for col, name in enumerate(COLUMNS)}
+
+
+@pytest.fixture
+def opened(app_paths, hub, qtbot):
+    folders = []
+
+    def build(**kwargs):
+        kwargs.setdefault("confirm", lambda parent, title, text: True)
+        kwargs.setdefault("open_folder", folders.append)
+        dialog = ModelsDialog(make_store(app_paths, disk_usage=kwargs.pop("disk_usage", None) or _plenty), **kwargs)
+        qtbot.addWidget(dialog)
+        dialog.show()
+        dialog.opened_folders = folders
+        return dialog
+
+    return build
+
+
+def _plenty(path):
+    return Usage(10**12, 0, 10**12)
+
+
+def test_table_lists_packages_with_details(opened):
+    dialog = opened()
+    assert dialog.table.rowCount() == 5
+    row = _row(dialog, "tiny_gguf")
+    assert row["Package"] == "Tiny GGUF (default)"
+    assert (row["Family"], row["Quantisation"], row["Languages"], row["Licence"]) == ("parakeet_tdt", "q8_0", "en", "test")
+    assert row["Size"] == "600.0 KB" and row["State"] == "not installed"
+    assert _row(dialog, "tiny_st")["Size"].startswith("~")
+    # The default package is preselected and can be downloaded; nothing to delete or open yet.
+    assert dialog.selected_id() == "tiny_gguf"
+    assert dialog.download_button.isEnabled()
+    assert not dialog.delete_button.isEnabled() and not dialog.folder_button.isEnabled()
+    assert not dialog.cancel_button.isEnabled()
+    # A package whose conversion step this build lacks cannot be started.
+    assert _row(dialog, "tiny_archive")["State"] == "needs a converter (not in this build)"
+    dialog.select_package("tiny_archive")
+    assert not dialog.download_button.isEnabled()
+
+
+def test_download_reports_progress_on_the_gui_thread_then_installs(opened, qtbot, app_paths):
+    dialog = opened()
+    on_gui_thread = []
+    dialog._bridge.progress.connect(
+        lambda *_: on_gui_thread.append(threading.current_thread() is threading.main_thread())
+    )
+    dialog.download_button.click()
+    qtbot.waitUntil(lambda: _row(dialog, "tiny_gguf")["State"] == "installed", timeout=10_000)
+    assert on_gui_thread and all(on_gui_thread)
+    assert "Tiny GGUF is installed" in dialog.status_label.text()
+    assert not dialog.error_label.isVisible()
+    assert (app_paths.models / "tiny_gguf" / "tiny-q8_0.gguf").read_bytes() == GGUF_BYTES
+    assert dialog.delete_button.isEnabled() and dialog.folder_button.isEnabled()
+    assert not dialog.download_button.isEnabled()
+    dialog.folder_button.click()
+    assert dialog.opened_folders == [app_paths.models / "tiny_gguf"]
+
+
+def test_cancel_keeps_the_partial_and_download_resumes(opened, qtbot, hub_state):
+    hub_state.bytes_per_second = 300_000
+    dialog = opened()
+    dialog.download_button.click()
+    qtbot.waitUntil(lambda: "KB of" in dialog.status_label.text() and dialog.progress_bar.value() > 0,
+                    timeout=10_000)
+    assert dialog.cancel_button.isEnabled() and not dialog.download_button.isEnabled()
+    assert dialog.progress_bar.isVisible()
+    dialog.cancel_button.click()
+    qtbot.waitUntil(lambda: "Download cancelled" in dialog.status_label.text(), timeout=10_000)
+    assert _row(dialog, "tiny_gguf")["State"].startswith("paused (")
+    assert not dialog.error_label.isVisible()
+
+    hub_state.bytes_per_second = None
+    dialog.download_button.click()
+    qtbot.waitUntil(lambda: _row(dialog, "tiny_gguf")["State"] == "installed", timeout=10_000)
+    assert hub_state.gets("tiny-q8_0.gguf")[-1].range is not None
+
+
+def test_hub_refusal_is_shown_in_plain_words(opened, qtbot):
+    dialog = opened(select="tiny_missing")
+    dialog.download_button.click()
+    qtbot.waitUntil(lambda: dialog.error_label.isVisible(), timeout=10_000)
+    text = dialog.error_label.text()
+    assert "The model hub refused the download" in text and "HF_TOKEN" in text
+    assert _row(dialog, "tiny_missing")["State"] == "not installed"
+
+
+def test_disk_full_is_shown_in_plain_words(opened, qtbot):
+    dialog = opened(disk_usage=lambda path: Usage(10**9, 10**9, 5000))
+    dialog.download_button.click()
+    qtbot.waitUntil(lambda: dialog.error_label.isVisible(), timeout=10_000)
+    assert "Not enough disk space" in dialog.error_label.text()
+    assert "(5000 bytes) free" in dialog.error_label.text()
+
+
+def test_delete_asks_first(opened, qtbot, app_paths):
+    answers = [False, True]
+    dialog = opened(confirm=lambda parent, title, text: answers.pop(0))
+    dialog.download_button.click()
+    qtbot.waitUntil(lambda: _row(dialog, "tiny_gguf")["State"] == "installed", timeout=10_000)
+    dialog.delete_button.click()
+    assert _row(dialog, "tiny_gguf")["State"] == "installed"
+    dialog.delete_button.click()
+    assert _row(dialog, "tiny_gguf")["State"] == "not installed"
+    assert not (app_paths.models / "tiny_gguf").exists()
+
+
+def test_first_run_offer_only_without_a_real_model(app_paths, hub, qtbot):
+    asked = []
+
+    def decline(parent, title, text):
+        asked.append(text)
+        return False
+
+    assert needs_first_run_offer(Catalog(app_paths))
+    assert offer_models_on_first_run(None, app_paths, confirm=decline) is None
+    assert asked and "Tiny GGUF (600.0 KB)" in asked[0]
+    make_store(app_paths).install("tiny_gguf")
+    assert not needs_first_run_offer(Catalog(app_paths))
+    assert offer_models_on_first_run(None, app_paths, confirm=decline) is None
+    assert len(asked) == 1
+
+
+def test_first_run_offer_opens_the_dialog_on_the_suggested_package(app_paths, hub, qtbot):
+    dialog = offer_models_on_first_run(None, app_paths, confirm=lambda *a: True)
+    assert dialog is not None
+    qtbot.addWidget(dialog)
+    assert dialog.selected_id() == "tiny_gguf"
+    dialog.close()
+
+
+def test_explain_names_the_category():
+    headline, detail = explain("X", DiskSpaceError("needs 5 GB", "free space"))
+    assert headline == "Not enough disk space" and "What to do: free space" in detail
+    headline, detail = explain("X", ValueError("boom"))
+    assert headline == "Could not install X" and "ValueError" in detail
+
+
+def test_closing_the_dialog_cancels_and_keeps_the_partial(opened, qtbot, hub_state):
+    hub_state.bytes_per_second = 300_000
+    dialog = opened()
+    dialog.download_button.click()
+    qtbot.waitUntil(lambda: dialog.progress_bar.value() > 0, timeout=10_000)
+    dialog.close()
+    assert not dialog.manager.any_busy()
+    assert 0 < dialog.manager.store.partial_bytes("tiny_gguf") < len(GGUF_BYTES)

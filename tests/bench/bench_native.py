@@ -1,0 +1,126 @@
+"""Matmul throughput of the native graph layer vs numpy's BLAS, plus the graph layer's overhead.
+
+Run:  nice -n 10 /work/venv/bin/python tests/bench/bench_native.py [--reps 9] [--threads N]
+
+Shapes are the models': batched (weight 1024x4096, 64-512 rows: the encoders) and vector-like
+(weight 2048x6144, 1-4 rows: the thinker's decode). ggml and numpy runs alternate (A/B) so that
+noise from other processes hits both; figures are medians. "overhead" is the time the graph layer
+adds around ggml's compute (setting the input, reading the output, Python calls) relative to
+compute; the tiny-graph line gives the fixed per-call cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from inference.native import Graph, load_weights, open_backend
+
+BATCHED = ((1024, 4096), (64, 128, 256, 512))
+VECTOR = ((2048, 6144), (1, 2, 4))
+STORAGES = ("f32", "f16", "q8_0")
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def interleaved_medians(fns: list[Callable[[], object]], reps: int) -> list[float]:
+    """Run the candidates in turn (A, B, C, A, B, C, ...) and return each one's median time."""
+    for fn in fns:
+        fn()  # warm-up
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(reps):
+        for fn, times in zip(fns, samples, strict=True):
+            times.append(timed(fn))
+    return [statistics.median(times) for times in samples]
+
+
+def bench_matmul(backend, storage: str, weight_shape: tuple[int, int], rows_list, reps: int) -> list[dict]:
+    out_dim, in_dim = weight_shape
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal(weight_shape) * 0.02).astype(np.float32)
+    results = []
+    with load_weights(backend, arrays={"w": w}, storage=storage) as store:
+        for rows in rows_list:
+            x = rng.standard_normal((rows, in_dim)).astype(np.float32)
+
+            def build(g, rows=rows):
+                g.output("y", g.linear(g.input("x", (rows, in_dim)), store["w"]))
+
+            with Graph(backend, build) as graph:
+                out = np.empty((rows, out_dim), np.float32)
+
+                def io_only(graph=graph, x=x, out=out):  # what the layer adds around compute()
+                    graph.set_input("x", x)
+                    graph.get_output("y", out)
+
+                ggml_s, numpy_s, io_s = interleaved_medians(
+                    [lambda graph=graph, x=x: graph.run(x=x), lambda x=x: x @ w.T, io_only], reps
+                )
+            flops = 2.0 * rows * in_dim * out_dim
+            results.append(
+                {
+                    "storage": storage,
+                    "weight": f"{out_dim}x{in_dim}",
+                    "rows": rows,
+                    "ggml_gflops": flops / ggml_s / 1e9,
+                    "numpy_f32_gflops": flops / numpy_s / 1e9,
+                    "ratio": numpy_s / ggml_s,
+                    "overhead_pct": 100.0 * io_s / (ggml_s - io_s),
+                }
+            )
+    return results
+
+
+def bench_call_overhead(backend, reps: int) -> float:
+    """Microseconds per run() of a one-op graph on 8 floats: the fixed cost of the Python layer."""
+    x = np.ones(8, np.float32)
+    with Graph(backend, lambda g: g.output("y", g.relu(g.input("x", (8,))))) as graph:
+        samples = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            for _ in range(1000):
+                graph.run(x=x)
+            samples.append((time.perf_counter() - start) / 1000)
+        run_us = statistics.median(samples) * 1e6
+        samples = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            for _ in range(1000):
+                graph.compute()
+            samples.append((time.perf_counter() - start) / 1000)
+        compute_us = statistics.median(samples) * 1e6
+    print(f"tiny graph: run() {run_us:.1f} us/call, of which compute() {compute_us:.1f} us")
+    return run_us
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--backend", default="cpu")
+    args = parser.parse_args()
+    with open_backend(args.backend, threads=args.threads) as backend:
+        print(f"{backend}; numpy {np.__version__}")
+        print(
+            f"{'storage':8} {'weight':10} {'rows':>5} {'ggml GF/s':>10} {'numpy GF/s':>11} {'ratio':>6} {'overhead':>9}"
+        )
+        for weight_shape, rows_list in (BATCHED, VECTOR):
+            for storage in STORAGES:
+                for r in bench_matmul(backend, storage, weight_shape, rows_list, args.reps):
+                    print(
+                        f"{r['storage']:8} {r['weight']:10} {r['rows']:5d} {r['ggml_gflops']:10.1f} "
+                        f"{r['numpy_f32_gflops']:11.1f} {r['ratio']:6.2f} {r['overhead_pct']:8.1f}%"
+                    )
+        bench_call_overhead(backend, args.reps)
+
+
+if __name__ == "__main__":
+    main()

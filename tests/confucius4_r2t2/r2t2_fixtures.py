@@ -1,0 +1,71 @@
+"""Access to the stored Confucius4-R2T2 / Qwen3-ASR parity fixtures (no torch needed).
+
+The fixtures are written by ``tests/reference/confucius4_r2t2/make_fixtures.py``. Audio is stored as int16
+PCM at 16 kHz; the ~35 s clip is not stored but assembled from the stored clips by ``build_long_clip`` with
+the recipe saved next to them (the generator calls the same function), which keeps the fixtures small.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "confucius4_r2t2"
+HF_CHECKPOINT = FIXTURE_DIR / "checkpoint_hf"
+LEGACY_CHECKPOINT = FIXTURE_DIR / "checkpoint_legacy"
+SAMPLE_RATE = 16000
+
+
+def pcm16_to_float(pcm: np.ndarray) -> np.ndarray:
+    """int16 PCM → float32 in [-1, 1) exactly as the generator fed it to the reference."""
+    return pcm.astype(np.float32) / np.float32(32768.0)
+
+
+def build_long_clip(clips: dict[str, np.ndarray], recipe: np.ndarray) -> np.ndarray:
+    """Concatenate stored clips: each recipe row is (clip index into ``clip_order``, gain, gap samples after).
+
+    Gains are powers of two or sums of two of them, so the float32 products are exact everywhere.
+    """
+    order = ["clip_a", "clip_b", "clip_short"]
+    pieces: list[np.ndarray] = []
+    for index, gain, gap in recipe.tolist():
+        pieces.append(pcm16_to_float(clips[order[int(index)]]) * np.float32(gain))
+        pieces.append(np.zeros(int(gap), dtype=np.float32))
+    return np.concatenate(pieces).astype(np.float32)
+
+
+@cache
+def load_audio() -> dict[str, np.ndarray]:
+    """All fixture clips as float32 mono 16 kHz, including the assembled ``clip_long``."""
+    with np.load(FIXTURE_DIR / "audio.npz") as data:
+        stored = {key: data[key] for key in data.files}
+    clips = {key: pcm16_to_float(value) for key, value in stored.items() if key.startswith("clip_")}
+    long = build_long_clip(stored, stored["long_recipe"])
+    clips["clip_long"] = long[: int(stored["long_samples"])]
+    return clips
+
+
+@cache
+def load_expected_arrays() -> dict[str, np.ndarray]:
+    with np.load(FIXTURE_DIR / "expected.npz") as data:
+        return {key: data[key] for key in data.files}
+
+
+@cache
+def load_expected_meta() -> dict:
+    return json.loads((FIXTURE_DIR / "expected.json").read_text(encoding="utf-8"))
+
+
+def checkpoint_variant(source: Path, destination: Path, n_window_infer: int) -> Path:
+    """Copy a fixture checkpoint and set ``n_window_infer`` (the only config difference between variants)."""
+    shutil.copytree(source, destination)
+    config_path = destination / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    audio = config["thinker_config"]["audio_config"] if "thinker_config" in config else config["audio_config"]
+    audio["n_window_infer"] = n_window_infer
+    config_path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    return destination

@@ -1,0 +1,189 @@
+"""The thinker on libllama against the float64 numpy Qwen3 and against the stored reference fixtures."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference.errors import UsageError
+from inference.families.confucius4_r2t2.thinker import Thinker, ThinkerOptions, placeholder_positions
+
+
+def _load_helper(name: str):
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+tc = _load_helper("thinker_checkpoints")
+ref = tc.ref
+CFG = ref.TinyQwen3(vocab_size=272, rope_theta=1_000_000.0)
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "confucius4_r2t2"
+
+
+def prompt_with_audio(n_audio: int) -> np.ndarray:
+    ids = tc.TOKEN_IDS
+    head = [ids["<|im_start|>"], 115, 121, 115, ids["<|im_end|>"], ids["<|im_start|>"], 117, ids["<|audio_start|>"]]
+    tail = [ids["<|audio_end|>"], ids["<|im_end|>"], ids["<|im_start|>"], 97, 115]
+    return np.array(head + [tc.AUDIO_PAD] * n_audio + tail, dtype=np.int64)
+
+
+@pytest.fixture(scope="module")
+def weights() -> dict[str, np.ndarray]:
+    return ref.random_weights(CFG, seed=11, embed_std=0.05, residual_gain=3.0)
+
+
+@pytest.fixture(scope="module")
+def audio() -> np.ndarray:
+    return (0.05 * np.random.default_rng(12).standard_normal((6, CFG.hidden_size))).astype(np.float32)
+
+
+def reference_rows(weights: dict[str, np.ndarray], ids: np.ndarray, audio: np.ndarray) -> np.ndarray:
+    rows = weights["embed_tokens.weight"][ids].astype(np.float64)
+    rows[ids == tc.AUDIO_PAD] = audio
+    return rows
+
+
+@pytest.fixture(scope="module", params=["legacy", "hf"])
+def thinker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, weights):
+    directory = tc.write_checkpoint(tmp_path_factory.mktemp(request.param), CFG, weights, request.param)
+    with Thinker(directory, ThinkerOptions(n_ctx=256, n_threads=1)) as loaded:
+        yield loaded
+
+
+def test_f32_prefill_and_greedy_match_numpy(thinker: Thinker, weights, audio: np.ndarray) -> None:
+    assert thinker.storage_type == "f32" and thinker.context.options.kv_type == "f32"
+    ids = prompt_with_audio(len(audio))
+    rows = reference_rows(weights, ids, audio)
+    thinker.truncate(0)
+    logits = thinker.prefill(ids, audio, placeholder_positions(ids, tc.AUDIO_PAD))
+    assert thinker.n_past == ids.size
+    assert ref.relative_error(logits, ref.qwen3_logits(weights, CFG, rows)[-1]) < 1e-4
+    result = thinker.decode_greedy(12, eos_ids=[], record_margins=True)
+    assert result.token_ids == ref.greedy_ids(weights, CFG, rows, 12)
+    assert len(set(result.token_ids)) >= 3  # a model stuck on one token would prove little
+    assert result.eos_id is None and len(result.margins) == 12 and min(result.margins) > 0
+
+
+def test_eos_stops_decoding(thinker: Thinker, audio: np.ndarray) -> None:
+    ids = prompt_with_audio(len(audio))
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, placeholder_positions(ids, tc.AUDIO_PAD))
+    free_run = thinker.decode_greedy(10, eos_ids=[]).token_ids
+    stop_at = next(k for k in range(1, 10) if free_run[k] not in free_run[:k])
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, placeholder_positions(ids, tc.AUDIO_PAD))
+    result = thinker.decode_greedy(10, eos_ids=[free_run[stop_at], 10_000])
+    assert (result.token_ids, result.eos_id) == (free_run[:stop_at], free_run[stop_at])
+
+
+def test_continuing_a_decode_equals_one_long_decode(thinker: Thinker, audio: np.ndarray) -> None:
+    ids = prompt_with_audio(len(audio))
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, placeholder_positions(ids, tc.AUDIO_PAD))
+    whole = thinker.decode_greedy(9, eos_ids=[]).token_ids
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, placeholder_positions(ids, tc.AUDIO_PAD))
+    parts = thinker.decode_greedy(4, eos_ids=[]).token_ids + thinker.decode_greedy(5, eos_ids=[]).token_ids
+    assert parts == whole
+
+
+def test_kv_prefix_reuse_matches_a_fresh_prefill(thinker: Thinker, weights, audio: np.ndarray) -> None:
+    ids = prompt_with_audio(len(audio))
+    positions = placeholder_positions(ids, tc.AUDIO_PAD)
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    thinker.decode_greedy(5, eos_ids=[])
+    keep = int(positions[-1]) + 2  # keep the audio, replace the assistant turn
+    thinker.truncate(keep)
+    suffix = np.array([tc.TOKEN_IDS["<|im_start|>"], 104, 101, 108], dtype=np.int64)
+    reused = thinker.prefill(suffix)
+    reused_ids = thinker.decode_greedy(6, eos_ids=[]).token_ids
+    full = np.concatenate([ids[:keep], suffix])
+    thinker.truncate(0)
+    fresh = thinker.prefill(full, audio, placeholder_positions(full, tc.AUDIO_PAD))
+    np.testing.assert_allclose(reused, fresh, rtol=0, atol=1e-5)
+    assert thinker.decode_greedy(6, eos_ids=[]).token_ids == reused_ids
+    expected = ref.qwen3_logits(weights, CFG, reference_rows(weights, full, audio))[-1]
+    assert ref.relative_error(reused, expected) < 1e-4
+
+
+def test_input_validation(thinker: Thinker, audio: np.ndarray) -> None:
+    ids = prompt_with_audio(len(audio))
+    positions = placeholder_positions(ids, tc.AUDIO_PAD)
+    with pytest.raises(UsageError, match="placeholder"):
+        thinker.input_rows(ids, audio[:-1], positions)
+    with pytest.raises(UsageError, match="shape"):
+        thinker.input_rows(ids, audio[:, :-1], positions)
+    with pytest.raises(UsageError, match="out of range"):
+        thinker.input_rows([CFG.vocab_size])
+    with pytest.raises(UsageError, match="empty"):
+        thinker.prefill([])
+
+
+@pytest.mark.parametrize(("storage", "tolerance"), [("f16", 5e-3), ("q8_0", 5e-2)])
+def test_reduced_precision_stays_close(tmp_path: Path, weights, audio: np.ndarray, storage: str, tolerance: float):
+    directory = tc.write_checkpoint(tmp_path / "m", CFG, weights, "hf")
+    ids = prompt_with_audio(len(audio))
+    expected = ref.qwen3_logits(weights, CFG, reference_rows(weights, ids, audio))[-1]
+    with Thinker(directory, ThinkerOptions(storage_type=storage, n_ctx=256, n_threads=1)) as thinker:
+        assert thinker.context.options.kv_type == "f16"
+        logits = thinker.prefill(ids, audio, placeholder_positions(ids, tc.AUDIO_PAD))
+    error = ref.relative_error(logits, expected)
+    assert 0 < error < tolerance
+
+
+# ---- stored reference fixtures (transformers 5.23.0 Qwen3ASRForConditionalGeneration) ----------
+
+
+def _fixture_cases() -> list[tuple[str, str]]:
+    meta_path = FIXTURES / "expected.json"
+    if not meta_path.is_file():
+        return []
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    window_of = meta.get("checkpoints", {})
+    cases = []
+    for checkpoint, window in window_of.items():
+        cases += [(checkpoint, name) for name, case in meta["cases"].items() if case.get("window") == window]
+    return cases
+
+
+@pytest.fixture(scope="module")
+def fixture_thinkers(tmp_path_factory: pytest.TempPathFactory):
+    loaded: dict[str, Thinker] = {}
+    cache = tmp_path_factory.mktemp("thinker-cache")
+    yield lambda name: loaded.setdefault(
+        name, Thinker(FIXTURES / name, ThinkerOptions(storage_type="f32", n_ctx=1024, n_threads=1, cache_dir=cache / name))
+    )
+    for thinker in loaded.values():
+        thinker.close()
+
+
+@pytest.mark.parametrize(("checkpoint", "case"), _fixture_cases() or [pytest.param("", "", marks=pytest.mark.skip)])
+def test_reference_fixture_greedy_ids(fixture_thinkers, checkpoint: str, case: str) -> None:
+    """Prompt ids + the reference's audio embeddings → the reference's first logits and greedy ids (f32)."""
+    meta = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
+    info = meta["cases"][case]
+    with np.load(FIXTURES / "expected.npz") as arrays:
+        prompt = arrays[f"case/{case}/prompt_ids"]
+        expected_ids = arrays[f"case/{case}/generated_ids"].tolist()
+        first_logits = arrays[f"case/{case}/first_logits"]
+        audio = arrays.get(f"projected/{info['clip']}/w{info['window']}")
+    positions = placeholder_positions(prompt, meta["token_ids"]["<|audio_pad|>"])
+    if audio is None or len(audio) != len(positions):
+        pytest.skip("the fixture stores no audio embeddings for this span (needs the audio tower)")
+    thinker = fixture_thinkers(checkpoint)
+    thinker.truncate(0)
+    logits = thinker.prefill(prompt, audio, positions)
+    assert ref.relative_error(logits, first_logits) < 1e-4
+    result = thinker.decode_greedy(meta["max_new_tokens"], meta["eos_token_ids"])
+    generated = result.token_ids + ([result.eos_id] if result.eos_id is not None else [])
+    assert generated == expected_ids
