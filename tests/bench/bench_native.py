@@ -1,6 +1,7 @@
 """Matmul throughput of the native graph layer vs numpy's BLAS, plus the graph layer's overhead.
 
 Run:  nice -n 10 /work/venv/bin/python tests/bench/bench_native.py [--reps 9] [--threads N]
+(--threads also sets numpy's BLAS threads; default: ggml uses the physical cores, numpy its own.)
 
 Shapes are the models': batched (weight 1024x4096, 64-512 rows: the encoders) and vector-like
 (weight 2048x6144, 1-4 rows: the thinker's decode). ggml and numpy runs alternate (A/B) so that
@@ -12,13 +13,21 @@ compute; the tiny-graph line gives the fixed per-call cost.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 
-import numpy as np
+# numpy's BLAS must use the same thread count as ggml; its pool is sized when numpy is imported.
+if __name__ == "__main__" and "--threads" in sys.argv:
+    _threads = sys.argv[sys.argv.index("--threads") + 1]
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = _threads
 
-from inference.native import Graph, load_weights, open_backend
+import numpy as np  # noqa: E402
+
+from inference.native import Graph, load_weights, open_backend  # noqa: E402
 
 BATCHED = ((1024, 4096), (64, 128, 256, 512))
 VECTOR = ((2048, 6144), (1, 2, 4))
