@@ -19,4 +19,5 @@ def run_gui(argv: Sequence[str] = ()) -> int:
     app = QApplication.instance() or QApplication([sys.argv[0], *argv])
     window = MainWindow(AppState.load(paths))
     window.show()
+    window.offer_models_on_first_run()
     return int(app.exec())

@@ -21,6 +21,8 @@ class AppState:
             model_path, package = catalog.resolve_model(None)
             name = package.name if package else str(model_path)
             summary = f"Model: {name}"
+            if package is not None and package.format == "bundled":
+                summary += " — install a real model from File → Models…"
         except CaptioneerError as exc:
             summary = f"No model available: {exc}"
         return cls(paths=paths, model_summary=summary)

@@ -46,3 +46,17 @@ def test_main_window_shows_model_state(qtbot) -> None:  # type: ignore[no-untype
     window.show()
     assert window.windowTitle() == "Captioneer"
     assert window.model_label.text().startswith(("Model:", "No model available"))
+
+
+def test_models_menu_opens_the_dialog_and_refreshes(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.main_window import MainWindow
+    from app.state import AppState
+
+    window = MainWindow(AppState.load(AppPaths.from_environment().ensure()))
+    qtbot.addWidget(window)
+    window.models_action.trigger()
+    dialog = window.models_dialog
+    assert dialog is not None and dialog.isVisible()
+    with qtbot.waitSignal(dialog.finished, timeout=5000):
+        dialog.reject()
+    assert window.model_label.text().startswith(("Model:", "No model available"))
