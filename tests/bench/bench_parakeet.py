@@ -1,0 +1,255 @@
+"""Benchmark: Captioneer's Parakeet-TDT engine vs transformers ``ParakeetForTDT`` at the full v3 size.
+
+Both run the same deterministic random weights (speed does not depend on the values) in the exact
+Hugging Face layout, cached under the user cache dir. Each implementation lives in its own worker
+process (so peak RSS is per implementation); the parent alternates between them round by round
+(A/B interleaving: these machines are noisy) and reports medians.
+
+    pip install -e ".[reference]"          # torch 2.13 CPU + transformers 5.23
+    python tests/bench/bench_parakeet.py --rounds 5 --threads 2 --clips 10,60 --types f32,q8_0
+
+Columns: wall seconds (median), real-time factor (audio seconds per wall second, higher is faster),
+speed-up against the torch reference measured in the same run, peak RSS of the worker, and whether
+the greedy token ids equal the reference's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+SR = 16000
+V3_VOCAB = 8193  # 8192 SentencePiece pieces + blank
+
+
+def cache_dir() -> Path:
+    from inference.paths import AppPaths
+
+    return AppPaths.from_environment().cache / "bench" / "parakeet-tdt-0.6b-v3-random"
+
+
+# ----------------------------------------------------------------------------------- model + audio
+
+
+def build_tokenizer_json(path: Path) -> None:
+    """An 8193-entry Metaspace BPE tokenizer in the real file format (pieces are placeholders)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {"<unk>": 0, "<|nospeech|>": 1, "<pad>": 2}
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    index = 3
+    while index < V3_VOCAB - 1:
+        piece = ("▁" if index % 3 == 0 else "") + letters[index % 26] + letters[(index // 26) % 26] + str(index)
+        vocab[piece] = index
+        index += 1
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>", byte_fallback=False))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    from tokenizers import AddedToken
+
+    tok.add_special_tokens([AddedToken("<blank>", special=True)])
+    tok.save(str(path))
+
+
+def ensure_model(threads: int) -> Path:
+    """Create the full-size random checkpoint once (needs torch + transformers)."""
+    out = cache_dir()
+    if (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file():
+        return out
+    import torch
+    from transformers import GenerationConfig, ParakeetEncoderConfig, ParakeetForTDT, ParakeetTDTConfig
+
+    torch.manual_seed(0)
+    torch.set_num_threads(threads)
+    encoder = ParakeetEncoderConfig(
+        hidden_size=1024, num_hidden_layers=24, num_attention_heads=8, intermediate_size=4096,
+        hidden_act="silu", attention_bias=False, convolution_bias=False, conv_kernel_size=9,
+        subsampling_factor=8, subsampling_conv_channels=256, subsampling_conv_kernel_size=3,
+        subsampling_conv_stride=2, num_mel_bins=128, max_position_embeddings=5000, scale_input=False,
+        dropout=0.0, dropout_positions=0.0, layerdrop=0.0, activation_dropout=0.0, attention_dropout=0.0,
+    )  # fmt: skip
+    config = ParakeetTDTConfig(
+        vocab_size=V3_VOCAB, decoder_hidden_size=640, num_decoder_layers=2, hidden_act="relu",
+        max_symbols_per_step=10, durations=[0, 1, 2, 3, 4], encoder_config=encoder.to_dict(),
+        pad_token_id=2, blank_token_id=V3_VOCAB - 1,
+    )  # fmt: skip
+    model = ParakeetForTDT(config).eval()
+    with torch.no_grad():
+        model.decoder.embedding.weight[config.blank_token_id].zero_()
+    tmp = Path(tempfile.mkdtemp(dir=out.parent if out.parent.exists() else None))
+    model.save_pretrained(tmp, safe_serialization=True)
+    GenerationConfig(
+        decoder_start_token_id=config.blank_token_id,
+        suppress_tokens=list(range(V3_VOCAB, V3_VOCAB + 5)),
+        pad_token_id=2,
+    ).save_pretrained(tmp)
+    processor = {
+        "feature_extractor": {
+            "feature_extractor_type": "ParakeetFeatureExtractor", "feature_size": 128, "sampling_rate": SR,
+            "hop_length": 160, "win_length": 400, "n_fft": 512, "preemphasis": 0.97, "padding_value": 0.0,
+        },
+        "processor_class": "ParakeetProcessor", "blank_token": "<blank>", "decoder_type": "tdt",
+    }  # fmt: skip
+    (tmp / "processor_config.json").write_text(json.dumps(processor, indent=2))
+    build_tokenizer_json(tmp / "tokenizer.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    tmp.rename(out)
+    return out
+
+
+def make_clip(seconds: float, path: Path) -> Path:
+    """English speech from espeak-ng, looped to the requested length (pauses included)."""
+    if path.is_file():
+        return path
+    text = (
+        "Captioneer turns speech into text on your own computer. The weather today is calm and clear, "
+        "and the meeting starts at ten. Please send the report before Friday afternoon."
+    )
+    raw = subprocess.run(
+        ["espeak-ng", "--stdout", "-v", "en-us", "-s", "160", text], check=True, capture_output=True
+    ).stdout
+    from inference.audio.io import parse_wav, to_mono_16k
+
+    decoded = parse_wav(raw, "espeak")
+    speech = to_mono_16k(decoded.samples, decoded.sample_rate)
+    pause = np.zeros(int(0.6 * SR), np.float32)
+    unit = np.concatenate([speech, pause])
+    audio = np.tile(unit, int(np.ceil(seconds * SR / unit.size)))[: int(seconds * SR)]
+    np.save(path, audio.astype(np.float32))
+    return path
+
+
+# ----------------------------------------------------------------------------------- workers
+
+
+def worker(kind: str, model: Path, threads: int) -> None:
+    """Serve 'run <clip.npy>' requests on stdin; reply one JSON line per request."""
+    if kind == "torch":
+        import torch
+        from transformers import ParakeetFeatureExtractor, ParakeetForTDT
+
+        torch.set_num_threads(threads)
+        net = ParakeetForTDT.from_pretrained(model).eval()
+        fe = ParakeetFeatureExtractor(feature_size=128, sampling_rate=SR)
+
+        def run(audio: np.ndarray) -> list[int]:
+            with torch.inference_mode():
+                feats = fe(audio, sampling_rate=SR, return_tensors="pt", return_attention_mask=True)
+                out = net.generate(input_features=feats["input_features"], attention_mask=feats["attention_mask"])
+            seq = out.sequences[0].tolist() if hasattr(out, "sequences") else out[0].tolist()
+            blank = net.config.blank_token_id
+            return [t for t in seq[1:] if t != blank]
+    else:
+        from inference.engine import load_engine
+
+        storage = kind.split(":", 1)[1]
+        engine = load_engine(model, "parakeet_tdt", {"weight_type": storage}, backend="cpu", threads=threads)
+
+        def run(audio: np.ndarray) -> list[int]:
+            return list(engine.transcribe(audio).token_ids)
+
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        clip = Path(line.strip())
+        audio = np.load(clip)
+        start = time.perf_counter()
+        tokens = run(audio)
+        wall = time.perf_counter() - start
+        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(json.dumps({"wall": wall, "tokens": tokens, "peak_rss_mb": peak_kb / 1024}), flush=True)
+
+
+class Worker:
+    def __init__(self, kind: str, model: Path, threads: int) -> None:
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        self.kind = kind
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--worker", kind, "--model", str(model), "--threads", str(threads)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        ready = self._read()
+        if not ready.get("ready"):
+            raise RuntimeError(f"worker {kind} failed to start")
+
+    def _read(self) -> dict:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker {self.kind} died (exit {self.proc.wait()})")
+        return json.loads(line)
+
+    def run(self, clip: Path) -> dict:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{clip}\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--clips", default="10,60", help="clip lengths in seconds")
+    parser.add_argument("--types", default="f32,q8_0", help="Captioneer storage types to compare")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, Path(args.model), args.threads)
+        return
+
+    model = ensure_model(args.threads)
+    weight_bytes = (model / "model.safetensors").stat().st_size
+    clips = {float(s): make_clip(float(s), cache_dir().parent / f"clip-{s}s.npy") for s in args.clips.split(",")}
+    kinds = ["torch"] + [f"captioneer:{t}" for t in args.types.split(",")]
+    workers = {kind: Worker(kind, model, args.threads) for kind in kinds}
+    results: dict[tuple[str, float], list[dict]] = {}
+    try:
+        for seconds, clip in clips.items():
+            for kind in kinds:  # warm-up: graph builds, page cache, allocator
+                workers[kind].run(clip)
+            for round_index in range(args.rounds):
+                order = kinds if round_index % 2 == 0 else kinds[::-1]
+                for kind in order:
+                    results.setdefault((kind, seconds), []).append(workers[kind].run(clip))
+    finally:
+        for w in workers.values():
+            w.close()
+
+    print(f"\nParakeet-TDT 0.6B v3 architecture, random weights ({weight_bytes / 1e9:.2f} GB f32), "
+          f"{args.threads} threads, {args.rounds} interleaved rounds, medians")  # fmt: skip
+    print(f"{'implementation':22} {'clip':>6} {'wall s':>8} {'RTFx':>7} {'vs torch':>9} {'peak RSS':>10} {'ids == ref':>10}")
+    for seconds in clips:
+        ref = results[("torch", seconds)]
+        ref_wall = statistics.median(r["wall"] for r in ref)
+        for kind in kinds:
+            runs = results[(kind, seconds)]
+            wall = statistics.median(r["wall"] for r in runs)
+            same = runs[-1]["tokens"] == ref[-1]["tokens"]
+            print(
+                f"{kind:22} {seconds:5.0f}s {wall:8.3f} {seconds / wall:7.1f} {ref_wall / wall:8.2f}x "
+                f"{max(r['peak_rss_mb'] for r in runs):8.0f}MB {str(same):>10}"
+            )
+
+
+if __name__ == "__main__":
+    main()
