@@ -1,0 +1,94 @@
+"""User settings (Qt-free): a JSON file in the config directory, written atomically.
+
+A damaged file is kept aside as ``settings.json.bad`` and defaults are used, so a bad edit never
+stops the app from starting and nothing the user wrote is silently destroyed. Keys this version does
+not know are preserved on save (a newer version's settings survive a downgrade).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from inference.paths import AppPaths
+
+log = logging.getLogger(__name__)
+SETTINGS_FILE = "settings.json"
+
+
+@dataclass
+class Settings:
+    model: str | None = None  # package id or path; None = the catalog's default installed model
+    backend: str = "auto"
+    threads: int | None = None
+    language: str | None = None
+    hf_token: str | None = None
+    overlay_opacity: float = 0.85
+    overlay_lines: int = 2
+    push_to_talk_hotkey: str = "<ctrl>+<alt>+space"
+    push_to_talk_mode: str = "hold"  # hold | toggle | hybrid
+    trailing_silence_ms: int = 300
+    extra: dict[str, Any] = field(default_factory=dict)  # keys from other versions, kept verbatim
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Settings:
+        known = {f.name for f in fields(cls)} - {"extra"}
+        defaults = cls()
+        values: dict[str, Any] = {}
+        for name in known:
+            if name in data:
+                default = getattr(defaults, name)
+                value = data[name]
+                # Reject values of the wrong type instead of crashing later in the UI.
+                if default is None or value is None or isinstance(value, type(default)):
+                    values[name] = value
+                elif isinstance(default, float) and isinstance(value, int):
+                    values[name] = float(value)
+                else:
+                    log.warning("ignoring setting %s=%r (expected %s)", name, value, type(default).__name__)
+        extra = {k: v for k, v in data.items() if k not in known}
+        return cls(**values, extra=extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        extra = data.pop("extra")
+        return {**extra, **data}
+
+
+class SettingsStore:
+    def __init__(self, paths: AppPaths) -> None:
+        self.path = paths.config / SETTINGS_FILE
+
+    def load(self) -> Settings:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return Settings()
+        try:
+            data = json.loads(text)
+            if not isinstance(data, dict):
+                raise ValueError("top level is not an object")
+        except ValueError as exc:
+            backup = self.path.with_suffix(".json.bad")
+            self.path.replace(backup)
+            log.warning("settings file %s is damaged (%s); kept as %s, using defaults", self.path, exc, backup)
+            return Settings()
+        return Settings.from_dict(data)
+
+    def save(self, settings: Settings) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".settings-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(settings.to_dict(), handle, indent=2, ensure_ascii=False)
+                handle.flush()
+                os.fsync(handle.fileno())
+            Path(tmp).replace(self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

@@ -1,0 +1,43 @@
+"""Settings persist atomically, survive damage and keep unknown keys."""
+
+from __future__ import annotations
+
+import json
+
+from app.settings import Settings, SettingsStore
+from inference.paths import AppPaths
+
+
+def _store() -> SettingsStore:
+    return SettingsStore(AppPaths.from_environment().ensure())
+
+
+def test_defaults_when_missing() -> None:
+    assert _store().load() == Settings()
+
+
+def test_round_trip_and_unknown_keys_preserved() -> None:
+    store = _store()
+    store.path.write_text(json.dumps({"backend": "cuda", "future_feature": {"a": 1}}))
+    settings = store.load()
+    assert settings.backend == "cuda" and settings.extra == {"future_feature": {"a": 1}}
+    settings.threads = 4
+    store.save(settings)
+    saved = json.loads(store.path.read_text())
+    assert saved["threads"] == 4 and saved["future_feature"] == {"a": 1}
+    assert store.load() == settings
+
+
+def test_damaged_file_is_kept_aside() -> None:
+    store = _store()
+    store.path.write_text("{not json")
+    assert store.load() == Settings()
+    assert store.path.with_suffix(".json.bad").read_text() == "{not json"
+    assert not store.path.exists()
+
+
+def test_wrong_types_fall_back_to_defaults() -> None:
+    store = _store()
+    store.path.write_text(json.dumps({"overlay_lines": "three", "overlay_opacity": 1}))
+    settings = store.load()
+    assert settings.overlay_lines == 2 and settings.overlay_opacity == 1.0
