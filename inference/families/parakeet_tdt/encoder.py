@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from inference.errors import ModelError, UsageError
+from inference.families.parakeet_tdt.config import EncoderConfig, parse_encoder_config
 from inference.native import Backend, GraphBuilder, GraphCache, StorageType, Tensor, WeightStore, load_weights
 
 FEATURE_BUCKET = 64  # feature frames per bucket step (8 encoder frames)
@@ -59,33 +60,27 @@ class EncoderHyperparams:
         return self.hidden // self.heads
 
     @classmethod
-    def from_config(cls, enc: Mapping[str, Any]) -> EncoderHyperparams:
-        try:
-            params = cls(
-                hidden=int(enc["hidden_size"]),
-                layers=int(enc["num_hidden_layers"]),
-                heads=int(enc["num_attention_heads"]),
-                intermediate=int(enc["intermediate_size"]),
-                conv_kernel=int(enc["conv_kernel_size"]),
-                subsampling_channels=int(enc["subsampling_conv_channels"]),
-                mel_bins=int(enc.get("num_mel_bins", 128)),
-                attention_bias=bool(enc.get("attention_bias", False)),
-                convolution_bias=bool(enc.get("convolution_bias", False)),
-                scale_input=bool(enc.get("scale_input", False)),
-                max_positions=int(enc.get("max_position_embeddings", 5000)),
-                subsampling_factor=int(enc.get("subsampling_factor", 8)),
-            )
-        except KeyError as exc:
-            raise ModelError(f"encoder_config is missing {exc.args[0]!r}", "use an unmodified checkpoint") from None
-        if params.subsampling_factor != 8 or int(enc.get("subsampling_conv_kernel_size", 3)) != 3:
-            raise ModelError("only dw_striding subsampling with factor 8 and kernel 3 is supported")
-        if int(enc.get("subsampling_conv_stride", 2)) != 2:
-            raise ModelError("only subsampling stride 2 is supported")
-        if params.hidden % params.heads:
-            raise ModelError(f"hidden_size {params.hidden} is not divisible by {params.heads} heads")
-        if params.conv_kernel % 2 == 0:
-            raise ModelError(f"conv_kernel_size must be odd, got {params.conv_kernel}")
-        return params
+    def from_encoder_config(cls, enc: EncoderConfig) -> EncoderHyperparams:
+        """From the typed, already validated ``config.EncoderConfig`` (the one place that parses config.json)."""
+        return cls(
+            hidden=enc.hidden_size,
+            layers=enc.num_hidden_layers,
+            heads=enc.num_attention_heads,
+            intermediate=enc.intermediate_size,
+            conv_kernel=enc.conv_kernel_size,
+            subsampling_channels=enc.subsampling_conv_channels,
+            mel_bins=enc.num_mel_bins,
+            attention_bias=enc.attention_bias,
+            convolution_bias=enc.convolution_bias,
+            scale_input=enc.scale_input,
+            max_positions=enc.max_position_embeddings,
+            subsampling_factor=enc.subsampling_factor,
+        )
+
+    @classmethod
+    def from_config(cls, enc: Mapping[str, Any], source: str = "config.json") -> EncoderHyperparams:
+        """From a raw ``encoder_config`` mapping; missing keys take transformers' defaults (config.py)."""
+        return cls.from_encoder_config(parse_encoder_config(dict(enc), source))
 
 
 def conv_out_length(length: int) -> int:

@@ -1,0 +1,329 @@
+"""The Parakeet-TDT offline engine: frontend → ggml encoder → numpy TDT decoder → text and word timestamps.
+
+Modes (families.md §2.6, chosen in :mod:`options`):
+
+* ``full_context``: the whole clip in one encoder pass, one greedy decode.
+* ``long_form``: centers of ``audio_chunk_duration_sec`` tile the clip; each window adds left/right context,
+  is encoded on its own, and only the center's encoder frames are decoded. The predictor state and the
+  token budget carry over from window to window, and token frames count from the start of the clip.
+* ``vad``: Silero VAD finds speech, :func:`plan_vad_chunks` groups it into spans of at most the chunk
+  length, each span is decoded independently (fresh decoder) in full context; texts are joined with a
+  space and word times shifted to the clip.
+
+Digital silence (no audio, or every sample exactly 0) gives an empty transcript without running the model:
+per-feature normalisation maps it to all-zero features, i.e. no information, and a model would only
+hallucinate on it. Any non-zero signal, however quiet, is decoded (normalisation makes it audible).
+
+Weights are loaded once per engine; ``close()`` frees the native memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from inference.audio.spans import Span, plan_long_form_windows, plan_vad_chunks, seconds_to_samples
+from inference.engine import EngineRequest
+from inference.errors import BackendError, NotImplementedFamilyError, UsageError
+from inference.families.parakeet_tdt.checkpoint import ParakeetCheckpoint, open_parakeet_checkpoint
+from inference.families.parakeet_tdt.config import ParakeetConfig
+from inference.families.parakeet_tdt.decoder import DecoderState, DecoderWeights, TdtDecoder, TokenStep
+from inference.families.parakeet_tdt.encoder import EncoderHyperparams, ParakeetEncoder
+from inference.families.parakeet_tdt.frontend import compute_features
+from inference.families.parakeet_tdt.options import (
+    SAMPLE_RATE,
+    DecodeMode,
+    RequestSettings,
+    SessionSettings,
+    choose_mode,
+)
+from inference.families.parakeet_tdt.text import (
+    ParakeetTokenizer,
+    default_word_timestamps,
+    token_duration_word_timestamps,
+)
+from inference.native import Backend, open_backend
+from inference.transcript import Segment, Timing, Transcript, Word
+
+log = logging.getLogger(__name__)
+
+VAD_MERGE_GAP_SEC = 0.5
+VAD_PADDING_SEC = 0.25
+TOKENS_PER_FRAME_BUDGET = 10  # families.md §2.5: the default budget is 10 tokens per encoder frame
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class SpanDecode:
+    """Tokens of one decoded stretch of audio; token frames count from ``span.start``."""
+
+    span: Span
+    tokens: list[TokenStep]
+
+
+@dataclass(frozen=True)
+class Decoded:
+    mode: DecodeMode
+    spans: list[SpanDecode]  # full context / long form: one span over the clip (none for silence); vad: per span
+    n_samples: int
+
+
+class ParakeetEngine:
+    family = "parakeet_tdt"
+
+    def __init__(self, checkpoint: ParakeetCheckpoint, backend: Backend, session: SessionSettings) -> None:
+        """Loads everything it needs from ``checkpoint``, which the caller may close afterwards."""
+        config = checkpoint.config
+        self.config: ParakeetConfig = config
+        self.session = session
+        self.backend = backend
+        self.tokenizer = ParakeetTokenizer(checkpoint.tokenizer_json, config, f"{checkpoint.source} tokenizer.json")
+        if session.perf_mode == "flash_attention":
+            # The relative-position scores are added before the softmax, which ggml's fused kernel cannot take
+            # here yet; the standard path gives the same result, only without the fused speed-up.
+            log.warning("perf_mode=flash_attention is not available for Parakeet-TDT yet; using standard attention")
+        self.encoder = ParakeetEncoder(
+            backend,
+            checkpoint.tensors,
+            checkpoint.tensors,
+            EncoderHyperparams.from_encoder_config(config.encoder),
+            weight_type=session.weight_type,
+            conv_weight_type=session.conv_weight_type,
+        )
+        try:
+            check_weight_budget(self.encoder.weights.buffer_bytes, session.weight_context_mb)
+            self.decoder = TdtDecoder(DecoderWeights.from_checkpoint(checkpoint.tensors, config), config)
+        except BaseException:
+            self.encoder.close()
+            raise
+        self.samples_per_frame = config.samples_per_frame
+        self.seconds_per_frame = self.samples_per_frame / SAMPLE_RATE
+        self._punctuation = frozenset(config.punctuation_token_ids)
+        # The greedy loop is a chain of small matvecs: BLAS threads only add synchronisation there (v3-sized
+        # decoder on the 2-core dev machine: 1.7 ms per frame with one BLAS thread, 4-7 ms with two).
+        self._blas = ThreadpoolController()
+        self._vad: Any = None  # SileroVad, created on the first VAD request
+
+    # ------------------------------------------------------------------------------------ public API
+    def transcribe(self, audio: np.ndarray, **request_options: Any) -> Transcript:
+        started = time.perf_counter()
+        request = RequestSettings.from_options(request_options)
+        decoded = self._decode(audio, request)
+        transcript = self._transcript(decoded, request.keep_language_tags)
+        transcript.timing = Timing(decoded.n_samples / SAMPLE_RATE, time.perf_counter() - started)
+        return transcript
+
+    def decode(self, audio: np.ndarray, **request_options: Any) -> Decoded:
+        """The raw greedy result (token ids with frames and durations, per decoded span), before text."""
+        return self._decode(audio, RequestSettings.from_options(request_options))
+
+    def open_stream(self, **request_options: Any) -> Any:
+        raise NotImplementedFamilyError(
+            "streaming is not implemented for Parakeet-TDT in this build yet",
+            "use offline transcription (--mode offline) for now",
+        )
+
+    def close(self) -> None:
+        self.encoder.close()
+        self.backend.close()
+        self._vad = None
+
+    def __enter__(self) -> ParakeetEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------------------------ decoding
+    def _check_hotwords(self, request: RequestSettings) -> None:
+        if not request.hotwords.strip():
+            return
+        if self.config.word_timestamp_mode != "token_duration":  # the Phonon-2 marker in config.json
+            raise UsageError(
+                "hotwords are a Phonon-2 feature; this is a stock Parakeet-TDT checkpoint",
+                "remove the hotwords option or load a Phonon-2 model",
+            )
+        raise NotImplementedFamilyError(
+            "Phonon-2 hotword biasing is not implemented in this build yet", "remove the hotwords option"
+        )
+
+    def _decode(self, audio: np.ndarray, request: RequestSettings) -> Decoded:
+        self._check_hotwords(request)
+        samples = _mono_16k(audio)
+        mode = choose_mode(samples.size, self.session, request)
+        log.debug("parakeet_tdt: %d samples, mode %s", samples.size, mode.value)
+        budget = request.max_tokens or None
+        if not samples.any():
+            spans: list[SpanDecode] = []
+        elif mode is DecodeMode.VAD:
+            spans = self._decode_vad(samples, request, budget)
+        elif mode is DecodeMode.LONG_FORM:
+            spans = [self._decode_long_form(samples, budget)]
+        else:
+            spans = [self._decode_full_context(samples, Span(0, samples.size), budget)]
+        return Decoded(mode, spans, samples.size)
+
+    def _encode_frames(self, samples: np.ndarray) -> np.ndarray:
+        features = compute_features(samples, self.config.features)
+        return self.encoder.encode(features.values, features.valid_frames).hidden
+
+    def _greedy(
+        self, frames: np.ndarray, state: DecoderState | None, frame_offset: int, max_tokens: int | None
+    ) -> tuple[list[TokenStep], DecoderState]:
+        projected = self.decoder.project_encoder(frames)  # one matmul: BLAS threads help here
+        with self._blas.limit(limits=1, user_api="blas"):
+            return self.decoder.decode(projected, state, frame_offset=frame_offset, max_tokens=max_tokens)
+
+    def _decode_full_context(self, samples: np.ndarray, span: Span, budget: int | None) -> SpanDecode:
+        frames = self._encode_frames(samples[span.start : span.end])
+        if frames.shape[0] == 0:
+            return SpanDecode(span, [])
+        tokens, _state = self._greedy(frames, None, 0, budget)
+        return SpanDecode(span, tokens)
+
+    def _decode_long_form(self, samples: np.ndarray, budget: int | None) -> SpanDecode:
+        n = samples.size
+        session = self.session
+        windows = plan_long_form_windows(
+            n,
+            seconds_to_samples(session.center_sec),
+            seconds_to_samples(session.left_context_sec),
+            seconds_to_samples(session.right_context_sec),
+            hop_length=self.config.features.hop_length,
+        )
+        remaining = budget if budget is not None else TOKENS_PER_FRAME_BUDGET * math.ceil(n / self.samples_per_frame)
+        state: DecoderState | None = None
+        tokens: list[TokenStep] = []
+        for window in windows:
+            if remaining <= 0:
+                break
+            if window.kept_frames <= 0:
+                continue
+            frames = self._encode_frames(samples[window.window.start : window.window.end])
+            kept = frames[window.keep_start : min(window.keep_end, frames.shape[0])]
+            if kept.shape[0] == 0:
+                continue
+            got, state = self._greedy(kept, state, window.frame_offset, remaining)
+            tokens.extend(got)
+            remaining -= len(got)
+        log.debug("long-form: %d windows, %d tokens", len(windows), len(tokens))
+        return SpanDecode(Span(0, n), tokens)
+
+    def _decode_vad(self, samples: np.ndarray, request: RequestSettings, budget: int | None) -> list[SpanDecode]:
+        chunk_sec = request.vad_chunk_sec if request.vad_chunk_sec is not None else self.session.center_sec
+        max_full_context_sec = self.config.encoder.max_position_embeddings * self.seconds_per_frame
+        if chunk_sec >= max_full_context_sec:
+            raise UsageError(
+                f"audio_chunk_duration_sec={chunk_sec:g} is too long for VAD spans decoded in full context "
+                f"(the encoder attends to at most {max_full_context_sec:.0f} s)",
+                "use a shorter audio_chunk_duration_sec",
+            )
+        spans = self._vad_spans(samples, chunk_sec)
+        decoded: list[SpanDecode] = []
+        for span in spans:  # each span from a fresh decoder state; the token budget spans the request
+            if budget is not None and budget <= 0:
+                break
+            result = self._decode_full_context(samples, span, budget)
+            if budget is not None:
+                budget -= len(result.tokens)
+            decoded.append(result)
+        log.debug("vad: %d spans", len(spans))
+        return decoded
+
+    def _vad_spans(self, samples: np.ndarray, chunk_sec: float) -> list[Span]:
+        from inference.audio.vad import SileroVad, speech_segments  # onnxruntime only for VAD requests
+
+        if self._vad is None:
+            path = Path(self.session.vad_model_path) if self.session.vad_model_path else None
+            self._vad = SileroVad(path)
+        speech = speech_segments(samples, self._vad)
+        return plan_vad_chunks(
+            speech,
+            samples.size,
+            seconds_to_samples(chunk_sec),
+            merge_gap_samples=seconds_to_samples(VAD_MERGE_GAP_SEC),
+            padding_samples=seconds_to_samples(VAD_PADDING_SEC),
+        )
+
+    # ------------------------------------------------------------------------------------ text
+    def _transcript(self, decoded: Decoded, keep_language_tags: bool) -> Transcript:
+        token_ids = [t.token_id for span in decoded.spans for t in span.tokens]
+        if decoded.mode is not DecodeMode.VAD:
+            if not decoded.spans:
+                return Transcript(text="", token_ids=token_ids)
+            text, words = self._render(decoded.spans[0], keep_language_tags)
+            return Transcript(text=text, words=words, token_ids=token_ids)
+        texts: list[str] = []
+        words = []
+        segments: list[Segment] = []
+        for span in decoded.spans:
+            text, span_words = self._render(span, keep_language_tags)
+            text = text.strip()
+            if not text:
+                continue
+            offset, end = span.span.start / SAMPLE_RATE, span.span.end / SAMPLE_RATE
+            # Clamped to the span (the last frame may reach past it), so words of the next span never overlap.
+            shifted = [
+                Word(w.text, min(w.start_s + offset, end), min(w.end_s + offset, end), w.confidence)
+                for w in span_words
+            ]
+            texts.append(text)
+            words.extend(shifted)
+            segments.append(Segment(text, offset, end, tuple(shifted)))
+        return Transcript(text=" ".join(texts), words=words, segments=segments, token_ids=token_ids)
+
+    def _render(self, decoded: SpanDecode, keep_language_tags: bool) -> tuple[str, list[Word]]:
+        """Text and words of one span; word times count from the span's start."""
+        ids = [t.token_id for t in decoded.tokens]
+        text = self.tokenizer.decode(ids, keep_language_tags=keep_language_tags)
+        n = decoded.span.length
+        if self.config.word_timestamp_mode == "token_duration":
+            words = token_duration_word_timestamps(
+                decoded.tokens, self.tokenizer, self._punctuation, n / SAMPLE_RATE, self.seconds_per_frame
+            )
+        else:
+            end_frame = -(-n // self.samples_per_frame)
+            words = default_word_timestamps(decoded.tokens, self.tokenizer, end_frame, self.seconds_per_frame)
+        return text, words
+
+
+def check_weight_budget(used_bytes: int, limit_mb: int) -> None:
+    """``weight_context_mb`` is the user's upper bound for weight memory (the numpy decoder is small and not counted)."""
+    if used_bytes > limit_mb * MIB:
+        raise BackendError(
+            f"the encoder weights need {used_bytes / MIB:.1f} MiB, more than weight_context_mb={limit_mb}",
+            "raise --session-option weight_context_mb or pick a smaller weight_type (f16, q8_0)",
+        )
+
+
+def _mono_16k(audio: np.ndarray) -> np.ndarray:
+    samples = np.asarray(audio)
+    if samples.ndim != 1:
+        raise UsageError(
+            f"Parakeet-TDT expects mono 16 kHz samples (a 1-D array), got shape {samples.shape}",
+            "downmix and resample first (inference.audio.io.to_mono_16k)",
+        )
+    samples = samples.astype(np.float32, copy=False)
+    bad = ~np.isfinite(samples)
+    if bad.any():
+        log.warning("replacing %d non-finite samples (NaN/Inf) with silence", int(bad.sum()))
+        samples = np.where(bad, np.float32(0.0), samples)
+    return np.ascontiguousarray(samples)
+
+
+def create_engine(request: EngineRequest) -> ParakeetEngine:
+    session = SessionSettings.from_options(request.session_options)
+    with open_parakeet_checkpoint(request.model_path) as checkpoint:
+        backend = open_backend(request.backend, request.threads)
+        try:
+            return ParakeetEngine(checkpoint, backend, session)
+        except BaseException:
+            backend.close()
+            raise
