@@ -34,6 +34,7 @@ class TensorRecord:
     shape: tuple[int, ...]  # numpy order
     type: GgmlType
     raw: np.ndarray  # uint8 view of the stored bytes
+    file_bytes: np.ndarray | None = None  # the whole memory-mapped file that ``raw`` lies in
 
     @property
     def nbytes(self) -> int:
@@ -131,7 +132,8 @@ def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
         except (struct.error, ValueError) as exc:
             raise InputFileError(f"{path} is not a valid safetensors file: {exc}") from exc
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    data = np.frombuffer(mapped, dtype=np.uint8, offset=8 + header_len)
+    whole = np.frombuffer(mapped, dtype=np.uint8)
+    data = whole[8 + header_len :]
     records = {}
     for name, info in header.items():
         if name == "__metadata__":
@@ -141,7 +143,7 @@ def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
             raise ModelError(f"{path}: tensor {name!r} has unsupported dtype {info['dtype']}")
         begin, end = info["data_offsets"]
         shape = tuple(int(d) for d in info["shape"]) or (1,)
-        records[name] = TensorRecord(name, shape, ggml_type, data[begin:end])
+        records[name] = TensorRecord(name, shape, ggml_type, data[begin:end], whole)
     return mapped, records
 
 
@@ -162,5 +164,5 @@ def _read_gguf(path: Path) -> tuple[object, dict[str, TensorRecord]]:
             ) from None
         shape = tuple(int(d) for d in reversed(tensor.shape.tolist()))  # GGUF lists ne (ggml order)
         raw = np.asarray(tensor.data).reshape(-1).view(np.uint8)
-        records[tensor.name] = TensorRecord(tensor.name, shape, ggml_type, raw)
+        records[tensor.name] = TensorRecord(tensor.name, shape, ggml_type, raw, reader.data)
     return reader, records

@@ -44,8 +44,10 @@ class Graph:
                 raise UsageError("a graph needs at least one output (call g.output(name, tensor))")
             ctx = self._builder.ctx
             self._cgraph = api.ggml_new_graph_custom(ctx, 2 * max_nodes, False)
-            for tensor in self._builder.outputs.values():
+            for tensor in (*self._builder.outputs.values(), *self._builder.side_effects):
                 api.ggml_build_forward_expand(self._cgraph, tensor.ptr)
+            if not backend.is_cpu:
+                self._check_backend_supports_ops()
             self._gallocr = api.ggml_gallocr_new(backend.buffer_type)
             if not api.ggml_gallocr_alloc_graph(self._gallocr, self._cgraph):
                 raise BackendError(
@@ -65,6 +67,19 @@ class Graph:
         self._set = api.ggml_backend_tensor_set
         self._get = api.ggml_backend_tensor_get
         self._compute = api.ggml_backend_graph_compute
+
+    def _check_backend_supports_ops(self) -> None:
+        # Without a scheduler there is no CPU fallback, so say which op is missing up front.
+        missing = set()
+        for index in range(self.api.ggml_graph_n_nodes(self._cgraph)):
+            node = self.api.ggml_graph_node(self._cgraph, index)
+            if not self.api.ggml_backend_supports_op(self.backend.ptr, node):
+                missing.add(self.api.ggml_op_desc(node).decode())
+        if missing:
+            raise BackendError(
+                f"the {self.backend.kind} backend cannot run: {', '.join(sorted(missing))}",
+                "use --backend cpu",
+            )
 
     def _check_inputs_used(self) -> None:
         for name, tensor in self._builder.inputs.items():

@@ -86,9 +86,20 @@ def _installed_package_version() -> str:
         raise BackendError("llama-cpp-python is not installed", INSTALL_FIX) from exc
 
 
+def _prefer_passive_openmp_waits() -> None:
+    """The vendored CPU backend runs graphs under OpenMP. With libgomp's default (active) waiting,
+    idle worker threads spin between graph runs; on a busy machine a spinning or preempted thread
+    stalls every run by a scheduler slice (measured: a 1-row matmul went from ~0.5 ms to ~25 ms
+    with 2 threads on 2 busy cores). Passive waiting costs one futex wake per run. libgomp reads
+    the variable when it is loaded, so this only works before ggml (or llama_cpp) is loaded; an
+    explicit user setting wins."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+
 @functools.cache
 def load_ggml_libraries() -> GgmlLibraries:
     """Load libggml-base, libggml-cpu (if separate) and libggml once; check the pinned versions."""
+    _prefer_passive_openmp_waits()
     version = _installed_package_version()
     if version != PINNED_LLAMA_CPP_VERSION:
         raise BackendError(

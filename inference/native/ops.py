@@ -20,6 +20,9 @@ from inference.native.tensor import MAX_DIMS, Tensor, ggml_axis, to_ne
 GGML_ROPE_TYPE_NEOX = 2
 _GLU_OPS = {"reglu": 0, "geglu": 1, "swiglu": 2, "geglu_erf": 4, "geglu_quick": 5}
 DEFAULT_MAX_NODES = 8192
+# Type pairs computed as they are by add/sub/mul/div; mixed pairs are promoted to f32 like numpy
+# does (the CPU backend would abort on f32 + f16 and round f16 + f32 to f16).
+_BINARY_TYPES = {(GgmlType.F32, GgmlType.F32), (GgmlType.F16, GgmlType.F16), (GgmlType.BF16, GgmlType.BF16)}
 
 
 class GraphBuilder:
@@ -40,6 +43,7 @@ class GraphBuilder:
             raise MemoryError("ggml_init failed to allocate the graph context")
         self.inputs: dict[str, Tensor] = {}
         self.outputs: dict[str, Tensor] = {}
+        self.side_effects: list[Tensor] = []  # copies into persistent tensors, run after the outputs
 
     # ----------------------------------------------------------------- bookkeeping
     def free(self) -> None:
@@ -135,6 +139,28 @@ class GraphBuilder:
         ptr = self.api.ggml_view_4d(self._ctx(), x.ptr, *ne, nb[1], nb[2], nb[3], start * nb[g])
         return self._wrap(ptr, x.ndim)
 
+    def as_strided(self, x: Tensor, shape: Sequence[int], strides: Sequence[int], offset: int = 0) -> Tensor:
+        """A view like ``np.lib.stride_tricks.as_strided`` with strides and offset counted in
+        elements (not bytes). The last stride must be 1 (ggml views step one element along a row);
+        e.g. the relative-position "rel_shift" of Transformer-XL attention is one such view."""
+        shape, strides = tuple(int(d) for d in shape), tuple(int(s) for s in strides)
+        if len(shape) != len(strides) or strides[-1] != 1:
+            raise UsageError(f"as_strided needs one stride per axis and a last stride of 1, got {strides}")
+        x = self.contiguous(x)
+        total = int(self.api.ggml_nelements(x.ptr))
+        last = offset + sum((d - 1) * s for d, s in zip(shape, strides, strict=True))
+        if offset < 0 or min(strides) < 0 or last >= total:
+            raise UsageError(
+                f"as_strided view {shape}/{strides}+{offset} reaches outside the {total} elements"
+            )
+        size = x.nb[0]
+        ne = to_ne(shape)
+        nb = [size * s for s in reversed(strides)] + [0] * (MAX_DIMS - len(shape))
+        for axis in range(len(shape), MAX_DIMS):  # unused ggml axes have one element; any stride works
+            nb[axis] = nb[axis - 1] * ne[axis - 1]
+        ptr = self.api.ggml_view_4d(self._ctx(), x.ptr, *ne, nb[1], nb[2], nb[3], offset * size)
+        return self._wrap(ptr, len(shape))
+
     def split(self, x: Tensor, axis: int, sizes: Sequence[int]) -> list[Tensor]:
         """Consecutive views along ``axis`` with the given sizes."""
         if sum(sizes) != x.shape[axis]:
@@ -152,7 +178,18 @@ class GraphBuilder:
         """Copy ``src`` into ``dst`` (e.g. a persistent state tensor); returns the copy node."""
         if src.shape != dst.shape:
             raise UsageError(f"cpy needs equal shapes, got {src.shape} and {dst.shape}")
+        is_read_only = getattr(dst.owner, "is_read_only", None)
+        if is_read_only is not None and is_read_only(dst):
+            raise UsageError(
+                "cannot write into a weight that is mapped read-only from its file",
+                "load it with map_files=False",
+            )
         return self._wrap(self.api.ggml_cpy(self._ctx(), src.ptr, dst.ptr), dst.ndim)
+
+    def store_into(self, dst: Tensor, src: Tensor) -> None:
+        """Copy ``src`` into the persistent tensor ``dst`` (e.g. a cache held in a WeightStore)
+        at the end of every run; the new value is seen by the next run."""
+        self.side_effects.append(self.cpy(src, dst))
 
     def concat(self, tensors: Sequence[Tensor], axis: int) -> Tensor:
         if not tensors:
@@ -167,6 +204,8 @@ class GraphBuilder:
                 raise UsageError(
                     f"concat along axis {axis}: shapes {result.shape} and {other.shape} differ elsewhere"
                 )
+            if result.type != other.type:
+                result, other = self._as_f32(result), self._as_f32(other)
             result = self._wrap(self.api.ggml_concat(self._ctx(), result.ptr, other.ptr, g), ndim)
         return result
 
@@ -206,6 +245,8 @@ class GraphBuilder:
             else:
                 a = self._repeat_to(a, shape)
         a, b = self._rows(a), self._rows(b)  # the CPU kernels step along rows element by element
+        if (a.type, b.type) not in _BINARY_TYPES:  # e.g. f32 activations + an f16 weight
+            a, b = self._as_f32(a), self._as_f32(b)
         return self._wrap(fn(self._ctx(), a.ptr, b.ptr), ndim)
 
     def _repeat_to(self, x: Tensor, shape: tuple[int, ...]) -> Tensor:
@@ -252,6 +293,7 @@ class GraphBuilder:
             a = self.cont(a)
         if not self._rows_contiguous(b):
             b = self.cont(b)
+        b = self._as_f32(b)  # the CPU backend converts f32 activations to the weight's dot type itself
         return self._wrap(self.api.ggml_mul_mat(self._ctx(), a.ptr, b.ptr), max(a.ndim, b.ndim, 2))
 
     def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -426,6 +468,33 @@ class GraphBuilder:
         probs = self.softmax(scores, mask, scale)
         return self.mul_mat(self.cont(self.transpose(v)), probs)  # (..., heads, tq, head_dim)
 
+    def flash_attention(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, scale: float | None = None
+    ) -> Tensor:
+        """Fused attention (``ggml_flash_attn_ext``) on (..., heads, time, head_dim) inputs.
+
+        Returns (..., tq, heads, head_dim) — note the order: ready for a reshape to
+        (tq, heads*head_dim). f32 k/v give f32-exact results; f16 k/v are faster and ~1e-3 off.
+        The mask (tq, tk) is converted to f16 as ggml requires.
+        """
+        if not self.api.has("ggml_flash_attn_ext"):
+            raise UsageError("this ggml build has no ggml_flash_attn_ext")
+        if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2] or q.shape[-3] % k.shape[-3]:
+            raise UsageError(f"flash_attention shapes do not fit: q {q.shape}, k {k.shape}, v {v.shape}")
+        scale = q.shape[-1] ** -0.5 if scale is None else scale
+        mask_ptr = None
+        if mask is not None:
+            if mask.shape[-1] != k.shape[-2] or mask.shape[-2] < q.shape[-2]:
+                raise UsageError(
+                    f"flash_attention mask {mask.shape} does not fit q {q.shape} and k {k.shape}"
+                )
+            if mask.type != GgmlType.F16:
+                mask = self.cast(mask, GgmlType.F16)
+            mask_ptr = self.contiguous(mask).ptr
+        q, k, v = self._rows(self._as_f32(q)), self._rows(k), self._rows(v)
+        ptr = self.api.ggml_flash_attn_ext(self._ctx(), q.ptr, k.ptr, v.ptr, mask_ptr, scale, 0.0, 0.0)
+        return self._wrap(ptr, max(q.ndim, 3))
+
     # ----------------------------------------------------------------- convolutions
     def conv2d(
         self,
@@ -562,6 +631,13 @@ class GraphBuilder:
         return self.cont(self.transpose(y)) if time_major_out else y
 
     # ----------------------------------------------------------------- internal
+    def _as_f32(self, x: Tensor) -> Tensor:
+        if x.type == GgmlType.F32:
+            return x
+        if x.type not in (GgmlType.F16, GgmlType.BF16):
+            raise UsageError(f"element-wise ops need float operands, got {x.type.name}")
+        return self.cast(x, GgmlType.F32)
+
     def _rows(self, x: Tensor) -> Tensor:
         return x if self._rows_contiguous(x) else self.cont(x)
 

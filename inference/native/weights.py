@@ -1,5 +1,8 @@
 """Weights in backend memory, converted at load time to the requested storage type.
 
+On the CPU backend, tensors kept in their stored type are not copied: the backend uses the
+memory-mapped file directly (``map_files``), so loading is instant and the page cache is shared.
+
 Storage rule: the requested type (``native``, ``f32``, ``f16``, ``bf16``, ``q8_0``) applies to
 matrices (2-D and up) whose rows fit whole blocks of that type; 1-D tensors (norms, biases) and
 rows that do not fit stay float32, because ggml's element-wise ops want f32 operands. A per-name
@@ -31,6 +34,7 @@ class _Pending:
     shape: tuple[int, ...]
     target: GgmlType
     source: TensorRecord | np.ndarray
+    mapped: bool = False  # use the memory-mapped file bytes in place (CPU backend only)
 
 
 class WeightStore:
@@ -43,6 +47,10 @@ class WeightStore:
         api = self.api = backend.api
         self._tensors: dict[str, Tensor] = {}
         self._buffer: int | None = None
+        self._file_buffers: list[int] = []
+        self._mapped_files: list[np.ndarray] = []  # keeps the memory maps alive
+        self.mapped_bytes = 0
+        self._read_only: set[int] = set()  # tensors living in read-only file mappings
         self._ctx: int | None = api.ggml_init(
             InitParams(api.ggml_tensor_overhead() * max(1, len(entries)), None, True)
         )
@@ -52,7 +60,8 @@ class WeightStore:
                 ptr = api.ggml_new_tensor(self._ctx, int(entry.target), MAX_DIMS, ne)
                 api.ggml_set_name(ptr, entry.name.encode()[:63])
                 self._tensors[entry.name] = Tensor(ptr, len(entry.shape), self)
-            if entries:
+            self._map_file_tensors([entry for entry in entries if entry.mapped])
+            if any(not entry.mapped for entry in entries):
                 self._buffer = api.ggml_backend_alloc_ctx_tensors(self._ctx, backend.ptr)
                 if not self._buffer:
                     raise BackendError(
@@ -61,10 +70,33 @@ class WeightStore:
                     )
                 api.ggml_backend_buffer_set_usage(self._buffer, GGML_BACKEND_BUFFER_USAGE_WEIGHTS)
             for entry in entries:
-                self._upload(self._tensors[entry.name], entry)
+                if not entry.mapped:
+                    self._upload(self._tensors[entry.name], entry)
         except BaseException:
             self.close()
             raise
+
+    def _map_file_tensors(self, entries: list[_Pending]) -> None:
+        buffers: dict[int, int] = {}
+        for entry in entries:
+            record = entry.source
+            assert isinstance(record, TensorRecord) and record.file_bytes is not None
+            file_bytes = record.file_bytes
+            key = file_bytes.ctypes.data
+            if key not in buffers:
+                buffer = self.api.ggml_backend_cpu_buffer_from_ptr(key, file_bytes.nbytes)
+                if not buffer:
+                    raise BackendError(f"could not map the checkpoint holding {entry.name!r}")
+                self._file_buffers.append(buffer)
+                self._mapped_files.append(file_bytes)
+                buffers[key] = buffer
+            status = self.api.ggml_backend_tensor_alloc(
+                buffers[key], self._tensors[entry.name].ptr, record.raw.ctypes.data
+            )
+            if status != 0:
+                raise BackendError(f"could not map weight {entry.name!r} (ggml status {status})")
+            self.mapped_bytes += record.nbytes
+            self._read_only.add(self._tensors[entry.name].ptr)
 
     def _upload(self, tensor: Tensor, entry: _Pending) -> None:
         raw = _convert(self.api, entry.source, entry.target, entry.shape)
@@ -82,6 +114,10 @@ class WeightStore:
 
     def __contains__(self, name: object) -> bool:
         return name in self._tensors
+
+    def is_read_only(self, tensor: Tensor) -> bool:
+        """Whether ``tensor`` lives in a read-only file mapping (graphs must not write into it)."""
+        return tensor.ptr in self._read_only
 
     def names(self) -> list[str]:
         return list(self._tensors)
@@ -102,11 +138,20 @@ class WeightStore:
         return totals
 
     @property
-    def buffer_bytes(self) -> int:
+    def allocated_bytes(self) -> int:
+        """Size of the backend buffer this store allocated (weights that were copied or converted)."""
         return int(self.api.ggml_backend_buffer_get_size(self._buffer)) if self._buffer else 0
+
+    @property
+    def buffer_bytes(self) -> int:
+        """Memory the weights occupy: the allocated buffer plus file bytes used in place."""
+        return self.allocated_bytes + self.mapped_bytes
 
     # ----------------------------------------------------------------- lifetime
     def close(self) -> None:
+        for buffer in self._file_buffers:
+            self.api.ggml_backend_buffer_free(buffer)
+        self._file_buffers, self._mapped_files = [], []
         if self._buffer is not None:
             self.api.ggml_backend_buffer_free(self._buffer)
             self._buffer = None
@@ -133,11 +178,13 @@ def load_weights(
     storage: StorageType | str = StorageType.NATIVE,
     overrides: Mapping[str, StorageType | GgmlType | str] | None = None,
     arrays: Mapping[str, np.ndarray] | None = None,
+    map_files: bool = True,
 ) -> WeightStore:
     """Upload checkpoint tensors (and/or numpy ``arrays``) into one backend buffer.
 
     names: which checkpoint tensors (default: all); a mapping renames them ``{store_name: file_name}``.
-    storage: type for matrices (see module doc). overrides: ``{store_name: type}`` per tensor
+    storage: type for matrices (see module doc). map_files: on the CPU backend, use the mapped
+    file in place for tensors that keep their stored type. overrides: ``{store_name: type}`` per tensor
     (a StorageType value or a ggml type name such as "f32", "q4_k"). arrays: extra tensors computed
     by the family (fused or reshaped weights), stored by the same rules.
     """
@@ -163,6 +210,8 @@ def load_weights(
         entries.append(
             _entry(backend, store_name, array.shape, stored, array, storage, overrides.get(store_name))
         )
+    if map_files and backend.is_cpu:
+        entries = [_with_mapping(entry) for entry in entries]
     unknown = set(overrides) - {e.name for e in entries}
     if unknown:
         raise UsageError(f"storage overrides name tensors that are not loaded: {', '.join(sorted(unknown))}")
@@ -192,6 +241,17 @@ def _entry(
         target = GgmlType.F32
     fits = len(shape) >= 2 and can_store_rows(api, target, shape[-1])
     return _Pending(name, shape, target if fits else GgmlType.F32, source)
+
+
+def _with_mapping(entry: _Pending) -> _Pending:
+    record = entry.source
+    mappable = (
+        isinstance(record, TensorRecord)
+        and record.file_bytes is not None
+        and record.type == entry.target
+        and record.raw.ctypes.data % 32 == 0  # ggml's tensor alignment; GGUF files guarantee it
+    )
+    return _Pending(entry.name, entry.shape, entry.target, entry.source, mapped=True) if mappable else entry
 
 
 def _override_type(value: StorageType | GgmlType | str, stored: GgmlType) -> GgmlType:

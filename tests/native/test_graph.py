@@ -116,3 +116,38 @@ def test_build_errors_are_python_errors(cpu_backend):
         Graph(cpu_backend, too_big, max_nodes=16)
     with Graph(cpu_backend, too_big, max_nodes=64) as graph:
         assert graph.run(x=np.array([-1, 0, 2], np.float32))["y"].tolist() == [0, 0, 2]
+
+
+def test_persistent_state_through_store_into_and_cpy(cpu_backend):
+    from inference.native import load_weights
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    with load_weights(cpu_backend, arrays={"state": np.zeros((2, 4), np.float32)}) as store:
+
+        def build(g):
+            inp = g.input("x", (2, 4))
+            g.output("y", inp + store["state"])
+            g.store_into(store["state"], g.scale(inp, 2.0))
+
+        with Graph(cpu_backend, build) as graph:
+            np.testing.assert_array_equal(graph.run(x=x)["y"], x)
+            np.testing.assert_array_equal(store.numpy("state"), 2 * x)
+            np.testing.assert_array_equal(graph.run(x=x)["y"], 3 * x)
+
+        def copy(g):
+            g.output("copied", g.cpy(g.input("x", (2, 4)), store["state"]))
+
+        with Graph(cpu_backend, copy) as graph:
+            np.testing.assert_array_equal(graph.run(x=-x)["copied"], -x)
+        np.testing.assert_array_equal(store.numpy("state"), -x)
+
+
+def test_ops_a_gpu_backend_lacks_are_reported_before_running(monkeypatch):
+    from inference.errors import BackendError
+    from inference.native import open_backend
+
+    with open_backend("cpu", threads=1) as backend:
+        monkeypatch.setattr(backend, "is_cpu", False)  # pretend: a device backend without these ops
+        monkeypatch.setattr(backend.api, "ggml_backend_supports_op", lambda _backend, _node: False)
+        with pytest.raises(BackendError, match="cannot run: RELU"):
+            Graph(backend, lambda g: g.output("y", g.relu(g.input("x", (3,)))))

@@ -333,3 +333,40 @@ def test_attention_with_grouped_heads(run_op):
     kr, vr = np.repeat(k, 2, 0), np.repeat(v, 2, 0)
     expected = softmax(q @ kr.transpose(0, 2, 1) / np.sqrt(8) + mask) @ vr
     close(got, expected, 1e-4)
+
+
+def test_mixed_float_types_are_promoted(run_op):
+    a, b = randn(3, 8, seed=44), randn(8, seed=45)
+    half = b.astype(np.float16)
+    close(run_op(lambda g, x, y: g.add(x, y), a, half), a + half.astype(np.float32))
+    close(run_op(lambda g, x, y: g.sub(y, x), a, half), half.astype(np.float32) - a)
+    got = run_op(lambda g, x, y: g.concat([x, g.reshape(y, (1, 8))], axis=0), a, half)
+    close(got, np.concatenate([a, half[None].astype(np.float32)]))
+    w, x16 = randn(5, 32, seed=46), randn(3, 32, seed=47).astype(np.float16)
+    close(run_op(lambda g, p, q: g.mul_mat(p, q), w, x16), x16.astype(np.float32) @ w.T, 1e-4)
+
+
+def test_as_strided_rel_shift(run_op):
+    # Transformer-XL rel_shift: scores (heads, T, 2T-1) -> (heads, T, T) taking row i from offset T-1-i
+    heads, t = 2, 5
+    x = randn(heads, t, 2 * t - 1, seed=48)
+    expected = np.stack([[x[h, i, t - 1 - i : 2 * t - 1 - i] for i in range(t)] for h in range(heads)])
+    strides = (t * (2 * t - 1), 2 * t - 2, 1)  # row stride one element short of a full row
+    got = run_op(lambda g, s: g.as_strided(s, (heads, t, t), strides, offset=t - 1), x)
+    close(got, expected)
+    with pytest.raises(UsageError, match="outside"):
+        run_op(lambda g, s: g.as_strided(s, (heads, t, t), strides, offset=2 * t), x)
+
+
+@pytest.mark.parametrize(("kv_type", "tol"), [("f32", 1e-5), ("f16", 3e-3)])
+def test_flash_attention_matches_attention(run_op, kv_type, tol):
+    q, k, v = randn(4, 5, 16, seed=49), randn(2, 7, 16, seed=50), randn(2, 7, 16, seed=51)
+    mask = np.triu(np.full((5, 7), -np.inf, np.float32), 3)
+
+    def op(g, a, b, c, m):
+        return g.flash_attention(a, g.cast(b, kv_type), g.cast(c, kv_type), m)
+
+    got = run_op(op, q, k, v, mask)
+    kr, vr = np.repeat(k, 2, 0), np.repeat(v, 2, 0)
+    expected = (softmax(q @ kr.transpose(0, 2, 1) / 4.0 + mask) @ vr).transpose(1, 0, 2)
+    close(got, expected, tol)

@@ -192,3 +192,31 @@ def test_arrays_and_errors(cpu_backend, safetensors_file, tmp_path):
     broken.write_bytes(b"not a gguf file at all")
     with pytest.raises(InputFileError):
         open_checkpoint(broken)
+
+
+def test_cpu_store_uses_the_mapped_file_in_place(cpu_backend, gguf_file):
+    path, expected, _ = gguf_file
+    ckpt = open_checkpoint(path)
+    store = load_weights(cpu_backend, ckpt)
+    copied = load_weights(cpu_backend, ckpt, map_files=False)
+    ckpt.close()  # the store keeps the mapping alive
+    try:
+        total = sum(store.bytes_by_type().values())
+        assert store.mapped_bytes == total == store.buffer_bytes and store.allocated_bytes == 0
+        assert copied.mapped_bytes == 0 and copied.allocated_bytes == copied.buffer_bytes >= total
+        x = rand(2, 256, seed=50)
+        for source in (store, copied):
+
+            def build(g, source=source):
+                g.output("y", g.linear(g.input("x", x.shape), source["q4k.weight"]))
+
+            with Graph(cpu_backend, build) as graph:
+                y = graph.run(x=x)["y"]
+            reference = x @ expected["q4k.weight"].T
+            np.testing.assert_allclose(y, reference, atol=0.02 * np.abs(reference).max())
+        np.testing.assert_array_equal(store.numpy("f16.weight"), expected["f16.weight"])
+        with pytest.raises(UsageError, match="read-only"):
+            Graph(cpu_backend, lambda g: g.store_into(store["bias"], g.input("b", (256,))))
+    finally:
+        store.close()
+        copied.close()

@@ -106,28 +106,13 @@ def relative_positions(frames: int, hidden: int) -> np.ndarray:
 
 
 def _prepared_arrays(src: TensorSource, hp: EncoderHyperparams) -> dict[str, np.ndarray]:
-    """Weights the graph uses in a different form than stored: fused, folded or reshaped."""
+    """The only weights used in a different form than stored: eval BatchNorm folded into the depthwise
+    conv (small). Everything large is used in place, so f32 checkpoints stay memory-mapped."""
     arrays: dict[str, np.ndarray] = {}
-    scale = math.sqrt(hp.hidden) if hp.scale_input else 1.0
-    arrays["sub.linear.weight"] = src.numpy("encoder.subsampling.linear.weight") * np.float32(scale)
-    arrays["sub.linear.bias"] = src.numpy("encoder.subsampling.linear.bias") * np.float32(scale)
     for i in range(hp.layers):
         p = f"encoder.layers.{i}."
         q = f"L{i}."
-        attn = p + "self_attn."
-        arrays[q + "qkv.weight"] = np.concatenate([src.numpy(attn + f"{n}_proj.weight") for n in "qkv"], axis=0)
-        if hp.attention_bias:
-            arrays[q + "qkv.bias"] = np.concatenate([src.numpy(attn + f"{n}_proj.bias") for n in "qkv"], axis=0)
-        arrays[q + "bias_u"] = src.numpy(attn + "bias_u").reshape(hp.heads, 1, hp.head_dim)
-        arrays[q + "bias_v"] = src.numpy(attn + "bias_v").reshape(hp.heads, 1, hp.head_dim)
-        for ff in ("feed_forward1", "feed_forward2"):
-            arrays[q + f"{ff}.linear2.weight"] = src.numpy(p + f"{ff}.linear2.weight") * np.float32(0.5)
-            if hp.attention_bias:
-                arrays[q + f"{ff}.linear2.bias"] = src.numpy(p + f"{ff}.linear2.bias") * np.float32(0.5)
-        for pw in ("pointwise_conv1", "pointwise_conv2"):
-            weight = src.numpy(p + f"conv.{pw}.weight")
-            arrays[q + f"conv.{pw}.weight"] = weight.reshape(weight.shape[0], weight.shape[1])
-        # Eval BatchNorm folded into the depthwise conv, computed in float64 then rounded once.
+        # Folded in float64 and rounded once; the reference applies conv then BatchNorm in f32.
         gamma = src.numpy(p + "conv.norm.weight").astype(np.float64)
         beta = src.numpy(p + "conv.norm.bias").astype(np.float64)
         mean = src.numpy(p + "conv.norm.running_mean").astype(np.float64)
@@ -142,7 +127,7 @@ def _prepared_arrays(src: TensorSource, hp: EncoderHyperparams) -> dict[str, np.
 
 def _direct_names(hp: EncoderHyperparams) -> dict[str, str]:
     """Weights used as stored: store name → checkpoint name."""
-    names = {}
+    names = {"sub.linear.weight": "encoder.subsampling.linear.weight", "sub.linear.bias": "encoder.subsampling.linear.bias"}
     for idx in (0, 2, 3, 5, 6):
         names[f"sub.{idx}.weight"] = f"encoder.subsampling.layers.{idx}.weight"
         names[f"sub.{idx}.bias"] = f"encoder.subsampling.layers.{idx}.bias"
@@ -153,16 +138,21 @@ def _direct_names(hp: EncoderHyperparams) -> dict[str, str]:
             names[q + f"{norm}.weight"] = p + f"{norm}.weight"
             names[q + f"{norm}.bias"] = p + f"{norm}.bias"
         for ff in ("feed_forward1", "feed_forward2"):
-            names[q + f"{ff}.linear1.weight"] = p + f"{ff}.linear1.weight"
+            for lin in ("linear1", "linear2"):
+                names[q + f"{ff}.{lin}.weight"] = p + f"{ff}.{lin}.weight"
+                if hp.attention_bias:
+                    names[q + f"{ff}.{lin}.bias"] = p + f"{ff}.{lin}.bias"
+        for proj in ("q", "k", "v", "o"):
+            names[q + f"{proj}_proj.weight"] = p + f"self_attn.{proj}_proj.weight"
             if hp.attention_bias:
-                names[q + f"{ff}.linear1.bias"] = p + f"{ff}.linear1.bias"
-        names[q + "o_proj.weight"] = p + "self_attn.o_proj.weight"
-        if hp.attention_bias:
-            names[q + "o_proj.bias"] = p + "self_attn.o_proj.bias"
+                names[q + f"{proj}_proj.bias"] = p + f"self_attn.{proj}_proj.bias"
+        names[q + "bias_u"] = p + "self_attn.bias_u"
+        names[q + "bias_v"] = p + "self_attn.bias_v"
         names[q + "relative_k_proj.weight"] = p + "self_attn.relative_k_proj.weight"
-        if hp.convolution_bias:
-            names[q + "conv.pointwise_conv1.bias"] = p + "conv.pointwise_conv1.bias"
-            names[q + "conv.pointwise_conv2.bias"] = p + "conv.pointwise_conv2.bias"
+        for pw in ("pointwise_conv1", "pointwise_conv2"):
+            names[q + f"conv.{pw}.weight"] = p + f"conv.{pw}.weight"
+            if hp.convolution_bias:
+                names[q + f"conv.{pw}.bias"] = p + f"conv.{pw}.bias"
     return names
 
 
@@ -273,6 +263,8 @@ class ParakeetEncoder:
         channels, freq = h.shape[1], h.shape[3]
         h = g.reshape(g.permute(h, (0, 2, 1, 3)), (t3, channels * freq))  # index c·F + f, as HF flattens
         x = g.linear(h, w["sub.linear.weight"], w["sub.linear.bias"])
+        if hp.scale_input:  # HF: hidden_states * sqrt(hidden) after the subsampling linear
+            x = g.scale(x, math.sqrt(hp.hidden))
 
         for i in range(hp.layers):
             x = self._layer(g, x, f"L{i}.", pos, attn_mask, m3, t3)
@@ -281,12 +273,17 @@ class ParakeetEncoder:
     def _opt(self, name: str) -> Tensor | None:
         return self.weights[name] if name in self.weights else None  # noqa: SIM401 (WeightStore has no get)
 
+    def _pointwise(self, g: GraphBuilder, name: str) -> Tensor:
+        """A (C_out, C_in, 1) Conv1d kernel seen as a (C_out, C_in) linear weight (a view, no copy)."""
+        weight = self.weights[name]
+        return g.reshape(weight, weight.shape[:2])
+
     def _feed_forward(self, g: GraphBuilder, x: Tensor, p: str) -> Tensor:
         w = self.weights
         layer, module = p[: -len("feed_forward1.")], p[-len("feed_forward1.") : -1]
         h = g.layer_norm(x, w[f"{layer}norm_{module}.weight"], w[f"{layer}norm_{module}.bias"])
         h = g.silu(g.linear(h, w[p + "linear1.weight"], self._opt(p + "linear1.bias")))
-        return g.linear(h, w[p + "linear2.weight"], self._opt(p + "linear2.bias"))  # 0.5 already folded in
+        return g.scale(g.linear(h, w[p + "linear2.weight"], self._opt(p + "linear2.bias")), 0.5)
 
     def _layer(
         self, g: GraphBuilder, x: Tensor, p: str, pos: Tensor, attn_mask: Tensor, mask: Tensor, t: int
@@ -297,11 +294,12 @@ class ParakeetEncoder:
 
         # --- relative-position multi-head self-attention
         h = g.layer_norm(x, w[p + "norm_self_att.weight"], w[p + "norm_self_att.bias"])
-        qkv = g.linear(h, w[p + "qkv.weight"], self._opt(p + "qkv.bias"))
-        q, k, v = (g.permute(g.reshape(g.cont(part), (t, heads, hd)), (1, 0, 2))
-                   for part in g.split(qkv, -1, (hp.hidden, hp.hidden, hp.hidden)))
-        q_u = g.add(q, w[p + "bias_u"])  # (heads, T, hd)
-        q_v = g.add(q, w[p + "bias_v"])
+        q, k, v = (
+            g.permute(g.reshape(g.linear(h, w[p + f"{n}_proj.weight"], self._opt(p + f"{n}_proj.bias")), (t, heads, hd)), (1, 0, 2))
+            for n in "qkv"
+        )  # each (heads, T, hd)
+        q_u = g.add(q, g.reshape(w[p + "bias_u"], (heads, 1, hd)))
+        q_v = g.add(q, g.reshape(w[p + "bias_v"], (heads, 1, hd)))
         rel = g.linear(pos, w[p + "relative_k_proj.weight"])  # (2T-1, hidden)
         rel = g.permute(g.reshape(rel, (2 * t - 1, heads, hd)), (1, 0, 2))  # (heads, 2T-1, hd)
         content = g.mul_mat(k, q_u)  # (heads, T, T)
@@ -314,14 +312,14 @@ class ParakeetEncoder:
 
         # --- convolution module
         h = g.layer_norm(x, w[p + "norm_conv.weight"], w[p + "norm_conv.bias"])
-        h = g.linear(h, w[p + "conv.pointwise_conv1.weight"], self._opt(p + "conv.pointwise_conv1.bias"))
+        h = g.linear(h, self._pointwise(g, p + "conv.pointwise_conv1.weight"), self._opt(p + "conv.pointwise_conv1.bias"))
         h = g.mul(g.glu(h, axis=-1), mask)  # padded time steps are zeroed before the depthwise conv
         h = g.depthwise_conv1d(
             g.cont(g.transpose(h)), w[p + "conv.depthwise.weight"], w[p + "conv.depthwise.bias"],
             padding=(hp.conv_kernel - 1) // 2, time_major_out=True,
         )  # (T, C)
         h = g.silu(h)
-        h = g.linear(h, w[p + "conv.pointwise_conv2.weight"], self._opt(p + "conv.pointwise_conv2.bias"))
+        h = g.linear(h, self._pointwise(g, p + "conv.pointwise_conv2.weight"), self._opt(p + "conv.pointwise_conv2.bias"))
         x = g.add(x, h)
 
         x = g.add(x, self._feed_forward(g, x, p + "feed_forward2."))
@@ -334,9 +332,4 @@ def _relative_shift(g: GraphBuilder, raw: Tensor, t: int, heads: int) -> Tensor:
     In raw's contiguous (heads, T, 2T-1) storage that element sits at (T-1) + i·(2T-2) + j, so the
     view starts at offset T-1 with a row stride of 2T-2 elements.
     """
-    esize = 4  # raw is the f32 result of mul_mat
-    # GraphBuilder has no general strided view yet; ggml_view_3d takes ne (reversed shape) and byte strides.
-    ptr = g.api.ggml_view_3d(
-        g._ctx(), raw.ptr, t, t, heads, (2 * t - 2) * esize, t * (2 * t - 1) * esize, (t - 1) * esize
-    )
-    return g._wrap(ptr, 3)
+    return g.as_strided(raw, (heads, t, t), strides=(t * (2 * t - 1), 2 * t - 2, 1), offset=t - 1)
