@@ -1,0 +1,259 @@
+"""The Qwen3-ASR audio tower and projector as one ggml graph per chunk-count bucket.
+
+Follows transformers 5.23 ``Qwen3ASREncoder`` + ``Qwen3ASRMultiModalProjector`` (reference_notes.md §2.4,
+families.md §1.3) with the project decision of reference_notes §2.7 for clips under one conv chunk:
+
+* The mel is cut into chunks of ``2*n_window`` (100) frames; the last one is zero-padded to 100 — except when
+  the whole mel is shorter than one chunk, which then runs the conv stem unpadded (the released behaviour).
+* Per chunk: 3x [Conv2d(k3, s2, p1) + GELU] over (freq, time) (all chunks are the N axis of one conv), flatten
+  as ``c*freq + f``, ``conv_out`` (no bias), plus sinusoidal positions restarting at 0 in every chunk.
+* The graph keeps all 13 tokens of every chunk; only the last chunk's trailing tokens are padding. Instead of
+  compacting, the additive attention mask hides them: valid tokens see only valid tokens of their own window
+  (``13 * n_window_infer/100`` tokens counted from the clip start; the last window shorter), padded rows see
+  only themselves. Every other op is row-wise, so the valid rows equal the compacted computation.
+* Pre-LN layers (MHA with biases, scale head_dim^-0.5, exact-erf GELU FFN), ``ln_post``, then
+  ``linear_2(gelu(linear_1(x)))``.
+
+Weight storage: matrices keep the checkpoint's type (f32, f16, q8_0 ...), except bf16, which is promoted to
+f32 because ggml's CPU kernels would round the activations to bf16 as well. Conv kernels and the position
+table are always f32 (the im2col stem runs in f32).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from inference.errors import ModelError, UsageError
+from inference.families.confucius4_r2t2.checkpoint import AUDIO, ModelFiles
+from inference.families.confucius4_r2t2.config import AudioConfig
+from inference.families.confucius4_r2t2.frontend import audio_token_count, chunk_token_count
+from inference.native import (
+    Backend,
+    GraphBuilder,
+    GraphCache,
+    StorageType,
+    WeightStore,
+    load_weights,
+    open_checkpoint,
+)
+
+LAYER_NORM_EPS = 1e-5
+HOP_SECONDS = 0.01  # one mel frame
+
+
+def sinusoid_positions(length: int, channels: int, max_timescale: float = 10000.0) -> np.ndarray:
+    """(length, channels) float32: ``[sin(t*w_i), cos(t*w_i)]`` with ``w_i = exp(-i*ln(max)/(channels/2-1))``."""
+    if channels % 2:
+        raise ModelError(f"the audio tower's d_model ({channels}) must be even for its sinusoidal positions")
+    half = channels // 2
+    increment = np.log(max_timescale) / (half - 1)
+    inv_timescales = np.exp(np.float32(-increment) * np.arange(half, dtype=np.float32)).astype(np.float32)
+    scaled = np.arange(length, dtype=np.float32)[:, None] * inv_timescales[None, :]
+    return np.concatenate([np.sin(scaled), np.cos(scaled)], axis=1).astype(np.float32)
+
+
+def post_conv_frequency(num_mel_bins: int) -> int:
+    """Frequency bins after three stride-2 convolutions (128 -> 16)."""
+    return (((num_mel_bins + 1) // 2 + 1) // 2 + 1) // 2
+
+
+@dataclass(frozen=True)
+class TowerPlan:
+    """How one clip's mel becomes graph inputs."""
+
+    chunks: int  # conv chunks (the conv's N axis)
+    chunk_frames: int  # frames per chunk fed to the conv: 2*n_window, or the clip's length when shorter
+    chunk_tokens: int  # post-conv tokens per chunk the graph computes
+    tokens: int  # valid output tokens (audio_token_count of the clip)
+    window: int  # attention window in tokens
+
+    @property
+    def graph_tokens(self) -> int:
+        return self.chunks * self.chunk_tokens
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return self.chunks, self.chunk_frames
+
+
+def plan_clip(frames: int, config: AudioConfig) -> TowerPlan:
+    """Chunking, token count and window of a clip with ``frames`` valid mel frames."""
+    if frames < 1:
+        raise UsageError("the audio tower needs at least one mel frame", "pass a non-empty clip")
+    chunk = config.chunk_frames
+    tokens = audio_token_count(frames)
+    if tokens > config.max_source_positions:
+        seconds = config.max_source_positions / (chunk_token_count(chunk) / (chunk * HOP_SECONDS))
+        raise UsageError(
+            f"{frames * HOP_SECONDS:.2f} s of audio gives {tokens} audio tokens, more than the audio tower's "
+            f"limit of {config.max_source_positions} (about {seconds:.1f} s)",
+            "split the audio into shorter pieces: offline transcription does this with 30 s spans, "
+            "streaming needs the endpointing session option",
+        )
+    if frames < chunk:  # the released behaviour: the conv stem sees the unpadded chunk
+        per_chunk = chunk_token_count(frames)
+        return TowerPlan(1, frames, per_chunk, tokens, per_chunk * config.window_chunks)
+    per_chunk = chunk_token_count(chunk)
+    return TowerPlan(math.ceil(frames / chunk), chunk, per_chunk, tokens, per_chunk * config.window_chunks)
+
+
+def attention_mask(plan: TowerPlan) -> np.ndarray:
+    """Additive (graph_tokens, graph_tokens) mask: block-diagonal windows over the valid tokens; padded rows
+    attend only to themselves (they are dropped from the output)."""
+    n = plan.graph_tokens
+    index = np.arange(n)
+    window = index // plan.window
+    valid = index < plan.tokens
+    allowed = (window[:, None] == window[None, :]) & valid[:, None] & valid[None, :]
+    allowed |= np.eye(n, dtype=bool) & ~valid[:, None]
+    return np.where(allowed, np.float32(0.0), np.float32(-np.inf)).astype(np.float32)
+
+
+def chunked_mel(mel: np.ndarray, plan: TowerPlan) -> np.ndarray:
+    """(chunks, 1, mels, chunk_frames) conv input from the valid frames (zero right padding)."""
+    mels, frames = mel.shape
+    total = plan.chunks * plan.chunk_frames
+    padded = np.zeros((mels, total), dtype=np.float32)
+    padded[:, :frames] = mel
+    return np.ascontiguousarray(
+        padded.reshape(mels, plan.chunks, plan.chunk_frames).transpose(1, 0, 2)[:, None, :, :]
+    )
+
+
+def _layer(i: int) -> str:
+    return f"{AUDIO}layers.{i}."
+
+
+def tower_tensor_names(config: AudioConfig) -> list[str]:
+    """Canonical names of the tensors the tower uses as stored (q/k/v are fused separately)."""
+    names = [f"{AUDIO}conv2d{i}.{kind}" for i in (1, 2, 3) for kind in ("weight", "bias")]
+    names += [f"{AUDIO}conv_out.weight", f"{AUDIO}ln_post.weight", f"{AUDIO}ln_post.bias"]
+    names += [f"{AUDIO}proj{i}.{kind}" for i in (1, 2) for kind in ("weight", "bias")]
+    for i in range(config.encoder_layers):
+        p = _layer(i)
+        for part in ("self_attn_layer_norm", "final_layer_norm", "self_attn.out_proj", "fc1", "fc2"):
+            names += [f"{p}{part}.weight", f"{p}{part}.bias"]
+    return names
+
+
+def _matrix_storage(dtype: str, requested: StorageType) -> str:
+    """Storage of one matrix: the requested type, with ``native`` bf16 promoted to f32 (see module doc)."""
+    if requested is not StorageType.NATIVE:
+        return requested.value
+    return "f32" if dtype == "BF16" else dtype.lower()
+
+
+class AudioTower:
+    """Audio-tower weights on a backend plus a cache of graphs keyed by (chunks, chunk frames)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        files: ModelFiles,
+        config: AudioConfig,
+        storage: StorageType | str = StorageType.NATIVE,
+        max_graphs: int = 6,
+    ) -> None:
+        self.backend = backend
+        self.config = config
+        self.storage = StorageType.parse(storage)
+        self.freq = post_conv_frequency(config.num_mel_bins)
+        self.weights = self._load(files)
+        self.graphs = GraphCache(backend, self._build, max_graphs=max_graphs)
+
+    # ----------------------------------------------------------------- weights
+    def _load(self, files: ModelFiles) -> WeightStore:
+        cfg = self.config
+        names = {name: files.tensors[name].stored_name for name in tower_tensor_names(cfg)}
+        overrides: dict[str, str] = {}
+        for name in names:
+            info = files.tensors[name]
+            if len(info.shape) >= 2:
+                conv = ".conv2d" in name
+                overrides[name] = "f32" if conv else _matrix_storage(info.dtype, self.storage)
+        with open_checkpoint(files.weight_paths) as checkpoint:
+            arrays: dict[str, np.ndarray] = {
+                "tower.positions": sinusoid_positions(chunk_token_count(cfg.chunk_frames), cfg.d_model)
+            }
+            overrides["tower.positions"] = "f32"
+            for i in range(cfg.encoder_layers):
+                p = _layer(i)
+                parts = [f"{p}self_attn.{proj}_proj" for proj in "qkv"]
+                stored = [files.tensors[f"{part}.weight"] for part in parts]
+                arrays[f"{p}qkv.weight"] = np.concatenate(
+                    [checkpoint.numpy(info.stored_name) for info in stored], axis=0
+                )
+                arrays[f"{p}qkv.bias"] = np.concatenate(
+                    [checkpoint.numpy(files.tensors[f"{part}.bias"].stored_name) for part in parts]
+                )
+                overrides[f"{p}qkv.weight"] = _matrix_storage(stored[0].dtype, self.storage)
+            return load_weights(self.backend, checkpoint, names=names, overrides=overrides, arrays=arrays)
+
+    def stored_types(self) -> Mapping[str, int]:
+        """Backend bytes per ggml type (for logs and tests)."""
+        return self.weights.bytes_by_type()
+
+    # ----------------------------------------------------------------- graph
+    def _build(self, g: GraphBuilder, key: tuple[int, int]) -> None:
+        cfg, w = self.config, self.weights
+        chunks, frames = key
+        per_chunk = chunk_token_count(frames)
+        n = chunks * per_chunk
+        x = g.input("mel", (chunks, 1, cfg.num_mel_bins, frames))
+        mask = g.input("mask", (n, n))
+        for i in (1, 2, 3):
+            weight, bias = w[f"{AUDIO}conv2d{i}.weight"], w[f"{AUDIO}conv2d{i}.bias"]
+            x = g.gelu(g.conv2d(x, weight, bias, stride=(2, 2), padding=(1, 1)))
+        # (chunks, C, F, T) -> (chunks, T, C, F) -> rows of C*F features, index c*F + f as in the reference.
+        x = g.reshape(g.permute(x, (0, 3, 1, 2)), (n, cfg.downsample_hidden_size * self.freq))
+        x = g.linear(x, w[f"{AUDIO}conv_out.weight"])
+        positions = w["tower.positions"]
+        if per_chunk < positions.shape[0]:
+            positions = g.slice(positions, 0, 0, per_chunk)
+        x = g.reshape(g.add(g.reshape(x, (chunks, per_chunk, cfg.d_model)), positions), (n, cfg.d_model))
+        heads, head_dim = cfg.encoder_attention_heads, cfg.head_dim
+        for i in range(cfg.encoder_layers):
+            p = _layer(i)
+            h = g.layer_norm(x, w[f"{p}self_attn_layer_norm.weight"], w[f"{p}self_attn_layer_norm.bias"],
+                             LAYER_NORM_EPS)  # fmt: skip
+            qkv = g.linear(h, w[f"{p}qkv.weight"], w[f"{p}qkv.bias"])
+            q, k, v = (g.permute(g.reshape(t, (n, heads, head_dim)), (1, 0, 2))
+                       for t in g.split(qkv, -1, (cfg.d_model,) * 3))  # fmt: skip
+            a = g.attention(q, k, v, mask, scale=head_dim**-0.5)  # (heads, n, head_dim)
+            a = g.reshape(g.permute(a, (1, 0, 2)), (n, cfg.d_model))
+            x = g.add(x, g.linear(a, w[f"{p}self_attn.out_proj.weight"], w[f"{p}self_attn.out_proj.bias"]))
+            h = g.layer_norm(
+                x, w[f"{p}final_layer_norm.weight"], w[f"{p}final_layer_norm.bias"], LAYER_NORM_EPS
+            )
+            h = g.gelu(g.linear(h, w[f"{p}fc1.weight"], w[f"{p}fc1.bias"]))
+            x = g.add(x, g.linear(h, w[f"{p}fc2.weight"], w[f"{p}fc2.bias"]))
+        x = g.layer_norm(x, w[f"{AUDIO}ln_post.weight"], w[f"{AUDIO}ln_post.bias"], LAYER_NORM_EPS)
+        x = g.gelu(g.linear(x, w[f"{AUDIO}proj1.weight"], w[f"{AUDIO}proj1.bias"]))
+        g.output("embeddings", g.linear(x, w[f"{AUDIO}proj2.weight"], w[f"{AUDIO}proj2.bias"]))
+
+    # ----------------------------------------------------------------- running
+    def encode(self, mel: np.ndarray) -> np.ndarray:
+        """Audio embeddings (tokens, output_dim) float32 for the valid mel frames of one clip (mels, frames)."""
+        mel = np.asarray(mel, dtype=np.float32)
+        if mel.ndim != 2 or mel.shape[0] != self.config.num_mel_bins:
+            raise UsageError(
+                f"the audio tower expects a mel of shape ({self.config.num_mel_bins}, frames), got {mel.shape}",
+                "pass the valid frames of the frontend's output",
+            )
+        plan = plan_clip(mel.shape[1], self.config)
+        out = self.graphs.run(plan.key, mel=chunked_mel(mel, plan), mask=attention_mask(plan))["embeddings"]
+        return np.ascontiguousarray(out[: plan.tokens])
+
+    def close(self) -> None:
+        self.graphs.close()
+        self.weights.close()
+
+    def __enter__(self) -> AudioTower:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

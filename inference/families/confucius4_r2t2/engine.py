@@ -1,0 +1,179 @@
+"""The confucius4_r2t2 engine: offline transcription of Qwen3-ASR / Confucius4-R2T2 checkpoints.
+
+Offline path (families.md §1.6): the audio is cut into consecutive 30 s spans; each span goes
+frontend → audio tower (ggml) → prompt (context, forced language) → thinker prefill with the audio
+embeddings at the placeholder positions → greedy decoding → ``parse_asr_output`` → ``truncate_at_pipe``.
+Non-empty span texts are joined with one space; the language is the first non-empty one seen. One thinker
+context serves every span (its KV cache is cleared in between). Streaming is a later issue.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from inference.engine import EngineRequest
+from inference.errors import ModelError, NotImplementedFamilyError, UsageError
+from inference.families.confucius4_r2t2.audio_tower import AudioTower
+from inference.families.confucius4_r2t2.checkpoint import R2T2Checkpoint, load_checkpoint
+from inference.families.confucius4_r2t2.frontend import SAMPLE_RATE, log_mel
+from inference.families.confucius4_r2t2.languages import resolve_language, supported_languages
+from inference.families.confucius4_r2t2.postprocess import parse_asr_output, truncate_at_pipe
+from inference.families.confucius4_r2t2.prompt import build_prompt
+from inference.families.confucius4_r2t2.spans import join_span_texts, plan_offline_spans
+from inference.families.confucius4_r2t2.thinker import GreedyResult, Thinker, ThinkerOptions
+from inference.models.spec import FamilySpec, load_family_spec
+from inference.native import Backend, open_backend
+from inference.transcript import Segment, Transcript
+
+log = logging.getLogger(__name__)
+
+FAMILY = "confucius4_r2t2"
+# Prompt (~30 tokens + context) + 390 audio tokens per 30 s span + the default 512-token budget fit in 2048;
+# KV memory at the 1.7B shape is 28 x 2 x 1024 x 2048 x 2 bytes (f16) = 235 MB, twice that for f32.
+THINKER_CONTEXT = 2048
+
+
+@dataclass(frozen=True)
+class SpanResult:
+    start_s: float
+    end_s: float
+    language: str
+    text: str
+    token_ids: list[int]
+    eos_id: int | None
+
+
+class R2T2Engine:
+    """Owns the backend, the audio tower and the thinker of one checkpoint (close it)."""
+
+    family = FAMILY
+
+    def __init__(self, request: EngineRequest, spec: FamilySpec | None = None) -> None:
+        self.spec = spec or load_family_spec(FAMILY)
+        options = self.spec.defaults("session")
+        options.update(self.spec.validate_session_options(dict(request.session_options)))
+        self.session_options = options
+        self.checkpoint: R2T2Checkpoint = load_checkpoint(request.model_path)
+        if self.checkpoint.files.kind != "safetensors":
+            raise NotImplementedFamilyError(
+                f"{request.model_path} is an audio.cpp GGUF package; its thinker cannot be loaded yet",
+                "use the safetensors checkpoint of the same model (package confucius4_r2t2_safetensors)",
+            )
+        self.languages = supported_languages(self.checkpoint.config.support_languages)
+        self.backend: Backend = open_backend(request.backend, threads=request.threads)
+        self.tower: AudioTower | None = None
+        self.thinker: Thinker | None = None
+        try:
+            self.tower = AudioTower(self.backend, self.checkpoint.files, self.checkpoint.config.audio)
+            self.thinker = Thinker(
+                self.checkpoint.files.root,
+                ThinkerOptions(
+                    storage_type=str(options["thinker_weight_type"]),
+                    n_ctx=THINKER_CONTEXT,
+                    n_threads=request.threads,
+                    n_gpu_layers=0 if self.backend.is_cpu else -1,
+                ),
+            )
+        except BaseException:
+            self.close()
+            raise
+        special = self.checkpoint.special
+        self._drop_ids = frozenset(special.eos) | ({special.pad} if special.pad is not None else set())
+
+    # ----------------------------------------------------------------- requests
+    def _request(self, options: dict[str, Any]) -> tuple[str, int, str]:
+        """(resolved language, token budget, context) from canonical or raw request options."""
+        valid = self.spec.validate_request_options(dict(options))
+        language = resolve_language(valid.get("language"), self.languages)
+        max_tokens = int(valid.get("max_tokens", self.checkpoint.generation.max_new_tokens))
+        return language, max_tokens, str(valid.get("context") or "")
+
+    def transcribe(self, audio: np.ndarray, **request_options: Any) -> Transcript:
+        """Offline transcription of float32 mono 16 kHz samples."""
+        language, max_tokens, context = self._request(request_options)
+        samples = np.asarray(audio, dtype=np.float32)
+        if samples.ndim != 1:
+            raise UsageError(f"audio must be mono (one axis of samples), got shape {samples.shape}",
+                             "mix the channels down to mono at 16 kHz")  # fmt: skip
+        if not np.all(np.isfinite(samples)):
+            raise UsageError("the audio holds NaN or infinite samples", "check the decoder or the input file")
+        spans = [
+            self.transcribe_span(samples[start:end], language, max_tokens, context, start / SAMPLE_RATE)
+            for start, end in plan_offline_spans(samples.size, SAMPLE_RATE)
+        ]
+        detected = next((span.language for span in spans if span.language), None)
+        return Transcript(
+            text=join_span_texts([span.text for span in spans]),
+            language=detected,
+            segments=[Segment(span.text, span.start_s, span.end_s) for span in spans if span.text],
+            token_ids=[token for span in spans for token in span.token_ids],
+        )
+
+    def transcribe_span(
+        self, samples: np.ndarray, language: str, max_tokens: int, context: str, offset_s: float = 0.0
+    ) -> SpanResult:
+        """One offline span (at most 30 s): the steps of families.md §1.6."""
+        assert self.tower is not None and self.thinker is not None
+        ckpt = self.checkpoint
+        mel = log_mel(samples, ckpt.config.audio.num_mel_bins)
+        embeddings = self.tower.encode(mel.values[:, : mel.valid_frames])
+        prompt = build_prompt(ckpt.tokenizer, ckpt.special.audio, embeddings.shape[0], context, language)
+        result = self._generate(prompt.ids, embeddings, np.asarray(prompt.audio_positions), max_tokens)
+        # The model's vocabulary may be larger than the tokenizer (padding rows): such ids carry no text.
+        raw = ckpt.tokenizer.decode(
+            [i for i in result.token_ids if i < ckpt.tokenizer.size], drop=self._drop_ids
+        )
+        parsed = parse_asr_output(raw, language)
+        end_s = offset_s + samples.size / SAMPLE_RATE
+        return SpanResult(offset_s, end_s, parsed.language, truncate_at_pipe(parsed.text), result.token_ids,
+                          result.eos_id)  # fmt: skip
+
+    def _generate(
+        self, prompt_ids: np.ndarray, embeddings: np.ndarray, positions: np.ndarray, max_tokens: int
+    ) -> GreedyResult:
+        assert self.thinker is not None
+        room = THINKER_CONTEXT - len(prompt_ids)
+        if room < 1:
+            raise UsageError(
+                f"the prompt needs {len(prompt_ids)} positions, more than the thinker context of {THINKER_CONTEXT}",
+                "shorten the context text",
+            )
+        if max_tokens > room:
+            log.warning("max_tokens %d exceeds the %d positions left in the thinker context; using %d",
+                        max_tokens, room, room)  # fmt: skip
+        self.thinker.truncate(0)
+        self.thinker.prefill(prompt_ids, embeddings, positions)
+        return self.thinker.decode_greedy(min(max_tokens, room), self.checkpoint.special.eos)
+
+    def open_stream(self, **request_options: Any) -> Any:
+        raise NotImplementedFamilyError(
+            "streaming is not implemented for confucius4_r2t2 in this build yet",
+            "use offline mode (--mode offline)",
+        )
+
+    # ----------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        if self.thinker is not None:
+            self.thinker.close()
+            self.thinker = None
+        if self.tower is not None:
+            self.tower.close()
+            self.tower = None
+        if getattr(self, "backend", None) is not None:
+            self.backend.close()
+
+    def __enter__(self) -> R2T2Engine:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def create_engine(request: EngineRequest) -> R2T2Engine:
+    if request.family != FAMILY:
+        raise ModelError(f"the {FAMILY} factory cannot load a {request.family} model")
+    return R2T2Engine(request)
