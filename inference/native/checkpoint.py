@@ -35,10 +35,25 @@ class TensorRecord:
     type: GgmlType
     raw: np.ndarray  # uint8 view of the stored bytes
     file_bytes: np.ndarray | None = None  # the whole memory-mapped file that ``raw`` lies in
+    mapping: mmap.mmap | None = None  # the memory map itself, for releasing pages
 
     @property
     def nbytes(self) -> int:
         return int(self.raw.nbytes)
+
+    def release_pages(self) -> None:
+        """Drop this tensor's file pages from the resident set once they have been copied.
+
+        They are clean file-backed pages, so a later read simply faults them back in; without this a
+        load that copies every tensor holds the whole file *and* the copy resident at its peak.
+        """
+        if self.mapping is None or self.file_bytes is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        offset = self.raw.ctypes.data - self.file_bytes.ctypes.data
+        start = offset - offset % mmap.PAGESIZE
+        end = min(offset + self.nbytes, len(self.mapping))
+        if end > start:
+            self.mapping.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
 class Checkpoint:
@@ -143,7 +158,7 @@ def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
             raise ModelError(f"{path}: tensor {name!r} has unsupported dtype {info['dtype']}")
         begin, end = info["data_offsets"]
         shape = tuple(int(d) for d in info["shape"]) or (1,)
-        records[name] = TensorRecord(name, shape, ggml_type, data[begin:end], whole)
+        records[name] = TensorRecord(name, shape, ggml_type, data[begin:end], whole, mapped)
     return mapped, records
 
 

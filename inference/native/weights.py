@@ -104,6 +104,9 @@ class WeightStore:
         if raw.nbytes != expected:
             raise BackendError(f"weight {entry.name!r}: {raw.nbytes} bytes converted, {expected} expected")
         self.api.ggml_backend_tensor_set(tensor.ptr, raw.ctypes.data, 0, raw.nbytes)
+        if isinstance(entry.source, TensorRecord):
+            del raw
+            entry.source.release_pages()  # keep the load's peak near one copy of the weights
 
     # ----------------------------------------------------------------- access
     def __getitem__(self, name: str) -> Tensor:
