@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import logging
 import shutil
@@ -24,19 +23,8 @@ from inference.audio.io import (
     to_mono_16k,
 )
 from inference.errors import InputFileError, UsageError
+from tests.audio import wav_builders as _wav
 
-
-def _load_helper(name: str):
-    """Sibling helper modules are loaded by path (pytest runs with --import-mode=importlib)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-_wav = _load_helper("wav_builders")
 EXTENSIBLE, IEEE_FLOAT, PCM = _wav.EXTENSIBLE, _wav.IEEE_FLOAT, _wav.PCM
 chunk, dominant_frequency, encode, fmt_body = _wav.chunk, _wav.dominant_frequency, _wav.encode, _wav.fmt_body
 riff, sine, wav_bytes = _wav.riff, _wav.sine, _wav.wav_bytes

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,19 +10,7 @@ import pytest
 
 from inference.errors import ModelError, UsageError
 from inference.native import llama
-
-
-def _load_helper(name: str):
-    """Sibling helper modules are loaded by path (pytest runs with --import-mode=importlib)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-ref = _load_helper("qwen3_numpy")
+from tests.native import qwen3_numpy as ref
 
 CFG = ref.TinyQwen3()
 PROMPT = np.array([5, 17, 200, 33, 99, 100, 7, 8, 258, 259, 12], dtype=np.int64)
