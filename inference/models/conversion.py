@@ -2,7 +2,8 @@
 
 A hook runs inside the temporary install directory after every download is verified and before the
 package is marked installed, so a failed or cancelled conversion never leaves an installed-looking
-package. No family registers one yet; the thinker GGUF conversion of confucius4_r2t2 will.
+package. ``default_conversions()`` lists the ones this build ships; the family code is imported only when a
+hook runs, so the store stays light.
 """
 
 from __future__ import annotations
@@ -63,6 +64,20 @@ class ConversionRegistry:
         return int(estimate(package)) if estimate is not None and package.family in self.converters else 0
 
 
+def _confucius4_r2t2_thinker(context: ConversionContext) -> ConversionResult | None:
+    from inference.families.confucius4_r2t2.install import build_thinker
+
+    return build_thinker(context)
+
+
+def _confucius4_r2t2_space(package: PackageSpec) -> int:
+    from inference.families.confucius4_r2t2.install import extra_space
+
+    return extra_space(package)
+
+
 def default_conversions() -> ConversionRegistry:
-    """The converters this build ships (none yet)."""
-    return ConversionRegistry()
+    """The converters this build ships: the confucius4_r2t2 thinker GGUF (llama.cpp) at install time."""
+    registry = ConversionRegistry()
+    registry.register("confucius4_r2t2", _confucius4_r2t2_thinker, extra_space=_confucius4_r2t2_space)
+    return registry

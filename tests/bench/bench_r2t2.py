@@ -9,6 +9,9 @@ turns (A/B, same thread count) and the figures are medians. Speech content does 
     nice -n 10 /work/venv/bin/python tests/bench/bench_r2t2.py --work /tmp/r2t2-bench [--threads 2] [--reps 3]
     (--tiny builds a small model to check the script itself in a minute)
 
+    --tower-only [--tower-types native,f16,q8_0]: the full-size audio tower with a tiny thinker (cheap to build),
+    each tower_weight_type timed against torch in the same interleaved loop.
+
 Figures: audio tower ms per audio second, prefill tokens/s (the 20 s prompt), decode tokens/s, offline RTF
 of a 20 s clip (frontend + tower + prefill + ``--tokens`` greedy tokens; eos is improbable with random weights).
 """
@@ -141,11 +144,13 @@ def timed(fn) -> float:
     return time.perf_counter() - started
 
 
-def build_model(model_dir: Path, tiny: bool) -> None:
+def build_model(model_dir: Path, tiny: bool, tower_only: bool = False) -> None:
     if (model_dir / "config.json").is_file():
         return
     model_dir.mkdir(parents=True, exist_ok=True)
-    shape = json.dumps(TINY if tiny else FULL)
+    # tower-only: a one-layer thinker of the full width (the projector's output_dim must equal it)
+    small_text = {**TINY["text"], "hidden_size": FULL["text"]["hidden_size"], "num_hidden_layers": 1}
+    shape = json.dumps({"audio": FULL["audio"], "text": small_text} if tower_only else TINY if tiny else FULL)
     subprocess.run([REF_PYTHON, __file__, "--torch-worker", "create", "--work", str(model_dir), "--shape", shape],
                    check=True)  # fmt: skip
     for name in SIDECARS:
@@ -167,6 +172,8 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=32, help="greedy tokens in the offline run")
     parser.add_argument("--types", default="q8_0,q4_k")
     parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--tower-only", action="store_true")
+    parser.add_argument("--tower-types", default="native,f16")
     parser.add_argument("--torch-worker", choices=("create", "serve"))
     parser.add_argument("--shape")
     args = parser.parse_args()
@@ -184,13 +191,15 @@ def main() -> None:
     from inference.families.confucius4_r2t2.prompt import build_prompt
     from inference.families.confucius4_r2t2.thinker import Thinker, ThinkerOptions
 
-    model_dir = args.work / ("model-tiny" if args.tiny else "model")
-    build_model(model_dir, args.tiny)
+    model_dir = args.work / ("model-tower" if args.tower_only else "model-tiny" if args.tiny else "model")
+    build_model(model_dir, args.tiny, args.tower_only)
     clip = np.resize(load_audio()["clip_long"], int(args.seconds * 16000)).astype(np.float32)
     mel = log_mel(clip)
     valid = mel.values[:, : mel.valid_frames]
     np.save(args.work / "mel.npy", mel.values)
     np.save(args.work / "audio.npy", clip)
+    if args.tower_only:
+        return tower_bench(args, model_dir, valid, mel.valid_frames)
 
     types = args.types.split(",")
     request = EngineRequest(
@@ -255,6 +264,38 @@ def main() -> None:
         thinker.close()
     engine.thinker = None
     engine.close()
+
+
+def tower_bench(args: argparse.Namespace, model_dir: Path, valid: np.ndarray, frames: int) -> None:
+    """Each tower_weight_type against torch f32, interleaved (A/B/...), medians."""
+    from inference.families.confucius4_r2t2.audio_tower import AudioTower
+    from inference.families.confucius4_r2t2.checkpoint import load_checkpoint
+    from inference.native import open_backend
+
+    checkpoint = load_checkpoint(model_dir)
+    backend = open_backend("cpu", threads=args.threads)
+    towers = {kind: AudioTower(backend, checkpoint.files, checkpoint.config.audio, storage=kind)
+              for kind in args.tower_types.split(",")}  # fmt: skip
+    worker = TorchWorker(model_dir, args.threads)
+    mel_path = str(args.work / "mel.npy")
+    for tower in towers.values():  # warm-up: graph build, first touch of the weights
+        tower.encode(valid)
+    worker.run(op="tower", mel=mel_path, frames=frames)
+    samples: dict[str, list[float]] = {}
+    for rep in range(args.reps):
+        samples.setdefault("torch", []).append(worker.run(op="tower", mel=mel_path, frames=frames))
+        for kind, tower in towers.items():
+            samples.setdefault(kind, []).append(timed(lambda t=tower: t.encode(valid)))
+        print(f"rep {rep + 1}/{args.reps}: " + "  ".join(f"{k} {v[-1]:.3f}s" for k, v in samples.items()), flush=True)
+    worker.close()
+    med = {name: statistics.median(values) for name, values in samples.items()}
+    print(f"\n{args.seconds:.0f} s clip, {args.threads} threads, medians of {args.reps} interleaved runs")
+    print(f"audio tower ms per audio s: torch(f32) {1000 * med['torch'] / args.seconds:.1f}")
+    for kind in towers:
+        print(f"  ggml {kind:>6}: {1000 * med[kind] / args.seconds:.1f}  speed-up {med['torch'] / med[kind]:.2f}x")
+    for tower in towers.values():
+        tower.close()
+    backend.close()
 
 
 if __name__ == "__main__":

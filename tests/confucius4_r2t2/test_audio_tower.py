@@ -188,3 +188,23 @@ def test_bad_input_shape_is_a_usage_error(variants) -> None:
     _, tower = variants("checkpoint_hf", 800)
     with pytest.raises(UsageError, match="mel of shape"):
         tower.encode(np.zeros((80, 100), np.float32))
+
+
+# Measured max |error| against the f32 reference (outputs up to |2.2|): f16 1.0e-3, q8_0 4.0e-2.
+REDUCED_TOLERANCE = {"f16": 3e-3, "q8_0": 8e-2}
+
+
+@pytest.mark.parametrize("storage", ["f16", "q8_0"])
+def test_reduced_tower_storage_stays_close_to_the_reference(backend: Backend, storage: str) -> None:
+    checkpoint = load_checkpoint(FIXTURE_DIR / "checkpoint_hf")
+    with AudioTower(backend, checkpoint.files, checkpoint.config.audio, storage=storage) as tower:
+        # f16 also stores the conv kernels in f16 (the stem's products run in f16); q8_0 keeps them f32.
+        assert set(tower.stored_types()) == {"f32", storage}
+        conv = tower.weights["thinker.audio_tower.conv2d2.weight"]
+        assert conv.type.name == ("F16" if storage == "f16" else "F32")
+        expected = load_expected_arrays()
+        for clip in ("clip_short", "clip_a", "clip_b"):
+            got = tower.encode(valid_mel(clip))
+            error = np.abs(got - expected[f"projected/{clip}/w800"].astype(np.float32)).max()
+            assert error < REDUCED_TOLERANCE[storage], (clip, error)
+            assert error > 1e-5, (clip, error)  # the storage really changed

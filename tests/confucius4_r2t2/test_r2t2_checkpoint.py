@@ -10,6 +10,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 import pytest
+from audiocpp_packages import safetensors_f32, write_audiocpp_package
 from r2t2_fixtures import HF_CHECKPOINT, LEGACY_CHECKPOINT, checkpoint_variant, load_expected_meta
 
 from inference.errors import ModelError
@@ -30,25 +31,6 @@ def _edit_json(path: Path, edit) -> None:
 
 def _copy(source: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(source, tmp_path / source.name))
-
-
-def _safetensors_f32(path: Path) -> dict[str, np.ndarray]:
-    """float32 copies of every tensor of a (F32 or BF16) safetensors file, read by hand (numpy has no bf16)."""
-    raw = path.read_bytes()
-    size = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8 : 8 + size])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        chunk = raw[8 + size + begin : 8 + size + end]
-        if info["dtype"] == "BF16":
-            values = (np.frombuffer(chunk, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
-        else:
-            values = np.frombuffer(chunk, dtype=np.float32)
-        out[name] = values.reshape(info["shape"])
-    return out
 
 
 def test_both_layouts_describe_the_same_model():
@@ -78,8 +60,8 @@ def test_both_layouts_describe_the_same_model():
 
 
 def test_legacy_bf16_values_equal_hf_f32_values():
-    hf = {canonical_tensor_name(k): v for k, v in _safetensors_f32(HF_CHECKPOINT / "model.safetensors").items()}
-    legacy = _safetensors_f32(LEGACY_CHECKPOINT / "model.safetensors")
+    hf = {canonical_tensor_name(k): v for k, v in safetensors_f32(HF_CHECKPOINT / "model.safetensors").items()}
+    legacy = safetensors_f32(LEGACY_CHECKPOINT / "model.safetensors")
     assert hf.keys() == legacy.keys()
     for name, value in hf.items():
         np.testing.assert_array_equal(value, legacy[name], err_msg=name)
@@ -187,39 +169,6 @@ def test_added_tokens_json_fallback(tmp_path):
 # --------------------------------------------------------------------------------- audio.cpp GGUF package
 
 
-def write_audiocpp_package(path: Path, source: Path, embed=None, physical_long_names: bool = True) -> None:
-    """A package laid out as families.md §5 describes, from a fixture checkpoint directory."""
-    tensors = _safetensors_f32(source / "model.safetensors")
-    writer = gguf.GGUFWriter(str(path), "audiocpp")
-    writer.add_string("general.name", source.name)
-    writer.add_string("audiocpp.tensor_name_format", "native")
-    writer.add_string("audiocpp.source_format", ".safetensors")
-    writer.add_string("audiocpp.weight_type", "orig")
-    writer.add_uint32("audiocpp.model_spec.version", 1)
-    writer.add_string("audiocpp.model_spec.family", "confucius4_r2t2")
-    writer.add_string("audiocpp.model_spec.json", json.dumps({"family": "confucius4_r2t2"}))
-    names = sorted(tensors)
-    writer.add_array("audiocpp.tensor_names", names)
-    writer.add_array("audiocpp.tensor_ranks", [len(tensors[n].shape) for n in names])
-    writer.add_key_value("audiocpp.tensor_shapes", [d for n in names for d in tensors[n].shape],
-                         gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.INT64)  # fmt: skip
-    files = embed if embed is not None else {
-        p.name: p.read_bytes() for p in sorted(source.iterdir()) if p.suffix != ".safetensors"
-    }  # fmt: skip
-    offsets = np.cumsum([0] + [len(v) for v in files.values()]).tolist()
-    writer.add_array("audiocpp.embedded_files.names", list(files))
-    writer.add_key_value("audiocpp.embedded_files.offsets", offsets, gguf.GGUFValueType.ARRAY,
-                         sub_type=gguf.GGUFValueType.UINT64)  # fmt: skip
-    writer.add_array("audiocpp.embedded_files.data", b"".join(files.values()))
-    for index, name in enumerate(names):
-        physical = f"_audiocpp.{index}" if physical_long_names and len(name) >= 40 else name
-        writer.add_tensor(physical, tensors[name])
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-
-
 @pytest.mark.parametrize("source", [LEGACY_CHECKPOINT, HF_CHECKPOINT], ids=["legacy", "hf"])
 def test_audiocpp_gguf_package_loads(tmp_path, source):
     package = tmp_path / "r2t2-f32.gguf"
@@ -249,6 +198,26 @@ def test_gguf_with_unsafe_embedded_path_is_rejected(tmp_path):
     package = tmp_path / "bad.gguf"
     write_audiocpp_package(package, LEGACY_CHECKPOINT, embed={"../config.json": b"{}"})
     with pytest.raises(ModelError, match="unsafe path"):
+        load_checkpoint(package)
+
+
+def test_gguf_with_string_array_contents_loads(tmp_path):
+    package = tmp_path / "old-layout.gguf"
+    write_audiocpp_package(package, HF_CHECKPOINT, string_contents=True)
+    loaded = load_checkpoint(package)
+    assert loaded.files.read("tokenizer.json") == (HF_CHECKPOINT / "tokenizer.json").read_bytes()
+    assert loaded.config == load_checkpoint(HF_CHECKPOINT).config
+
+
+def test_truncated_gguf_is_reported(tmp_path):
+    package = tmp_path / "cut.gguf"
+    write_audiocpp_package(package, HF_CHECKPOINT)
+    data = package.read_bytes()
+    package.write_bytes(data[: len(data) - 1000])
+    with pytest.raises(ModelError, match="past the end"):
+        load_checkpoint(package)
+    package.write_bytes(b"GGUF" + data[4:200])
+    with pytest.raises(ModelError, match="not a valid GGUF"):
         load_checkpoint(package)
 
 

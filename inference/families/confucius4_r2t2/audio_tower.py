@@ -14,9 +14,15 @@ families.md §1.3) with the project decision of reference_notes §2.7 for clips 
 * Pre-LN layers (MHA with biases, scale head_dim^-0.5, exact-erf GELU FFN), ``ln_post``, then
   ``linear_2(gelu(linear_1(x)))``.
 
-Weight storage: matrices keep the checkpoint's type (f32, f16, q8_0 ...), except bf16, which is promoted to
-f32 because ggml's CPU kernels would round the activations to bf16 as well. Conv kernels and the position
-table are always f32 (the im2col stem runs in f32).
+Speed (full size, 20 s: the stem took ~40% of the time): conv1 (one input channel) is a product of host-made
+im2col columns (16 wide, bias folded in) with the kernel, ordered so the result is already channels-first for
+conv2; conv3 stays channels-last for the flatten; attention is ``ggml_flash_attn_ext`` with f32 K/V. Both
+avoid permuted copies of large activations.
+
+Weight storage (session option ``tower_weight_type``): ``native`` keeps the checkpoint's type (f32, f16,
+q8_0 ...), except bf16, which is promoted to f32 because ggml's CPU kernels would round the activations to
+bf16 as well; f32/f16/bf16/q8_0 convert every matrix. conv1 and the position table are always f32; conv2/conv3
+kernels are f16 when the matrices are f16 (measured 1e-3 max error on the fixtures) and f32 otherwise.
 """
 
 from __future__ import annotations
@@ -38,11 +44,11 @@ from inference.native import (
     StorageType,
     WeightStore,
     load_weights,
-    open_checkpoint,
 )
 
 LAYER_NORM_EPS = 1e-5
 HOP_SECONDS = 0.01  # one mel frame
+CONV1_K = 16  # 9 taps + the bias column, padded
 
 
 def sinusoid_positions(length: int, channels: int, max_timescale: float = 10000.0) -> np.ndarray:
@@ -124,13 +130,44 @@ def chunked_mel(mel: np.ndarray, plan: TowerPlan) -> np.ndarray:
     )
 
 
+def conv_out_size(size: int) -> int:
+    """Output length of a k3/s2/p1 convolution."""
+    return (size - 1) // 2 + 1
+
+
+def conv1_columns(chunks: np.ndarray) -> np.ndarray:
+    """im2col of the first convolution, done on the host: (chunks, OH*OW, CONV1_K) float32.
+
+    Column ``kh*3 + kw`` holds the tap (kh, kw) of the zero-padded stride-2 window, column 9 is 1 (it
+    multiplies the bias, folded into the kernel), the rest are 0 so that rows are 16 wide, which ggml's
+    matrix kernels handle much better than 9.
+    """
+    n, _, height, width = chunks.shape
+    out_h, out_w = conv_out_size(height), conv_out_size(width)
+    padded = np.pad(chunks[:, 0], ((0, 0), (1, 1), (1, 1)))
+    cols = np.zeros((n, out_h, out_w, CONV1_K), dtype=np.float32)
+    for kh in range(3):
+        for kw in range(3):
+            cols[..., kh * 3 + kw] = padded[:, kh : kh + 2 * out_h - 1 : 2, kw : kw + 2 * out_w - 1 : 2]
+    cols[..., 9] = 1.0
+    return cols.reshape(n, out_h * out_w, CONV1_K)
+
+
+def conv1_kernel(weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """The (OC, 1, 3, 3) kernel and its bias as (OC, CONV1_K) rows matching ``conv1_columns``."""
+    kernel = np.zeros((weight.shape[0], CONV1_K), dtype=np.float32)
+    kernel[:, :9] = weight.reshape(weight.shape[0], 9)
+    kernel[:, 9] = bias
+    return kernel
+
+
 def _layer(i: int) -> str:
     return f"{AUDIO}layers.{i}."
 
 
 def tower_tensor_names(config: AudioConfig) -> list[str]:
     """Canonical names of the tensors the tower uses as stored (q/k/v are fused separately)."""
-    names = [f"{AUDIO}conv2d{i}.{kind}" for i in (1, 2, 3) for kind in ("weight", "bias")]
+    names = [f"{AUDIO}conv2d{i}.{kind}" for i in (2, 3) for kind in ("weight", "bias")]
     names += [f"{AUDIO}conv_out.weight", f"{AUDIO}ln_post.weight", f"{AUDIO}ln_post.bias"]
     names += [f"{AUDIO}proj{i}.{kind}" for i in (1, 2) for kind in ("weight", "bias")]
     for i in range(config.encoder_layers):
@@ -145,6 +182,14 @@ def _matrix_storage(dtype: str, requested: StorageType) -> str:
     if requested is not StorageType.NATIVE:
         return requested.value
     return "f32" if dtype == "BF16" else dtype.lower()
+
+
+def _conv_storage(dtype: str, requested: StorageType) -> str:
+    """conv2/conv3 kernels: f16 when the matrices are f16 (asked for, or ``native`` with f16 kernels: the
+    stem's products then run in f16, ggml converting the im2col columns), otherwise f32 (q8_0 would quantize
+    the columns as well, and 3x3 rows do not fit its blocks anyway)."""
+    f16 = requested is StorageType.F16 or (requested is StorageType.NATIVE and dtype == "F16")
+    return "f16" if f16 else "f32"
 
 
 class AudioTower:
@@ -174,12 +219,14 @@ class AudioTower:
             info = files.tensors[name]
             if len(info.shape) >= 2:
                 conv = ".conv2d" in name
-                overrides[name] = "f32" if conv else _matrix_storage(info.dtype, self.storage)
-        with open_checkpoint(files.weight_paths) as checkpoint:
+                overrides[name] = _conv_storage(info.dtype, self.storage) if conv else _matrix_storage(info.dtype, self.storage)
+        with files.open_weights() as checkpoint:
             arrays: dict[str, np.ndarray] = {
                 "tower.positions": sinusoid_positions(chunk_token_count(cfg.chunk_frames), cfg.d_model)
             }
             overrides["tower.positions"] = "f32"
+            self.conv1 = conv1_kernel(checkpoint.numpy(files.tensors[f"{AUDIO}conv2d1.weight"].stored_name),
+                                      checkpoint.numpy(files.tensors[f"{AUDIO}conv2d1.bias"].stored_name))  # fmt: skip
             for i in range(cfg.encoder_layers):
                 p = _layer(i)
                 parts = [f"{p}self_attn.{proj}_proj" for proj in "qkv"]
@@ -203,13 +250,20 @@ class AudioTower:
         chunks, frames = key
         per_chunk = chunk_token_count(frames)
         n = chunks * per_chunk
-        x = g.input("mel", (chunks, 1, cfg.num_mel_bins, frames))
+        hidden = cfg.downsample_hidden_size
+        height, width = conv_out_size(cfg.num_mel_bins), conv_out_size(frames)
+        # Stem, where a third of the time goes at full size. conv1 is one product of the host-made columns
+        # with the kernel repeated per chunk, in this operand order so that the result is already
+        # (chunks, C, H, W) for conv2's im2col: no permuted copy of the largest activation of the tower.
+        cols = g.input("conv1_cols", (chunks, height * width, CONV1_K))
+        kernel = g.input("conv1_kernel", (chunks, hidden, CONV1_K))
         mask = g.input("mask", (n, n))
-        for i in (1, 2, 3):
-            weight, bias = w[f"{AUDIO}conv2d{i}.weight"], w[f"{AUDIO}conv2d{i}.bias"]
-            x = g.gelu(g.conv2d(x, weight, bias, stride=(2, 2), padding=(1, 1)))
-        # (chunks, C, F, T) -> (chunks, T, C, F) -> rows of C*F features, index c*F + f as in the reference.
-        x = g.reshape(g.permute(x, (0, 3, 1, 2)), (n, cfg.downsample_hidden_size * self.freq))
+        x = g.reshape(g.gelu(g.mul_mat(cols, kernel)), (chunks, hidden, height, width))
+        x = g.gelu(g.conv2d(x, w[f"{AUDIO}conv2d2.weight"], w[f"{AUDIO}conv2d2.bias"], stride=(2, 2), padding=(1, 1)))
+        x = g.gelu(g.conv2d(x, w[f"{AUDIO}conv2d3.weight"], w[f"{AUDIO}conv2d3.bias"], stride=(2, 2), padding=(1, 1),
+                            channels_last=True))  # fmt: skip
+        # (chunks, F, T, C) -> (chunks, T, C, F) -> rows of C*F features, index c*F + f as in the reference.
+        x = g.reshape(g.permute(x, (0, 2, 3, 1)), (n, hidden * self.freq))
         x = g.linear(x, w[f"{AUDIO}conv_out.weight"])
         positions = w["tower.positions"]
         if per_chunk < positions.shape[0]:
@@ -223,8 +277,8 @@ class AudioTower:
             qkv = g.linear(h, w[f"{p}qkv.weight"], w[f"{p}qkv.bias"])
             q, k, v = (g.permute(g.reshape(t, (n, heads, head_dim)), (1, 0, 2))
                        for t in g.split(qkv, -1, (cfg.d_model,) * 3))  # fmt: skip
-            a = g.attention(q, k, v, mask, scale=head_dim**-0.5)  # (heads, n, head_dim)
-            a = g.reshape(g.permute(a, (1, 0, 2)), (n, cfg.d_model))
+            # Fused attention (f32 K/V: f32 accuracy) returns (n, heads, head_dim): no permuted copy either.
+            a = g.reshape(g.flash_attention(q, k, v, mask, scale=head_dim**-0.5), (n, cfg.d_model))
             x = g.add(x, g.linear(a, w[f"{p}self_attn.out_proj.weight"], w[f"{p}self_attn.out_proj.bias"]))
             h = g.layer_norm(
                 x, w[f"{p}final_layer_norm.weight"], w[f"{p}final_layer_norm.bias"], LAYER_NORM_EPS
@@ -245,7 +299,9 @@ class AudioTower:
                 "pass the valid frames of the frontend's output",
             )
         plan = plan_clip(mel.shape[1], self.config)
-        out = self.graphs.run(plan.key, mel=chunked_mel(mel, plan), mask=attention_mask(plan))["embeddings"]
+        kernel = np.broadcast_to(self.conv1, (plan.chunks, *self.conv1.shape))
+        out = self.graphs.run(plan.key, conv1_cols=conv1_columns(chunked_mel(mel, plan)), conv1_kernel=kernel,
+                              mask=attention_mask(plan))["embeddings"]  # fmt: skip
         return np.ascontiguousarray(out[: plan.tokens])
 
     def close(self) -> None:

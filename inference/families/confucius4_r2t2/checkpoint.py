@@ -31,7 +31,9 @@ from inference.families.confucius4_r2t2.config import (
     parse_generation_config,
     parse_model_config,
 )
+from inference.families.confucius4_r2t2.gguf_file import GgufFile
 from inference.families.confucius4_r2t2.tokenizer import R2T2Tokenizer, load_tokenizer
+from inference.native import Checkpoint, GgmlType, TensorRecord, open_checkpoint
 
 AUDIO = "thinker.audio_tower."
 TEXT = "thinker.model."
@@ -139,6 +141,23 @@ class ModelFiles:
             raise ModelError(f"{name} of {self.root} is not a JSON object", "re-download the model")
         return value
 
+    def open_weights(self) -> Checkpoint:
+        """The weights as a native checkpoint keyed by stored names, memory-mapped (no copies)."""
+        if self.kind != "gguf":
+            return open_checkpoint(self.weight_paths)
+        package = GgufFile(self.weight_paths[0])
+        records = {}
+        for tensor in package.tensors:
+            try:
+                kind = GgmlType(int(tensor.type))
+            except ValueError:
+                package.close()
+                raise ModelError(f"{self.root}: tensor {tensor.name} has unsupported type {tensor.type_name}",
+                                 "use a package from the model catalog") from None  # fmt: skip
+            raw = package.raw(tensor)
+            records[tensor.name] = TensorRecord(tensor.name, tensor.shape, kind, raw, package.bytes, package.mapping)
+        return Checkpoint(records, [package])
+
 
 def locate_model_files(path: Path) -> ModelFiles:
     path = Path(path)
@@ -180,40 +199,25 @@ def _safetensors_header(path: Path) -> dict[str, tuple[tuple[int, ...], str]]:
     }
 
 
-def _gguf_strings(field: Any) -> list[str]:
-    return [bytes(field.parts[i]).decode("utf-8") for i in field.data]
-
-
-def _gguf_array(field: Any) -> np.ndarray:
-    return np.concatenate([np.asarray(field.parts[i]).reshape(-1) for i in field.data]) if field.data else np.array([])
-
-
 def _gguf_files(path: Path) -> ModelFiles:
-    import gguf  # only GGUF packages need it
-
-    try:
-        reader = gguf.GGUFReader(str(path), "r")
-    except Exception as exc:  # the reader raises ValueError/struct errors on corrupt input
-        raise ModelError(f"cannot read GGUF {path}: {exc}", "re-download the file") from exc
-    fields = reader.fields
-    arch = fields.get("general.architecture")
-    if arch is None or _gguf_strings(arch) != ["audiocpp"] or "audiocpp.tensor_names" not in fields:
-        raise ModelError(
-            f"{path.name} is not an audio.cpp GGUF package (general.architecture must be 'audiocpp')",
-            "use a package from the model catalog; llama.cpp/mmproj GGUFs of Qwen3-ASR are not loadable",
-        )
-    logical = _gguf_strings(fields["audiocpp.tensor_names"])
-    if len(logical) != len(reader.tensors):
-        raise ModelError(
-            f"{path.name} lists {len(logical)} logical tensor names for {len(reader.tensors)} tensors",
-            "the package is damaged; re-download it",
-        )
-    tensors = {}
-    for name, tensor in zip(logical, reader.tensors, strict=True):
-        canonical = canonical_tensor_name(name)
-        shape = tuple(int(d) for d in reversed(tensor.shape.tolist()))
-        tensors[canonical] = TensorInfo(canonical, tensor.name, shape, tensor.tensor_type.name.upper())
-    embedded = _embedded_files(fields, path)
+    with GgufFile(path) as package:
+        fields = package.fields
+        logical = fields.get("audiocpp.tensor_names")
+        if fields.get("general.architecture") != "audiocpp" or not isinstance(logical, list):
+            raise ModelError(
+                f"{path.name} is not an audio.cpp GGUF package (general.architecture must be 'audiocpp')",
+                "use a package from the model catalog; llama.cpp/mmproj GGUFs of Qwen3-ASR are not loadable",
+            )
+        if len(logical) != len(package.tensors):
+            raise ModelError(
+                f"{path.name} lists {len(logical)} logical tensor names for {len(package.tensors)} tensors",
+                "the package is damaged; re-download it",
+            )
+        tensors = {}
+        for name, tensor in zip(logical, package.tensors, strict=True):
+            canonical = canonical_tensor_name(name)
+            tensors[canonical] = TensorInfo(canonical, tensor.name, tensor.shape, tensor.type_name)
+        embedded = _embedded_files(fields, path)
 
     def read(name: str) -> bytes | None:
         return embedded.get(name)
@@ -222,25 +226,27 @@ def _gguf_files(path: Path) -> ModelFiles:
 
 
 def _embedded_files(fields: dict[str, Any], path: Path) -> dict[str, bytes]:
-    names_field = fields.get("audiocpp.embedded_files.names")
-    if names_field is None:
+    """The sidecar files of a package, copied out of the map (they are small next to the weights)."""
+    names = fields.get("audiocpp.embedded_files.names")
+    if names is None:
         return {}
-    names = _gguf_strings(names_field)
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        raise ModelError(f"{path.name} has a malformed embedded-file list", "re-download the package")
     for name in names:
         pure = PurePosixPath(name)
         if pure.is_absolute() or ".." in pure.parts or "\\" in name:
             raise ModelError(f"{path.name} embeds a file with an unsafe path {name!r}", "use a trusted package")
-    if "audiocpp.embedded_files.offsets" in fields:
-        offsets = _gguf_array(fields["audiocpp.embedded_files.offsets"]).astype(np.int64)
-        blob = _gguf_array(fields["audiocpp.embedded_files.data"]).astype(np.uint8).tobytes()
-        if len(offsets) != len(names) + 1 or offsets[0] != 0 or offsets[-1] != len(blob):
+    offsets, data = fields.get("audiocpp.embedded_files.offsets"), fields.get("audiocpp.embedded_files.data")
+    if offsets is not None and isinstance(data, np.ndarray):
+        offsets = np.asarray(offsets, dtype=np.int64)
+        blob = data.view(np.uint8)
+        if len(offsets) != len(names) + 1 or offsets[0] != 0 or offsets[-1] != blob.size or np.any(np.diff(offsets) < 0):
             raise ModelError(f"{path.name} has inconsistent embedded-file offsets", "re-download the package")
-        return {n: blob[offsets[i] : offsets[i + 1]] for i, n in enumerate(names)}
+        return {n: blob[offsets[i] : offsets[i + 1]].tobytes() for i, n in enumerate(names)}
     contents = fields.get("audiocpp.embedded_files.contents")  # legacy layout: two string arrays
-    if contents is None:
+    if not isinstance(contents, list) or len(contents) != len(names):
         raise ModelError(f"{path.name} names embedded files but holds no data for them", "re-download the package")
-    values = [bytes(contents.parts[i]) for i in contents.data]
-    return dict(zip(names, values, strict=True))
+    return {name: value.encode("utf-8", "surrogateescape") for name, value in zip(names, contents, strict=True)}
 
 
 # --------------------------------------------------------------------------------------------- loading

@@ -5,6 +5,11 @@ frontend → audio tower (ggml) → prompt (context, forced language) → thinke
 embeddings at the placeholder positions → greedy decoding → ``parse_asr_output`` → ``truncate_at_pipe``.
 Non-empty span texts are joined with one space; the language is the first non-empty one seen. One thinker
 context serves every span (its KV cache is cleared in between). Streaming is a later issue.
+
+Checkpoints: safetensors directories (legacy or HF layout) and audio.cpp GGUF packages; the tower reads the
+package's tensors in place, the thinker runs from a llama.cpp GGUF written next to the model (at install
+time by the store, else on first load). Session options ``tower_weight_type`` / ``thinker_weight_type``
+choose the storage of each half.
 """
 
 from __future__ import annotations
@@ -58,17 +63,14 @@ class R2T2Engine:
         options.update(self.spec.validate_session_options(dict(request.session_options)))
         self.session_options = options
         self.checkpoint: R2T2Checkpoint = load_checkpoint(request.model_path)
-        if self.checkpoint.files.kind != "safetensors":
-            raise NotImplementedFamilyError(
-                f"{request.model_path} is an audio.cpp GGUF package; its thinker cannot be loaded yet",
-                "use the safetensors checkpoint of the same model (package confucius4_r2t2_safetensors)",
-            )
         self.languages = supported_languages(self.checkpoint.config.support_languages)
         self.backend: Backend = open_backend(request.backend, threads=request.threads)
         self.tower: AudioTower | None = None
         self.thinker: Thinker | None = None
         try:
-            self.tower = AudioTower(self.backend, self.checkpoint.files, self.checkpoint.config.audio)
+            self.tower = AudioTower(self.backend, self.checkpoint.files, self.checkpoint.config.audio,
+                                    storage=str(options["tower_weight_type"]))  # fmt: skip
+            # files.root is the package file for GGUF packages, the directory otherwise.
             self.thinker = Thinker(
                 self.checkpoint.files.root,
                 ThinkerOptions(

@@ -1,18 +1,25 @@
 """Convert the Qwen3-ASR / Confucius4-R2T2 thinker (a plain Qwen3 decoder) into a llama.cpp GGUF.
 
-Reads the checkpoint directory in either layout (reference_notes §2.2, families §1.1):
-* legacy release: ``config.json`` with ``thinker_config``, tensors ``thinker.model.*``, LM head tied
-  (``thinker.lm_head.weight`` absent);
-* Hugging Face: ``text_config`` at the root, tensors ``model.language_model.*`` and ``lm_head.weight``.
+Sources (reference_notes §2.2, families §1.1, §5):
+* a directory in the legacy release layout: ``config.json`` with ``thinker_config``, tensors ``thinker.model.*``,
+  LM head tied (``thinker.lm_head.weight`` absent);
+* a directory in the Hugging Face layout: ``text_config`` at the root, ``model.language_model.*``, ``lm_head``;
+* an audio.cpp GGUF package (``r2t2-q8_0.gguf`` ...): logical names from ``audiocpp.tensor_names`` (physical
+  ``_audiocpp.<i>`` renames resolved by ``checkpoint.locate_model_files``), config and tokenizer from the
+  embedded files, tensors f32/f16/bf16/q8_0 and q2_k/q4_k/q6_k.
 
 The GGUF uses llama.cpp's ``qwen3`` architecture. The config's interleaved M-RoPE degenerates to
 NeoX RoPE for audio+text (every position stream is identical), which is what ``qwen3`` runs. The
 tokenizer metadata (gpt2/qwen2 BPE) only has to satisfy llama.cpp: Captioneer tokenizes in Python.
 
-Storage types: ``native`` (each tensor keeps the checkpoint dtype), ``f32``, ``f16``, ``bf16`` are
-written directly; ``q8_0`` and ``q4_k`` (llama.cpp's Q4_K_M mix) go through ``llama_model_quantize``
-from a native intermediate. 1-D tensors (norms) are always f32, as llama.cpp's own converter does.
-The result is cached next to the model with a fingerprint of the source files.
+Storage types: ``native`` keeps each tensor's stored type — quantized package blocks are copied byte for byte
+(ggml's block layouts are the same in both files), never dequantized; the tied embedding (f16 in q8_0
+packages) is ``token_embd`` and llama.cpp reuses it as the output head. For a package, ``native`` is named
+after the type most thinker matrices have (q8_0, f16, q4_k ...), and asking for that type is the same copy.
+``f32``, ``f16``, ``bf16`` are written directly (dequantizing a quantized package); ``q8_0`` and ``q4_k``
+(llama.cpp's Q4_K_M mix) go through ``llama_model_quantize`` from a native intermediate (from f32 for a
+quantized package: libllama does not requantize). 1-D tensors (norms) are always f32, as llama.cpp's own
+converter does. The result is cached next to the model with a fingerprint of the source files.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ import gguf
 import numpy as np
 
 from inference.errors import ModelError, UsageError
+from inference.families.confucius4_r2t2.checkpoint import ModelFiles, locate_model_files
+from inference.families.confucius4_r2t2.gguf_file import GgufFile
 from inference.paths import AppPaths
 
 log = logging.getLogger(__name__)
@@ -36,15 +45,20 @@ log = logging.getLogger(__name__)
 CONVERTER_VERSION = "1"  # bump when the GGUF written for the same source changes
 FINGERPRINT_KEY = "captioneer.thinker.source_fingerprint"
 STORAGE_TYPES = ("native", "f32", "f16", "bf16", "q8_0", "q4_k")
-QUANTIZED_TYPES = ("q8_0", "q4_k")
 DEFAULT_ROPE_THETA = 5_000_000.0  # the reference C++ engine's default when the config has none
 
+FLOAT_TYPES = ("f32", "f16", "bf16")
 _ST_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}  # bf16 kept as bits
-_STORAGE_OF_DTYPE = {"F32": "f32", "F16": "f16", "BF16": "bf16"}
+# Block-quantized types an audio.cpp package may store (q8_0 packages, the community Q4_K_M mix).
+_QUANT_DTYPES = {name: gguf.GGMLQuantizationType[name] for name in ("Q8_0", "Q2_K", "Q4_K", "Q6_K")}
 _FILE_TYPES = {
     "f32": gguf.LlamaFileType.ALL_F32,
     "f16": gguf.LlamaFileType.MOSTLY_F16,
     "bf16": gguf.LlamaFileType.MOSTLY_BF16,
+    "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
+    "q4_k": gguf.LlamaFileType.MOSTLY_Q4_K_M,
+    "q6_k": gguf.LlamaFileType.MOSTLY_Q6_K,
+    "q2_k": gguf.LlamaFileType.MOSTLY_Q2_K,
 }
 _LAYER_TENSORS = {  # HF name below ``layers.N.`` -> llama.cpp name below ``blk.N.``
     "input_layernorm.weight": "attn_norm.weight",
@@ -61,45 +75,43 @@ _LAYER_TENSORS = {  # HF name below ``layers.N.`` -> llama.cpp name below ``blk.
 }
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ModelError(f"{path.name} is missing from {path.parent}", "re-download or re-import the model") from exc
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"{path} is unreadable or not valid JSON ({exc})", "re-download the model") from exc
-
-
 # --------------------------------------------------------------------------------------------
-# safetensors (memory-mapped; bf16 stays as raw bits until a consumer converts it)
+# weights (memory-mapped; bf16 stays as raw bits and quantized blocks as bytes until a consumer converts them)
 
 
 @dataclass(frozen=True)
 class _StoredTensor:
     file: Path
-    dtype: str  # safetensors dtype name: F32, F16 or BF16
-    shape: tuple[int, ...]
+    dtype: str  # F32, F16, BF16, or (GGUF packages) Q8_0, Q2_K, Q4_K, Q6_K
+    shape: tuple[int, ...]  # numpy order
     begin: int  # absolute byte offset in the file
     end: int
 
+    @property
+    def storage(self) -> str:
+        return self.dtype.lower()
 
-class SafetensorsFiles:
-    """The tensors of every ``*.safetensors`` file in a directory, memory-mapped on first use."""
 
-    def __init__(self, files: list[Path]) -> None:
-        self.files = files
+class MappedTensors:
+    """Tensors by name over memory-mapped files; subclasses fill ``tensors`` and ``files``."""
+
+    def __init__(self) -> None:
+        self.files: list[Path] = []
         self.tensors: dict[str, _StoredTensor] = {}
-        self._maps: dict[Path, np.memmap] = {}
-        for file in files:
-            for name, stored in _read_safetensors_header(file).items():
-                self.tensors[name] = stored
+        self._maps: dict[Path, np.ndarray] = {}
+
+    def _bytes(self, file: Path) -> np.ndarray:
+        if file not in self._maps:
+            self._maps[file] = np.memmap(file, dtype=np.uint8, mode="r")
+        return self._maps[file]
 
     def raw(self, name: str) -> np.ndarray:
-        """The tensor as stored (float32, float16 or uint16 bf16 bits), memory-mapped, read-only."""
+        """The tensor as stored, read-only: float32, float16, uint16 bf16 bits, or for block-quantized
+        types uint8 rows of ``row_bytes`` (shape ``(*shape[:-1], row_bytes)``)."""
         stored = self.tensors[name]
-        if stored.file not in self._maps:
-            self._maps[stored.file] = np.memmap(stored.file, dtype=np.uint8, mode="r")
-        flat = self._maps[stored.file][stored.begin : stored.end]
+        flat = self._bytes(stored.file)[stored.begin : stored.end]
+        if stored.dtype in _QUANT_DTYPES:
+            return flat.reshape(gguf.quant_shape_to_byte_shape(stored.shape, _QUANT_DTYPES[stored.dtype]))
         return flat.view(_ST_DTYPES[stored.dtype]).reshape(stored.shape)
 
     def f32(self, name: str, rows: np.ndarray | None = None) -> np.ndarray:
@@ -109,9 +121,35 @@ class SafetensorsFiles:
         return to_f32(data, self.tensors[name].dtype)
 
 
+class SafetensorsFiles(MappedTensors):
+    """The tensors of every ``*.safetensors`` file in a directory, memory-mapped on first use."""
+
+    def __init__(self, files: list[Path]) -> None:
+        super().__init__()
+        self.files = files
+        for file in files:
+            for name, stored in _read_safetensors_header(file).items():
+                self.tensors[name] = stored
+
+
+class PackageTensors(MappedTensors):
+    """The tensors of an audio.cpp GGUF package under their canonical (legacy release) names."""
+
+    def __init__(self, path: Path, files: ModelFiles) -> None:
+        super().__init__()
+        self.files = [path]
+        with GgufFile(path) as package:
+            by_stored = {tensor.name: tensor for tensor in package.tensors}
+        for name, info in files.tensors.items():
+            tensor = by_stored[info.stored_name]
+            self.tensors[name] = _StoredTensor(path, info.dtype, info.shape, tensor.offset, tensor.offset + tensor.nbytes)
+
+
 def to_f32(data: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "BF16":
         return (data.astype(np.uint32) << 16).view(np.float32)
+    if dtype in _QUANT_DTYPES:
+        return gguf.quants.dequantize(np.ascontiguousarray(data), _QUANT_DTYPES[dtype])
     return np.asarray(data, dtype=np.float32)
 
 
@@ -155,28 +193,49 @@ class ThinkerHParams:
     max_position_embeddings: int
 
 
-class ThinkerCheckpoint:
-    """The thinker part of a Qwen3-ASR checkpoint directory (legacy or HF layout)."""
+def _package_file(path: Path) -> Path | None:
+    """The audio.cpp GGUF package a model path means (a ``.gguf`` file, or the first one in a directory)."""
+    if path.is_file() and path.suffix == ".gguf":
+        return path
+    if path.is_dir():
+        return next(iter(sorted(path.glob("*.gguf"))), None)
+    return None
 
-    def __init__(self, model_dir: str | os.PathLike[str]) -> None:
-        self.model_dir = Path(model_dir)
-        if not self.model_dir.is_dir():
-            raise ModelError(f"model directory not found: {self.model_dir}", "check the --model path")
-        config = _read_json(self.model_dir / "config.json")
+
+class ThinkerCheckpoint:
+    """The thinker part of a Qwen3-ASR checkpoint: a directory (legacy or HF layout, safetensors) or an
+    audio.cpp GGUF package (a ``.gguf`` file or a directory holding one, as ``load_checkpoint`` decides)."""
+
+    def __init__(self, model_path: str | os.PathLike[str]) -> None:
+        path = Path(model_path)
+        self.package = _package_file(path)
+        self.model_dir = self.package.parent if self.package else path
+        if self.package is None and not path.is_dir():
+            raise ModelError(f"model directory not found: {path}", "check the --model path")
+        if self.package is not None:
+            files = locate_model_files(self.package)
+            self.read_file: Callable[[str], bytes | None] = files.read
+            self.weights: MappedTensors = PackageTensors(self.package, files)
+        else:
+            self.read_file = _directory_reader(self.model_dir)
+        config = self.read_json("config.json")
         self.config = config
         self.layout = "legacy" if isinstance(config.get("thinker_config"), dict) else "hf"
         thinker_config = config["thinker_config"] if self.layout == "legacy" else config
         text = thinker_config.get("text_config")
         if not isinstance(text, dict):
-            raise ModelError(f"{self.model_dir / 'config.json'} has no text_config", "is this a Qwen3-ASR checkpoint?")
+            raise ModelError(f"{self.source} has no text_config in its config.json", "is this a Qwen3-ASR checkpoint?")
         self.thinker_config = thinker_config
-        self.hparams = _hparams(text, self.model_dir)
-        self.prefix = "thinker.model." if self.layout == "legacy" else "model.language_model."
-        head_name = "thinker.lm_head.weight" if self.layout == "legacy" else "lm_head.weight"
-        files = sorted(self.model_dir.glob("*.safetensors"))
-        if not files:
-            raise ModelError(f"no *.safetensors weights in {self.model_dir}", "re-download or re-import the model")
-        self.weights = SafetensorsFiles(files)
+        self.hparams = _hparams(text, self.source)
+        # Package tensors carry canonical (legacy release) names whatever layout their config.json has.
+        legacy_names = self.layout == "legacy" or self.package is not None
+        self.prefix = "thinker.model." if legacy_names else "model.language_model."
+        head_name = "thinker.lm_head.weight" if legacy_names else "lm_head.weight"
+        if self.package is None:
+            weights = sorted(self.model_dir.glob("*.safetensors"))
+            if not weights:
+                raise ModelError(f"no *.safetensors weights in {self.model_dir}", "re-download or re-import the model")
+            self.weights = SafetensorsFiles(weights)
         tie = config.get("tie_word_embeddings", text.get("tie_word_embeddings"))
         # The legacy release ships no LM head at all: then the head is the embedding matrix.
         self.tied = bool(tie) or head_name not in self.weights.tensors
@@ -197,15 +256,47 @@ class ThinkerCheckpoint:
         if self.head_name:
             yield "output.weight", self.head_name
 
+    @property
+    def source(self) -> Path:
+        """The checkpoint directory or the package file (for messages)."""
+        return self.package or self.model_dir
+
+    def read_json(self, name: str, required: bool = True) -> dict:
+        raw = self.read_file(name)
+        if raw is None:
+            if not required:
+                return {}
+            raise ModelError(f"{name} is missing from {self.source}", "re-download or re-import the model")
+        try:
+            value = json.loads(raw.decode("utf-8"))
+        except ValueError as exc:
+            raise ModelError(f"{name} of {self.source} is not valid JSON ({exc})", "re-download the model") from exc
+        if not isinstance(value, dict):
+            raise ModelError(f"{name} of {self.source} is not a JSON object", "re-download the model")
+        return value
+
     def native_storage_type(self) -> str:
-        """The storage type ``native`` means: the dtype of the embedding matrix."""
-        return _STORAGE_OF_DTYPE[self.weights.tensors[self.hf_name("embed_tokens.weight")].dtype]
+        """The storage type ``native`` means: the dtype of the embedding matrix for a safetensors
+        checkpoint; for a package, the type most of its thinker matrices have (q8_0 packages keep the
+        embedding in f16; Q4_K_M mixes q4_k with some q6_k)."""
+        if self.package is None:
+            return self.weights.tensors[self.hf_name("embed_tokens.weight")].storage
+        kinds = [self.weights.tensors[name].storage for _, name in self.thinker_tensors()
+                 if len(self.weights.tensors[name].shape) == 2]  # fmt: skip
+        return max(sorted(set(kinds)), key=kinds.count)
+
+    def cache_name(self, storage_type: str) -> str:
+        """File name of the converted GGUF (packages sharing a folder must not share a cache file)."""
+        stem = f"{self.package.stem}." if self.package else ""
+        return f"{stem}thinker-{storage_type}.gguf"
 
     def embedding_rows(self, token_ids: np.ndarray) -> np.ndarray:
         """Input embeddings (n, hidden) in float32, read from the checkpoint's ``embed_tokens``."""
         return self.weights.f32(self.hf_name("embed_tokens.weight"), token_ids)
 
     def source_files(self) -> list[Path]:
+        if self.package is not None:
+            return [self.package]
         names = ["config.json", "generation_config.json", "tokenizer.json", "vocab.json", "merges.txt",
                  "tokenizer_config.json", "added_tokens.json"]
         return [p for p in (self.model_dir / n for n in names) if p.is_file()] + self.weights.files
@@ -242,7 +333,7 @@ class ThinkerCheckpoint:
             stored = self.weights.tensors.get(hf_name)
             if stored is None:
                 raise ModelError(
-                    f"tensor {hf_name} is missing from the {self.layout}-layout checkpoint {self.model_dir}",
+                    f"tensor {hf_name} is missing from the {self.layout}-layout checkpoint {self.source}",
                     "the weights are incomplete or not a Qwen3-ASR checkpoint; re-download them",
                 )
             want = expected.get(ll_name) or layer_shapes[ll_name.split(".", 2)[2]]
@@ -251,14 +342,26 @@ class ThinkerCheckpoint:
                     f"tensor {hf_name} has shape {list(stored.shape)}, the config implies {list(want)}",
                     "config.json and the weights do not belong together",
                 )
-            if stored.dtype not in _ST_DTYPES:
-                raise ModelError(f"tensor {hf_name} has unsupported dtype {stored.dtype}", "use f32, f16 or bf16 weights")
+            if stored.dtype not in _ST_DTYPES and (self.package is None or stored.dtype not in _QUANT_DTYPES):
+                allowed = "f32, f16 or bf16" if self.package is None else "f32, f16, bf16, q8_0, q2_k, q4_k or q6_k"
+                raise ModelError(f"tensor {hf_name} has unsupported dtype {stored.dtype}", f"use {allowed} weights")
 
 
-def _hparams(text: dict, model_dir: Path) -> ThinkerHParams:
+def _directory_reader(directory: Path) -> Callable[[str], bytes | None]:
+    def read(name: str) -> bytes | None:
+        path = directory / name
+        try:
+            return path.read_bytes() if path.is_file() else None
+        except OSError as exc:
+            raise ModelError(f"cannot read {path} ({exc})", "check the file permissions or re-download") from exc
+
+    return read
+
+
+def _hparams(text: dict, source: Path) -> ThinkerHParams:
     def required(key: str) -> int:
         if key not in text:
-            raise ModelError(f"text_config.{key} is missing from {model_dir / 'config.json'}", "re-download the model")
+            raise ModelError(f"text_config.{key} is missing from the config.json of {source}", "re-download the model")
         return int(text[key])
 
     if text.get("attention_bias"):
@@ -297,28 +400,45 @@ def _looks_special(token: str) -> bool:
     return token.startswith("<|") and token.endswith("|>")
 
 
-def read_vocabulary(model_dir: Path, vocab_size: int) -> GgufVocabulary:
+def _json_of(read: Callable[[str], bytes | None], name: str, where: str) -> dict | None:
+    raw = read(name)
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
+        raise ModelError(f"{name} of {where} is not valid JSON ({exc})", "re-download the model") from exc
+    if not isinstance(value, dict):
+        raise ModelError(f"{name} of {where} is not a JSON object", "re-download the model")
+    return value
+
+
+def read_vocabulary(source: Path | Callable[[str], bytes | None], vocab_size: int) -> GgufVocabulary:
     """Tokens by id, padded to ``vocab_size`` with ``[PAD{i}]`` (UNUSED) as llama.cpp's converter does.
 
+    ``source``: a checkpoint directory, or a reader of file contents by name (a package's embedded files).
     Added tokens are CONTROL when marked special (or shaped ``<|…|>``), otherwise USER_DEFINED.
     """
-    tokenizer_json = model_dir / "tokenizer.json"
-    if tokenizer_json.is_file():
-        data = _read_json(tokenizer_json)
+    read = _directory_reader(source) if isinstance(source, Path) else source
+    where = str(source) if isinstance(source, Path) else "the package"
+    data = _json_of(read, "tokenizer.json", where)
+    merges_raw = read("merges.txt")
+    if data is not None:
         model = data.get("model") or {}
         if model.get("type") != "BPE":
-            raise ModelError(f"{tokenizer_json} is not a BPE tokenizer", "use the checkpoint's own tokenizer files")
+            raise ModelError(f"tokenizer.json of {where} is not a BPE tokenizer",
+                             "use the checkpoint's own tokenizer files")  # fmt: skip
         vocab: dict[str, int] = model["vocab"]
         merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
         added = {int(t["id"]): (t["content"], bool(t.get("special"))) for t in data.get("added_tokens", [])}
-    elif (model_dir / "vocab.json").is_file() and (model_dir / "merges.txt").is_file():
-        vocab = _read_json(model_dir / "vocab.json")
-        lines = (model_dir / "merges.txt").read_text(encoding="utf-8").splitlines()
+    elif (vocab_json := _json_of(read, "vocab.json", where)) is not None and merges_raw is not None:
+        vocab = vocab_json
+        lines = merges_raw.decode("utf-8").splitlines()
         merges = [line for line in lines if line and not line.startswith("#version")]
-        added = _added_tokens_from_config(model_dir)
+        added = _added_tokens_from_config(read, where)
     else:
         raise ModelError(
-            f"no tokenizer in {model_dir} (need tokenizer.json or vocab.json + merges.txt)", "re-download the model"
+            f"no tokenizer in {where} (need tokenizer.json or vocab.json + merges.txt)", "re-download the model"
         )
     by_id: dict[int, tuple[str, int]] = {i: (tok, gguf.TokenType.NORMAL) for tok, i in vocab.items()}
     for i, (content, special) in added.items():
@@ -335,27 +455,24 @@ def read_vocabulary(model_dir: Path, vocab_size: int) -> GgufVocabulary:
         tokens.append(token)
         types.append(int(kind))
     if not merges:
-        raise ModelError(f"the tokenizer in {model_dir} has no BPE merges", "re-download the tokenizer files")
+        raise ModelError(f"the tokenizer in {where} has no BPE merges", "re-download the tokenizer files")
     return GgufVocabulary(tokens, types, merges)
 
 
-def _added_tokens_from_config(model_dir: Path) -> dict[int, tuple[str, bool]]:
+def _added_tokens_from_config(read: Callable[[str], bytes | None], where: str) -> dict[int, tuple[str, bool]]:
     added: dict[int, tuple[str, bool]] = {}
-    if (model_dir / "added_tokens.json").is_file():
-        for content, i in _read_json(model_dir / "added_tokens.json").items():
-            added[int(i)] = (content, _looks_special(content))
-    if (model_dir / "tokenizer_config.json").is_file():
-        decoder = _read_json(model_dir / "tokenizer_config.json").get("added_tokens_decoder") or {}
-        for i, token in decoder.items():
-            added[int(i)] = (token["content"], bool(token.get("special")))
+    for content, i in (_json_of(read, "added_tokens.json", where) or {}).items():
+        added[int(i)] = (content, _looks_special(content))
+    decoder = (_json_of(read, "tokenizer_config.json", where) or {}).get("added_tokens_decoder") or {}
+    for i, token in decoder.items():
+        added[int(i)] = (token["content"], bool(token.get("special")))
     return added
 
 
 def _special_ids(checkpoint: ThinkerCheckpoint) -> tuple[int | None, int | None]:
     """(eos, pad) ids from generation_config.json / config.json."""
     eos = None
-    generation = checkpoint.model_dir / "generation_config.json"
-    sources = [_read_json(generation)] if generation.is_file() else []
+    sources = [checkpoint.read_json("generation_config.json", required=False)]
     sources += [checkpoint.config, checkpoint.thinker_config]
     for source in sources:
         value = source.get("eos_token_id")
@@ -381,16 +498,24 @@ def _target_storage(stored: _StoredTensor, storage_type: str) -> str:
     """The storage of one tensor: 1-D tensors (norms) stay f32; ``native`` keeps the checkpoint dtype."""
     if len(stored.shape) == 1:
         return "f32"
-    return _STORAGE_OF_DTYPE[stored.dtype] if storage_type == "native" else storage_type
+    return stored.storage if storage_type == "native" else storage_type
+
+
+def _ggml_type(storage: str) -> gguf.GGMLQuantizationType:
+    return gguf.GGMLQuantizationType[storage.upper()]
 
 
 def _tensor_data(checkpoint: ThinkerCheckpoint, hf_name: str, storage_type: str) -> np.ndarray:
-    """One tensor converted to its target storage (bf16 as uint16 bits)."""
+    """One tensor converted to its target storage (bf16 as uint16 bits, quantized blocks as bytes).
+
+    A tensor that keeps its type is the memory-mapped source itself: ggml's block layouts are the same in
+    both files, so quantized weights are copied byte for byte, never dequantized.
+    """
     stored = checkpoint.weights.tensors[hf_name]
     raw = checkpoint.weights.raw(hf_name)
     target = _target_storage(stored, storage_type)
-    if target == "bf16" and stored.dtype == "BF16":
-        return np.ascontiguousarray(raw)
+    if target == stored.storage:
+        return raw
     data = to_f32(raw, stored.dtype)
     if target == "bf16":
         return gguf.quants.quantize(data, gguf.GGMLQuantizationType.BF16)
@@ -405,11 +530,11 @@ def write_thinker_gguf(
     progress: Callable[[float], None] | None = None,
 ) -> None:
     """Write the thinker as a GGUF in a directly written storage type (native, f32, f16, bf16)."""
-    if storage_type not in ("native", "f32", "f16", "bf16"):
+    if storage_type not in ("native", *FLOAT_TYPES):
         raise UsageError(f"{storage_type} cannot be written directly", "use ensure_thinker_gguf for quantized types")
     h = checkpoint.hparams
     writer = gguf.GGUFWriter(str(destination), "qwen3")
-    writer.add_name(checkpoint.model_dir.name)
+    writer.add_name(checkpoint.source.stem if checkpoint.package else checkpoint.model_dir.name)
     writer.add_context_length(h.max_position_embeddings)
     writer.add_embedding_length(h.hidden_size)
     writer.add_block_count(h.num_hidden_layers)
@@ -422,9 +547,10 @@ def write_thinker_gguf(
     writer.add_rope_freq_base(h.rope_theta)
     writer.add_layer_norm_rms_eps(h.rms_norm_eps)
     concrete = checkpoint.native_storage_type() if storage_type == "native" else storage_type
-    writer.add_file_type(_FILE_TYPES[concrete])
+    if concrete in _FILE_TYPES:
+        writer.add_file_type(_FILE_TYPES[concrete])
     writer.add_string(FINGERPRINT_KEY, fingerprint)
-    vocabulary = read_vocabulary(checkpoint.model_dir, h.vocab_size)
+    vocabulary = read_vocabulary(checkpoint.read_file, h.vocab_size)
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("qwen2")
     writer.add_token_list(vocabulary.tokens)
@@ -441,8 +567,14 @@ def write_thinker_gguf(
     plan = list(checkpoint.thinker_tensors())
     for ll_name, hf_name in plan:
         stored = checkpoint.weights.tensors[hf_name]
-        dtype, ggml_type = _GGML_OF_STORAGE[_target_storage(stored, storage_type)]
-        writer.add_tensor_info(ll_name, stored.shape, dtype, _nbytes(stored.shape, ggml_type), raw_dtype=ggml_type)
+        target = _target_storage(stored, storage_type)
+        ggml_type = _ggml_type(target)
+        nbytes = _nbytes(stored.shape, ggml_type)
+        if target in _GGML_OF_STORAGE:
+            writer.add_tensor_info(ll_name, stored.shape, _GGML_OF_STORAGE[target][0], nbytes, raw_dtype=ggml_type)
+        else:  # the gguf writer takes quantized tensors by their byte shape (rows, row bytes)
+            byte_shape = gguf.quant_shape_to_byte_shape(stored.shape, ggml_type)
+            writer.add_tensor_info(ll_name, byte_shape, np.dtype(np.uint8), nbytes, raw_dtype=ggml_type)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
@@ -480,12 +612,11 @@ def cache_directory(model_dir: Path) -> Path:
 def stored_fingerprint(path: Path) -> str | None:
     """The source fingerprint recorded in a converted GGUF (None if absent or unreadable)."""
     try:
-        field = gguf.GGUFReader(str(path)).get_field(FINGERPRINT_KEY)
-    except (OSError, ValueError, KeyError, IndexError):
+        with GgufFile(path) as converted:
+            value = converted.fields.get(FINGERPRINT_KEY)
+    except ModelError:
         return None
-    if field is None:
-        return None
-    return bytes(field.parts[field.data[0]]).decode("utf-8", errors="replace")
+    return value if isinstance(value, str) else None
 
 
 def resolve_storage_type(checkpoint: ThinkerCheckpoint, storage_type: str) -> str:
@@ -506,25 +637,30 @@ def ensure_thinker_gguf(
 ) -> Path:
     """The cached thinker GGUF for ``storage_type``, converting (atomically) when missing or stale."""
     concrete = resolve_storage_type(checkpoint, storage_type)
+    native = checkpoint.native_storage_type()
     directory = cache_dir or cache_directory(checkpoint.model_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    target = directory / f"thinker-{concrete}.gguf"
+    target = directory / checkpoint.cache_name(concrete)
     fingerprint = checkpoint.fingerprint(concrete)
     if target.is_file() and stored_fingerprint(target) == fingerprint:
         return target
-    log.info("converting the thinker of %s to %s", checkpoint.model_dir, target)
+    log.info("converting the thinker of %s to %s", checkpoint.source, target)
     partial = directory / f".{target.name}.{os.getpid()}.partial"
     intermediate = directory / f".{target.stem}.{os.getpid()}.source.gguf"
     try:
-        if concrete in QUANTIZED_TYPES:
+        if concrete in FLOAT_TYPES or storage_type == "native" or concrete == native:
+            # A package asked for its own quantized type is copied as stored, like ``native``.
+            direct = concrete if concrete in FLOAT_TYPES and storage_type != "native" else "native"
+            write_thinker_gguf(checkpoint, partial, direct, fingerprint, progress)
+        else:
             from inference.native.llama import quantize_gguf  # libllama only when quantizing
 
+            # llama_model_quantize does not requantize: a quantized package goes through f32.
+            source = "native" if native in FLOAT_TYPES else "f32"
             # The fingerprint travels through llama_model_quantize, which copies all metadata.
-            write_thinker_gguf(checkpoint, intermediate, "native", fingerprint,
-                               (lambda f: progress(0.5 * f)) if progress else None)
+            write_thinker_gguf(checkpoint, intermediate, source, fingerprint,
+                               (lambda f: progress(0.5 * f)) if progress else None)  # fmt: skip
             quantize_gguf(intermediate, partial, concrete, n_threads=n_threads)
-        else:
-            write_thinker_gguf(checkpoint, partial, concrete, fingerprint, progress)
         os.replace(partial, target)
     except OSError as exc:
         raise ModelError(f"could not write the converted thinker to {directory} ({exc})",
