@@ -83,19 +83,15 @@ def detect_family(model_path: Path) -> str:
 
 
 def _family_from_gguf(path: Path) -> str:
-    from gguf import GGUFReader  # local import: gguf is only needed for GGUF packages
+    from inference.native.gguf_file import GgufFile  # metadata only; never loads ggml
 
-    try:
-        reader = GGUFReader(str(path))
-    except Exception as exc:  # gguf raises plain ValueError/OSError on corrupt files
-        raise ModelError(f"cannot read GGUF {path}: {exc}", "re-download the file") from exc
-    field_ = reader.fields.get("audiocpp.model_spec.family")
-    if field_ is None:
+    with GgufFile(path) as gguf_file:  # ModelError naming the file on corrupt input
+        family = gguf_file.fields.get("audiocpp.model_spec.family")
+    if not isinstance(family, str):
         raise ModelError(
             f"{path.name} is not an audio.cpp GGUF package (no audiocpp.model_spec.family)",
             "use a Captioneer/audio.cpp package from the model catalog",
         )
-    family = bytes(field_.parts[field_.data[0]]).decode("utf-8")
     if family not in KNOWN_FAMILIES:
         raise ModelError(f"{path.name} is for family {family!r}, which Captioneer does not support")
     return family

@@ -163,21 +163,21 @@ def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
 
 
 def _read_gguf(path: Path) -> tuple[object, dict[str, TensorRecord]]:
-    import gguf
+    from inference.native.gguf_file import GgufFile
 
     try:
-        reader = gguf.GGUFReader(path, "r")
-    except Exception as exc:  # the reader raises ValueError/struct errors on corrupt input
-        raise InputFileError(f"{path} is not a valid GGUF file: {exc}") from exc
+        gguf_file = GgufFile(path)
+    except ModelError as exc:  # same error class as a damaged safetensors file
+        raise InputFileError(exc.message, exc.fix) from exc
     records = {}
-    for tensor in reader.tensors:
+    for tensor in gguf_file.tensors:
         try:
-            ggml_type = GgmlType(int(tensor.tensor_type))
+            ggml_type = GgmlType(int(tensor.type))
         except ValueError:
-            raise ModelError(
-                f"{path}: tensor {tensor.name!r} has unsupported type {tensor.tensor_type!r}"
-            ) from None
-        shape = tuple(int(d) for d in reversed(tensor.shape.tolist()))  # GGUF lists ne (ggml order)
-        raw = np.asarray(tensor.data).reshape(-1).view(np.uint8)
-        records[tensor.name] = TensorRecord(tensor.name, shape, ggml_type, raw, reader.data)
-    return reader, records
+            gguf_file.close()
+            raise ModelError(f"{path}: tensor {tensor.name!r} has unsupported type {tensor.type_name}") from None
+        raw = gguf_file.raw(tensor)
+        records[tensor.name] = TensorRecord(
+            tensor.name, tensor.shape, ggml_type, raw, gguf_file.bytes, gguf_file.mapping
+        )
+    return gguf_file, records

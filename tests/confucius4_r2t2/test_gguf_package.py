@@ -20,7 +20,7 @@ from inference.families.confucius4_r2t2 import thinker_gguf as tg
 from inference.families.confucius4_r2t2.checkpoint import load_checkpoint
 from inference.families.confucius4_r2t2.engine import R2T2Engine, create_engine
 from inference.families.confucius4_r2t2.frontend import log_mel
-from inference.families.confucius4_r2t2.gguf_file import GgufFile
+from inference.native.gguf_file import GgufFile
 
 FAMILY = "confucius4_r2t2"
 

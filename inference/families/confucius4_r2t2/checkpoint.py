@@ -31,9 +31,9 @@ from inference.families.confucius4_r2t2.config import (
     parse_generation_config,
     parse_model_config,
 )
-from inference.families.confucius4_r2t2.gguf_file import GgufFile
 from inference.families.confucius4_r2t2.tokenizer import R2T2Tokenizer, load_tokenizer
 from inference.native import Checkpoint, GgmlType, TensorRecord, open_checkpoint
+from inference.native.gguf_file import GgufFile
 
 AUDIO = "thinker.audio_tower."
 TEXT = "thinker.model."

@@ -37,7 +37,7 @@ import numpy as np
 
 from inference.errors import ModelError, UsageError
 from inference.families.confucius4_r2t2.checkpoint import ModelFiles, locate_model_files
-from inference.families.confucius4_r2t2.gguf_file import GgufFile
+from inference.native.gguf_file import GgufFile
 from inference.paths import AppPaths
 
 log = logging.getLogger(__name__)

@@ -23,6 +23,7 @@ from inference.errors import InputFileError, ModelError
 from inference.families.parakeet_tdt.config import ParakeetConfig, parse_config
 from inference.native.checkpoint import Checkpoint, TensorRecord, open_checkpoint
 from inference.native.dtypes import GgmlType
+from inference.native.gguf_file import GgufFile
 
 CONFIG_FILE = "config.json"
 PROCESSOR_FILE = "processor_config.json"
@@ -129,21 +130,18 @@ def _open_folder(folder: Path) -> ParakeetCheckpoint:
 # --------------------------------------------------------------------------------------------- GGUF
 
 
-def _field_value(reader, key: str):
-    field = reader.fields.get(key)
-    if field is None:
-        return None
-    return field.contents()
+def _field_value(gguf_file: GgufFile, key: str):
+    return gguf_file.fields.get(key)
 
 
-def embedded_files(reader, source: str) -> dict[str, bytes]:
+def embedded_files(reader: GgufFile, source: str) -> dict[str, bytes]:
     """Sidecar files embedded in an audio.cpp GGUF (both layouts); unsafe names are rejected."""
     names = _field_value(reader, "audiocpp.embedded_files.names") or []
     files: dict[str, bytes] = {}
     offsets = _field_value(reader, "audiocpp.embedded_files.offsets")
     if offsets is not None:
-        field = reader.fields["audiocpp.embedded_files.data"]
-        blob = np.concatenate([np.asarray(field.parts[i]).reshape(-1) for i in field.data]).astype(np.uint8).tobytes()
+        blob = np.asarray(reader.fields["audiocpp.embedded_files.data"], dtype=np.uint8).tobytes()
+        offsets = [int(v) for v in offsets]
         if len(offsets) != len(names) + 1 or offsets[0] != 0 or offsets[-1] != len(blob):
             raise ModelError(f"{source}: embedded file table is inconsistent", "re-create the GGUF package")
         contents = [blob[offsets[i] : offsets[i + 1]] for i in range(len(names))]
@@ -161,14 +159,13 @@ def embedded_files(reader, source: str) -> dict[str, bytes]:
 
 
 def _open_gguf(path: Path) -> ParakeetCheckpoint:
-    import gguf
-
     source = str(path)
+    reader = GgufFile(path)  # ModelError naming the file on corrupt or truncated input
     try:
-        reader = gguf.GGUFReader(path, "r")
-    except Exception as exc:  # the reader raises ValueError/struct errors on corrupt input
-        raise ModelError(f"{path} is not a valid GGUF file: {exc}", "re-download the model") from exc
-    files = embedded_files(reader, source)
+        files = embedded_files(reader, source)
+    except ModelError:
+        reader.close()
+        raise
     if CONFIG_FILE not in files:
         arch = _field_value(reader, "general.architecture")
         raise ModelError(
@@ -192,7 +189,7 @@ def _open_gguf(path: Path) -> ParakeetCheckpoint:
     return ParakeetCheckpoint(config, tensors, files[TOKENIZER_FILE].decode("utf-8"), path, "gguf")
 
 
-def _logical_records(reader, source: str) -> dict[str, TensorRecord]:
+def _logical_records(reader: GgufFile, source: str) -> dict[str, TensorRecord]:
     names = _field_value(reader, "audiocpp.tensor_names")
     if names is None:
         names = [t.name for t in reader.tensors]
@@ -204,10 +201,10 @@ def _logical_records(reader, source: str) -> dict[str, TensorRecord]:
     pos = 0
     for i, tensor in enumerate(reader.tensors):
         try:
-            ggml_type = GgmlType(int(tensor.tensor_type))
+            ggml_type = GgmlType(int(tensor.type))
         except ValueError:
-            raise ModelError(f"{source}: tensor {names[i]!r} has unsupported type {tensor.tensor_type!r}") from None
-        shape = tuple(int(d) for d in reversed(tensor.shape.tolist()))  # GGUF lists ne (ggml order)
+            raise ModelError(f"{source}: tensor {names[i]!r} has unsupported type {tensor.type_name}") from None
+        shape = tensor.shape
         if ranks is not None and dims is not None:
             rank = int(ranks[i])
             logical = tuple(int(d) for d in dims[pos : pos + max(rank, 1)])
@@ -215,8 +212,7 @@ def _logical_records(reader, source: str) -> dict[str, TensorRecord]:
             if int(np.prod(logical)) != int(np.prod(shape)):
                 raise ModelError(f"{source}: tensor {names[i]!r} shape {logical} does not match its data", "re-create the GGUF package")
             shape = logical if rank > 0 else (1,)
-        raw = np.asarray(tensor.data).reshape(-1).view(np.uint8)
-        records[names[i]] = TensorRecord(names[i], shape, ggml_type, raw)
+        records[names[i]] = TensorRecord(names[i], shape, ggml_type, reader.raw(tensor), reader.bytes, reader.mapping)
     return records
 
 
