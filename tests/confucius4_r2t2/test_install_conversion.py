@@ -99,3 +99,19 @@ def test_the_conversion_counts_in_the_disk_preflight(r2t2_hub) -> None:
     free = pkg.size_bytes + DISK_RESERVE_BYTES + 1000  # the download fits, the thinker GGUF does not
     with pytest.raises(DiskSpaceError):
         make_store(r2t2_hub, disk_usage=lambda _: usage(0, 0, free)).install("tiny_r2t2_st")
+
+
+def test_verify_tolerates_a_rebuilt_derived_cache_but_not_damaged_downloads(r2t2_hub) -> None:
+    """A converter upgrade rewrites .captioneer/ caches: not corruption. A changed download is."""
+    store = make_store(r2t2_hub)
+    path = store.install("tiny_r2t2_st")
+    cache = path / ".captioneer" / "thinker-f32.gguf"
+    cache.write_bytes(cache.read_bytes() + b"rebuilt by a newer converter")
+    assert store.verify("tiny_r2t2_st").ok
+    weights = path / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    report = store.verify("tiny_r2t2_st")
+    assert not report.ok
+    assert any(check.path == "model.safetensors" and not check.ok for check in report.files)
