@@ -151,8 +151,17 @@ def _fixture_cases() -> list[tuple[str, str]]:
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     window_of = meta.get("checkpoints", {})
     cases = []
-    for checkpoint, window in window_of.items():
-        cases += [(checkpoint, name) for name, case in meta["cases"].items() if case.get("window") == window]
+    pad = meta["token_ids"]["<|audio_pad|>"]
+    with np.load(FIXTURES / "expected.npz") as arrays:
+        for checkpoint, window in window_of.items():
+            for name, case in meta["cases"].items():
+                key = f"projected/{case['clip']}/w{window}"
+                if case.get("window") != window or key not in arrays.files:
+                    continue
+                # Cases on a 30 s span of the long clip have no per-span embeddings (the fixture stores the
+                # whole clip's); test_engine.py covers them end to end through the audio tower.
+                if len(arrays[key]) == int(np.sum(arrays[f"case/{name}/prompt_ids"] == pad)):
+                    cases.append((checkpoint, name))
     return cases
 
 
@@ -178,8 +187,7 @@ def test_reference_fixture_greedy_ids(fixture_thinkers, checkpoint: str, case: s
         first_logits = arrays[f"case/{case}/first_logits"]
         audio = arrays.get(f"projected/{info['clip']}/w{info['window']}")
     positions = placeholder_positions(prompt, meta["token_ids"]["<|audio_pad|>"])
-    if audio is None or len(audio) != len(positions):
-        pytest.skip("the fixture stores no audio embeddings for this span (needs the audio tower)")
+    assert audio is not None and len(audio) == len(positions)
     thinker = fixture_thinkers(checkpoint)
     thinker.truncate(0)
     logits = thinker.prefill(prompt, audio, positions)
