@@ -123,7 +123,11 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
         raise UsageError("--format jsonl prints streaming events", "add --mode streaming or choose --format json")
 
     catalog = Catalog(paths)
-    model_path, _package = catalog.resolve_model(args.model)
+    model_path, package = catalog.resolve_model(args.model)
+    if package is not None and package.format == "bundled" and args.model is None:
+        sys.stderr.write(
+            f"captioneer: note: using {package.name} — install a real model with `captioneer models install ID`\n"
+        )
     family = args.family or detect_family(model_path)
     spec = load_family_spec(family)
     session_options = spec.validate_session_options(_parse_kv(args.session_option, "--session-option"))

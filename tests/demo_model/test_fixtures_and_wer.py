@@ -1,0 +1,109 @@
+"""Held-out fixtures, bundled samples, the WER function, and (once it exists) the engine against torch."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL = REPO / "resources" / "demo_model"
+FIXTURES = REPO / "tests" / "fixtures" / "demo_model"
+SAMPLES = REPO / "resources" / "samples"
+
+
+# The model shipped by the first training session is under-trained (see resources/demo_model/PROVENANCE.md);
+# these quality bars are the issue's targets and must start passing after the retraining run.
+UNDER_TRAINED = pytest.mark.xfail(
+    strict=True, reason="demo model under-trained: retrain (tests/reference/demo_model/README.md)")
+
+
+def _load_wer_module():
+    spec = importlib.util.spec_from_file_location("demo_wer", REPO / "tests" / "reference" / "demo_model" / "wer.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+wer = _load_wer_module()
+
+
+def read_wav(path: Path) -> np.ndarray:
+    with wave.open(str(path), "rb") as wav:
+        assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (16000, 1, 2)
+        return np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.float32) / 32768.0
+
+
+@pytest.fixture(scope="module")
+def manifest() -> dict:
+    return json.loads((FIXTURES / "manifest.json").read_text())
+
+
+def test_word_errors_counts_substitutions_insertions_deletions() -> None:
+    assert wer.word_errors("the cat sat", "the cat sat") == 0
+    assert wer.word_errors("the cat sat", "the dog sat") == 1
+    assert wer.word_errors("the cat sat", "the cat") == 1
+    assert wer.word_errors("the cat", "the big cat sat") == 2
+    assert wer.word_errors("a b c d", "") == 4
+    assert wer.corpus_wer([("a b c d", "a b c d"), ("e f", "e x")]) == pytest.approx(1 / 6)
+    assert wer.corpus_wer([("Hello, World.", "hello world")]) == 0.0
+    with pytest.raises(ValueError):
+        wer.corpus_wer([("", "x")])
+
+
+def test_fixture_clips_are_small_16k_wavs(manifest: dict) -> None:
+    splits = {entry["split"] for entry in manifest["clips"]}
+    assert splits == {"test", "unseen"}
+    total = sum((FIXTURES / e["wav"]).stat().st_size for e in manifest["clips"])
+    assert total < 1024 * 1024
+    for entry in manifest["clips"]:
+        audio = read_wav(FIXTURES / entry["wav"])
+        assert 1.5 < len(audio) / 16000 < 4.0
+        assert np.abs(audio).max() > 0.05  # real speech, not silence
+
+
+@UNDER_TRAINED
+def test_torch_reference_outputs_are_real_words(manifest: dict) -> None:
+    # The recorded torch greedy output of the shipped model must mostly match the truth; this is the
+    # bar the engine has to meet too (it must equal these outputs).
+    pairs = [(e["text"], e["torch_greedy_text"]) for e in manifest["clips"]]
+    assert wer.corpus_wer(pairs) <= 0.25
+
+
+
+def test_bundled_samples_exist_with_transcripts() -> None:
+    samples = json.loads((SAMPLES / "samples.json").read_text())["samples"]
+    assert samples
+    for sample in samples:
+        audio = read_wav(SAMPLES / sample["wav"])
+        assert 3.0 < len(audio) / 16000 < 6.0
+        assert sample["text"] and "torch_greedy_text" in sample
+
+
+@UNDER_TRAINED
+def test_bundled_samples_are_transcribed_by_torch() -> None:
+    samples = json.loads((SAMPLES / "samples.json").read_text())["samples"]
+    assert wer.corpus_wer([(s["text"], s["torch_greedy_text"]) for s in samples]) <= 0.34
+
+
+def _engine_available() -> bool:
+    return importlib.util.find_spec("inference.families.parakeet_tdt.engine") is not None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _engine_available(), reason="Captioneer's parakeet_tdt engine is not built yet")
+def test_engine_output_equals_torch_greedy(manifest: dict) -> None:
+    from inference.engine import load_engine
+
+    engine = load_engine(MODEL)
+    try:
+        for entry in manifest["clips"]:
+            transcript = engine.transcribe(read_wav(FIXTURES / entry["wav"]))
+            assert transcript.text == entry["torch_greedy_text"], entry["id"]
+            assert list(transcript.token_ids) == entry["torch_greedy_token_ids"], entry["id"]
+    finally:
+        engine.close()

@@ -1,0 +1,132 @@
+"""Word error rate of the demo model on the held-out synthetic speech, with torch or Captioneer's engine.
+
+Sources of clips (one of):
+* --data DIR --split test|unseen   the make_data.py corpus (audio kept for the held-out splits)
+* --fixtures DIR                   tests/fixtures/demo_model (manifest.json + WAVs)
+
+Engines:
+* torch       transformers 5.23 ParakeetForTDT greedy `generate()`, one clip at a time (batched
+              generation is buggy for Parakeet, reference_notes §1.5). Needs /work/refvenv.
+* captioneer  `inference.engine.load_engine(model).transcribe(audio)`. Needs the dev venv.
+
+    /work/refvenv/bin/python tests/reference/demo_model/evaluate.py --engine torch \
+        --model resources/demo_model --data /work/demo_work/data --split test
+    /work/venv/bin/python tests/reference/demo_model/evaluate.py --engine captioneer \
+        --model resources/demo_model --fixtures tests/fixtures/demo_model
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import wave
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from wer import corpus_wer  # noqa: E402
+
+Transcriber = Callable[[np.ndarray], tuple[str, list[int]]]
+
+
+def read_wav(path: Path) -> np.ndarray:
+    with wave.open(str(path), "rb") as wav:
+        if wav.getframerate() != 16000 or wav.getnchannels() != 1 or wav.getsampwidth() != 2:
+            raise ValueError(f"{path} must be 16 kHz mono 16-bit PCM")
+        return np.frombuffer(wav.readframes(wav.getnframes()), dtype="<i2").astype(np.float32) / 32768.0
+
+
+def torch_transcriber(model_dir: Path, threads: int) -> Transcriber:
+    import torch
+    from transformers import ParakeetForTDT, ParakeetProcessor
+
+    torch.set_num_threads(threads)
+    processor = ParakeetProcessor.from_pretrained(model_dir)
+    model = ParakeetForTDT.from_pretrained(model_dir).eval()
+    blank, pad = model.config.blank_token_id, model.config.pad_token_id
+
+    def transcribe(audio: np.ndarray) -> tuple[str, list[int]]:
+        inputs = processor(audio, sampling_rate=16000, return_tensors="pt")
+        with torch.no_grad():
+            output = model.generate(input_features=inputs["input_features"],
+                                    attention_mask=inputs["attention_mask"])
+        sequence = output.sequences[0].tolist()
+        text = processor.decode(sequence, skip_special_tokens=True)
+        return text, [t for t in sequence if t not in (blank, pad)]
+
+    return transcribe
+
+
+def captioneer_transcriber(model_dir: Path, threads: int) -> Transcriber:
+    from inference.engine import load_engine
+
+    engine = load_engine(model_dir, threads=threads)
+
+    def transcribe(audio: np.ndarray) -> tuple[str, list[int]]:
+        transcript = engine.transcribe(audio)
+        return transcript.text, list(transcript.token_ids)
+
+    return transcribe
+
+
+def corpus_clips(data_dir: Path, split: str, limit: int | None) -> list[dict]:
+    from corpus import load_split
+
+    clips = load_split(data_dir, split)[:limit]
+    return [{"id": f"{split}_{c.meta['index']:04d}", "text": c.text, "voice": c.voice,
+             "audio": c.audio.astype(np.float32) / 32768.0} for c in clips]
+
+
+def fixture_clips(fixtures_dir: Path) -> list[dict]:
+    manifest = json.loads((fixtures_dir / "manifest.json").read_text())
+    return [{**entry, "audio": read_wav(fixtures_dir / entry["wav"])} for entry in manifest["clips"]]
+
+
+def evaluate(transcribe: Transcriber, clips: list[dict]) -> dict:
+    results = []
+    start = time.monotonic()
+    for clip in clips:
+        text, token_ids = transcribe(clip["audio"])
+        results.append({"id": clip["id"], "voice": clip.get("voice"), "reference": clip["text"],
+                        "hypothesis": text, "token_ids": token_ids})
+    return {
+        "clips": len(results),
+        "wer": corpus_wer([(r["reference"], r["hypothesis"]) for r in results]),
+        "seconds": round(time.monotonic() - start, 1),
+        "results": results,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", choices=["torch", "captioneer"], default="torch")
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--data", type=Path)
+    parser.add_argument("--split", choices=["test", "unseen"], default="test")
+    parser.add_argument("--fixtures", type=Path)
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json-out", type=Path, help="write every hypothesis here")
+    args = parser.parse_args()
+    if (args.data is None) == (args.fixtures is None):
+        parser.error("give exactly one of --data or --fixtures")
+
+    clips = fixture_clips(args.fixtures) if args.fixtures else corpus_clips(args.data, args.split, args.limit)
+    factory = torch_transcriber if args.engine == "torch" else captioneer_transcriber
+    report = evaluate(factory(args.model, args.threads), clips)
+    report.update(engine=args.engine, source=str(args.fixtures or f"{args.data}:{args.split}"))
+    if args.json_out:
+        args.json_out.write_text(json.dumps(report, indent=1) + "\n")
+    worst = sorted(report["results"], key=lambda r: r["reference"] == r["hypothesis"])[:5]
+    for r in worst:
+        print(f"  ref: {r['reference']}\n  hyp: {r['hypothesis']}")
+    print(f"{args.engine} {report['source']}: {report['clips']} clips, WER {100 * report['wer']:.2f} % "
+          f"({report['seconds']} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,267 @@
+"""Train the tiny ParakeetForTDT demo model on the cached espeak-ng corpus (transformers 5.23 TDT loss).
+
+Stops by wall-clock budget; the learning rate schedule is a function of elapsed time (warmup, then
+cosine decay to the budget end), so the run always ends with a decayed model. A checkpoint
+(state dict + optimizer) is written every --checkpoint-every-s seconds; `--export-only` turns the
+latest checkpoint into the shipped layout (save_pretrained + processor_config.json + tokenizer.json).
+
+    nice -n 15 /work/refvenv/bin/python tests/reference/demo_model/train.py \
+        --data /work/demo_work/data --work /work/demo_work/run --out resources/demo_model --budget-min 55
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import Clip, load_split  # noqa: E402
+from tokenizer import build_processor, train_tokenizer  # noqa: E402
+
+SEED = 1234
+
+
+def model_config(vocab_size: int, blank_id: int, pad_id: int):
+    from transformers import ParakeetTDTConfig
+
+    encoder = {
+        "model_type": "parakeet_encoder",
+        "hidden_size": 144,
+        "num_hidden_layers": 5,
+        "num_attention_heads": 4,
+        "intermediate_size": 576,
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "convolution_bias": False,
+        "conv_kernel_size": 9,
+        "subsampling_factor": 8,
+        "subsampling_conv_channels": 96,
+        "subsampling_conv_kernel_size": 3,
+        "subsampling_conv_stride": 2,
+        "num_mel_bins": 128,
+        "scale_input": False,
+        "dropout": 0.1,
+        "dropout_positions": 0.0,
+        "layerdrop": 0.0,
+        "activation_dropout": 0.1,
+        "attention_dropout": 0.1,
+        "max_position_embeddings": 5000,
+    }
+    return ParakeetTDTConfig(
+        vocab_size=vocab_size,
+        blank_token_id=blank_id,
+        pad_token_id=pad_id,
+        decoder_hidden_size=192,
+        num_decoder_layers=2,
+        hidden_act="relu",
+        max_symbols_per_step=10,
+        durations=[0, 1, 2, 3, 4],
+        encoder_config=encoder,
+    )
+
+
+def reset_to_torch_init(model: torch.nn.Module) -> None:
+    """transformers initialises every Linear/Conv with N(0, 0.02). Through the four stacked subsampling
+    convs that shrinks the signal ~1e-6 times, below the LayerNorm eps, and the encoder never learns
+    (the decoder then learns a language model alone). PyTorch's fan-in scaled defaults keep it alive."""
+    for module in model.modules():
+        if isinstance(module, (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d)):
+            module.reset_parameters()
+
+
+def make_batches(clips: list[Clip], max_frames: int, rng: random.Random) -> list[list[int]]:
+    """Length-bucketed batches: sort by frames (with a little jitter), cut at max padded frames."""
+    order = sorted(range(len(clips)), key=lambda i: len(clips[i].features) + rng.uniform(0, 30))
+    batches, current, longest = [], [], 0
+    for i in order:
+        n = len(clips[i].features)
+        if current and max(longest, n) * (len(current) + 1) > max_frames:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(i)
+        longest = max(longest, n)
+    if current:
+        batches.append(current)
+    rng.shuffle(batches)
+    return batches
+
+
+def spec_augment(feats: torch.Tensor, lengths: torch.Tensor, gen: torch.Generator) -> None:
+    """In place: 2 frequency masks (<= 15 bins) and 2 time masks (<= 5 % of the clip) per example."""
+    for b in range(feats.shape[0]):
+        n = int(lengths[b])
+        for _ in range(2):
+            w = int(torch.randint(0, 16, (1,), generator=gen))
+            f0 = int(torch.randint(0, 128 - w + 1, (1,), generator=gen))
+            feats[b, :n, f0:f0 + w] = 0
+            tw = int(torch.randint(0, max(1, n // 20) + 1, (1,), generator=gen))
+            t0 = int(torch.randint(0, max(1, n - tw + 1), (1,), generator=gen))
+            feats[b, t0:t0 + tw, :] = 0
+
+
+def collate(clips: list[Clip], ids: list[list[int]], blank_id: int, pad_id: int):
+    lengths = torch.tensor([len(c.features) for c in clips])
+    feats = torch.zeros(len(clips), int(lengths.max()), 128)
+    for b, c in enumerate(clips):
+        feats[b, : len(c.features)] = torch.from_numpy(c.features.astype(np.float32))
+    mask = torch.arange(feats.shape[1])[None, :] < lengths[:, None]
+    max_u = max(len(x) for x in ids)
+    labels = torch.full((len(clips), max_u), pad_id, dtype=torch.long)
+    for b, x in enumerate(ids):
+        labels[b, : len(x)] = torch.tensor(x)
+    decoder_input = torch.cat([torch.full((len(clips), 1), blank_id, dtype=torch.long), labels], dim=1)
+    return feats, mask, lengths, labels, decoder_input
+
+
+def ctc_loss(logits: torch.Tensor, lengths: torch.Tensor, labels: torch.Tensor, pad_id: int,
+             blank_id: int) -> torch.Tensor:
+    log_probs = torch.log_softmax(logits.float(), dim=-1).transpose(0, 1)
+    label_lengths = (labels != pad_id).sum(-1)
+    return torch.nn.functional.ctc_loss(log_probs, labels, lengths, label_lengths, blank=blank_id,
+                                        reduction="mean", zero_infinity=True)
+
+
+def lr_at(fraction: float, peak: float, warmup: float = 0.06, floor: float = 0.03) -> float:
+    if fraction < warmup:
+        return peak * max(fraction / warmup, 0.02)
+    progress = min(1.0, (fraction - warmup) / (1 - warmup))
+    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def export(model, processor, out_dir: Path) -> None:
+    """save_pretrained layout the engine loads; blank embedding row zeroed (reference_notes §1.5 pt 2)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model = model.eval()
+    with torch.no_grad():
+        model.decoder.embedding.weight[model.config.blank_token_id].zero_()
+    model.generation_config.decoder_start_token_id = model.config.blank_token_id
+    model.generation_config.suppress_tokens = list(
+        range(model.config.vocab_size, model.config.vocab_size + len(model.config.durations)))
+    model.save_pretrained(out_dir)
+    processor.save_pretrained(out_dir)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True, help="checkpoints, tokenizer, logs")
+    parser.add_argument("--out", type=Path, required=True, help="exported model directory")
+    parser.add_argument("--budget-min", type=float, default=55.0)
+    parser.add_argument("--checkpoint-every-s", type=float, default=240.0)
+    parser.add_argument("--max-frames", type=int, default=10000, help="padded mel frames per batch")
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--vocab", type=int, default=256)
+    parser.add_argument("--ctc-weight", type=float, default=0.3, help="auxiliary encoder CTC loss weight")
+    parser.add_argument("--export-only", action="store_true")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(SEED)
+    rng = random.Random(SEED)
+    gen = torch.Generator().manual_seed(SEED)
+    args.work.mkdir(parents=True, exist_ok=True)
+
+    from transformers import ParakeetForTDT
+
+    train = [] if args.export_only else load_split(args.data, "train")
+    tok_path = args.work / "tokenizer.json"
+    if not tok_path.exists():
+        train_tokenizer([c.text for c in train], args.vocab, tok_path)
+    processor = build_processor(tok_path)
+    tokenizer = processor.tokenizer
+    blank_id = tokenizer.convert_tokens_to_ids("<blank>")
+    pad_id = tokenizer.convert_tokens_to_ids("<pad>")
+    config = model_config(len(tokenizer), blank_id, pad_id)
+    model = ParakeetForTDT(config)
+    reset_to_torch_init(model)
+    # auxiliary CTC head on the encoder (training only, never shipped): speeds up the alignment
+    # learning a transducer otherwise needs many steps for
+    ctc_head = torch.nn.Linear(config.encoder_config.hidden_size, config.vocab_size)
+    params = list(model.parameters()) + list(ctc_head.parameters())
+    optimizer = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.98), weight_decay=1e-3)
+    ckpt_path = args.work / "checkpoint.pt"
+    state = {"elapsed_s": 0.0, "step": 0, "epoch": 0}
+    if ckpt_path.exists():
+        saved = torch.load(ckpt_path, weights_only=False)
+        model.load_state_dict(saved["model"])
+        if "ctc_head" in saved:
+            ctc_head.load_state_dict(saved["ctc_head"])
+            optimizer.load_state_dict(saved["optimizer"])
+        state = saved["state"]
+        print(f"resumed at step {state['step']} ({state['elapsed_s']:.0f}s)", flush=True)
+    if args.export_only:
+        export(model, processor, args.out)
+        return
+
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"{len(train)} train clips, {sum(len(c.features) for c in train) / 360000:.2f} h, "
+          f"vocab {len(tokenizer)}, {n_params / 1e6:.2f} M params", flush=True)
+    label_ids = [tokenizer.encode(c.text, add_special_tokens=False) for c in train]
+    budget_s = args.budget_min * 60
+    start = time.monotonic() - state["elapsed_s"]
+    last_ckpt = time.monotonic()
+    log = open(args.work / "train_log.jsonl", "a")  # noqa: SIM115 - appended to for the whole run
+
+    def save() -> None:
+        state["elapsed_s"] = time.monotonic() - start
+        torch.save({"model": model.state_dict(), "ctc_head": ctc_head.state_dict(),
+                    "optimizer": optimizer.state_dict(), "state": state},
+                   args.work / "checkpoint.tmp")
+        (args.work / "checkpoint.tmp").replace(ckpt_path)
+
+    model.train()
+    ctc_head.train()
+    done = False
+    while not done:
+        batches = make_batches(train, args.max_frames, rng)
+        for batch in batches:
+            fraction = (time.monotonic() - start) / budget_s
+            if fraction >= 1.0:
+                done = True
+                break
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(fraction, args.lr)
+            feats, mask, lengths, labels, decoder_input = collate(
+                [train[i] for i in batch], [label_ids[i] for i in batch], blank_id, pad_id)
+            spec_augment(feats, lengths, gen)
+            encoded = model.get_audio_features(input_features=feats, attention_mask=mask)
+            out = model(encoder_outputs=encoded, decoder_input_ids=decoder_input, labels=labels)
+            loss = out.loss
+            if args.ctc_weight > 0:
+                ctc = ctc_loss(ctc_head(encoded.last_hidden_state), encoded.attention_mask.sum(-1), labels,
+                               pad_id, blank_id)
+                loss = loss + args.ctc_weight * ctc
+            optimizer.zero_grad()
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            state["step"] += 1
+            if state["step"] % 10 == 0:
+                record = {"step": state["step"], "epoch": state["epoch"], "loss": round(float(out.loss.detach()), 4),
+                          "ctc": round(float(ctc.detach()), 4) if args.ctc_weight > 0 else None,
+                          "grad_norm": round(float(grad_norm), 3), "lr": optimizer.param_groups[0]["lr"],
+                          "t": round(time.monotonic() - start)}
+                print(json.dumps(record), flush=True)
+                log.write(json.dumps(record) + "\n")
+                log.flush()
+            if time.monotonic() - last_ckpt > args.checkpoint_every_s:
+                save()
+                last_ckpt = time.monotonic()
+        else:
+            state["epoch"] += 1
+    save()
+    export(model, processor, args.out)
+    print(f"done: {state['step']} steps, {state['epoch']} full epochs, {time.monotonic() - start:.0f}s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
