@@ -6,7 +6,6 @@ llama-cpp-python work without code changes here.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import CPU_FEATURES, GgmlApi, load_api
 from inference.native.lib import PINNED_LLAMA_CPP_VERSION
+from inference.native.owner import NativeOwner
 
 BACKEND_NAMES = ("auto", "cpu", "cuda", "metal", "vulkan")
 # ggml registry names of the GPU backends, and the CMake switch that builds each one in.
@@ -111,7 +111,7 @@ def describe(api: GgmlApi | None = None) -> dict[str, Any]:
     }
 
 
-class Backend:
+class Backend(NativeOwner):
     """An initialised ggml backend; owns the native handle (close it, or use ``with``)."""
 
     def __init__(self, api: GgmlApi, handle: int, kind: str, device: DeviceInfo, threads: int) -> None:
@@ -146,16 +146,6 @@ class Backend:
         if self.handle is not None:
             self.api.ggml_backend_free(self.handle)
             self.handle = None
-
-    def __enter__(self) -> Backend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:  # last resort; owners should call close()
-        with contextlib.suppress(Exception):
-            self.close()
 
     def __repr__(self) -> str:
         return f"Backend({self.kind}, device={self.device.name!r}, threads={self.threads})"

@@ -7,7 +7,6 @@ with a family-supplied build function and rebuilds only when a new bucket is ask
 
 from __future__ import annotations
 
-import contextlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
@@ -18,12 +17,13 @@ from inference.errors import BackendError, UsageError
 from inference.native.backend import Backend
 from inference.native.dtypes import numpy_dtype
 from inference.native.ops import DEFAULT_MAX_NODES, GraphBuilder
+from inference.native.owner import NativeOwner
 from inference.native.tensor import Tensor
 
 BuildFn = Callable[..., None]
 
 
-class Graph:
+class Graph(NativeOwner):
     """One computation graph, allocated on a backend and ready to run many times.
 
     ``build(g, *args)`` declares inputs with ``g.input(...)``, composes ops and marks results with
@@ -157,16 +157,6 @@ class Graph:
             self._gallocr = None
         if self._builder is not None:
             self._builder.free()
-
-    def __enter__(self) -> Graph:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:  # last resort; owners should call close()
-        with contextlib.suppress(Exception):
-            self.close()
 
 
 class GraphCache:

@@ -11,7 +11,6 @@ override forces any type (e.g. depthwise kernels must be f32). Conversions use g
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ from inference.native.backend import Backend
 from inference.native.bindings import InitParams
 from inference.native.checkpoint import Checkpoint, TensorRecord
 from inference.native.dtypes import QUANTIZED_TYPES, GgmlType, StorageType, ggml_type_of
+from inference.native.owner import NativeOwner
 from inference.native.quant import can_store_rows, dequantize, quantize
 from inference.native.tensor import MAX_DIMS, Tensor, to_ne
 
@@ -37,7 +37,7 @@ class _Pending:
     mapped: bool = False  # use the memory-mapped file bytes in place (CPU backend only)
 
 
-class WeightStore:
+class WeightStore(NativeOwner):
     """Named weight tensors in one backend buffer; owns the context and the buffer (close it)."""
 
     def __init__(self, backend: Backend, entries: list[_Pending]) -> None:
@@ -162,16 +162,6 @@ class WeightStore:
             self.api.ggml_free(self._ctx)
             self._ctx = None
         self._tensors = {}
-
-    def __enter__(self) -> WeightStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:  # last resort; owners should call close()
-        with contextlib.suppress(Exception):
-            self.close()
 
 
 def load_weights(

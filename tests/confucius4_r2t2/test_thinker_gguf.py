@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import gguf
 import numpy as np
 import pytest
+import thinker_checkpoints as tc  # noqa: E402 (on sys.path via this folder's conftest)
 
 from inference.errors import ModelError, UsageError
 from inference.families.confucius4_r2t2 import thinker_gguf as tg
 
-
-def _load_helper(name: str):
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-tc = _load_helper("thinker_checkpoints")
 ref = tc.ref
 CFG = ref.TinyQwen3(vocab_size=272, rope_theta=1_000_000.0)
 

@@ -7,28 +7,13 @@ the Qwen special tokens, and a few audio-tower tensors the thinker converter mus
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-
-def load_reference():
-    """The numpy Qwen3 reference module (loaded by path: pytest uses --import-mode=importlib)."""
-    name = "qwen3_numpy"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[1] / "native" / "qwen3_numpy.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-ref = load_reference()
+from tests.native import qwen3_numpy as ref  # noqa: E402
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|audio_start|>", "<|audio_end|>", "<|audio_pad|>"]
 ASR_TEXT = "<asr_text>"  # added but not special
