@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import thinker_checkpoints as tc  # noqa: E402 (on sys.path via this folder's conftest)
+import thinker_checkpoints as tc  # on sys.path via this folder's conftest
 
 from inference.errors import UsageError
 from inference.families.confucius4_r2t2.thinker import Thinker, ThinkerOptions, placeholder_positions

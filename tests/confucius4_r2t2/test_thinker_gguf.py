@@ -8,7 +8,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 import pytest
-import thinker_checkpoints as tc  # noqa: E402 (on sys.path via this folder's conftest)
+import thinker_checkpoints as tc  # on sys.path via this folder's conftest
 
 from inference.errors import ModelError, UsageError
 from inference.families.confucius4_r2t2 import thinker_gguf as tg
