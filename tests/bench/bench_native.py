@@ -19,6 +19,11 @@ import sys
 import time
 from collections.abc import Callable
 
+# OpenBLAS worker threads spin for a while after each call; in an A/B loop that spinning steals a core from
+# the ggml run that follows (measured: ggml f32 fell from ~236 to ~130 GF/s with 2 threads). Make them sleep
+# almost at once so each side gets the cores it asked for.
+if __name__ == "__main__":
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 # numpy's BLAS must use the same thread count as ggml; its pool is sized when numpy is imported.
 if __name__ == "__main__" and "--threads" in sys.argv:
     _threads = sys.argv[sys.argv.index("--threads") + 1]
