@@ -84,7 +84,6 @@ def test_bundled_samples_exist_with_transcripts() -> None:
         assert sample["text"] and "torch_greedy_text" in sample
 
 
-@UNDER_TRAINED
 def test_bundled_samples_are_transcribed_by_torch() -> None:
     samples = json.loads((SAMPLES / "samples.json").read_text())["samples"]
     assert wer.corpus_wer([(s["text"], s["torch_greedy_text"]) for s in samples]) <= 0.34
