@@ -89,12 +89,7 @@ def test_bundled_samples_are_transcribed_by_torch() -> None:
     assert wer.corpus_wer([(s["text"], s["torch_greedy_text"]) for s in samples]) <= 0.34
 
 
-def _engine_available() -> bool:
-    return importlib.util.find_spec("inference.families.parakeet_tdt.engine") is not None
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not _engine_available(), reason="Captioneer's parakeet_tdt engine is not built yet")
 def test_engine_output_equals_torch_greedy(manifest: dict) -> None:
     from inference.engine import load_engine
 
