@@ -37,6 +37,7 @@ import numpy as np
 
 from inference.errors import ModelError, UsageError
 from inference.families.confucius4_r2t2.checkpoint import ModelFiles, locate_model_files
+from inference.families.confucius4_r2t2.config import TextConfig, parse_text_config
 from inference.native.gguf_file import GgufFile
 from inference.paths import AppPaths
 
@@ -45,7 +46,6 @@ log = logging.getLogger(__name__)
 CONVERTER_VERSION = "1"  # bump when the GGUF written for the same source changes
 FINGERPRINT_KEY = "captioneer.thinker.source_fingerprint"
 STORAGE_TYPES = ("native", "f32", "f16", "bf16", "q8_0", "q4_k")
-DEFAULT_ROPE_THETA = 5_000_000.0  # the reference C++ engine's default when the config has none
 
 FLOAT_TYPES = ("f32", "f16", "bf16")
 _ST_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}  # bf16 kept as bits
@@ -179,20 +179,6 @@ def _read_safetensors_header(file: Path) -> dict[str, _StoredTensor]:
 # checkpoint: configuration, layout and thinker tensors
 
 
-@dataclass(frozen=True)
-class ThinkerHParams:
-    vocab_size: int
-    hidden_size: int
-    intermediate_size: int
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    head_dim: int
-    rope_theta: float
-    rms_norm_eps: float
-    max_position_embeddings: int
-
-
 def _package_file(path: Path) -> Path | None:
     """The audio.cpp GGUF package a model path means (a ``.gguf`` file, or the first one in a directory)."""
     if path.is_file() and path.suffix == ".gguf":
@@ -226,7 +212,7 @@ class ThinkerCheckpoint:
         if not isinstance(text, dict):
             raise ModelError(f"{self.source} has no text_config in its config.json", "is this a Qwen3-ASR checkpoint?")
         self.thinker_config = thinker_config
-        self.hparams = _hparams(text, self.source)
+        self.hparams = _text_config(text, self.source)
         # Package tensors carry canonical (legacy release) names whatever layout their config.json has.
         legacy_names = self.layout == "legacy" or self.package is not None
         self.prefix = "thinker.model." if legacy_names else "model.language_model."
@@ -358,31 +344,11 @@ def _directory_reader(directory: Path) -> Callable[[str], bytes | None]:
     return read
 
 
-def _hparams(text: dict, source: Path) -> ThinkerHParams:
-    def required(key: str) -> int:
-        if key not in text:
-            raise ModelError(f"text_config.{key} is missing from the config.json of {source}", "re-download the model")
-        return int(text[key])
-
-    if text.get("attention_bias"):
+def _text_config(text: dict, source: Path) -> TextConfig:
+    config = parse_text_config(text, f"text_config in the config.json of {source}")
+    if config.attention_bias:
         raise ModelError("thinker attention biases are not supported (attention_bias=true)", "use a Qwen3-ASR checkpoint")
-    heads = required("num_attention_heads")
-    hidden = required("hidden_size")
-    rope = text.get("rope_theta")
-    if rope is None:
-        rope = (text.get("rope_parameters") or {}).get("rope_theta", DEFAULT_ROPE_THETA)
-    return ThinkerHParams(
-        vocab_size=required("vocab_size"),
-        hidden_size=hidden,
-        intermediate_size=required("intermediate_size"),
-        num_hidden_layers=required("num_hidden_layers"),
-        num_attention_heads=heads,
-        num_key_value_heads=int(text.get("num_key_value_heads") or heads),
-        head_dim=int(text.get("head_dim") or hidden // heads),
-        rope_theta=float(rope),
-        rms_norm_eps=float(text.get("rms_norm_eps", 1e-6)),
-        max_position_embeddings=int(text.get("max_position_embeddings", 65536)),
-    )
+    return config
 
 
 # --------------------------------------------------------------------------------------------
