@@ -139,16 +139,38 @@ def open_checkpoint(paths: str | Path | Iterable[str | Path], api: GgmlApi | Non
     return Checkpoint(records, files, api)
 
 
-def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
-    with path.open("rb") as handle:
-        try:
+def read_safetensors_header(path: Path) -> tuple[int, dict[str, dict]]:
+    """The JSON header of a safetensors file and where its data starts, checked against the file size.
+
+    Raises InputFileError naming the file when the header is unreadable or a tensor ends past the file
+    (a truncated download), so a damaged file never surfaces later as a shape error.
+    """
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
             (header_len,) = struct.unpack("<Q", handle.read(8))
+            if 8 + header_len > size:
+                raise ValueError(f"header length {header_len} runs past the end of the file")
             header = json.loads(handle.read(header_len))
-        except (struct.error, ValueError) as exc:
-            raise InputFileError(f"{path} is not a valid safetensors file: {exc}") from exc
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+    except (OSError, struct.error, ValueError) as exc:
+        raise InputFileError(f"{path} is not a valid safetensors file: {exc}",
+                             "re-download the model or check the path") from exc
+    data_start = 8 + header_len
+    for name, info in header.items():
+        if name != "__metadata__" and data_start + int(info["data_offsets"][1]) > size:
+            raise InputFileError(f"{path} is truncated (tensor {name!r} ends past the end of the file)",
+                                 "re-download the model")
+    return data_start, header
+
+
+def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
+    data_start, header = read_safetensors_header(path)
+    with path.open("rb") as handle:
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     whole = np.frombuffer(mapped, dtype=np.uint8)
-    data = whole[8 + header_len :]
+    data = whole[data_start:]
     records = {}
     for name, info in header.items():
         if name == "__metadata__":

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import thinker_checkpoints as tc  # on sys.path via this folder's conftest
 
-from inference.errors import ModelError, UsageError
+from inference.errors import InputFileError, ModelError, UsageError
 from inference.families.confucius4_r2t2 import thinker_gguf as tg
 
 ref = tc.ref
@@ -166,5 +166,5 @@ def test_checkpoint_errors(tmp_path: Path, legacy_dir: Path) -> None:
     truncated = tc.write_checkpoint(tmp_path / "trunc", CFG, ref.random_weights(CFG), "legacy")
     data = (truncated / "model.safetensors").read_bytes()
     (truncated / "model.safetensors").write_bytes(data[: len(data) // 2])
-    with pytest.raises(ModelError, match="truncated"):
+    with pytest.raises(InputFileError, match=r"model\.safetensors is truncated"):
         tg.ThinkerCheckpoint(truncated)

@@ -194,6 +194,17 @@ def test_arrays_and_errors(cpu_backend, safetensors_file, tmp_path):
         open_checkpoint(broken)
 
 
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+def test_damaged_safetensors_name_the_file(safetensors_file, tmp_path, damage):
+    path, _ = safetensors_file
+    damaged = tmp_path / "model.safetensors"
+    whole = path.read_bytes()
+    damaged.write_bytes({"truncated": whole[: len(whole) - 100], "garbage": b"\xff" * 64, "empty": b""}[damage])
+    with pytest.raises(InputFileError, match=r"model\.safetensors") as caught:
+        open_checkpoint(damaged)
+    assert "re-download" in caught.value.fix
+
+
 def test_cpu_store_uses_the_mapped_file_in_place(cpu_backend, gguf_file):
     path, expected, _ = gguf_file
     ckpt = open_checkpoint(path)

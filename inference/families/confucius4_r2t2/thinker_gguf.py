@@ -38,6 +38,7 @@ import numpy as np
 from inference.errors import ModelError, UsageError
 from inference.families.confucius4_r2t2.checkpoint import ModelFiles, locate_model_files
 from inference.families.confucius4_r2t2.config import TextConfig, parse_text_config
+from inference.native.checkpoint import read_safetensors_header
 from inference.native.gguf_file import GgufFile
 from inference.paths import AppPaths
 
@@ -154,24 +155,13 @@ def to_f32(data: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def _read_safetensors_header(file: Path) -> dict[str, _StoredTensor]:
-    try:
-        size = file.stat().st_size
-        with file.open("rb") as handle:
-            header_len = int.from_bytes(handle.read(8), "little")
-            if header_len <= 0 or 8 + header_len > size:
-                raise ValueError("bad header length")
-            header = json.loads(handle.read(header_len))
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"{file} is not a readable safetensors file ({exc})", "re-download the model") from exc
-    start = 8 + header_len
+    start, header = read_safetensors_header(file)
     tensors = {}
     for name, meta in header.items():
         if name == "__metadata__":
             continue
-        dtype, shape, (begin, end) = meta["dtype"], tuple(meta["shape"]), meta["data_offsets"]
-        if start + end > size:
-            raise ModelError(f"{file} is truncated (tensor {name} ends past the file)", "re-download the model")
-        tensors[name] = _StoredTensor(file, dtype, shape, start + begin, start + end)
+        begin, end = meta["data_offsets"]
+        tensors[name] = _StoredTensor(file, meta["dtype"], tuple(meta["shape"]), start + begin, start + end)
     return tensors
 
 
