@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from inference.families.parakeet_tdt.config import parse_encoder_config
 from inference.families.parakeet_tdt.encoder import (
-    EncoderHyperparams,
     ParakeetEncoder,
     relative_positions,
     subsampled_length,
@@ -45,7 +45,7 @@ def _features(clip: str) -> tuple[np.ndarray, int, bool]:
 def model(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     name = request.param
     cfg = json.loads((ROOT / "models" / name / "config.json").read_text())
-    hp = EncoderHyperparams.from_config(cfg["encoder_config"])
+    hp = parse_encoder_config(cfg["encoder_config"], "config.json")
     with open_backend("cpu", threads=2) as backend, open_checkpoint(ROOT / "models" / name / "model.safetensors") as ck:
         yield name, backend, ck, hp
 

@@ -18,14 +18,13 @@ masks its own padding, so results on valid frames do not depend on the bucket.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from inference.errors import ModelError, UsageError
-from inference.families.parakeet_tdt.config import EncoderConfig, parse_encoder_config
+from inference.families.parakeet_tdt.config import EncoderConfig
 from inference.native import Backend, GraphBuilder, GraphCache, StorageType, Tensor, WeightStore, load_weights
 
 FEATURE_BUCKET = 64  # feature frames per bucket step (8 encoder frames)
@@ -38,49 +37,6 @@ class TensorSource(Protocol):
     def shape(self, name: str) -> tuple[int, ...]: ...
 
     def numpy(self, name: str) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class EncoderHyperparams:
-    hidden: int
-    layers: int
-    heads: int
-    intermediate: int
-    conv_kernel: int
-    subsampling_channels: int
-    mel_bins: int
-    attention_bias: bool
-    convolution_bias: bool
-    scale_input: bool
-    max_positions: int
-    subsampling_factor: int = 8
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
-
-    @classmethod
-    def from_encoder_config(cls, enc: EncoderConfig) -> EncoderHyperparams:
-        """From the typed, already validated ``config.EncoderConfig`` (the one place that parses config.json)."""
-        return cls(
-            hidden=enc.hidden_size,
-            layers=enc.num_hidden_layers,
-            heads=enc.num_attention_heads,
-            intermediate=enc.intermediate_size,
-            conv_kernel=enc.conv_kernel_size,
-            subsampling_channels=enc.subsampling_conv_channels,
-            mel_bins=enc.num_mel_bins,
-            attention_bias=enc.attention_bias,
-            convolution_bias=enc.convolution_bias,
-            scale_input=enc.scale_input,
-            max_positions=enc.max_position_embeddings,
-            subsampling_factor=enc.subsampling_factor,
-        )
-
-    @classmethod
-    def from_config(cls, enc: Mapping[str, Any], source: str = "config.json") -> EncoderHyperparams:
-        """From a raw ``encoder_config`` mapping; missing keys take transformers' defaults (config.py)."""
-        return cls.from_encoder_config(parse_encoder_config(dict(enc), source))
 
 
 def conv_out_length(length: int) -> int:
@@ -105,11 +61,11 @@ def relative_positions(frames: int, hidden: int) -> np.ndarray:
     return table
 
 
-def _prepared_arrays(src: TensorSource, hp: EncoderHyperparams) -> dict[str, np.ndarray]:
+def _prepared_arrays(src: TensorSource, hp: EncoderConfig) -> dict[str, np.ndarray]:
     """The only weights used in a different form than stored: eval BatchNorm folded into the depthwise
     conv (small). Everything large is used in place, so f32 checkpoints stay memory-mapped."""
     arrays: dict[str, np.ndarray] = {}
-    for i in range(hp.layers):
+    for i in range(hp.num_hidden_layers):
         p = f"encoder.layers.{i}."
         q = f"L{i}."
         # Folded in float64 and rounded once; the reference applies conv then BatchNorm in f32.
@@ -125,13 +81,13 @@ def _prepared_arrays(src: TensorSource, hp: EncoderHyperparams) -> dict[str, np.
     return arrays
 
 
-def _direct_names(hp: EncoderHyperparams) -> dict[str, str]:
+def _direct_names(hp: EncoderConfig) -> dict[str, str]:
     """Weights used as stored: store name → checkpoint name."""
     names = {"sub.linear.weight": "encoder.subsampling.linear.weight", "sub.linear.bias": "encoder.subsampling.linear.bias"}
     for idx in (0, 2, 3, 5, 6):
         names[f"sub.{idx}.weight"] = f"encoder.subsampling.layers.{idx}.weight"
         names[f"sub.{idx}.bias"] = f"encoder.subsampling.layers.{idx}.bias"
-    for i in range(hp.layers):
+    for i in range(hp.num_hidden_layers):
         p = f"encoder.layers.{i}."
         q = f"L{i}."
         for norm in ("norm_feed_forward1", "norm_self_att", "norm_conv", "norm_feed_forward2", "norm_out"):
@@ -170,20 +126,20 @@ class ParakeetEncoder:
         backend: Backend,
         checkpoint: Any,
         source: TensorSource,
-        hyper: EncoderHyperparams,
+        config: EncoderConfig,
         weight_type: str = "native",
         conv_weight_type: str = "native",
         max_graphs: int = 3,
     ) -> None:
         self.backend = backend
-        self.hp = hyper
+        self.hp = config
         matmul_storage = StorageType.parse(weight_type)
         conv_storage = StorageType.parse(conv_weight_type)
-        direct = _direct_names(hyper)
+        direct = _direct_names(config)
         missing = [n for n in direct.values() if n not in checkpoint]
         if missing:
             raise ModelError(f"checkpoint lacks encoder tensor {missing[0]!r}", "use an unmodified checkpoint")
-        arrays = _prepared_arrays(source, hyper)
+        arrays = _prepared_arrays(source, config)
         overrides: dict[str, Any] = {}
         for name in (*direct, *arrays):
             if name.startswith("sub.") and name.endswith(".weight") and not name.startswith("sub.linear"):
@@ -219,22 +175,22 @@ class ParakeetEncoder:
     def encode(self, features: np.ndarray, valid_feature_frames: int) -> EncoderOutput:
         """features: (frames, mel) from the frontend (padded frames already zero)."""
         frames, mels = features.shape
-        if mels != self.hp.mel_bins:
-            raise UsageError(f"encoder expects {self.hp.mel_bins} mel bins, got {mels}")
+        if mels != self.hp.num_mel_bins:
+            raise UsageError(f"encoder expects {self.hp.num_mel_bins} mel bins, got {mels}")
         valid_out = subsampled_length(valid_feature_frames)
         if valid_feature_frames <= 0 or valid_out <= 0:
-            return EncoderOutput(np.zeros((0, self.hp.hidden), np.float32), 0)
+            return EncoderOutput(np.zeros((0, self.hp.hidden_size), np.float32), 0)
         bucket = -(-frames // FEATURE_BUCKET) * FEATURE_BUCKET
         t_enc = subsampled_length(bucket)
-        if t_enc > self.hp.max_positions:
+        if t_enc > self.hp.max_position_embeddings:
             raise UsageError(
-                f"{frames * 0.01:.0f} s of audio exceeds the encoder's {self.hp.max_positions} positions "
-                f"(about {self.hp.max_positions * 0.08:.0f} s) in full-context mode",
+                f"{frames * 0.01:.0f} s of audio exceeds the encoder's {self.hp.max_position_embeddings} positions "
+                f"(about {self.hp.max_position_embeddings * 0.08:.0f} s) in full-context mode",
                 "use --session-option offline_mode=long_form (or auto)",
             )
         padded = np.zeros((1, 1, bucket, mels), np.float32)
         padded[0, 0, :frames] = features
-        inputs = {"features": padded, "pos": relative_positions(t_enc, self.hp.hidden)}
+        inputs = {"features": padded, "pos": relative_positions(t_enc, self.hp.hidden_size)}
         length = valid_feature_frames
         for stage in (1, 2, 3):
             length = conv_out_length(length)
@@ -249,9 +205,9 @@ class ParakeetEncoder:
     def _build(self, g: GraphBuilder, bucket: int) -> None:
         hp, w = self.hp, self.weights
         t1, t2, t3 = (subsampled_length(bucket, s) for s in (1, 2, 3))
-        x = g.input("features", (1, 1, bucket, hp.mel_bins))
+        x = g.input("features", (1, 1, bucket, hp.num_mel_bins))
         m1, m2, m3 = g.input("mask1", (t1, 1)), g.input("mask2", (t2, 1)), g.input("mask3", (t3, 1))
-        pos = g.input("pos", (2 * t3 - 1, hp.hidden))
+        pos = g.input("pos", (2 * t3 - 1, hp.hidden_size))
         attn_mask = g.input("attn_mask", (t3, t3))
 
         h = g.conv2d(x, w["sub.0.weight"], w["sub.0.bias"], stride=(2, 2), padding=(1, 1))
@@ -264,9 +220,9 @@ class ParakeetEncoder:
         h = g.reshape(g.permute(h, (0, 2, 1, 3)), (t3, channels * freq))  # index c·F + f, as HF flattens
         x = g.linear(h, w["sub.linear.weight"], w["sub.linear.bias"])
         if hp.scale_input:  # HF: hidden_states * sqrt(hidden) after the subsampling linear
-            x = g.scale(x, math.sqrt(hp.hidden))
+            x = g.scale(x, math.sqrt(hp.hidden_size))
 
-        for i in range(hp.layers):
+        for i in range(hp.num_hidden_layers):
             x = self._layer(g, x, f"L{i}.", pos, attn_mask, m3, t3)
         g.output("hidden", x)
 
@@ -289,7 +245,7 @@ class ParakeetEncoder:
         self, g: GraphBuilder, x: Tensor, p: str, pos: Tensor, attn_mask: Tensor, mask: Tensor, t: int
     ) -> Tensor:
         hp, w = self.hp, self.weights
-        heads, hd = hp.heads, hp.head_dim
+        heads, hd = hp.num_attention_heads, hp.head_dim
         x = g.add(x, self._feed_forward(g, x, p + "feed_forward1."))
 
         # --- relative-position multi-head self-attention
@@ -307,7 +263,7 @@ class ParakeetEncoder:
         scores = g.add(content, _relative_shift(g, position_raw, t, heads))
         probs = g.softmax(scores, attn_mask, hd**-0.5)
         ctx = g.mul_mat(g.cont(g.transpose(v)), probs)  # (heads, T, hd)
-        ctx = g.reshape(g.cont(g.permute(ctx, (1, 0, 2))), (t, hp.hidden))
+        ctx = g.reshape(g.cont(g.permute(ctx, (1, 0, 2))), (t, hp.hidden_size))
         x = g.add(x, g.linear(ctx, w[p + "o_proj.weight"], self._opt(p + "o_proj.bias")))
 
         # --- convolution module
@@ -316,7 +272,7 @@ class ParakeetEncoder:
         h = g.mul(g.glu(h, axis=-1), mask)  # padded time steps are zeroed before the depthwise conv
         h = g.depthwise_conv1d(
             g.cont(g.transpose(h)), w[p + "conv.depthwise.weight"], w[p + "conv.depthwise.bias"],
-            padding=(hp.conv_kernel - 1) // 2, time_major_out=True,
+            padding=(hp.conv_kernel_size - 1) // 2, time_major_out=True,
         )  # (T, C)
         h = g.silu(h)
         h = g.linear(h, self._pointwise(g, p + "conv.pointwise_conv2.weight"), self._opt(p + "conv.pointwise_conv2.bias"))

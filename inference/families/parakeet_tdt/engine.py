@@ -35,7 +35,7 @@ from inference.errors import BackendError, NotImplementedFamilyError, UsageError
 from inference.families.parakeet_tdt.checkpoint import ParakeetCheckpoint, open_parakeet_checkpoint
 from inference.families.parakeet_tdt.config import ParakeetConfig
 from inference.families.parakeet_tdt.decoder import DecoderState, DecoderWeights, TdtDecoder, TokenStep
-from inference.families.parakeet_tdt.encoder import EncoderHyperparams, ParakeetEncoder
+from inference.families.parakeet_tdt.encoder import ParakeetEncoder
 from inference.families.parakeet_tdt.frontend import compute_features
 from inference.families.parakeet_tdt.options import (
     SAMPLE_RATE,
@@ -93,7 +93,7 @@ class ParakeetEngine:
             backend,
             checkpoint.tensors,
             checkpoint.tensors,
-            EncoderHyperparams.from_encoder_config(config.encoder),
+            config.encoder,
             weight_type=session.weight_type,
             conv_weight_type=session.conv_weight_type,
         )
