@@ -46,7 +46,7 @@ from inference.native.backend import Backend, describe, list_devices, open_backe
 from inference.native.bindings import GgmlApi, load_api
 from inference.native.checkpoint import Checkpoint, TensorRecord, open_checkpoint
 from inference.native.dtypes import GgmlType, StorageType
-from inference.native.graph import Graph, GraphCache
+from inference.native.graph import Graph, GraphBudgetError, GraphCache
 from inference.native.lib import GgmlLibraries, load_ggml_libraries
 from inference.native.ops import GraphBuilder
 from inference.native.tensor import Tensor
@@ -59,6 +59,7 @@ __all__ = [
     "GgmlLibraries",
     "GgmlType",
     "Graph",
+    "GraphBudgetError",
     "GraphBuilder",
     "GraphCache",
     "StorageType",

@@ -159,25 +159,48 @@ class Graph(NativeOwner):
             self._builder.free()
 
 
+class GraphBudgetError(UsageError):
+    """A graph needs more compute memory than its cache may hold; families re-raise it naming their option."""
+
+    def __init__(self, needed_bytes: int, limit_bytes: int) -> None:
+        super().__init__(
+            f"a graph needs {needed_bytes / 2**20:.1f} MiB of compute memory, more than the {limit_bytes / 2**20:.1f} MiB "
+            "limit", "raise the limit or use smaller inputs")
+        self.needed_bytes = needed_bytes
+        self.limit_bytes = limit_bytes
+
+
 class GraphCache:
     """Graphs built by ``build(g, key)`` for shape-bucket ``key``; keeps the ``max_graphs`` most recent.
 
     Family code pads its inputs to the bucket (e.g. the frame count rounded up) and asks for the
     graph of that bucket; a graph is rebuilt only when its bucket is not cached.
+
+    ``max_buffer_bytes`` bounds the compute memory of the cached graphs together (a family's
+    "graph arena" option): older graphs are evicted to make room, and a graph that alone needs more
+    raises :class:`GraphBudgetError` (it is freed before anything runs on it).
     """
 
     def __init__(
         self, backend: Backend, build: Callable[[GraphBuilder, Hashable], None], max_graphs: int = 4,
-        max_nodes: int = DEFAULT_MAX_NODES,
+        max_nodes: int = DEFAULT_MAX_NODES, max_buffer_bytes: int | None = None,
     ) -> None:  # fmt: skip
         if max_graphs < 1:
             raise UsageError("a graph cache must hold at least one graph")
+        if max_buffer_bytes is not None and max_buffer_bytes <= 0:
+            raise UsageError(f"a graph cache's compute memory limit must be positive, got {max_buffer_bytes}")
         self.backend = backend
         self.build = build
         self.max_graphs = max_graphs
         self.max_nodes = max_nodes
+        self.max_buffer_bytes = max_buffer_bytes
         self.builds = 0  # how many graphs were built (for tests and stats)
         self._graphs: OrderedDict[Hashable, Graph] = OrderedDict()
+
+    @property
+    def buffer_bytes(self) -> int:
+        """Compute memory held by the cached graphs."""
+        return sum(graph.compute_buffer_bytes for graph in self._graphs.values())
 
     def get(self, key: Hashable) -> Graph:
         graph = self._graphs.get(key)
@@ -186,8 +209,14 @@ class GraphCache:
             return graph
         graph = Graph(self.backend, self.build, key, max_nodes=self.max_nodes)
         self.builds += 1
+        needed = graph.compute_buffer_bytes
+        if self.max_buffer_bytes is not None and needed > self.max_buffer_bytes:
+            graph.close()
+            raise GraphBudgetError(needed, self.max_buffer_bytes)
         self._graphs[key] = graph
-        while len(self._graphs) > self.max_graphs:
+        while len(self._graphs) > self.max_graphs or (
+            self.max_buffer_bytes is not None and len(self._graphs) > 1 and self.buffer_bytes > self.max_buffer_bytes
+        ):
             _, evicted = self._graphs.popitem(last=False)
             evicted.close()
         return graph

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from inference.errors import UsageError
-from inference.native import Graph, GraphCache
+from inference.native import Graph, GraphBudgetError, GraphCache
 
 
 def rss_bytes() -> int:
@@ -78,6 +78,28 @@ def test_cache_builds_once_per_bucket_and_evicts(cpu_backend):
             evicted.compute()
         cache.get(16)
         assert built[-1] == 16
+
+
+def test_cache_keeps_its_graphs_within_the_compute_memory_limit(cpu_backend):
+    w = np.zeros((512, 256), np.float32)
+    with Graph(cpu_backend, mlp, 64) as probe:
+        per_64_rows = probe.compute_buffer_bytes
+    assert per_64_rows > 0
+    # room for one 64-row graph and a bit more, not for two
+    with GraphCache(cpu_backend, mlp, max_graphs=4, max_buffer_bytes=per_64_rows * 3 // 2) as cache:
+        first = cache.get(64)
+        cache.get(63)  # fits alone, but not together with the first: the older one goes
+        assert len(cache) == 1 and cache.buffer_bytes <= per_64_rows * 3 // 2
+        with pytest.raises(UsageError, match="closed"):
+            first.compute()
+        with pytest.raises(GraphBudgetError, match="MiB of compute memory") as caught:
+            cache.get(256)
+        assert caught.value.needed_bytes > caught.value.limit_bytes
+        assert len(cache) == 1 and cache.builds == 3  # the graph that did not fit was freed, the cached one kept
+        out = cache.run(63, x=np.ones((63, 256), np.float32), w=w)
+        assert out["y"].shape == (63, 512)
+    with pytest.raises(UsageError, match="positive"):
+        GraphCache(cpu_backend, mlp, max_buffer_bytes=0)
 
 
 def test_input_and_output_checks(cpu_backend):

@@ -179,3 +179,17 @@ def test_keep_language_tags_matches_reference(engine) -> None:  # type: ignore[n
         assert eng.transcribe(audio, keep_language_tags=True).text == ref["text_with_special"]
     if model == "tiny_a":
         assert ref["text_with_special"] != ref["text"]
+
+
+def test_encoder_graph_arena_bounds_full_context_memory() -> None:
+    audio = _audio("long")
+    # tiny_a needs ~17 MiB for the 30 s clip at once and 6-8 MiB per 14 s long-form window
+    with load_engine(model_dir("tiny_a"), backend="cpu", threads=2,
+                     session_options={"encoder_graph_arena_mb": 10}) as small:
+        with pytest.raises(UsageError, match="encoder_graph_arena_mb=10") as caught:
+            small.transcribe(audio)
+        assert "long_form" in caught.value.fix
+        # shorter windows fit the same arena (older window graphs are evicted to stay within it)
+        # and give the reference long-form result
+        assert small.transcribe(audio, audio_chunk_mode="fixed").text == expected("tiny_a")["long_form"]["text"]
+        assert 0 < small.encoder.graph_buffer_bytes <= 10 * 2**20

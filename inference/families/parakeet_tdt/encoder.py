@@ -25,7 +25,16 @@ import numpy as np
 
 from inference.errors import ModelError, UsageError
 from inference.families.parakeet_tdt.config import EncoderConfig
-from inference.native import Backend, GraphBuilder, GraphCache, StorageType, Tensor, WeightStore, load_weights
+from inference.native import (
+    Backend,
+    GraphBudgetError,
+    GraphBuilder,
+    GraphCache,
+    StorageType,
+    Tensor,
+    WeightStore,
+    load_weights,
+)
 
 FEATURE_BUCKET = 64  # feature frames per bucket step (8 encoder frames)
 MEL_BINS_PER_STRIDE = 2
@@ -130,7 +139,10 @@ class ParakeetEncoder:
         weight_type: str = "native",
         conv_weight_type: str = "native",
         max_graphs: int = 3,
+        graph_arena_mb: int | None = None,
     ) -> None:
+        """``graph_arena_mb``: the ``encoder_graph_arena_mb`` option, the compute memory all cached
+        graphs may hold together (None: unbounded)."""
         self.backend = backend
         self.hp = config
         matmul_storage = StorageType.parse(weight_type)
@@ -155,11 +167,18 @@ class ParakeetEncoder:
         self.weights: WeightStore = load_weights(
             backend, checkpoint, names=direct, storage=matmul_storage, overrides=overrides, arrays=arrays
         )
-        self._graphs = GraphCache(backend, self._build, max_graphs=max_graphs)
+        self.graph_arena_mb = graph_arena_mb
+        arena_bytes = None if graph_arena_mb is None else graph_arena_mb * 2**20
+        self._graphs = GraphCache(backend, self._build, max_graphs=max_graphs, max_buffer_bytes=arena_bytes)
 
     @property
     def graph_builds(self) -> int:
         return self._graphs.builds
+
+    @property
+    def graph_buffer_bytes(self) -> int:
+        """Compute memory the cached graphs hold (bounded by ``graph_arena_mb``)."""
+        return self._graphs.buffer_bytes
 
     def close(self) -> None:
         self._graphs.close()
@@ -198,7 +217,15 @@ class ParakeetEncoder:
             inputs[f"mask{stage}"] = (np.arange(size) < length).astype(np.float32).reshape(size, 1)
         key_mask = np.where(np.arange(t_enc) < valid_out, 0.0, -np.inf).astype(np.float32)
         inputs["attn_mask"] = np.broadcast_to(key_mask, (t_enc, t_enc)).copy()
-        out = self._graphs.run(bucket, inputs)["hidden"]
+        try:
+            graph = self._graphs.get(bucket)
+        except GraphBudgetError as exc:
+            raise UsageError(
+                f"encoding {frames * 0.01:.1f} s of audio at once needs {exc.needed_bytes / 2**20:.0f} MiB of compute "
+                f"memory, more than encoder_graph_arena_mb={self.graph_arena_mb}",
+                "raise --session-option encoder_graph_arena_mb, or use offline_mode=long_form (shorter windows)",
+            ) from exc
+        out = graph.run(inputs)["hidden"]
         return EncoderOutput(out[:valid_out], valid_out)
 
     # ------------------------------------------------------------------------------------------

@@ -96,6 +96,7 @@ class ParakeetEngine:
             config.encoder,
             weight_type=session.weight_type,
             conv_weight_type=session.conv_weight_type,
+            graph_arena_mb=session.encoder_graph_arena_mb,
         )
         try:
             check_weight_budget(self.encoder.weights.buffer_bytes, session.weight_context_mb)
