@@ -38,6 +38,16 @@ SAMPLE_RATE = 16000
 TRAIN_BASES = ["en-us", "en-gb", "en-gb-x-rp", "en-gb-scotland", "en-us-nyc", "en-gb-x-gbclan"]
 TRAIN_VARIANTS = ["", "m1", "m2", "m3", "m4", "m5", "m6", "f1", "f2", "f3", "f4", "klatt", "klatt2",
                   "Alex", "Annie", "Gene", "Lee", "max", "paul", "Andy", "Jacky"]
+# --voices extended adds these to the training variants (speaker diversity for unseen voices). Left out on
+# purpose: near-copies of held-out variants (edward2, anikaRobot) and effects voices (robosoft*, whisper*,
+# Demonic, UniRobot, croak).
+EXTRA_TRAIN_VARIANTS = [
+    "Alicia", "Andrea", "AnxiousAndy", "Denis", "Diogo", "Gene2", "Henrique", "Hugo", "Marco", "Mario", "Michael",
+    "Mike", "Nguyen", "RicishayMax", "RicishayMax2", "RicishayMax3", "Storm", "Tweaky", "adam", "announcer",
+    "antonio", "aunty", "benjamin", "boris", "caleb", "ed", "fast", "grandma", "grandpa", "gustave", "iven",
+    "iven2", "iven3", "iven4", "kaukovalta", "klatt4", "klatt5", "klatt6", "marcelo", "michel", "miguel", "pablo",
+    "pedro", "quincy", "rob", "robert", "sandro", "shelby", "steph", "steph2", "steph3", "travis", "victor", "zac",
+]
 TEST_VARIANTS = ["m7", "f5", "john", "linda", "klatt3"]
 UNSEEN_BASES = ["en-029", "en-gb-x-gbcwmd"]
 UNSEEN_VARIANTS = ["m8", "edward", "david", "anika", "norbert", "belinda"]
@@ -97,8 +107,11 @@ def render_clip(job: dict) -> tuple[dict, np.ndarray]:
     return job, (audio * 32767).astype(np.int16)
 
 
-def plan_jobs(split: str, count: int, seed: int, exclude: set[str]) -> list[dict]:
+def plan_jobs(split: str, count: int, seed: int, exclude: set[str], offset_shift: int = 0,
+              extra_variants: tuple[str, ...] = ()) -> list[dict]:
     offset, bases, variants, _ = SPLITS[split]
+    offset += offset_shift
+    variants = [*variants, *extra_variants]
     texts = make_sentences(seed * 1000 + offset, count, exclude)
     rng = random.Random(seed * 7919 + offset)
     jobs = []
@@ -167,6 +180,10 @@ def main() -> None:
     parser.add_argument("--test", type=int, default=300)
     parser.add_argument("--unseen", type=int, default=300)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--voices", choices=["base", "extended"], default="base",
+                        help="training variants: the base list, or it plus EXTRA_TRAIN_VARIANTS")
+    parser.add_argument("--train-offset", type=int, default=0,
+                        help="shifts the training split's sentence/voice seed (a second corpus with new sentences)")
     parser.add_argument("--time-budget-s", type=float, default=600.0,
                         help="stop starting new train shards after this many seconds")
     args = parser.parse_args()
@@ -176,7 +193,9 @@ def main() -> None:
     test_jobs = plan_jobs("test", args.test, args.seed, set())
     unseen_jobs = plan_jobs("unseen", args.unseen, args.seed, {j["text"] for j in test_jobs})
     held_out = {j["text"] for j in test_jobs + unseen_jobs}
-    train_jobs = plan_jobs("train", args.train, args.seed, held_out)
+    extra = tuple(EXTRA_TRAIN_VARIANTS) if args.voices == "extended" else ()
+    assert not set(extra) & set(TEST_VARIANTS + UNSEEN_VARIANTS)
+    train_jobs = plan_jobs("train", args.train, args.seed, held_out, 10 * args.train_offset, extra)
     plans = [("test", test_jobs), ("unseen", unseen_jobs), ("train", train_jobs)]
 
     with mp.Pool(args.workers) as pool:

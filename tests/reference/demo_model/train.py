@@ -151,7 +151,8 @@ def export(model, processor, out_dir: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--data", type=Path, required=True, action="append",
+                        help="a make_data.py corpus; repeat to train on the union of their train splits")
     parser.add_argument("--work", type=Path, required=True, help="checkpoints, tokenizer, logs")
     parser.add_argument("--out", type=Path, required=True, help="exported model directory")
     parser.add_argument("--budget-min", type=float, default=55.0)
@@ -162,6 +163,9 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=256)
     parser.add_argument("--ctc-weight", type=float, default=0.3, help="auxiliary encoder CTC loss weight")
     parser.add_argument("--export-only", action="store_true")
+    parser.add_argument("--init-from", type=Path,
+                        help="start from this checkpoint's weights and optimizer moments with a fresh schedule "
+                             "(a new cosine cycle over --budget-min); ignored when --work has a checkpoint")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -172,7 +176,7 @@ def main() -> None:
 
     from transformers import ParakeetForTDT
 
-    train = [] if args.export_only else load_split(args.data, "train")
+    train = [] if args.export_only else [clip for data in args.data for clip in load_split(data, "train")]
     tok_path = args.work / "tokenizer.json"
     if not tok_path.exists():
         train_tokenizer([c.text for c in train], args.vocab, tok_path)
@@ -198,6 +202,18 @@ def main() -> None:
             optimizer.load_state_dict(saved["optimizer"])
         state = saved["state"]
         print(f"resumed at step {state['step']} ({state['elapsed_s']:.0f}s)", flush=True)
+    elif args.init_from is not None:
+        saved = torch.load(args.init_from, weights_only=False)
+        model.load_state_dict(saved["model"])
+        ctc_head.load_state_dict(saved["ctc_head"])
+        optimizer.load_state_dict(saved["optimizer"])
+        state = {"elapsed_s": 0.0, "step": saved["state"]["step"], "epoch": 0}
+        print(f"initialised from {args.init_from} (step {state['step']}), new schedule", flush=True)
+    blank_row = model.decoder.embedding.weight[blank_id]
+    with torch.no_grad():
+        # the engine (like NeMo, whose prediction net pads with blank) starts from a zero blank
+        # embedding; train with that row fixed at zero so training and inference see the same state
+        blank_row.zero_()
     if args.export_only:
         export(model, processor, args.out)
         return
@@ -244,6 +260,8 @@ def main() -> None:
             loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
+            with torch.no_grad():
+                blank_row.zero_()
             state["step"] += 1
             if state["step"] % 10 == 0:
                 record = {"step": state["step"], "epoch": state["epoch"], "loss": round(float(out.loss.detach()), 4),
