@@ -5,11 +5,15 @@ Layout under the models directory (``AppPaths.models``, overridable with ``CAPTI
     <id>/                       an installed package; installed iff captioneer-package.json exists
     .partial/<id>/<file>.part   resumable downloads (+ <file>.json: the remote file they belong to)
     .tmp-<id>-<random>/         an install being assembled; renamed to <id> when complete
+    .locks/<id>.lock            held while a process installs, imports or removes <id>
 
 Downloads land in ``.partial`` and survive cancel, crashes and lost connections (``cleanup`` drops
 partials untouched for a week and ``.tmp-`` directories untouched for a day). Only when every
 file is complete and verified are they moved into a ``.tmp-`` directory, converted if the family
 needs it, given the marker, and renamed into place, so a half-done install never looks installed.
+Two processes (or two windows) working on the same package would fight over its partial files, so
+install, import and remove hold a per-package file lock and refuse, naming the problem, when it is taken;
+``cleanup`` leaves a busy package's leftovers alone.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+from filelock import FileLock, Timeout
 
 from inference.errors import ModelError, NotImplementedFamilyError, UsageError
 from inference.models.catalog import INSTALL_MARKER, Catalog
@@ -59,6 +65,8 @@ DERIVED_DIR = ".captioneer"  # per-package caches written by conversions, not do
 
 PARTIAL_DIR = ".partial"
 TMP_PREFIX = ".tmp-"
+LOCK_DIR = ".locks"
+_TMP_NAME = re.compile(r"^\.tmp-(?P<id>.+?)(?:-old|-removing)?-[0-9a-f]{8}$")
 DAY_S = 24 * 3600
 PARTIAL_MAX_AGE_S = 7 * DAY_S
 DISK_RESERVE_BYTES = 32 * 1024 * 1024  # never fill the disk to the last byte
@@ -174,16 +182,55 @@ class ModelStore:
                 "install another package of the same family, or update Captioneer",
             )
         self.root.mkdir(parents=True, exist_ok=True)
-        self.cleanup(keep=pkg.id)
-        tracker = _Progress(pkg.id, ThrottledReporter(progress))
-        tracker.emit("checking", message=f"asking {self.hub.endpoint} about {pkg.hf_repo}", force=True)
-        planned = self._plan(pkg, cancel)
-        self._preflight(pkg, planned, self.conversions.extra_space(pkg))
-        self._download_all(pkg, planned, tracker, cancel)
-        self._verify_downloads(planned, tracker, cancel)
-        path = self._assemble(pkg, planned, tracker, cancel, converter)
-        tracker.emit("done", message=str(path), force=True)
-        return path
+        with self._package_lock(pkg.id, "install"):
+            existing = self.catalog.installed_path(pkg)  # again: another process may have just finished it
+            if existing is not None and not force:
+                return existing
+            self.cleanup(keep=pkg.id)
+            tracker = _Progress(pkg.id, ThrottledReporter(progress))
+            tracker.emit("checking", message=f"asking {self.hub.endpoint} about {pkg.hf_repo}", force=True)
+            planned = self._plan(pkg, cancel)
+            self._preflight(pkg, planned, self.conversions.extra_space(pkg))
+            self._download_all(pkg, planned, tracker, cancel)
+            self._verify_downloads(planned, tracker, cancel)
+            path = self._assemble(pkg, planned, tracker, cancel, converter)
+            tracker.emit("done", message=str(path), force=True)
+            return path
+
+    # ----------------------------------------------------------------- one process per package at a time
+
+    def _lock_for(self, package_id: str) -> FileLock:
+        lock_dir = self.root / LOCK_DIR
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        return FileLock(lock_dir / f"{package_id}.lock", timeout=0)
+
+    @contextlib.contextmanager
+    def _package_lock(self, package_id: str, action: str) -> Iterator[None]:
+        lock = self._lock_for(package_id)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise UsageError(
+                f"cannot {action} {package_id}: another Captioneer process or window is installing, importing or "
+                "removing it right now",
+                "wait for that to finish (or cancel it there), then try again",
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def is_busy(self, package_id: str) -> bool:
+        """Whether some process holds ``package_id``'s lock (an install, import or removal is running)."""
+        if not (self.root / LOCK_DIR / f"{package_id}.lock").exists():
+            return False
+        lock = self._lock_for(package_id)
+        try:
+            lock.acquire()
+        except Timeout:
+            return True
+        lock.release()
+        return False
 
     def _plan(self, pkg: PackageSpec, cancel: threading.Event | None) -> list[_Planned]:
         assert pkg.hf_repo is not None
@@ -400,6 +447,15 @@ class ModelStore:
             if self.catalog.installed_path(known[pid]) is not None:
                 raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
         self.root.mkdir(parents=True, exist_ok=True)
+        with self._package_lock(pid, "import"):
+            return self._import_locked(source, pid, family, known, link, progress, cancel)
+
+    def _import_locked(
+        self, source: Path, pid: str, family: str, known: dict[str, PackageSpec], link: bool,
+        progress: ProgressCallback | None, cancel: threading.Event | None,
+    ) -> Path:  # fmt: skip
+        if (self.root / pid / INSTALL_MARKER).exists():
+            raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
         tracker = _Progress(pid, ThrottledReporter(progress))
         sources = [source] if source.is_file() else list(_walk_files(source, skip_dirs=_SKIP_IMPORT_DIRS))
         total = sum(p.stat().st_size for p in sources)
@@ -446,6 +502,12 @@ class ModelStore:
         pkg = next((p for p in self.catalog.packages() if p.id == package_id), None)
         if pkg is not None and pkg.format == "bundled":
             raise UsageError(f"{package_id} is bundled with Captioneer and cannot be removed")
+        if not self.root.is_dir():
+            return self._remove_locked(package_id, pkg)  # nothing to lock: reports unknown / not installed
+        with self._package_lock(package_id, "remove"):
+            return self._remove_locked(package_id, pkg)
+
+    def _remove_locked(self, package_id: str, pkg: PackageSpec | None) -> Path:
         directory = self.root / package_id
         partial = self.root / PARTIAL_DIR / package_id
         if not (directory.exists() or directory.is_symlink()) and not partial.exists():
@@ -523,8 +585,9 @@ class ModelStore:
         """Delete leftover ``.tmp-*`` directories (untouched for ``max_age_s``) and partial downloads
         (untouched for ``partial_max_age_s``; longer, since a paused multi-GB download is worth keeping).
 
-        ``keep`` spares the partial download of the package about to be resumed. ``everything=True``
-        (on demand) removes all leftovers regardless of age; only do that while no install runs.
+        ``keep`` spares the partial download of the package about to be resumed (its caller holds that
+        package's lock). Leftovers of packages another process is busy with are never touched;
+        ``everything=True`` (on demand) removes all other leftovers regardless of age.
         """
         removed: list[Path] = []
         if not self.root.is_dir():
@@ -535,6 +598,9 @@ class ModelStore:
         if partial_root.is_dir():
             candidates += [(p, partial_max_age_s) for p in partial_root.iterdir() if p.name != keep]
         for path, age in candidates:
+            owner = _owner_id(path)
+            if owner != keep and self.is_busy(owner):
+                continue  # a running install/import/removal is using it, however old its files look
             if everything or now - _newest_mtime(path) > age:
                 _remove_tree(path)
                 removed.append(path)
@@ -547,6 +613,12 @@ class ModelStore:
 
 
 # --------------------------------------------------------------------- helpers
+
+
+def _owner_id(path: Path) -> str:
+    """The package a leftover belongs to: ``.partial/<id>`` or ``.tmp-<id>[-old|-removing]-<hex>``."""
+    match = _TMP_NAME.match(path.name)
+    return match.group("id") if match else path.name
 
 
 def _check_id(package_id: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 from inference.models.catalog import INSTALL_MARKER, Catalog
 from inference.models.errors import NetworkError
 from inference.models.progress import InstallProgress
-from inference.models.store import PARTIAL_DIR
+from inference.models.store import LOCK_DIR, PARTIAL_DIR
 from tests.models.hub_fixtures import CONFIG_BYTES, GGUF_BYTES, WEIGHTS_BYTES, make_store
 
 
@@ -30,8 +30,8 @@ def test_full_download_installs_atomically_with_marker(app_paths, hub):
         {"path": "tiny-q8_0.gguf", "size": len(GGUF_BYTES), "sha256": hashlib.sha256(GGUF_BYTES).hexdigest()}
     ]
     assert Catalog(app_paths).installed_path(store.catalog.get("tiny_gguf")) == path
-    # Nothing left behind: no temporary directory, no partials.
-    assert sorted(p.name for p in app_paths.models.iterdir()) == [PARTIAL_DIR, "tiny_gguf"]
+    # Nothing left behind: no temporary directory, no partials (the lock directory holds empty lock files).
+    assert sorted(p.name for p in app_paths.models.iterdir()) == [LOCK_DIR, PARTIAL_DIR, "tiny_gguf"]
     assert not any((app_paths.models / PARTIAL_DIR).iterdir())
 
     phases = [r.phase for r in reports]

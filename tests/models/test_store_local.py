@@ -172,3 +172,42 @@ def test_a_directory_without_marker_is_not_installed(app_paths):
     (half / "tiny-q8_0.gguf").write_bytes(b"partial")
     catalog = Catalog(app_paths)
     assert catalog.installed_path(catalog.get("tiny_gguf")) is None
+
+
+def _hold_lock_in_another_process(lock_path: Path):  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
+         "print('held', flush=True); sys.stdin.read()", str(lock_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_package_busy_in_another_process_is_left_alone(app_paths, hub):
+    store = make_store(app_paths)
+    app_paths.models.mkdir(parents=True, exist_ok=True)
+    partial = app_paths.models / PARTIAL_DIR / "tiny_gguf"
+    partial.mkdir(parents=True)
+    (partial / "tiny-q8_0.gguf.part").write_bytes(b"half")
+    stale_tmp = app_paths.models / ".tmp-tiny_gguf-0123abcd"
+    stale_tmp.mkdir()
+    assert not store.is_busy("tiny_gguf")
+    holder = _hold_lock_in_another_process(store._lock_for("tiny_gguf").lock_file)
+    try:
+        assert store.is_busy("tiny_gguf") and not store.is_busy("tiny_st")
+        with pytest.raises(UsageError, match="cannot install tiny_gguf: another Captioneer process") as caught:
+            store.install("tiny_gguf")
+        assert "try again" in caught.value.fix
+        with pytest.raises(UsageError, match="cannot remove tiny_gguf"):
+            store.remove("tiny_gguf")
+        assert store.cleanup(everything=True) == []  # the other process's partial and tmp dir survive
+        assert partial.exists() and stale_tmp.exists()
+        store.install("tiny_st")  # other packages are not blocked
+    finally:
+        holder.communicate("")
+    assert store.install("tiny_gguf").read_bytes() == GGUF_BYTES
+    assert stale_tmp in store.cleanup(everything=True)  # no longer busy: an on-demand cleanup takes it
