@@ -16,10 +16,9 @@ FIXTURES = REPO / "tests" / "fixtures" / "demo_model"
 SAMPLES = REPO / "resources" / "samples"
 
 
-# The model shipped by the first training session is under-trained (see resources/demo_model/PROVENANCE.md);
-# these quality bars are the targets and must start passing after the retraining run.
-UNDER_TRAINED = pytest.mark.xfail(
-    strict=True, reason="demo model under-trained: retrain (tests/reference/demo_model/README.md)")
+# The quality targets (WER on held-out sentences with held-out variants of the training voices, and on
+# unseen base voices); the full 300-clip figures are in resources/demo_model/PROVENANCE.md.
+TARGET_WER = {"test": 0.10, "unseen": 0.25}
 
 
 def _load_wer_module():
@@ -66,12 +65,13 @@ def test_fixture_clips_are_small_16k_wavs(manifest: dict) -> None:
         assert np.abs(audio).max() > 0.05  # real speech, not silence
 
 
-@UNDER_TRAINED
-def test_torch_reference_outputs_are_real_words(manifest: dict) -> None:
-    # The recorded torch greedy output of the shipped model must mostly match the truth; this is the
-    # bar the engine has to meet too (it must equal these outputs).
-    pairs = [(e["text"], e["torch_greedy_text"]) for e in manifest["clips"]]
-    assert wer.corpus_wer(pairs) <= 0.25
+@pytest.mark.parametrize("split", sorted(TARGET_WER))
+def test_torch_reference_outputs_are_real_words(manifest: dict, split: str) -> None:
+    # The recorded torch greedy output of the shipped model must meet the quality targets on the fixture clips;
+    # the engine has to meet them too (it must equal these outputs, test_engine_output_equals_torch_greedy).
+    pairs = [(e["text"], e["torch_greedy_text"]) for e in manifest["clips"] if e["split"] == split]
+    assert pairs
+    assert wer.corpus_wer(pairs) <= TARGET_WER[split]
 
 
 
@@ -86,7 +86,8 @@ def test_bundled_samples_exist_with_transcripts() -> None:
 
 def test_bundled_samples_are_transcribed_by_torch() -> None:
     samples = json.loads((SAMPLES / "samples.json").read_text())["samples"]
-    assert wer.corpus_wer([(s["text"], s["torch_greedy_text"]) for s in samples]) <= 0.34
+    # the samples come from the held-out `test` split (make_fixtures.py picks them by length and noise, not by result)
+    assert wer.corpus_wer([(s["text"], s["torch_greedy_text"]) for s in samples]) <= TARGET_WER["test"]
 
 
 @pytest.mark.slow
