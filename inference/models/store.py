@@ -598,12 +598,13 @@ class ModelStore:
         if partial_root.is_dir():
             candidates += [(p, partial_max_age_s) for p in partial_root.iterdir() if p.name != keep]
         for path, age in candidates:
+            if not (everything or now - _newest_mtime(path) > age):
+                continue
             owner = _owner_id(path)
             if owner != keep and self.is_busy(owner):
                 continue  # a running install/import/removal is using it, however old its files look
-            if everything or now - _newest_mtime(path) > age:
-                _remove_tree(path)
-                removed.append(path)
+            _remove_tree(path)
+            removed.append(path)
         return removed
 
     def partial_bytes(self, package_id: str) -> int:
