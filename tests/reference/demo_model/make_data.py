@@ -72,7 +72,8 @@ def synthesize(text: str, voice: str, speed: int, pitch: int, gap: int) -> np.nd
         check=True, capture_output=True,
     )
     sox = subprocess.run(
-        ["sox", "-t", "wav", "-", "-t", "raw", "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-e", "signed",
+        # -R: repeatable dither (sox otherwise seeds its dither from the clock)
+        ["sox", "-R", "-t", "wav", "-", "-t", "raw", "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-e", "signed",
          "-"],
         input=espeak.stdout, check=True, capture_output=True,
     )

@@ -10,6 +10,8 @@ tokenizer.json). The shipped model, from scratch in one hour on 2 cores:
     /work/refvenv/bin/python tests/reference/demo_model/train.py --data /work/demo_work/data2 \
         --data /work/demo_work/data3 --work /work/demo_work/run7 --out /work/demo_work/export7 \
         --budget-min 60 --max-frames 6000
+
+`--steps N` replaces the wall-clock budget with a step budget; runs with it are bit-reproducible.
 """
 
 from __future__ import annotations
@@ -198,6 +200,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, required=True, help="checkpoints, tokenizer, logs")
     parser.add_argument("--out", type=Path, required=True, help="exported model directory")
     parser.add_argument("--budget-min", type=float, default=55.0)
+    parser.add_argument("--steps", type=int,
+                        help="budget in optimizer steps instead of minutes: the schedule follows the step count, "
+                             "so a rerun on any machine gives the same weights (the wall-clock budget does not)")
     parser.add_argument("--checkpoint-every-s", type=float, default=240.0)
     parser.add_argument("--max-frames", type=int, default=10000, help="padded mel frames per batch")
     parser.add_argument("--lr", type=float, default=2e-3)
@@ -257,7 +262,8 @@ def main() -> None:
         model.load_state_dict(saved["model"])
         ctc_heads.load_state_dict(saved["ctc_heads"])
         optimizer.load_state_dict(saved["optimizer"])
-        state = {"elapsed_s": 0.0, "step": saved["state"]["step"], "epoch": 0}
+        state = {"elapsed_s": 0.0, "step": saved["state"]["step"], "epoch": 0,
+                 "schedule_start_step": saved["state"]["step"]}
         print(f"initialised from {args.init_from} (step {state['step']}), new schedule", flush=True)
     blank_row = model.decoder.embedding.weight[blank_id]
     with torch.no_grad():
@@ -290,7 +296,10 @@ def main() -> None:
     while not done:
         batches = make_batches(train, args.max_frames, rng)
         for batch in batches:
-            fraction = (time.monotonic() - start) / budget_s
+            if args.steps:
+                fraction = (state["step"] - state.get("schedule_start_step", 0)) / args.steps
+            else:
+                fraction = (time.monotonic() - start) / budget_s
             if fraction >= 1.0:
                 done = True
                 break
