@@ -202,13 +202,14 @@ def main() -> None:
     parser.add_argument("--budget-min", type=float, default=55.0)
     parser.add_argument("--steps", type=int,
                         help="budget in optimizer steps instead of minutes: the schedule follows the step count, "
-                             "so a rerun on any machine gives the same weights (the wall-clock budget does not)")
+                             "so a rerun with the same torch build and CPU gives the same weights (a wall-clock budget "
+                             "does not)")
     parser.add_argument("--checkpoint-every-s", type=float, default=240.0)
     parser.add_argument("--max-frames", type=int, default=10000, help="padded mel frames per batch")
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--vocab", type=int, default=256)
-    parser.add_argument("--ctc-weight", type=float, default=0.3, help="auxiliary encoder CTC loss weight")
+    parser.add_argument("--ctc-weight", type=float, default=0.3, help="weight of the auxiliary CTC loss (mean over the CTC heads)")
     parser.add_argument("--ctc-taps", default="subsampling,1",
                         help="comma-separated intermediate CTC taps: 'subsampling' and/or conformer layer indices")
     parser.add_argument("--ctc-only-until", type=float, default=0.1,
