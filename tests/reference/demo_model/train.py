@@ -193,6 +193,14 @@ def export(model, processor, out_dir: Path) -> None:
     processor.save_pretrained(out_dir)
 
 
+def load_checkpoint(path: Path) -> dict:
+    saved = torch.load(path, weights_only=False)
+    if "ctc_heads" not in saved:
+        raise SystemExit(f"{path} was written by the older single-CTC-head recipe, which this train.py cannot "
+                         "continue; start a fresh --work directory (or use the train.py of that run)")
+    return saved
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, action="append",
@@ -252,14 +260,14 @@ def main() -> None:
     ckpt_path = args.work / "checkpoint.pt"
     state = {"elapsed_s": 0.0, "step": 0, "epoch": 0}
     if ckpt_path.exists():
-        saved = torch.load(ckpt_path, weights_only=False)
+        saved = load_checkpoint(ckpt_path)
         model.load_state_dict(saved["model"])
         ctc_heads.load_state_dict(saved["ctc_heads"])
         optimizer.load_state_dict(saved["optimizer"])
         state = saved["state"]
         print(f"resumed at step {state['step']} ({state['elapsed_s']:.0f}s)", flush=True)
     elif args.init_from is not None:
-        saved = torch.load(args.init_from, weights_only=False)
+        saved = load_checkpoint(args.init_from)
         model.load_state_dict(saved["model"])
         ctc_heads.load_state_dict(saved["ctc_heads"])
         optimizer.load_state_dict(saved["optimizer"])
