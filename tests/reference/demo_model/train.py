@@ -193,12 +193,17 @@ def export(model, processor, out_dir: Path) -> None:
     processor.save_pretrained(out_dir)
 
 
-def load_checkpoint(path: Path) -> dict:
+def load_checkpoint(path: Path, model: torch.nn.Module, ctc_heads: CTCHeads,
+                    optimizer: torch.optim.Optimizer) -> dict:
+    """Load weights, CTC heads and optimizer moments from ``path`` in place; returns its saved run state."""
     saved = torch.load(path, weights_only=False)
     if "ctc_heads" not in saved:
         raise SystemExit(f"{path} was written by the older single-CTC-head recipe, which this train.py cannot "
                          "continue; start a fresh --work directory (or use the train.py of that run)")
-    return saved
+    model.load_state_dict(saved["model"])
+    ctc_heads.load_state_dict(saved["ctc_heads"])
+    optimizer.load_state_dict(saved["optimizer"])
+    return saved["state"]
 
 
 def main() -> None:
@@ -260,19 +265,11 @@ def main() -> None:
     ckpt_path = args.work / "checkpoint.pt"
     state = {"elapsed_s": 0.0, "step": 0, "epoch": 0}
     if ckpt_path.exists():
-        saved = load_checkpoint(ckpt_path)
-        model.load_state_dict(saved["model"])
-        ctc_heads.load_state_dict(saved["ctc_heads"])
-        optimizer.load_state_dict(saved["optimizer"])
-        state = saved["state"]
+        state = load_checkpoint(ckpt_path, model, ctc_heads, optimizer)
         print(f"resumed at step {state['step']} ({state['elapsed_s']:.0f}s)", flush=True)
     elif args.init_from is not None:
-        saved = load_checkpoint(args.init_from)
-        model.load_state_dict(saved["model"])
-        ctc_heads.load_state_dict(saved["ctc_heads"])
-        optimizer.load_state_dict(saved["optimizer"])
-        state = {"elapsed_s": 0.0, "step": saved["state"]["step"], "epoch": 0,
-                 "schedule_start_step": saved["state"]["step"]}
+        step = load_checkpoint(args.init_from, model, ctc_heads, optimizer)["step"]
+        state = {"elapsed_s": 0.0, "step": step, "epoch": 0, "schedule_start_step": step}
         print(f"initialised from {args.init_from} (step {state['step']}), new schedule", flush=True)
     blank_row = model.decoder.embedding.weight[blank_id]
     with torch.no_grad():
