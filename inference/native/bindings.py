@@ -165,6 +165,7 @@ REQUIRED: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "ggml_backend_buffer_get_size": (SZ, (P,)),
     "ggml_backend_buffer_is_host": (B, (P,)),
     "ggml_backend_buffer_set_usage": (None, (P, I32)),
+    "ggml_backend_buffer_name": (STR, (P,)),
     "ggml_backend_buft_name": (STR, (P,)),
     "ggml_backend_dev_count": (SZ, ()),
     "ggml_backend_dev_get": (P, (SZ,)),

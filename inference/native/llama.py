@@ -154,10 +154,31 @@ def default_threads() -> int:
     return physical_cores()
 
 
-class LlamaModel:
-    """A GGUF model loaded into libllama. Use as a context manager or call ``close()``."""
+def _cpu_has_amx() -> bool:
+    from inference.native.backend import cpu_features
 
-    def __init__(self, path: str | os.PathLike[str], n_gpu_layers: int = 0) -> None:
+    return "amx_int8" in cpu_features()
+
+
+class LlamaModel:
+    """A GGUF model loaded into libllama. Use as a context manager or call ``close()``.
+
+    ``use_extra_bufts`` lets libllama place weights in the CPU backend's "extra" buffer types: the AMX
+    buffer (Intel Sapphire Rapids and later) and CPU_REPACK (weights re-laid out for AVX2/AVX-512/NEON
+    kernels). Off by default, everywhere:
+
+    * the AMX kernels crash on quantised weights (``ggml_backend_amx_mul_mat``, upstream llama.cpp
+      #20824: q8_0 and q4_k thinkers died with SIGSEGV on a 2-core Xeon with amx_int8), so turning them
+      on where ggml reports AMX is refused;
+    * elsewhere CPU_REPACK costs more than it gives for speech: on an AMD EPYC (Zen 5, AVX-512, 2 threads,
+      Qwen3-ASR-1.7B thinker shape, ``tests/bench/bench_thinker_decode.py``, medians of 5 interleaved
+      rounds) q4_k prefill ran at 163 tok/s with it and 275 tok/s without (0.59x), decode at 20.9 vs 19.3
+      tok/s (1.08x); q8_0 was not repacked (102/16 tok/s either way). An ASR request is prefill-heavy
+      (a 20 s clip is ~260 audio positions before ~60 decoded tokens), and live LSP streaming re-prefills
+      every chunk, so plain buffers are faster end to end.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], n_gpu_layers: int = 0, use_extra_bufts: bool = False) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise ModelError(
@@ -168,6 +189,15 @@ class LlamaModel:
         _router()
         params = ll.llama_model_default_params()
         params.n_gpu_layers = int(n_gpu_layers)  # -1 = all layers on the GPU backend, 0 = CPU only
+        if use_extra_bufts and _cpu_has_amx():
+            raise UsageError(
+                "libllama's extra buffer types include the AMX kernels, which crash on quantised weights on "
+                "this CPU (llama.cpp #20824)",
+                "leave use_extra_bufts off",
+            )
+        # Off by default: AMX crashes, CPU_REPACK is slower for prefill-heavy speech (figures above).
+        self.use_extra_bufts = bool(use_extra_bufts)
+        params.use_extra_bufts = self.use_extra_bufts
         handle = ll.llama_model_load_from_file(os.fsencode(self.path), params)
         if not handle:
             reason = _native_reason("libllama could not read it")

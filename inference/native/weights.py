@@ -18,7 +18,7 @@ import numpy as np
 
 from inference.errors import BackendError, UsageError
 from inference.native.backend import Backend
-from inference.native.bindings import InitParams
+from inference.native.bindings import InitParams, TensorHead
 from inference.native.checkpoint import Checkpoint, TensorRecord
 from inference.native.dtypes import QUANTIZED_TYPES, GgmlType, StorageType, ggml_type_of
 from inference.native.owner import NativeOwner
@@ -139,6 +139,19 @@ class WeightStore(NativeOwner):
             key = tensor.type.name.lower()
             totals[key] = totals.get(key, 0) + int(self.api.ggml_nbytes(tensor.ptr))
         return totals
+
+    def buffer_names(self) -> set[str]:
+        """Names of the backend buffers the weights live in ("CPU", "CPU_Mapped" on the CPU backend).
+
+        This store allocates with the backend's default buffer type (or maps files into plain CPU
+        buffers), never with the CPU backend's extra types ("AMX", "CPU_REPACK"), so its graphs
+        never reach the AMX kernels that crash on quantised weights (llama.cpp #20824).
+        """
+        names: set[str] = set()
+        for tensor in self._tensors.values():
+            buffer = TensorHead.from_address(tensor.ptr).buffer
+            names.add(self.api.ggml_backend_buffer_name(buffer).decode() if buffer else "(none)")
+        return names
 
     @property
     def allocated_bytes(self) -> int:

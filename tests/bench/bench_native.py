@@ -1,6 +1,6 @@
 """Matmul throughput of the native graph layer vs numpy's BLAS, plus the graph layer's overhead.
 
-Run:  nice -n 10 /work/venv/bin/python tests/bench/bench_native.py [--reps 9] [--threads N]
+Run:  nice -n 10 .venv/bin/python tests/bench/bench_native.py [--reps 9] [--threads N]
 (--threads also sets numpy's BLAS threads; default: ggml uses the physical cores, numpy its own.)
 
 Shapes are the models': batched (weight 1024x4096, 64-512 rows: the encoders) and vector-like

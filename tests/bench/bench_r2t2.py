@@ -3,10 +3,11 @@
 Deterministic random weights (torch seed 0, the model's own initialiser, saved as bf16 so both sides hold the
 same values: torch runs them in f32, the ggml tower promotes bf16 to f32, the thinker is quantized to q8_0 and
 q4_k). The tokenizer and small config files come from the HF fixture checkpoint (vocab 151936 > tokenizer size
-is allowed). torch lives in /work/refvenv, so it runs in a worker process fed over a pipe; the two sides take
+is allowed). torch lives in a separate reference venv (--ref-python, or $CAPTIONEER_REF_PYTHON), so it runs in a
+worker process fed over a pipe; the two sides take
 turns (A/B, same thread count) and the figures are medians. Speech content does not matter for speed.
 
-    nice -n 10 /work/venv/bin/python tests/bench/bench_r2t2.py --work /tmp/r2t2-bench [--threads 2] [--reps 3]
+    nice -n 10 .venv/bin/python tests/bench/bench_r2t2.py --ref-python REFVENV/bin/python --work /tmp/r2t2-bench [--threads 2] [--reps 3]
     (--tiny builds a small model to check the script itself in a minute)
 
     --tower-only [--tower-types native,f16,q8_0]: the full-size audio tower with a tiny thinker (cheap to build),
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -29,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-REF_PYTHON = "/work/refvenv/bin/python"
+# The venv with `pip install -e .[reference]` (torch + transformers); --ref-python overrides it.
+REF_PYTHON = os.environ.get("CAPTIONEER_REF_PYTHON", sys.executable)
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "confucius4_r2t2" / "checkpoint_hf"
 SIDECARS = ("tokenizer.json", "tokenizer_config.json", "processor_config.json", "chat_template.jinja")
@@ -115,9 +118,9 @@ def worker_serve(directory: Path, threads: int) -> None:
 
 
 class TorchWorker:
-    def __init__(self, directory: Path, threads: int) -> None:
+    def __init__(self, directory: Path, threads: int, ref_python: str) -> None:
         self.proc = subprocess.Popen(
-            [REF_PYTHON, __file__, "--torch-worker", "serve", "--work", str(directory), "--threads", str(threads)],
+            [ref_python, __file__, "--torch-worker", "serve", "--work", str(directory), "--threads", str(threads)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert json.loads(self._line())["ready"]
@@ -144,14 +147,14 @@ def timed(fn) -> float:
     return time.perf_counter() - started
 
 
-def build_model(model_dir: Path, tiny: bool, tower_only: bool = False) -> None:
+def build_model(model_dir: Path, tiny: bool, ref_python: str, tower_only: bool = False) -> None:
     if (model_dir / "config.json").is_file():
         return
     model_dir.mkdir(parents=True, exist_ok=True)
     # tower-only: a one-layer thinker of the full width (the projector's output_dim must equal it)
     small_text = {**TINY["text"], "hidden_size": FULL["text"]["hidden_size"], "num_hidden_layers": 1}
     shape = json.dumps({"audio": FULL["audio"], "text": small_text} if tower_only else TINY if tiny else FULL)
-    subprocess.run([REF_PYTHON, __file__, "--torch-worker", "create", "--work", str(model_dir), "--shape", shape],
+    subprocess.run([ref_python, __file__, "--torch-worker", "create", "--work", str(model_dir), "--shape", shape],
                    check=True)  # fmt: skip
     for name in SIDECARS:
         shutil.copy(FIXTURE / name, model_dir / name)
@@ -176,6 +179,8 @@ def main() -> None:
     parser.add_argument("--tower-types", default="native,f16")
     parser.add_argument("--torch-worker", choices=("create", "serve"))
     parser.add_argument("--shape")
+    parser.add_argument("--ref-python", default=REF_PYTHON,
+                        help="python of the venv with the [reference] extra (default: $CAPTIONEER_REF_PYTHON or this one)")
     args = parser.parse_args()
     if args.torch_worker == "create":
         return worker_create(args.work, json.loads(args.shape))
@@ -192,7 +197,7 @@ def main() -> None:
     from inference.families.confucius4_r2t2.thinker import Thinker, ThinkerOptions
 
     model_dir = args.work / ("model-tower" if args.tower_only else "model-tiny" if args.tiny else "model")
-    build_model(model_dir, args.tiny, args.tower_only)
+    build_model(model_dir, args.tiny, args.ref_python, args.tower_only)
     clip = np.resize(load_audio()["clip_long"], int(args.seconds * 16000)).astype(np.float32)
     mel = log_mel(clip)
     valid = mel.values[:, : mel.valid_frames]
@@ -218,7 +223,7 @@ def main() -> None:
     n_prompt = len(prompt.ids)
     print(f"prompt {n_prompt} positions ({emb.shape[0]} audio), threads {args.threads}", flush=True)
 
-    worker = TorchWorker(model_dir, args.threads)
+    worker = TorchWorker(model_dir, args.threads, args.ref_python)
     samples: dict[str, list[float]] = {}
 
     def record(name: str, seconds: float) -> None:
@@ -276,7 +281,7 @@ def tower_bench(args: argparse.Namespace, model_dir: Path, valid: np.ndarray, fr
     backend = open_backend("cpu", threads=args.threads)
     towers = {kind: AudioTower(backend, checkpoint.files, checkpoint.config.audio, storage=kind)
               for kind in args.tower_types.split(",")}  # fmt: skip
-    worker = TorchWorker(model_dir, args.threads)
+    worker = TorchWorker(model_dir, args.threads, args.ref_python)
     mel_path = str(args.work / "mel.npy")
     for tower in towers.values():  # warm-up: graph build, first touch of the weights
         tower.encode(valid)

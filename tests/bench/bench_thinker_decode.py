@@ -2,9 +2,10 @@
 
 Writes an f32 GGUF (hidden 2048, 28 layers, 16/8 heads, head_dim 128, ffn 6144, vocab 151936;
 ~6.6 GB) straight from random numbers, quantizes it to q8_0 (and q4_k), then times greedy decode
-steps after a short embedding prefill. Speed does not depend on the weight values.
+steps after an embedding prefill, with libllama's extra buffer types (AMX / CPU_REPACK weight layouts)
+on and off. Speed does not depend on the weight values.
 
-    nice -n 10 /work/venv/bin/python tests/bench/bench_thinker_decode.py --work /tmp/thinker-bench
+    nice -n 10 .venv/bin/python tests/bench/bench_thinker_decode.py --work /tmp/thinker-bench --extra-bufts on,off
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from inference.native import llama
+from inference.native import backend, llama
 
 SHAPE = {"hidden": 2048, "layers": 28, "heads": 16, "kv_heads": 8, "head_dim": 128, "ffn": 6144, "vocab": 151936}
 
@@ -70,19 +71,25 @@ def write_random_gguf(path: Path, layers: int) -> None:
     writer.close()
 
 
-def time_decode(path: Path, threads: int, steps: int, kv_type: str, flash_attn: bool | None) -> list[float]:
-    with llama.LlamaModel(path) as model, llama.LlamaContext(
-        model, llama.ContextOptions(n_ctx=1024, n_batch=256, n_threads=threads, kv_type=kv_type, flash_attn=flash_attn)
+def time_run(
+    path: Path, threads: int, steps: int, kv_type: str, flash_attn: bool | None, extra_bufts: bool, prefill: int
+) -> tuple[float, list[float]]:
+    """Seconds for one ``prefill``-row embedding prefill, and the seconds of each greedy decode step."""
+    with llama.LlamaModel(path, use_extra_bufts=extra_bufts) as model, llama.LlamaContext(
+        model, llama.ContextOptions(n_ctx=1024, n_batch=512, n_threads=threads, kv_type=kv_type, flash_attn=flash_attn)
     ) as ctx:
         rng = np.random.default_rng(1)
-        ctx.decode_embeddings(rng.standard_normal((96, model.n_embd)).astype(np.float32) * 0.05)
+        rows = rng.standard_normal((prefill, model.n_embd)).astype(np.float32) * 0.05
+        start = time.perf_counter()
+        ctx.decode_embeddings(rows)
+        prefill_s = time.perf_counter() - start
         token, per_step = 300, []
         for _ in range(steps):
             start = time.perf_counter()
             logits = ctx.decode_tokens([token])[0]
             token = int(np.argmax(logits))
             per_step.append(time.perf_counter() - start)
-        return per_step
+        return prefill_s, per_step
 
 
 def main() -> None:
@@ -93,6 +100,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="A/B rounds, interleaved")
     parser.add_argument("--layers", type=int, default=SHAPE["layers"])
     parser.add_argument("--types", default="f32,q8_0,q4_k")
+    parser.add_argument("--prefill", type=int, default=256, help="embedding rows prefilled before decoding")
+    parser.add_argument("--extra-bufts", default="on,off",
+                        help="libllama extra buffer types (AMX / CPU_REPACK) to compare: on, off or on,off")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     llama.install_log_router()
@@ -110,17 +120,27 @@ def main() -> None:
                 llama.quantize_gguf(f32, paths[kind], kind, n_threads=args.threads)
                 print(f"quantized {kind} in {time.perf_counter() - t0:.0f} s")
     kinds = [k for k in args.types.split(",") if k in paths]
-    results: dict[str, list[float]] = {k: [] for k in kinds}
+    settings = [{"on": True, "off": False}[v] for v in args.extra_bufts.split(",")]
+    if True in settings and "amx_int8" in backend.cpu_features():
+        print("extra buffer types include the AMX kernels that crash on this CPU (llama.cpp #20824): measuring off only")
+        settings = [False]
+    runs = [(kind, extra) for kind in kinds for extra in settings]
+    decode: dict[tuple[str, bool], list[float]] = {run: [] for run in runs}
+    prefill: dict[tuple[str, bool], list[float]] = {run: [] for run in runs}
     for _ in range(args.rounds):
-        for kind in kinds:
+        for kind, extra in runs:  # interleaved, so a slow spell of the machine hits every variant
             exact = kind == "f32"
-            steps = time_decode(paths[kind], args.threads, args.steps, "f32" if exact else "f16",
-                                False if exact else None)
-            results[kind].append(1.0 / statistics.median(steps[2:]))
-    print(f"decode tokens/s, {args.threads} threads, median per round over {args.steps} steps:")
-    for kind in kinds:
-        rates = results[kind]
-        print(f"  {kind:5s} {statistics.median(rates):6.2f} tok/s  (rounds: {', '.join(f'{r:.2f}' for r in rates)})")
+            prefill_s, steps = time_run(paths[kind], args.threads, args.steps, "f32" if exact else "f16",
+                                        False if exact else None, extra, args.prefill)
+            prefill[(kind, extra)].append(args.prefill / prefill_s)
+            decode[(kind, extra)].append(1.0 / statistics.median(steps[2:]))
+    print(f"{args.threads} threads; CPU features: {' '.join(backend.cpu_features())}")
+    print(f"prefill of {args.prefill} embedding rows and decode (median step of {args.steps}), medians of "
+          f"{args.rounds} interleaved rounds, tokens/s:")
+    for kind, extra in runs:
+        p, d = prefill[(kind, extra)], decode[(kind, extra)]
+        print(f"  {kind:5s} extra_bufts={'on ' if extra else 'off'}  prefill {statistics.median(p):7.1f}  "
+              f"decode {statistics.median(d):6.2f}  (decode rounds: {', '.join(f'{r:.2f}' for r in d)})")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Print the token agreement of f16 / bf16 / q8_0 storage with the f32 reference on the tiny Parakeet fixtures.
 
-    nice -n 10 /work/venv/bin/python tests/bench/parakeet_storage_agreement.py
+    nice -n 10 .venv/bin/python tests/bench/parakeet_storage_agreement.py
 
 Columns: token agreement (1 - Levenshtein / reference tokens, over all clips), clips with identical ids, frames
 and durations, then per clip: edits/reference tokens, the smallest reference token margin, and the reference

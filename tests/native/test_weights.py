@@ -231,3 +231,18 @@ def test_cpu_store_uses_the_mapped_file_in_place(cpu_backend, gguf_file):
     finally:
         store.close()
         copied.close()
+
+
+@pytest.mark.parametrize("storage", ["native", "f16", "q8_0", "q4_k"])
+def test_weights_never_land_in_the_cpu_extra_buffer_types(cpu_backend, tmp_path, storage):
+    """Captioneer's own graphs must not meet the AMX kernels that crash on quantised weights
+    (llama.cpp #20824): the store uses plain CPU buffers, mapped or allocated, for every type."""
+    path = tmp_path / "wide.safetensors"
+    write_safetensors(path, {"w": ("F32", rand(512, 256, seed=7)), "n": ("F32", rand(256, seed=8))})
+    overrides = {"w": storage} if storage == "q4_k" else None
+    with open_checkpoint(path) as ckpt, load_weights(
+        cpu_backend, ckpt, storage="native" if storage == "q4_k" else storage, overrides=overrides
+    ) as store:
+        assert store["w"].type.name == ("F32" if storage == "native" else storage.upper())
+        names = store.buffer_names()
+        assert names and names <= {"CPU", "CPU_Mapped"}, names  # plain host buffers, mapped or allocated
