@@ -155,7 +155,7 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
         wall = time.perf_counter() - started
     finally:
         engine.close()
-    from inference.transcript import Timing
+    from inference.contract import Timing
 
     transcript.timing = Timing(audio_s=audio.size / 16000.0, wall_s=wall)
     if args.format == "jsonl":
@@ -177,7 +177,7 @@ def _emit(out: IO[str], event: dict[str, Any]) -> None:
 
 
 def _run_stream(engine: Any, audio: np.ndarray, request_options: dict[str, Any], out: IO[str] | None) -> Any:
-    from inference.transcript import event_to_json
+    from inference.contract import event_to_json
 
     stream = engine.open_stream(**request_options)
     step = int(STREAM_PUSH_SECONDS * 16000)

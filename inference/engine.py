@@ -1,39 +1,29 @@
-"""The one engine interface every family implements, and the entry point that picks the family.
+"""Loading engines: the family registry and the entry point that picks the family.
 
 ``load_engine(model_path, family=None, session_options=..., backend=...)`` inspects the checkpoint
-(``config.json`` or GGUF metadata) to infer the family when none is given.
+(``config.json`` or GGUF metadata) to infer the family when none is given. The interface engines
+implement (``Engine``, ``Stream``) is in :mod:`inference.contract`.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import numpy as np
+from inference.contract import Engine
+from inference.errors import BackendError, ModelError, UsageError
 
-from inference.errors import ModelError, NotImplementedFamilyError, UsageError
-from inference.transcript import StreamEvent, Transcript
-
-KNOWN_FAMILIES = ("parakeet_tdt", "confucius4_r2t2")
-
-
-class Stream(Protocol):
-    def push(self, pcm_f32_mono_16k: np.ndarray) -> list[StreamEvent]: ...
-
-    def finish(self) -> Transcript: ...
-
-
-class Engine(Protocol):
-    family: str
-
-    def transcribe(self, audio: np.ndarray, **request_options: Any) -> Transcript: ...
-
-    def open_stream(self, **request_options: Any) -> Stream: ...
-
-    def close(self) -> None: ...
+# Family -> "module:function" of its engine factory, imported only when that family is loaded, so a
+# broken or heavy family never blocks the others.
+FAMILY_FACTORIES: dict[str, str] = {
+    "parakeet_tdt": "inference.families.parakeet_tdt.engine:create_engine",
+    "confucius4_r2t2": "inference.families.confucius4_r2t2.engine:create_engine",
+}
+KNOWN_FAMILIES = tuple(FAMILY_FACTORIES)
 
 
 @dataclass(frozen=True)
@@ -97,22 +87,25 @@ def _family_from_gguf(path: Path) -> str:
     return family
 
 
-def _factories() -> dict[str, EngineFactory]:
-    """Family → engine factory. Imported lazily so a broken family never blocks the others."""
-    factories: dict[str, EngineFactory] = {}
+def import_factory(target: str, family: str) -> EngineFactory:
+    """The factory named by ``"module:function"``; a missing dependency is named as such."""
+    module_name, _, function = target.partition(":")
     try:
-        from inference.families.parakeet_tdt.engine import create_engine as parakeet_factory
-    except ImportError:
-        pass
-    else:
-        factories["parakeet_tdt"] = parakeet_factory
-    try:
-        from inference.families.confucius4_r2t2.engine import create_engine as r2t2_factory
-    except ImportError:
-        pass
-    else:
-        factories["confucius4_r2t2"] = r2t2_factory
-    return factories
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or str(exc)
+        raise BackendError(
+            f"the {family} engine cannot be loaded: the Python module {missing!r} is missing",
+            "reinstall Captioneer with its dependencies (`pip install -e .`)",
+        ) from exc
+    except ImportError as exc:
+        raise BackendError(
+            f"the {family} engine cannot be loaded: {exc}", "reinstall Captioneer with its dependencies"
+        ) from exc
+    factory = getattr(module, function, None)
+    if not callable(factory):
+        raise BackendError(f"{target} is not an engine factory", "check the engine registry")
+    return factory  # type: ignore[no-any-return]
 
 
 def load_engine(
@@ -125,11 +118,6 @@ def load_engine(
     if family is not None and family not in KNOWN_FAMILIES:
         raise UsageError(f"unknown family {family!r}", f"choose one of: {', '.join(KNOWN_FAMILIES)}")
     resolved = family or detect_family(model_path)
-    factory = _factories().get(resolved)
-    if factory is None:
-        raise NotImplementedFamilyError(
-            f"the {resolved} engine is not implemented in this build yet",
-            "see the project's issue tracker; no transcript is produced rather than a fake one",
-        )
+    factory = import_factory(FAMILY_FACTORIES[resolved], resolved)
     request = EngineRequest(Path(model_path), resolved, dict(session_options or {}), backend, threads)
     return factory(request)

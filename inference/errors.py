@@ -49,3 +49,15 @@ class NotImplementedFamilyError(CaptioneerError):
     """The requested capability is not available for this family in this build."""
 
     exit_code = 1
+
+
+class Cancelled(CaptioneerError):
+    """The user cancelled the operation; nothing is wrong."""
+
+    exit_code = 130
+
+
+class WorkerError(CaptioneerError):
+    """The inference worker process crashed, hung or could not be started."""
+
+    exit_code = 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from inference.transcript import Transcript, Word
+from inference.contract import Transcript, Word
 
 FORMATS = ("text", "json", "jsonl", "srt", "vtt")
 

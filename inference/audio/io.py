@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import soxr
 
+from inference.contract import SAMPLE_RATE
 from inference.errors import InputFileError, UsageError
 
-TARGET_RATE = 16000
+TARGET_RATE = SAMPLE_RATE
 log = logging.getLogger(__name__)
 
 _WAVE_FORMAT_PCM = 0x0001

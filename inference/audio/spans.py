@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from inference.contract import SAMPLE_RATE
 from inference.errors import UsageError
 
 
@@ -33,7 +34,7 @@ class _HasStartEnd(Protocol):
     def end(self) -> int: ...
 
 
-def seconds_to_samples(seconds: float, sample_rate: int = 16000) -> int:
+def seconds_to_samples(seconds: float, sample_rate: int = SAMPLE_RATE) -> int:
     """Round half away from zero, like C's llround (the reference converts durations this way)."""
     value = seconds * sample_rate
     return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from inference.contract import SAMPLE_RATE
 from inference.errors import ModelError, UsageError
 from inference.paths import resources_dir
 
-VAD_SAMPLE_RATE = 16000
+VAD_SAMPLE_RATE = SAMPLE_RATE  # Silero also runs at 8 kHz; Captioneer feeds it the engines' rate
 FRAME_SAMPLES = 512  # 32 ms
 CONTEXT_SAMPLES = 64
 _STATE_SHAPE = (2, 1, 128)

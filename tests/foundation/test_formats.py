@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from inference.contract import Timing, Transcript, Word
 from inference.formats import build_cues, render, to_srt, to_vtt
-from inference.transcript import Timing, Transcript, Word
 
 
 def _transcript() -> Transcript:
@@ -38,7 +38,7 @@ def test_json_contract() -> None:
     t = _transcript()
     t.timing = Timing(audio_s=10.0, wall_s=0.5)
     data = json.loads(render(t, "json"))
-    assert set(data) == {"text", "language", "words", "token_ids", "timing"}
+    assert set(data) == {"text", "language", "words", "segments", "token_ids", "timing"}
     assert data["words"][0] == {"word": "the", "start": 0.0, "end": 0.4}
     assert data["timing"] == {"audio_s": 10.0, "wall_s": 0.5, "rtf": 0.05}
 

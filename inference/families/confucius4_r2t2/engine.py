@@ -15,16 +15,27 @@ choose the storage of each half.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from inference.contract import (
+    SAMPLE_RATE,
+    CancelToken,
+    Capabilities,
+    JobControl,
+    ProgressCallback,
+    Segment,
+    Timing,
+    Transcript,
+)
 from inference.engine import EngineRequest
 from inference.errors import ModelError, NotImplementedFamilyError, UsageError
 from inference.families.confucius4_r2t2.audio_tower import AudioTower
 from inference.families.confucius4_r2t2.checkpoint import R2T2Checkpoint, load_checkpoint
-from inference.families.confucius4_r2t2.frontend import SAMPLE_RATE, log_mel
+from inference.families.confucius4_r2t2.frontend import log_mel
 from inference.families.confucius4_r2t2.languages import resolve_language, supported_languages
 from inference.families.confucius4_r2t2.postprocess import parse_asr_output, truncate_at_pipe
 from inference.families.confucius4_r2t2.prompt import build_prompt
@@ -32,7 +43,6 @@ from inference.families.confucius4_r2t2.spans import join_span_texts, plan_offli
 from inference.families.confucius4_r2t2.thinker import GreedyResult, Thinker, ThinkerOptions
 from inference.models.spec import FamilySpec, load_family_spec
 from inference.native import Backend, open_backend
-from inference.transcript import Segment, Transcript
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +93,13 @@ class R2T2Engine:
         except BaseException:
             self.close()
             raise
+        # One KV cache: streams and jobs take turns on the worker's thread (Stream state lives apart).
+        self.capabilities = Capabilities(
+            streaming=False,  # Longest-Stable-Prefix streaming is not built yet
+            language_detection=True,
+            context=True,
+            streams_per_engine=8,
+        )
         special = self.checkpoint.special
         self._drop_ids = frozenset(special.eos) | ({special.pad} if special.pad is not None else set())
 
@@ -94,8 +111,17 @@ class R2T2Engine:
         max_tokens = int(valid.get("max_tokens", self.checkpoint.generation.max_new_tokens))
         return language, max_tokens, str(valid.get("context") or "")
 
-    def transcribe(self, audio: np.ndarray, **request_options: Any) -> Transcript:
-        """Offline transcription of float32 mono 16 kHz samples."""
+    def transcribe(
+        self,
+        audio: np.ndarray,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        **request_options: Any,
+    ) -> Transcript:
+        """Offline transcription of float32 mono 16 kHz samples; cancel/progress are checked between 30 s spans."""
+        started = time.perf_counter()
+        control = JobControl(progress, cancel)
         language, max_tokens, context = self._request(request_options)
         samples = np.asarray(audio, dtype=np.float32)
         if samples.ndim != 1:
@@ -103,16 +129,19 @@ class R2T2Engine:
                              "mix the channels down to mono at 16 kHz")  # fmt: skip
         if not np.all(np.isfinite(samples)):
             raise UsageError("the audio holds NaN or infinite samples", "check the decoder or the input file")
-        spans = [
-            self.transcribe_span(samples[start:end], language, max_tokens, context, start / SAMPLE_RATE)
-            for start, end in plan_offline_spans(samples.size, SAMPLE_RATE)
-        ]
+        total_s = samples.size / SAMPLE_RATE
+        spans = []
+        for start, end in plan_offline_spans(samples.size, SAMPLE_RATE):
+            control.step(start / SAMPLE_RATE, total_s)
+            spans.append(self.transcribe_span(samples[start:end], language, max_tokens, context, start / SAMPLE_RATE))
+        control.step(total_s, total_s)
         detected = next((span.language for span in spans if span.language), None)
         return Transcript(
             text=join_span_texts([span.text for span in spans]),
             language=detected,
             segments=[Segment(span.text, span.start_s, span.end_s) for span in spans if span.text],
             token_ids=[token for span in spans for token in span.token_ids],
+            timing=Timing(total_s, time.perf_counter() - started),
         )
 
     def transcribe_span(

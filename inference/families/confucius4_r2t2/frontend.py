@@ -20,7 +20,8 @@ from functools import cache
 
 import numpy as np
 
-SAMPLE_RATE = 16000
+from inference.contract import SAMPLE_RATE
+
 N_FFT = 400
 HOP_LENGTH = 160
 MIN_SAMPLES = 8000

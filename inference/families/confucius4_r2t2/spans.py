@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from inference.contract import SAMPLE_RATE
+
 OFFLINE_SPAN_SECONDS = 30.0
 
 
@@ -13,7 +15,7 @@ def _llround(value: float) -> int:
 
 
 def plan_offline_spans(
-    num_samples: int, sample_rate: int = 16000, span_seconds: float = OFFLINE_SPAN_SECONDS
+    num_samples: int, sample_rate: int = SAMPLE_RATE, span_seconds: float = OFFLINE_SPAN_SECONDS
 ) -> list[tuple[int, int]]:
     """``[start, end)`` sample ranges covering ``num_samples`` with hop = length = llround(span × rate).
 

@@ -30,6 +30,17 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from inference.audio.spans import Span, plan_long_form_windows, plan_vad_chunks, seconds_to_samples
+from inference.contract import (
+    SAMPLE_RATE,
+    CancelToken,
+    Capabilities,
+    JobControl,
+    ProgressCallback,
+    Segment,
+    Timing,
+    Transcript,
+    Word,
+)
 from inference.engine import EngineRequest
 from inference.errors import BackendError, NotImplementedFamilyError, UsageError
 from inference.families.parakeet_tdt.checkpoint import ParakeetCheckpoint, open_parakeet_checkpoint
@@ -38,7 +49,6 @@ from inference.families.parakeet_tdt.decoder import DecoderState, DecoderWeights
 from inference.families.parakeet_tdt.encoder import ParakeetEncoder
 from inference.families.parakeet_tdt.frontend import compute_features
 from inference.families.parakeet_tdt.options import (
-    SAMPLE_RATE,
     DecodeMode,
     RequestSettings,
     SessionSettings,
@@ -50,7 +60,6 @@ from inference.families.parakeet_tdt.text import (
     token_duration_word_timestamps,
 )
 from inference.native import Backend, open_backend
-from inference.transcript import Segment, Timing, Transcript, Word
 
 log = logging.getLogger(__name__)
 
@@ -111,19 +120,33 @@ class ParakeetEngine:
         # decoder on the 2-core dev machine: 1.7 ms per frame with one BLAS thread, 4-7 ms with two).
         self._blas = ThreadpoolController()
         self._vad: Any = None  # SileroVad, created on the first VAD request
+        self.capabilities = Capabilities(
+            streaming=False,  # buffered streaming and Phonon-2's live policy are not built yet
+            word_timestamps=True,
+            hotwords=False,
+            streams_per_engine=8,
+        )
 
     # ------------------------------------------------------------------------------------ public API
-    def transcribe(self, audio: np.ndarray, **request_options: Any) -> Transcript:
+    def transcribe(
+        self,
+        audio: np.ndarray,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        **request_options: Any,
+    ) -> Transcript:
+        """Offline transcription; ``cancel`` is checked and ``progress`` reported between windows/spans."""
         started = time.perf_counter()
         request = RequestSettings.from_options(request_options)
-        decoded = self._decode(audio, request)
+        decoded = self._decode(audio, request, JobControl(progress, cancel))
         transcript = self._transcript(decoded, request.keep_language_tags)
         transcript.timing = Timing(decoded.n_samples / SAMPLE_RATE, time.perf_counter() - started)
         return transcript
 
     def decode(self, audio: np.ndarray, **request_options: Any) -> Decoded:
         """The raw greedy result (token ids with frames and durations, per decoded span), before text."""
-        return self._decode(audio, RequestSettings.from_options(request_options))
+        return self._decode(audio, RequestSettings.from_options(request_options), JobControl())
 
     def open_stream(self, **request_options: Any) -> Any:
         raise NotImplementedFamilyError(
@@ -155,7 +178,7 @@ class ParakeetEngine:
             "Phonon-2 hotword biasing is not implemented in this build yet", "remove the hotwords option"
         )
 
-    def _decode(self, audio: np.ndarray, request: RequestSettings) -> Decoded:
+    def _decode(self, audio: np.ndarray, request: RequestSettings, control: JobControl) -> Decoded:
         self._check_hotwords(request)
         samples = _mono_16k(audio)
         mode = choose_mode(samples.size, self.session, request)
@@ -164,11 +187,13 @@ class ParakeetEngine:
         if not samples.any():
             spans: list[SpanDecode] = []
         elif mode is DecodeMode.VAD:
-            spans = self._decode_vad(samples, request, budget)
+            spans = self._decode_vad(samples, request, budget, control)
         elif mode is DecodeMode.LONG_FORM:
-            spans = [self._decode_long_form(samples, budget)]
+            spans = [self._decode_long_form(samples, budget, control)]
         else:
+            control.step(0, 1)
             spans = [self._decode_full_context(samples, Span(0, samples.size), budget)]
+        control.step(samples.size / SAMPLE_RATE, samples.size / SAMPLE_RATE)
         return Decoded(mode, spans, samples.size)
 
     def _encode_frames(self, samples: np.ndarray) -> np.ndarray:
@@ -189,7 +214,7 @@ class ParakeetEngine:
         tokens, _state = self._greedy(frames, None, 0, budget)
         return SpanDecode(span, tokens)
 
-    def _decode_long_form(self, samples: np.ndarray, budget: int | None) -> SpanDecode:
+    def _decode_long_form(self, samples: np.ndarray, budget: int | None, control: JobControl) -> SpanDecode:
         n = samples.size
         session = self.session
         windows = plan_long_form_windows(
@@ -203,6 +228,7 @@ class ParakeetEngine:
         state: DecoderState | None = None
         tokens: list[TokenStep] = []
         for window in windows:
+            control.step(window.window.start / SAMPLE_RATE, n / SAMPLE_RATE)
             if remaining <= 0:
                 break
             if window.kept_frames <= 0:
@@ -217,7 +243,9 @@ class ParakeetEngine:
         log.debug("long-form: %d windows, %d tokens", len(windows), len(tokens))
         return SpanDecode(Span(0, n), tokens)
 
-    def _decode_vad(self, samples: np.ndarray, request: RequestSettings, budget: int | None) -> list[SpanDecode]:
+    def _decode_vad(
+        self, samples: np.ndarray, request: RequestSettings, budget: int | None, control: JobControl
+    ) -> list[SpanDecode]:
         chunk_sec = request.vad_chunk_sec if request.vad_chunk_sec is not None else self.session.center_sec
         max_full_context_sec = self.config.encoder.max_position_embeddings * self.seconds_per_frame
         if chunk_sec >= max_full_context_sec:
@@ -229,6 +257,7 @@ class ParakeetEngine:
         spans = self._vad_spans(samples, chunk_sec)
         decoded: list[SpanDecode] = []
         for span in spans:  # each span from a fresh decoder state; the token budget spans the request
+            control.step(span.start / SAMPLE_RATE, samples.size / SAMPLE_RATE)
             if budget is not None and budget <= 0:
                 break
             result = self._decode_full_context(samples, span, budget)

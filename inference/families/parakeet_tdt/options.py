@@ -13,10 +13,10 @@ from functools import lru_cache
 from typing import Any
 
 from inference.audio.spans import seconds_to_samples
+from inference.contract import SAMPLE_RATE
 from inference.models.spec import FamilySpec, load_family_spec
 
 FAMILY = "parakeet_tdt"
-SAMPLE_RATE = 16000
 
 
 class DecodeMode(Enum):

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 from tokenizers import Tokenizer
 
+from inference.contract import Word
 from inference.errors import ModelError
 from inference.families.parakeet_tdt.config import ParakeetConfig
 from inference.families.parakeet_tdt.decoder import TokenStep
-from inference.transcript import Word
 
 WORD_MARK = "\u2581"
 HF_PUNCTUATION = frozenset(["?", "'", "¡", "¿", "-", ":", ",", "%", "/", ".", "!"])

@@ -1,0 +1,840 @@
+"""The only door into the inference worker: the CLI, the GUI and the server all use this client.
+
+``WorkerClient`` starts the worker (a ``spawn`` child), loads models in it and hands out
+``RemoteEngine`` and ``RemoteStream`` objects that look like a local ``contract.Engine`` / ``Stream``.
+It also keeps the user's work safe when the worker fails:
+
+* **death** (a native crash, ``SIGKILL``, the OOM killer) and **hangs** (an operation busy past its
+  limit with no progress, or pings unanswered) are detected by a supervisor thread; the worker is
+  killed if needed, restarted, its models reloaded and its open streams reopened. Streams keep their
+  committed text (it lives here, not in the worker) and receive a non-fatal ``worker_restarted`` error
+  event naming what happened and which audio was lost. Repeated crashes back off and then stop with a
+  clear message instead of looping (``WorkerPolicy``).
+* **backpressure**: each stream bounds the audio it has handed to the worker but not yet seen
+  processed. Beyond that, the stream's ``BacklogPolicy`` decides: ``coalesce`` (queue and send queued
+  chunks as one larger push), ``block`` (the caller waits; files and stdin) or ``refuse`` (raise); the
+  queue never grows past ``max_backlog_s`` and nothing is dropped silently. ``finish`` drains everything.
+
+Callbacks (``on_events``, progress) run on the client's reader thread: hand the events over to your own
+thread (the GUI posts them to the Qt event loop) and never block in them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import multiprocessing
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from inference import protocol as p
+from inference.contract import (
+    SAMPLE_RATE,
+    CancelToken,
+    Capabilities,
+    Delta,
+    ErrorEvent,
+    Progress,
+    ProgressCallback,
+    Stats,
+    StreamEvent,
+    Transcript,
+    event_from_json,
+)
+from inference.errors import (
+    BackendError,
+    Cancelled,
+    CaptioneerError,
+    InputFileError,
+    ModelError,
+    NotImplementedFamilyError,
+    UsageError,
+    WorkerError,
+)
+
+log = logging.getLogger("captioneer.client")
+
+EventsCallback = Callable[[list[StreamEvent]], None]
+
+
+@dataclass(frozen=True)
+class WorkerPolicy:
+    """Supervision limits. Times in seconds."""
+
+    start_timeout_s: float = 60.0  # spawn + imports
+    ping_interval_s: float = 1.0
+    ping_timeout_s: float = 15.0  # no pong for this long: the process is frozen
+    hang_timeout_s: float = 120.0  # one push/span busy this long without progress: hung
+    load_timeout_s: float = 3600.0  # loads may convert gigabytes; they report progress when they can
+    max_restarts: int = 3  # within restart_window_s; one more failure stops the client
+    restart_window_s: float = 300.0
+    backoff_s: tuple[float, ...] = (0.0, 1.0, 4.0)  # before the 1st, 2nd, 3rd... restart
+
+
+@dataclass(frozen=True)
+class BacklogPolicy:
+    """What a stream does when audio arrives faster than the worker transcribes it."""
+
+    mode: str = "coalesce"  # "coalesce" | "block" | "refuse"
+    max_in_flight: int = 2  # pushes handed to the worker and not yet answered
+    max_backlog_s: float = 30.0  # audio waiting (in flight + queued) beyond which the mode applies
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("coalesce", "block", "refuse"):
+            raise UsageError(f"unknown backlog policy {self.mode!r}", "use coalesce, block or refuse")
+        if self.max_in_flight < 1 or self.max_backlog_s <= 0:
+            raise UsageError("max_in_flight must be >= 1 and max_backlog_s > 0")
+
+
+class BacklogFull(CaptioneerError):
+    """A push was refused because the stream's backlog is at its limit; the chunk was not taken."""
+
+    exit_code = 1
+
+
+_KIND_ERRORS: dict[str, type[CaptioneerError]] = {
+    "usage": UsageError,
+    "input": InputFileError,
+    "model": ModelError,
+    "backend": BackendError,
+    "unsupported": NotImplementedFamilyError,
+    "cancelled": Cancelled,
+}
+
+
+def error_from_failure(failed: p.Failed) -> CaptioneerError:
+    if failed.kind == "out_of_memory":
+        return WorkerError(f"out of memory: {failed.message}", failed.fix)
+    cls = _KIND_ERRORS.get(failed.kind, WorkerError)
+    return cls(failed.message, failed.fix)
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """Plain words for how the worker process ended."""
+    if exitcode is None:
+        return "the inference worker stopped answering"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        meaning = {
+            "SIGSEGV": "a crash in native model code",
+            "SIGBUS": "a crash in native model code",
+            "SIGILL": "the native library uses instructions this CPU lacks",
+            "SIGABRT": "the native library aborted",
+            "SIGKILL": "killed, usually by the system when memory ran out",
+            "SIGTERM": "terminated from outside",
+        }.get(name, "a signal")
+        return f"the inference worker died ({name}: {meaning})"
+    return f"the inference worker exited with code {exitcode}"
+
+
+# ------------------------------------------------------------------------------------------ engines
+
+
+@dataclass
+class _EngineRecord:
+    """What it takes to load an engine again after a restart."""
+
+    message: p.LoadModel
+    family: str = ""
+    capabilities: Capabilities = field(default_factory=Capabilities)
+
+
+class RemoteEngine:
+    """A model loaded in the worker; the same calls as a local ``contract.Engine``."""
+
+    def __init__(self, client: WorkerClient, engine_id: str, family: str, capabilities: Capabilities) -> None:
+        self.client = client
+        self.engine_id = engine_id
+        self.family = family
+        self.capabilities = capabilities
+
+    def transcribe(
+        self,
+        audio: np.ndarray,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        timeout: float | None = None,
+        **request_options: Any,
+    ) -> Transcript:
+        pcm = p.audio_payload(audio)
+        request_id = self.client.next_id()
+        message = p.Transcribe(request_id, self.engine_id, dict(request_options), pcm)
+        result = self.client.request(message, progress=progress, cancel=cancel, timeout=timeout)
+        assert isinstance(result, p.Result)
+        return result.as_transcript()
+
+    def open_stream(
+        self,
+        *,
+        on_events: EventsCallback | None = None,
+        backlog: BacklogPolicy | None = None,
+        segmenter: dict[str, Any] | None = None,
+        **request_options: Any,
+    ) -> RemoteStream:
+        stream = RemoteStream(self, dict(request_options), dict(segmenter or {}), on_events, backlog or BacklogPolicy())
+        self.client.open_stream(stream)
+        return stream
+
+    def close(self) -> None:
+        self.client.unload(self.engine_id)
+
+
+# ------------------------------------------------------------------------------------------ streams
+
+
+class RemoteStream:
+    """A live stream in the worker. ``push`` never waits for inference (except with ``block``).
+
+    Events arrive on the client's reader thread: through ``on_events`` if given, and always into
+    ``take_events()``. ``committed_text`` is the concatenation of every delta received, and survives
+    worker restarts.
+    """
+
+    def __init__(
+        self,
+        engine: RemoteEngine,
+        options: dict[str, Any],
+        segmenter: dict[str, Any],
+        on_events: EventsCallback | None,
+        backlog: BacklogPolicy,
+    ) -> None:
+        self.engine = engine
+        self.client = engine.client
+        self.stream_id = f"s{self.client.next_id()}"
+        self.options = options
+        self.segmenter = segmenter
+        self.backlog = backlog
+        self.kind = ""  # "native" or "segmented", once opened
+        self._on_events = on_events
+        self._lock = threading.Condition()
+        self._events: deque[StreamEvent] = deque()
+        self._queued: deque[np.ndarray] = deque()  # accepted, not yet sent
+        self._in_flight: dict[int, tuple[int, float]] = {}  # seq -> (samples, sent at)
+        self._seq = 0
+        self._queued_samples = 0
+        self._pushed_samples = 0  # accepted from the caller
+        self._done_samples = 0  # processed by the worker
+        self._worker_wall = 0.0
+        self._latencies: deque[float] = deque(maxlen=200)
+        self._committed: list[str] = []
+        self._after_restart = False  # the next delta starts a new worker stream: keep words apart
+        self._open = False  # a worker stream exists (False while restarting)
+        self._closed = False
+        self._failure: CaptioneerError | None = None
+
+    # ------------------------------------------------------------------ caller side
+    def push(self, pcm: np.ndarray) -> list[StreamEvent]:
+        """Hand audio over; returns the events that arrived since the last call."""
+        samples = p.audio_payload(pcm)
+        with self._lock:
+            self._raise_if_unusable()
+            limit = self.backlog.max_backlog_s * SAMPLE_RATE
+            if self.backlog.mode == "block":
+                while self._backlog_samples() + samples.size > limit and self._backlog_samples() > 0:
+                    self._lock.wait(0.5)
+                    self._raise_if_unusable()
+            elif self._backlog_samples() + samples.size > limit:
+                raise BacklogFull(
+                    f"{self._backlog_samples() / SAMPLE_RATE:.1f} s of audio are waiting for the model "
+                    f"(limit {self.backlog.max_backlog_s:g} s); this chunk was not taken",
+                    "use a faster model or weight type (q8_0), more threads, or a larger backlog limit",
+                )
+            self._queued.append(samples)
+            self._queued_samples += samples.size
+            self._pushed_samples += samples.size
+            self._pump()
+            return self._drain_events()
+
+    def take_events(self) -> list[StreamEvent]:
+        with self._lock:
+            return self._drain_events()
+
+    def finish(self, timeout: float | None = None) -> Transcript:
+        """Send everything queued, wait until the worker processed it, then return the final transcript."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            self._raise_if_unusable()
+            while self._queued or self._in_flight or not self._open:
+                self._pump()
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise WorkerError("the worker did not drain the stream in time", "try again or restart")
+                self._lock.wait(0.5 if remaining is None else min(0.5, remaining))
+                self._raise_if_unusable()
+            self._closed = True
+        try:
+            result = self.client.request(p.FinishStream(self.client.next_id(), self.stream_id), timeout=timeout)
+        finally:
+            self.client.forget_stream(self)
+        assert isinstance(result, p.Result)
+        final = result.as_transcript()
+        return final
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._queued.clear()
+            self._queued_samples = 0
+            self._lock.notify_all()
+        self.client.forget_stream(self)
+        self.client.send_quietly(p.CancelStream(self.stream_id))
+
+    @property
+    def ready(self) -> bool:
+        """Open in a running worker (False while the worker restarts and the stream is reopened)."""
+        with self._lock:
+            return self._open and not self._closed
+
+    @property
+    def committed_text(self) -> str:
+        with self._lock:
+            return "".join(self._committed)
+
+    def stats(self) -> Stats:
+        with self._lock:
+            latency = float(np.median(self._latencies)) if self._latencies else None
+            return Stats(self._done_samples / SAMPLE_RATE, self._worker_wall,
+                         self._backlog_samples() / SAMPLE_RATE, latency)  # fmt: skip
+
+    def latencies(self) -> list[float]:
+        """Round-trip seconds of recent pushes (sent → answered), oldest first."""
+        with self._lock:
+            return list(self._latencies)
+
+    # ------------------------------------------------------------------ internals (lock held unless noted)
+    def _backlog_samples(self) -> int:
+        return self._queued_samples + sum(n for n, _ in self._in_flight.values())
+
+    def _raise_if_unusable(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+        if self._closed:
+            raise UsageError("the stream is finished or cancelled", "open a new stream")
+
+    def _drain_events(self) -> list[StreamEvent]:
+        events = list(self._events)
+        self._events.clear()
+        return events
+
+    def _pump(self) -> None:
+        """Send queued audio while the in-flight limit allows (coalesced into one push when allowed)."""
+        while self._open and self._queued and len(self._in_flight) < self.backlog.max_in_flight:
+            if self.backlog.mode == "coalesce" or len(self._queued) == 1:
+                chunk = np.concatenate(list(self._queued)) if len(self._queued) > 1 else self._queued[0]
+                self._queued.clear()
+            else:
+                chunk = self._queued.popleft()
+            self._queued_samples -= chunk.size
+            self._seq += 1
+            self._in_flight[self._seq] = (chunk.size, time.monotonic())
+            if not self.client.send_quietly(p.PushAudio(self.stream_id, self._seq, chunk)):
+                return  # the worker is gone; the supervisor reopens the stream and re-sends nothing stale
+
+    def _deliver(self, events: list[StreamEvent]) -> None:
+        """Reader thread: record and forward events (lock not held)."""
+        if not events:
+            return
+        with self._lock:
+            for index, event in enumerate(events):
+                if isinstance(event, Delta):
+                    # The reopened stream's first delta has no leading space; its text joins what was
+                    # committed before the crash, and the event says so too (deltas concatenate).
+                    if (
+                        self._after_restart
+                        and event.text
+                        and self._committed
+                        and not event.text[0].isspace()
+                        and not self._committed[-1][-1:].isspace()
+                    ):
+                        event = dataclasses.replace(event, text=" " + event.text)
+                        events[index] = event
+                    self._after_restart = False
+                    self._committed.append(event.text)
+            self._events.extend(events)
+        if self._on_events is not None:
+            try:
+                self._on_events(events)
+            except Exception:  # a view's bug must not kill the client's reader thread
+                log.exception("on_events callback failed")
+
+    def on_pushed(self, message: p.Pushed) -> None:
+        events = message.stream_events()
+        with self._lock:
+            sent = self._in_flight.pop(message.seq, None)
+            if sent is not None:
+                self._latencies.append(time.monotonic() - sent[1])
+            self._done_samples += message.samples
+            self._worker_wall += message.wall_s
+            self._pump()
+            self._lock.notify_all()
+        self._deliver(events)
+
+    def on_failed(self, error: CaptioneerError, kind: str) -> None:
+        with self._lock:
+            self._failure = error
+            self._lock.notify_all()
+        self._deliver([ErrorEvent(kind, error.message, error.fix)])
+
+    def on_opened(self, kind: str) -> None:
+        with self._lock:
+            self.kind = kind
+            self._open = True
+            self._pump()
+            self._lock.notify_all()
+
+    def on_worker_lost(self, reason: str) -> None:
+        """The worker died: audio in flight is gone; queued audio waits for the new worker."""
+        with self._lock:
+            lost = sum(n for n, _ in self._in_flight.values())
+            start_s = self._done_samples / SAMPLE_RATE
+            self._done_samples += lost  # stream time moves on: later audio keeps its place
+            self._in_flight.clear()
+            self._open = False
+            self._after_restart = True
+            self._lock.notify_all()
+        message = f"{reason}; it was restarted and captions continue"
+        if lost:
+            message += f" (audio from {start_s:.1f} s to {start_s + lost / SAMPLE_RATE:.1f} s was not transcribed)"
+        self._deliver([ErrorEvent("worker_restarted", message, "if it happens again, try another model or weight type",
+                                  fatal=False)])  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------ client
+
+
+@dataclass
+class _Pending:
+    future: Future[p.Message]
+    message: p.Message
+    progress: ProgressCallback | None = None
+    started: float = field(default_factory=time.monotonic)
+
+
+class WorkerClient:
+    """Starts and supervises one worker process. Use as a context manager or call ``close()``."""
+
+    def __init__(self, policy: WorkerPolicy | None = None, on_status: Callable[[str], None] | None = None) -> None:
+        self.policy = policy or WorkerPolicy()
+        self._on_status = on_status
+        self._ids = itertools.count(1)
+        self._lock = threading.RLock()
+        self._send_lock = threading.Lock()
+        self._pending: dict[int, _Pending] = {}
+        self._engines: dict[str, _EngineRecord] = {}
+        self._streams: dict[str, RemoteStream] = {}
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._conn: Any = None
+        self._generation = 0
+        self._crashes: deque[float] = deque()
+        self._last_pong = time.monotonic()
+        self._busy_s = 0.0
+        self.worker_rss = 0
+        self._dead: WorkerError | None = None  # set when the client gave up
+        self._closing = False
+        self._restarting = False
+        self._supervisor: threading.Thread | None = None
+        self._wake = threading.Event()
+
+    # ------------------------------------------------------------------ lifetime
+    def start(self) -> WorkerClient:
+        with self._lock:
+            if self._process is not None:
+                return self
+            self._spawn()
+        self._supervisor = threading.Thread(target=self._supervise, name="captioneer-supervisor", daemon=True)
+        self._supervisor.start()
+        return self
+
+    def __enter__(self) -> WorkerClient:
+        return self.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+            process, conn = self._process, self._conn
+        self._wake.set()
+        if conn is not None:
+            self.send_quietly(p.Shutdown())
+        if process is not None:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=5)
+        if conn is not None:
+            conn.close()
+        self._fail_all(WorkerError("the worker client was closed"))
+
+    @property
+    def pid(self) -> int | None:
+        process = self._process
+        return process.pid if process is not None else None
+
+    @property
+    def generation(self) -> int:
+        """How many worker processes this client has started (1 + restarts)."""
+        return self._generation
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def _spawn(self) -> None:
+        """Start a worker and wait for its hello (lock held)."""
+        from inference.worker import worker_main
+
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe(duplex=True)
+        process = context.Process(target=worker_main, args=(child, logging.WARNING), name="captioneer-worker",
+                                  daemon=True)  # fmt: skip
+        process.start()
+        child.close()
+        if not parent.poll(self.policy.start_timeout_s):
+            process.kill()
+            process.join(5)
+            raise WorkerError(
+                f"the inference worker did not start within {self.policy.start_timeout_s:g} s "
+                f"({describe_exit(process.exitcode)})",
+                "check the log; reinstall Captioneer if it keeps failing",
+            )
+        try:
+            p.check_version(p.decode(parent.recv_bytes()))
+        except (EOFError, OSError) as exc:
+            process.join(5)
+            raise WorkerError(f"the inference worker failed to start ({describe_exit(process.exitcode)})",
+                              "run `captioneer transcribe --verbose` to see why") from exc  # fmt: skip
+        self._process, self._conn = process, parent
+        self._generation += 1
+        self._last_pong = time.monotonic()
+        self._busy_s = 0.0
+        reader = threading.Thread(target=self._read, args=(parent, self._generation), name="captioneer-reader",
+                                  daemon=True)  # fmt: skip
+        reader.start()
+
+    # ------------------------------------------------------------------ sending
+    def send_quietly(self, message: p.Message) -> bool:
+        """Send if a worker is up; False when it is not (the supervisor handles the loss)."""
+        conn = self._conn
+        if conn is None:
+            return False
+        frame = p.encode(message)
+        try:
+            with self._send_lock:
+                conn.send_bytes(frame)
+        except (OSError, ValueError):
+            self._wake.set()
+            return False
+        return True
+
+    def request(
+        self,
+        message: p.Message,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        timeout: float | None = None,
+    ) -> p.Message:
+        """Send a request with a ``request_id`` and wait for its answer (raising its failure)."""
+        self._raise_if_dead()
+        request_id: int = message.request_id  # type: ignore[union-attr]
+        pending = _Pending(Future(), message, progress)
+        with self._lock:
+            self._pending[request_id] = pending
+        if not self.send_quietly(message):
+            self._wait_for_worker()
+            if not self.send_quietly(message):
+                raise self._dead or WorkerError("the inference worker is not running", "restart Captioneer")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        cancel_sent = False
+        while True:
+            try:
+                return pending.future.result(timeout=0.1)
+            except FutureTimeout:
+                pass
+            if cancel is not None and cancel.cancelled and not cancel_sent:
+                self.send_quietly(p.CancelJob(request_id))
+                cancel_sent = True
+            if deadline is not None and time.monotonic() > deadline:
+                with self._lock:
+                    self._pending.pop(request_id, None)
+                raise WorkerError(f"the worker did not answer a {message.type} request within {timeout:g} s")
+
+    def _wait_for_worker(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._raise_if_dead()
+            if self._conn is not None and not self._restarting:
+                return
+            time.sleep(0.05)
+
+    def _raise_if_dead(self) -> None:
+        if self._dead is not None:
+            raise self._dead
+        if self._closing:
+            raise WorkerError("the worker client was closed")
+
+    # ------------------------------------------------------------------ models and streams
+    def load(
+        self,
+        model_path: str | Path,
+        family: str | None = None,
+        session_options: dict[str, Any] | None = None,
+        backend: str = "auto",
+        threads: int | None = None,
+        *,
+        factory: str | None = None,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+    ) -> RemoteEngine:
+        """Load a model in the worker (``factory``: "module:function" of a custom/test engine)."""
+        engine_id = f"e{self.next_id()}"
+        message = p.LoadModel(self.next_id(), engine_id, str(model_path), family, dict(session_options or {}),
+                              backend, threads, factory)  # fmt: skip
+        loaded = self.request(message, progress=progress, timeout=timeout)
+        assert isinstance(loaded, p.Loaded)
+        record = _EngineRecord(message, loaded.family, loaded.caps)
+        with self._lock:
+            self._engines[engine_id] = record
+        return RemoteEngine(self, engine_id, loaded.family, loaded.caps)
+
+    def unload(self, engine_id: str) -> None:
+        with self._lock:
+            record = self._engines.pop(engine_id, None)
+            streams = [s for s in self._streams.values() if s.engine.engine_id == engine_id]
+        for stream in streams:
+            stream.cancel()
+        if record is not None and self._dead is None and not self._closing:
+            self.request(p.UnloadModel(self.next_id(), engine_id))
+
+    def open_stream(self, stream: RemoteStream) -> None:
+        with self._lock:
+            self._streams[stream.stream_id] = stream
+        self._open_remote(stream)
+
+    def _open_remote(self, stream: RemoteStream) -> None:
+        message = p.OpenStream(self.next_id(), stream.engine.engine_id, stream.stream_id, stream.options,
+                               stream.segmenter)  # fmt: skip
+        try:
+            opened = self.request(message)
+        except CaptioneerError:
+            with self._lock:
+                self._streams.pop(stream.stream_id, None)
+            raise
+        assert isinstance(opened, p.Opened)
+        stream.on_opened(opened.kind)
+
+    def forget_stream(self, stream: RemoteStream) -> None:
+        with self._lock:
+            self._streams.pop(stream.stream_id, None)
+
+    # ------------------------------------------------------------------ reader thread
+    def _read(self, conn: Any, generation: int) -> None:
+        while True:
+            try:
+                frame = conn.recv_bytes()
+            except (EOFError, OSError):
+                break
+            try:
+                self._on_message(p.decode(frame))
+            except Exception:
+                log.exception("cannot handle a message from the worker")
+        if generation == self._generation:
+            if self._restarting:  # a worker died while being restored: unblock the restore
+                with self._lock:
+                    pending = list(self._pending.values())
+                    self._pending.clear()
+                for item in pending:
+                    if not item.future.done():
+                        item.future.set_exception(WorkerError("the restarted worker died as well"))
+            self._wake.set()  # the supervisor finds out why and restarts
+
+    def _on_message(self, message: p.Message) -> None:
+        if isinstance(message, p.Pong):
+            self._last_pong = time.monotonic()
+            self._busy_s = message.busy_s
+            self.worker_rss = message.rss_bytes
+            return
+        if isinstance(message, p.Pushed):
+            stream = self._streams.get(message.stream_id)
+            if stream is not None:
+                stream.on_pushed(message)
+            return
+        if isinstance(message, p.EventMessage):
+            event = event_from_json(message.event)
+            if message.request_id is not None:
+                pending = self._pending.get(message.request_id)
+                if pending is not None and pending.progress is not None and isinstance(event, Progress):
+                    pending.progress(event)
+            elif message.stream_id is not None and message.stream_id in self._streams:
+                self._streams[message.stream_id]._deliver([event])
+            return
+        if isinstance(message, p.Failed) and message.request_id is None:
+            stream = self._streams.get(message.stream_id or "")
+            if stream is not None:
+                stream.on_failed(error_from_failure(message), message.kind)
+                self.forget_stream(stream)
+            return
+        request_id = getattr(message, "request_id", None)
+        with self._lock:
+            pending = self._pending.pop(request_id, None) if request_id is not None else None
+        if pending is None:
+            log.debug("unexpected %s message from the worker", message.type)
+            return
+        if isinstance(message, p.Failed):
+            pending.future.set_exception(error_from_failure(message))
+        else:
+            pending.future.set_result(message)
+
+    # ------------------------------------------------------------------ supervision
+    def _supervise(self) -> None:
+        nonce = 0
+        while not self._closing:
+            self._wake.wait(self.policy.ping_interval_s)
+            self._wake.clear()
+            if self._closing:
+                return
+            process = self._process
+            if process is None:
+                continue
+            reason = None
+            if not process.is_alive():
+                process.join(1)
+                reason = describe_exit(process.exitcode)
+            else:
+                nonce += 1
+                self.send_quietly(p.Ping(nonce))
+                silent = time.monotonic() - self._last_pong
+                limit = self._busy_limit()
+                if silent > self.policy.ping_timeout_s:
+                    reason = f"the inference worker stopped answering for {silent:.0f} s"
+                elif self._busy_s > limit:
+                    reason = f"the inference worker was stuck on one operation for {self._busy_s:.0f} s"
+                if reason is not None:
+                    process.kill()
+                    process.join(5)
+            if reason is not None:
+                self._recover(reason)
+
+    def _busy_limit(self) -> float:
+        with self._lock:
+            loading = any(isinstance(pending.message, p.LoadModel) for pending in self._pending.values())
+        return self.policy.load_timeout_s if loading else self.policy.hang_timeout_s
+
+    def _recover(self, reason: str) -> None:
+        """Fail what was in flight, then restart (with backoff) and restore engines and streams."""
+        log.warning("%s", reason)
+        self._notify(reason)
+        with self._lock:
+            self._restarting = True
+            if self._conn is not None:
+                self._conn.close()
+            self._conn, self._process = None, None
+            pending = list(self._pending.values())
+            self._pending.clear()
+            streams = list(self._streams.values())
+        for item in pending:
+            if not isinstance(item.message, p.LoadModel | p.OpenStream):
+                item.future.set_exception(WorkerError(f"{reason}; the request was lost",
+                                                      "run it again; if it keeps failing, try another model"))
+        for stream in streams:
+            stream.on_worker_lost(reason)
+        try:
+            while not self._closing:
+                now = time.monotonic()
+                self._crashes.append(now)
+                while self._crashes and now - self._crashes[0] > self.policy.restart_window_s:
+                    self._crashes.popleft()
+                if len(self._crashes) > self.policy.max_restarts:
+                    self._give_up(WorkerError(
+                        f"{reason}; the worker failed {len(self._crashes)} times in "
+                        f"{self.policy.restart_window_s:.0f} s, so Captioneer stopped restarting it",
+                        "check the log, then try another model, weight type or backend",
+                    ), pending)  # fmt: skip
+                    return
+                delay = self.policy.backoff_s[min(len(self._crashes) - 1, len(self.policy.backoff_s) - 1)]
+                if delay and self._wake.wait(delay) and self._closing:
+                    return
+                self._wake.clear()
+                try:
+                    with self._lock:
+                        self._spawn()
+                    self._restore(pending)
+                except CaptioneerError as exc:  # the new worker failed too: that counts as another failure
+                    reason = str(exc)
+                    log.warning("restarting the worker failed: %s", reason)
+                    with self._lock:
+                        if self._process is not None:
+                            self._process.kill()
+                        if self._conn is not None:
+                            self._conn.close()
+                        self._conn, self._process = None, None
+                    continue
+                self._notify("the inference worker was restarted")
+                return
+        finally:
+            self._restarting = False
+
+    def _restore(self, pending: list[_Pending]) -> None:
+        with self._lock:
+            engines = list(self._engines.values())
+            streams = list(self._streams.values())
+        for record in engines:
+            loaded = self.request(record.message)
+            assert isinstance(loaded, p.Loaded)
+        for stream in streams:
+            if not stream._closed:
+                self._open_remote(stream)
+        for item in pending:  # loads/opens that were in flight when it died: retried once
+            if isinstance(item.message, p.LoadModel | p.OpenStream) and not item.future.done():
+                try:
+                    item.future.set_result(self.request(item.message, progress=item.progress))
+                except CaptioneerError as exc:
+                    item.future.set_exception(exc)
+
+    def _give_up(self, error: WorkerError, pending: list[_Pending]) -> None:
+        self._dead = error
+        self._notify(str(error))
+        for item in pending:
+            if not item.future.done():
+                item.future.set_exception(error)
+        self._fail_all(error)
+
+    def _fail_all(self, error: CaptioneerError) -> None:
+        with self._lock:
+            pending = list(self._pending.values())
+            self._pending.clear()
+            streams = list(self._streams.values())
+            self._streams.clear()
+        for item in pending:
+            if not item.future.done():
+                item.future.set_exception(error)
+        for stream in streams:
+            if not stream._closed:
+                stream.on_failed(error, "worker_crashed")
+
+    def _notify(self, text: str) -> None:
+        if self._on_status is not None:
+            try:
+                self._on_status(text)
+            except Exception:
+                log.exception("on_status callback failed")

@@ -1,0 +1,362 @@
+"""The contract every part of Captioneer speaks: engines, streams, results and events.
+
+Engines (``inference/families``), the worker, the client, the CLI, the GUI and the server all use these
+types, so a fact such as "a delta is committed text" or "audio is 16 kHz" lives here once. Only the
+standard library and :mod:`inference.errors` are imported; numpy appears in annotations only.
+
+* A :class:`Delta` is committed text: append-only, never revised. The deltas of a stream concatenate to
+  its committed text.
+* A :class:`Snapshot` is the whole provisional hypothesis of one segment; it replaces the previous
+  snapshot of the same ``segment_id`` and disappears when that segment commits.
+* Every event carries the segment it belongs to and audio-relative times (seconds from the start of
+  the stream) where known, so a view replaces exactly the provisional text it showed.
+* Every event and result survives a JSON round trip (``event_to_json`` / ``event_from_json``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from inference.errors import Cancelled, UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+SAMPLE_RATE = 16000
+"""Every engine, stream and protocol message takes mono float32 samples at this rate."""
+
+
+# ------------------------------------------------------------------------------------------ results
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    start_s: float
+    end_s: float
+    confidence: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"word": self.text, "start": _round(self.start_s), "end": _round(self.end_s)}
+        if self.confidence is not None:
+            out["confidence"] = _round(self.confidence, 4)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Word:
+        return cls(str(data["word"]), float(data["start"]), float(data["end"]), data.get("confidence"))
+
+
+@dataclass(frozen=True)
+class Segment:
+    text: str
+    start_s: float
+    end_s: float
+    words: tuple[Word, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "start": _round(self.start_s),
+            "end": _round(self.end_s),
+            "words": [w.to_json() for w in self.words],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Segment:
+        words = tuple(Word.from_json(w) for w in data.get("words", ()))
+        return cls(str(data["text"]), float(data["start"]), float(data["end"]), words)
+
+
+@dataclass(frozen=True)
+class Timing:
+    audio_s: float
+    wall_s: float
+
+    @property
+    def rtf(self) -> float:
+        """Real-time factor: wall seconds per audio second (lower is faster)."""
+        return self.wall_s / self.audio_s if self.audio_s > 0 else 0.0
+
+    def to_json(self) -> dict[str, float]:
+        return {"audio_s": round(self.audio_s, 3), "wall_s": round(self.wall_s, 4), "rtf": round(self.rtf, 4)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Timing:
+        return cls(float(data["audio_s"]), float(data["wall_s"]))
+
+
+@dataclass
+class Transcript:
+    text: str
+    language: str | None = None
+    words: list[Word] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)
+    timing: Timing | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "language": self.language,
+            "words": [w.to_json() for w in self.words],
+            "segments": [s.to_json() for s in self.segments],
+            "token_ids": list(self.token_ids),
+            "timing": self.timing.to_json() if self.timing else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Transcript:
+        timing = data.get("timing")
+        return cls(
+            text=str(data["text"]),
+            language=data.get("language"),
+            words=[Word.from_json(w) for w in data.get("words", ())],
+            segments=[Segment.from_json(s) for s in data.get("segments", ())],
+            token_ids=[int(t) for t in data.get("token_ids", ())],
+            timing=Timing.from_json(timing) if timing else None,
+        )
+
+
+# ------------------------------------------------------------------------------------------ events
+
+
+@dataclass(frozen=True)
+class Delta:
+    """Committed text of ``segment_id``: append-only, never revised (include its leading space)."""
+
+    type: ClassVar[str] = "delta"
+    text: str
+    segment_id: int = 0
+    start_s: float | None = None
+    end_s: float | None = None
+    language: str | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The whole provisional text of ``segment_id``; replaces the previous snapshot of that segment."""
+
+    type: ClassVar[str] = "snapshot"
+    text: str
+    segment_id: int = 0
+    start_s: float | None = None
+    end_s: float | None = None
+    language: str | None = None
+
+
+@dataclass(frozen=True)
+class SpeechEnd:
+    """Segment ``segment_id`` is closed: ``text`` is its authoritative committed text, no snapshot remains."""
+
+    type: ClassVar[str] = "speech_end"
+    segment_id: int
+    start_s: float
+    end_s: float
+    text: str = ""
+    language: str | None = None
+
+
+@dataclass(frozen=True)
+class Done:
+    """The stream or job finished; ``transcript`` is the authoritative final result."""
+
+    type: ClassVar[str] = "done"
+    transcript: Transcript
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    """Something went wrong. ``kind`` is machine-readable (see ``ERROR_KINDS``); message and fix are for people."""
+
+    type: ClassVar[str] = "error"
+    kind: str
+    message: str
+    fix: str | None = None
+    fatal: bool = True  # False: the stream goes on (e.g. after a worker restart)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Progress of a long step (``stage``: load, convert, transcribe). ``total`` None: unknown length."""
+
+    type: ClassVar[str] = "progress"
+    stage: str
+    done: float
+    total: float | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Live figures of a stream: audio processed, real-time factor, backlog and per-chunk latency."""
+
+    type: ClassVar[str] = "stats"
+    audio_s: float
+    wall_s: float
+    backlog_s: float = 0.0
+    latency_s: float | None = None
+
+    @property
+    def rtf(self) -> float:
+        return self.wall_s / self.audio_s if self.audio_s > 0 else 0.0
+
+
+StreamEvent = Delta | Snapshot | SpeechEnd | Done | ErrorEvent | Progress | Stats
+EVENT_TYPES: dict[str, type] = {
+    cls.type: cls for cls in (Delta, Snapshot, SpeechEnd, Done, ErrorEvent, Progress, Stats)
+}
+ERROR_KINDS = (
+    "usage",  # a bad option or call: fix the request
+    "input",  # unreadable or invalid audio
+    "model",  # a missing, incompatible or corrupt model
+    "backend",  # the native backend failed
+    "unsupported",  # the loaded engine cannot do this
+    "out_of_memory",
+    "worker_crashed",  # the worker process died (signal or exit)
+    "worker_hung",  # the worker stopped answering and was killed
+    "worker_restarted",  # not fatal: a new worker continues with new audio
+    "backlog",  # audio arrives faster than it is transcribed and the policy refused it
+    "cancelled",
+    "internal",  # a bug: report it
+)
+
+
+def event_to_json(event: StreamEvent) -> dict[str, Any]:
+    """A JSON-ready dict with a ``type`` key; ``event_from_json`` reverses it."""
+    out: dict[str, Any] = {"type": event.type}
+    for f in fields(event):  # type: ignore[arg-type]
+        value = getattr(event, f.name)
+        if isinstance(value, Transcript):
+            value = value.to_json()
+        elif isinstance(value, float):
+            value = round(value, 4)
+        out[f.name] = value
+    return out
+
+
+def event_from_json(data: Mapping[str, Any]) -> StreamEvent:
+    kind = data.get("type")
+    cls = EVENT_TYPES.get(str(kind))
+    if cls is None:
+        raise UsageError(f"unknown event type {kind!r}", f"expected one of {', '.join(EVENT_TYPES)}")
+    values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+    if cls is Done:
+        values["transcript"] = Transcript.from_json(values["transcript"])
+    return cls(**values)  # type: ignore[no-any-return]
+
+
+def committed_text(events: list[StreamEvent]) -> str:
+    """The committed text a list of events adds up to (the concatenation of its deltas)."""
+    return "".join(e.text for e in events if isinstance(e, Delta))
+
+
+# ------------------------------------------------------------------------------------------ engines
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a loaded engine can do, reported by the engine itself (not by its family's JSON spec).
+
+    ``streaming``: the engine has its own live path (``open_stream``). Without it, live audio is
+    still captioned segment by segment (``inference.streaming.SegmentedStream``).
+    ``snapshots``: its live path publishes revisable provisional text.
+    ``streams_per_engine``: how many streams may be open at once on one loaded engine (they share its
+    weights; each stream has its own state).
+    """
+
+    streaming: bool = False
+    snapshots: bool = False
+    hotwords: bool = False
+    word_timestamps: bool = False
+    language_detection: bool = False
+    context: bool = False
+    streams_per_engine: int = 8
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Capabilities:
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+
+class CancelToken:
+    """Set from any thread; long jobs call ``check()`` between spans/windows and stop with ``Cancelled``."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def check(self) -> None:
+        if self._event.is_set():
+            raise Cancelled("the transcription was cancelled")
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass(frozen=True)
+class JobControl:
+    """What a long job checks between its steps (spans, windows): cancellation first, then progress."""
+
+    progress: ProgressCallback | None = None
+    cancel: CancelToken | None = None
+    stage: str = "transcribe"
+
+    def step(self, done: float, total: float | None, message: str = "") -> None:
+        if self.cancel is not None:
+            self.cancel.check()
+        if self.progress is not None:
+            self.progress(Progress(self.stage, done, total, message))
+
+
+@runtime_checkable
+class Stream(Protocol):
+    """A live transcription. Not thread-safe: one caller pushes, in order."""
+
+    def push(self, pcm: np.ndarray) -> list[StreamEvent]:
+        """Feed float32 mono ``SAMPLE_RATE`` samples; returns the events they produced (maybe none)."""
+        ...
+
+    def finish(self) -> Transcript:
+        """Flush what is buffered and return the authoritative final transcript; the stream is closed."""
+        ...
+
+    def cancel(self) -> None:
+        """Drop the stream without a result (an aborted push-to-talk); idempotent."""
+        ...
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A loaded model. ``transcribe`` and streams run on one thread at a time (the worker's)."""
+
+    family: str
+    capabilities: Capabilities
+
+    def transcribe(
+        self,
+        audio: np.ndarray,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        **request_options: Any,
+    ) -> Transcript: ...
+
+    def open_stream(self, **request_options: Any) -> Stream: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,282 @@
+"""Wire messages between the client and the worker process: typed, versioned, audio as binary frames.
+
+A frame is ``[4-byte little-endian header length][UTF-8 JSON header][raw payload]``. The header holds
+the message type and its fields; a message with audio carries it as the payload (float32 little-endian
+samples), never as a JSON list of numbers. Both sides check ``PROTOCOL_VERSION`` in the first exchange
+(``Hello``), so a client and a worker from different installs refuse each other with a clear message.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+from inference.contract import Capabilities, StreamEvent, Transcript, event_from_json, event_to_json
+from inference.errors import UsageError, WorkerError
+
+PROTOCOL_VERSION = 1
+_HEADER = struct.Struct("<I")
+
+
+# ---------------------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class Hello:
+    type: ClassVar[str] = "hello"
+    version: int = PROTOCOL_VERSION
+    pid: int = 0
+
+
+@dataclass(frozen=True)
+class LoadModel:
+    """Load ``model_path`` as engine ``engine_id``. ``factory`` ("module:function") overrides the
+    family registry (test engines); progress arrives as ``EventMessage(Progress)`` with this id."""
+
+    type: ClassVar[str] = "load"
+    request_id: int
+    engine_id: str
+    model_path: str
+    family: str | None = None
+    session_options: dict[str, Any] = field(default_factory=dict)
+    backend: str = "auto"
+    threads: int | None = None
+    factory: str | None = None
+
+
+@dataclass(frozen=True)
+class UnloadModel:
+    type: ClassVar[str] = "unload"
+    request_id: int
+    engine_id: str
+
+
+@dataclass(frozen=True)
+class Transcribe:
+    type: ClassVar[str] = "transcribe"
+    request_id: int
+    engine_id: str
+    options: dict[str, Any] = field(default_factory=dict)
+    pcm: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class CancelJob:
+    type: ClassVar[str] = "cancel_job"
+    request_id: int
+
+
+@dataclass(frozen=True)
+class OpenStream:
+    type: ClassVar[str] = "open_stream"
+    request_id: int
+    engine_id: str
+    stream_id: str
+    options: dict[str, Any] = field(default_factory=dict)
+    segmenter: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PushAudio:
+    """``seq`` counts pushes per stream; the worker answers each with ``Pushed`` (events + timing)."""
+
+    type: ClassVar[str] = "push"
+    stream_id: str
+    seq: int
+    pcm: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class FinishStream:
+    type: ClassVar[str] = "finish"
+    request_id: int
+    stream_id: str
+
+
+@dataclass(frozen=True)
+class CancelStream:
+    type: ClassVar[str] = "cancel_stream"
+    stream_id: str
+
+
+@dataclass(frozen=True)
+class Ping:
+    type: ClassVar[str] = "ping"
+    nonce: int
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    type: ClassVar[str] = "shutdown"
+
+
+# --------------------------------------------------------------------------------------- responses
+
+
+@dataclass(frozen=True)
+class Loaded:
+    type: ClassVar[str] = "loaded"
+    request_id: int
+    engine_id: str
+    family: str
+    capabilities: dict[str, Any]
+    load_s: float
+
+    @property
+    def caps(self) -> Capabilities:
+        return Capabilities.from_json(self.capabilities)
+
+
+@dataclass(frozen=True)
+class Opened:
+    type: ClassVar[str] = "opened"
+    request_id: int
+    stream_id: str
+    kind: str  # "native" (the engine's own live path) or "segmented" (VAD segments, transcribed offline)
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """The worker processed push ``seq`` of ``stream_id`` in ``wall_s`` seconds and it produced ``events``."""
+
+    type: ClassVar[str] = "pushed"
+    stream_id: str
+    seq: int
+    samples: int
+    wall_s: float
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def stream_events(self) -> list[StreamEvent]:
+        return [event_from_json(e) for e in self.events]
+
+
+@dataclass(frozen=True)
+class Result:
+    """The answer to a request: a transcript (transcribe, finish) or nothing (unload)."""
+
+    type: ClassVar[str] = "result"
+    request_id: int
+    transcript: dict[str, Any] | None = None
+    wall_s: float = 0.0
+
+    def as_transcript(self) -> Transcript:
+        if self.transcript is None:
+            raise WorkerError("the worker answered without a transcript", "report this as a bug")
+        return Transcript.from_json(self.transcript)
+
+
+@dataclass(frozen=True)
+class EventMessage:
+    """An event outside a push: progress of request ``request_id``, or a stream's asynchronous error."""
+
+    type: ClassVar[str] = "event"
+    event: dict[str, Any]
+    request_id: int | None = None
+    stream_id: str | None = None
+
+    @classmethod
+    def of(cls, event: StreamEvent, request_id: int | None = None, stream_id: str | None = None) -> EventMessage:
+        return cls(event_to_json(event), request_id, stream_id)
+
+
+@dataclass(frozen=True)
+class Failed:
+    """Request ``request_id`` (or a push of ``stream_id``) failed; ``kind`` is one of contract.ERROR_KINDS."""
+
+    type: ClassVar[str] = "failed"
+    kind: str
+    message: str
+    fix: str | None = None
+    request_id: int | None = None
+    stream_id: str | None = None
+    exit_code: int = 1
+
+
+@dataclass(frozen=True)
+class Pong:
+    type: ClassVar[str] = "pong"
+    nonce: int
+    busy_s: float  # how long the worker's current operation has been running (0 when idle)
+    rss_bytes: int = 0
+
+
+Message = (
+    Hello | LoadModel | UnloadModel | Transcribe | CancelJob | OpenStream | PushAudio | FinishStream | CancelStream
+    | Ping | Shutdown | Loaded | Opened | Pushed | Result | EventMessage | Failed | Pong
+)  # fmt: skip
+MESSAGE_TYPES: dict[str, type] = {
+    cls.type: cls
+    for cls in (
+        Hello, LoadModel, UnloadModel, Transcribe, CancelJob, OpenStream, PushAudio, FinishStream, CancelStream,
+        Ping, Shutdown, Loaded, Opened, Pushed, Result, EventMessage, Failed, Pong,
+    )
+}  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------ frames
+
+
+def encode(message: Message) -> bytes:
+    """One frame. A ``pcm`` field travels as the payload (float32), every other field as JSON."""
+    header: dict[str, Any] = {"type": message.type}
+    payload = b""
+    for f in fields(message):  # type: ignore[arg-type]
+        value = getattr(message, f.name)
+        if f.name == "pcm":
+            if value is not None:
+                payload = np.ascontiguousarray(value, dtype="<f4").tobytes()
+            continue
+        header[f.name] = value
+    head = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _HEADER.pack(len(head)) + head + payload
+
+
+def decode(frame: bytes | memoryview) -> Message:
+    view = memoryview(frame)
+    if len(view) < _HEADER.size:
+        raise WorkerError("a truncated message crossed the worker boundary", "restart Captioneer")
+    (length,) = _HEADER.unpack_from(view)
+    header = json.loads(bytes(view[_HEADER.size : _HEADER.size + length]))
+    cls = MESSAGE_TYPES.get(header.pop("type", None))
+    if cls is None:
+        raise WorkerError("an unknown message crossed the worker boundary", "client and worker must match")
+    names = {f.name for f in fields(cls)}
+    if "pcm" in names:
+        payload = view[_HEADER.size + length :]
+        header["pcm"] = np.frombuffer(payload, dtype="<f4").astype(np.float32, copy=False)
+    unknown = set(header) - names
+    if unknown:
+        raise WorkerError(f"a {cls.type} message has unknown fields {sorted(unknown)}", "client and worker must match")
+    return cls(**header)  # type: ignore[no-any-return]
+
+
+def check_version(hello: Message) -> Hello:
+    if not isinstance(hello, Hello):
+        raise WorkerError(f"the worker greeted with {hello.type!r}, not hello", "client and worker must match")
+    if hello.version != PROTOCOL_VERSION:
+        raise WorkerError(
+            f"the worker speaks protocol version {hello.version}, this client {PROTOCOL_VERSION}",
+            "the installation is mixed; reinstall Captioneer so both come from the same version",
+        )
+    return hello
+
+
+def audio_payload(pcm: np.ndarray) -> np.ndarray:
+    """Validate audio before it crosses the boundary: 1-D float32, finite."""
+    samples = np.asarray(pcm)
+    if samples.ndim != 1:
+        raise UsageError(f"audio must be a 1-D array of mono samples, got shape {samples.shape}", "mix down to mono")
+    if samples.dtype != np.float32:
+        if not np.issubdtype(samples.dtype, np.floating):
+            raise UsageError(
+                f"audio must be float32 samples in [-1, 1], got {samples.dtype}",
+                "convert integer PCM first (inference.audio.io.decode_raw_pcm)",
+            )
+        samples = samples.astype(np.float32)
+    if not np.isfinite(samples).all():
+        raise UsageError("the audio holds NaN or infinite samples", "check the audio source")
+    return samples

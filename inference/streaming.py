@@ -1,0 +1,169 @@
+"""Live captions for any engine: Silero VAD closes a speech segment, the engine transcribes it, its text commits.
+
+Engines with their own live path (``Capabilities.streaming``) stream natively; every other engine is
+wrapped in a :class:`SegmentedStream`, so any installed model, the bundled demo model included, captions
+live. A segment commits when speech is followed by ``end_silence_s`` of non-speech or reaches
+``max_segment_s``; the transcript of a segment is final (deltas only, no snapshots).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from inference.audio.vad import FRAME_SAMPLES, SileroVad
+from inference.contract import SAMPLE_RATE, Delta, Engine, Segment, SpeechEnd, StreamEvent, Transcript, Word
+from inference.errors import UsageError
+
+
+@dataclass(frozen=True)
+class SegmenterSettings:
+    threshold: float = 0.5  # speech starts at this Silero probability ...
+    release: float = 0.35  # ... and counts as ended below this one (hysteresis against flicker)
+    end_silence_s: float = 0.5
+    max_segment_s: float = 20.0
+    pre_roll_s: float = 0.25  # audio kept before the detected start, so the first phoneme is not cut
+    min_speech_s: float = 0.1  # shorter blips (clicks, breaths) are dropped without a model call
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> SegmenterSettings:
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise UsageError(f"unknown segmenter option(s) {unknown}", f"use {', '.join(sorted(known))}")
+        settings = cls(**{k: float(v) for k, v in options.items()})
+        if not 0 < settings.release <= settings.threshold < 1:
+            raise UsageError("segmenter thresholds must satisfy 0 < release <= threshold < 1")
+        if settings.end_silence_s <= 0 or settings.max_segment_s < 1 or settings.pre_roll_s < 0:
+            raise UsageError("segmenter times out of range", "end_silence_s > 0, max_segment_s >= 1, pre_roll_s >= 0")
+        return settings
+
+
+class SegmentedStream:
+    """A ``contract.Stream`` over an offline engine. Not thread-safe; one stream per VAD instance."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        vad: SileroVad,
+        request_options: dict[str, Any] | None = None,
+        settings: SegmenterSettings | None = None,
+    ) -> None:
+        self.engine = engine
+        self.vad = vad
+        self.vad.reset()
+        self.options = dict(request_options or {})
+        self.settings = settings or SegmenterSettings()
+        self._frames_seen = 0  # VAD frames consumed since the start of the stream
+        self._pending = np.zeros(0, dtype=np.float32)  # samples not yet a whole VAD frame
+        self._pre_roll: list[np.ndarray] = []
+        self._segment: list[np.ndarray] | None = None  # frames of the open segment
+        self._segment_start = 0  # sample index of the open segment's first sample
+        self._voiced_frames = 0
+        self._silent_run = 0
+        self._segment_id = 0
+        self._committed: list[str] = []
+        self._segments: list[Segment] = []
+        self._words: list[Word] = []
+        self._language: str | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ contract.Stream
+    def push(self, pcm: np.ndarray) -> list[StreamEvent]:
+        if self._closed:
+            raise UsageError("push after finish or cancel", "open a new stream")
+        samples = np.asarray(pcm)
+        if samples.ndim != 1 or samples.dtype != np.float32:
+            raise UsageError(
+                f"a stream takes 1-D float32 samples at {SAMPLE_RATE} Hz, got {samples.dtype} {samples.shape}",
+                "convert and resample first (inference.audio.io.to_mono_16k)",
+            )
+        if not np.isfinite(samples).all():
+            raise UsageError("the audio holds NaN or infinite samples", "check the audio source")
+        buffered = np.concatenate([self._pending, samples]) if self._pending.size else samples
+        complete = buffered.size // FRAME_SAMPLES
+        probabilities = self.vad.push(buffered[: complete * FRAME_SAMPLES]) if complete else np.zeros(0)
+        events: list[StreamEvent] = []
+        for i, probability in enumerate(probabilities):
+            frame = buffered[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]
+            events.extend(self._frame(frame, float(probability)))
+        self._pending = buffered[complete * FRAME_SAMPLES :].copy()
+        return events
+
+    def finish(self) -> Transcript:
+        if self._closed:
+            raise UsageError("the stream was already finished or cancelled", "open a new stream")
+        if self._segment is not None:
+            if self._pending.size:
+                self._segment.append(self._pending)
+            self._close_segment()
+        self._closed = True
+        return Transcript(
+            text="".join(self._committed).strip(),
+            language=self._language,
+            words=list(self._words),
+            segments=list(self._segments),
+        )
+
+    def cancel(self) -> None:
+        self._closed = True
+        self._segment = None
+        self._pre_roll = []
+
+    # ------------------------------------------------------------------ segmentation
+    def _frame(self, frame: np.ndarray, probability: float) -> list[StreamEvent]:
+        s = self.settings
+        self._frames_seen += 1
+        frame_start = (self._frames_seen - 1) * FRAME_SAMPLES
+        if self._segment is None:
+            if probability >= s.threshold:
+                pre_roll = self._pre_roll
+                self._segment = [*pre_roll, frame]
+                self._segment_start = frame_start - len(pre_roll) * FRAME_SAMPLES
+                self._voiced_frames, self._silent_run = 1, 0
+                self._pre_roll = []
+            else:
+                self._pre_roll.append(frame)
+                keep = int(round(s.pre_roll_s * SAMPLE_RATE / FRAME_SAMPLES))
+                if len(self._pre_roll) > keep:
+                    del self._pre_roll[: len(self._pre_roll) - keep]
+            return []
+        self._segment.append(frame)
+        if probability >= s.release:
+            self._voiced_frames += 1
+            self._silent_run = 0
+        else:
+            self._silent_run += 1
+        length_s = len(self._segment) * FRAME_SAMPLES / SAMPLE_RATE
+        if self._silent_run * FRAME_SAMPLES >= s.end_silence_s * SAMPLE_RATE or length_s >= s.max_segment_s:
+            return self._close_segment()
+        return []
+
+    def _close_segment(self) -> list[StreamEvent]:
+        assert self._segment is not None
+        audio = np.concatenate(self._segment)
+        start = self._segment_start
+        voiced_s = self._voiced_frames * FRAME_SAMPLES / SAMPLE_RATE
+        self._segment = None
+        if voiced_s < self.settings.min_speech_s:
+            return []
+        result = self.engine.transcribe(audio, **self.options)
+        text = result.text.strip()
+        start_s, end_s = start / SAMPLE_RATE, (start + audio.size) / SAMPLE_RATE
+        segment_id = self._segment_id
+        self._segment_id += 1
+        if result.language:
+            self._language = result.language
+        if not text:
+            return [SpeechEnd(segment_id, start_s, end_s, "", result.language)]
+        piece = (" " if self._committed else "") + text
+        self._committed.append(piece)
+        words = tuple(Word(w.text, w.start_s + start_s, w.end_s + start_s, w.confidence) for w in result.words)
+        self._words.extend(words)
+        self._segments.append(Segment(text, start_s, end_s, words))
+        return [
+            Delta(piece, segment_id, start_s, end_s, result.language),
+            SpeechEnd(segment_id, start_s, end_s, text, result.language),
+        ]

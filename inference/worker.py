@@ -1,0 +1,293 @@
+"""The inference worker: a spawned process that owns the engines, so a native crash never takes the app down.
+
+Two threads:
+
+* the **reader** receives frames from the client; it answers pings at once (with how long the current
+  operation has been busy, so the client's watchdog can tell a hang from a long job) and sets cancel
+  flags immediately, so a running offline job stops at its next span and a cancelled stream drops its
+  queued audio;
+* the **executor** runs every other request in arrival order: loads, offline jobs, stream pushes and
+  finishes. Engines therefore never run two operations at once.
+
+Concurrency decision: one loaded engine serves several streams (up to ``Capabilities.streams_per_engine``);
+each stream keeps its own state (its VAD, buffers, committed text), and their pushes take turns on the
+executor, sharing the engine's weights and caches. Engines without a live path of their own are streamed
+by :class:`inference.streaming.SegmentedStream`.
+
+The process is started with the ``spawn`` method (Qt and fork do not mix) by :mod:`inference.client`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from inference import protocol as p
+from inference.contract import CancelToken, Engine, Progress, Stream, event_to_json
+from inference.errors import (
+    BackendError,
+    Cancelled,
+    CaptioneerError,
+    InputFileError,
+    ModelError,
+    NotImplementedFamilyError,
+    UsageError,
+)
+
+log = logging.getLogger("captioneer.worker")
+
+
+def error_kind(exc: BaseException) -> str:
+    """The ``contract.ERROR_KINDS`` entry for an exception raised inside the worker."""
+    for cls, kind in (
+        (Cancelled, "cancelled"),
+        (UsageError, "usage"),
+        (InputFileError, "input"),
+        (ModelError, "model"),
+        (NotImplementedFamilyError, "unsupported"),
+        (BackendError, "backend"),
+        (MemoryError, "out_of_memory"),
+    ):
+        if isinstance(exc, cls):
+            return kind
+    return "internal"
+
+
+def failure(exc: BaseException, request_id: int | None = None, stream_id: str | None = None) -> p.Failed:
+    kind = error_kind(exc)
+    if isinstance(exc, CaptioneerError):
+        return p.Failed(kind, exc.message, exc.fix, request_id, stream_id, exc.exit_code)
+    if kind == "out_of_memory":
+        return p.Failed(kind, "the worker ran out of memory", "use a smaller model or weight type (q8_0, q4_k)",
+                        request_id, stream_id)  # fmt: skip
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return p.Failed(kind, f"unexpected error in the worker: {detail}", "report this as a bug with the log",
+                    request_id, stream_id)  # fmt: skip
+
+
+def resident_bytes() -> int:
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@dataclass
+class _StreamSlot:
+    stream: Stream
+    engine_id: str
+    cancelled: bool = False
+
+
+class Worker:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._send_lock = threading.Lock()
+        self._queue: queue.Queue[p.Message | None] = queue.Queue()
+        self.engines: dict[str, Engine] = {}
+        self.streams: dict[str, _StreamSlot] = {}
+        self._jobs: dict[int, CancelToken] = {}
+        self._busy_since: float | None = None  # reset by progress, so long jobs that advance are not hangs
+
+    # ------------------------------------------------------------------ threads
+    def run(self) -> None:
+        self.send(p.Hello(pid=os.getpid()))
+        executor = threading.Thread(target=self._execute, name="captioneer-executor", daemon=True)
+        executor.start()
+        try:
+            while True:
+                try:
+                    message = p.decode(self.conn.recv_bytes())
+                except (EOFError, OSError):
+                    break  # the client is gone: nothing left to serve
+                if not self._handle_now(message):
+                    break
+        finally:
+            self._queue.put(None)
+            executor.join(timeout=5)
+
+    def _handle_now(self, message: p.Message) -> bool:
+        """Reader-thread handling; returns False to stop."""
+        if isinstance(message, p.Ping):
+            busy = 0.0 if self._busy_since is None else time.monotonic() - self._busy_since
+            self.send(p.Pong(message.nonce, busy, resident_bytes()))
+        elif isinstance(message, p.CancelJob):
+            token = self._jobs.get(message.request_id)
+            if token is not None:
+                token.cancel()
+        elif isinstance(message, p.CancelStream):
+            slot = self.streams.get(message.stream_id)
+            if slot is not None:
+                slot.cancelled = True  # queued pushes are skipped; the executor closes it in order
+            self._queue.put(message)
+        elif isinstance(message, p.Shutdown):
+            return False
+        else:
+            if isinstance(message, p.Transcribe):
+                self._jobs[message.request_id] = CancelToken()
+            self._queue.put(message)
+        return True
+
+    def _execute(self) -> None:
+        while True:
+            message = self._queue.get()
+            if message is None:
+                return
+            self._busy_since = time.monotonic()
+            try:
+                self._dispatch(message)
+            except BaseException as exc:  # noqa: BLE001 - every failure goes back to the client
+                log.debug("request failed", exc_info=True)
+                self.send(failure(exc, getattr(message, "request_id", None), getattr(message, "stream_id", None)))
+            finally:
+                self._busy_since = None
+
+    def send(self, message: p.Message) -> None:
+        frame = p.encode(message)
+        # OSError/ValueError: the client went away; the reader thread notices and ends the process.
+        with self._send_lock, contextlib.suppress(OSError, ValueError):
+            self.conn.send_bytes(frame)
+
+    def _progress(self, request_id: int) -> Any:
+        def report(event: Progress) -> None:
+            self._busy_since = time.monotonic()
+            self.send(p.EventMessage.of(event, request_id=request_id))
+
+        return report
+
+    # ------------------------------------------------------------------ requests
+    def _dispatch(self, message: p.Message) -> None:
+        if isinstance(message, p.PushAudio):
+            self._push(message)
+        elif isinstance(message, p.LoadModel):
+            self._load(message)
+        elif isinstance(message, p.Transcribe):
+            self._transcribe(message)
+        elif isinstance(message, p.OpenStream):
+            self._open_stream(message)
+        elif isinstance(message, p.FinishStream):
+            slot = self._slot(message.stream_id)
+            started = time.perf_counter()
+            del self.streams[message.stream_id]
+            transcript = slot.stream.finish()
+            self.send(p.Result(message.request_id, transcript.to_json(), time.perf_counter() - started))
+        elif isinstance(message, p.CancelStream):
+            slot = self.streams.pop(message.stream_id, None)
+            if slot is not None:
+                slot.stream.cancel()
+        elif isinstance(message, p.UnloadModel):
+            for stream_id in [s for s, slot in self.streams.items() if slot.engine_id == message.engine_id]:
+                self.streams.pop(stream_id).stream.cancel()
+            engine = self.engines.pop(message.engine_id, None)
+            if engine is not None:
+                engine.close()
+            self.send(p.Result(message.request_id))
+        else:
+            raise UsageError(f"the worker does not accept {message.type!r} messages here")
+
+    def _load(self, message: p.LoadModel) -> None:
+        from inference.engine import FAMILY_FACTORIES, EngineRequest, detect_family, import_factory
+
+        started = time.perf_counter()
+        report = self._progress(message.request_id)
+        report(Progress("load", 0, None, f"loading {message.model_path}"))
+        path = Path(message.model_path)
+        if message.factory:
+            family = message.family or "custom"
+            factory = import_factory(message.factory, family)
+        else:
+            family = message.family or detect_family(path)
+            if family not in FAMILY_FACTORIES:
+                raise UsageError(f"unknown family {family!r}", f"choose one of: {', '.join(FAMILY_FACTORIES)}")
+            factory = import_factory(FAMILY_FACTORIES[family], family)
+        request = EngineRequest(path, family, dict(message.session_options), message.backend, message.threads)
+        engine = factory(request)
+        old = self.engines.pop(message.engine_id, None)
+        if old is not None:
+            old.close()
+        self.engines[message.engine_id] = engine
+        report(Progress("load", 1, 1, "loaded"))
+        self.send(p.Loaded(message.request_id, message.engine_id, engine.family, engine.capabilities.to_json(),
+                           time.perf_counter() - started))  # fmt: skip
+
+    def _engine(self, engine_id: str) -> Engine:
+        engine = self.engines.get(engine_id)
+        if engine is None:
+            raise UsageError(f"no model is loaded as {engine_id!r} in the worker", "load the model first")
+        return engine
+
+    def _slot(self, stream_id: str) -> _StreamSlot:
+        slot = self.streams.get(stream_id)
+        if slot is None:
+            raise UsageError(f"stream {stream_id!r} is not open (finished, cancelled or never opened)")
+        return slot
+
+    def _transcribe(self, message: p.Transcribe) -> None:
+        token = self._jobs.get(message.request_id) or CancelToken()
+        try:
+            engine = self._engine(message.engine_id)
+            started = time.perf_counter()
+            assert message.pcm is not None
+            transcript = engine.transcribe(
+                message.pcm, progress=self._progress(message.request_id), cancel=token, **message.options
+            )
+            self.send(p.Result(message.request_id, transcript.to_json(), time.perf_counter() - started))
+        finally:
+            self._jobs.pop(message.request_id, None)
+
+    def _open_stream(self, message: p.OpenStream) -> None:
+        engine = self._engine(message.engine_id)
+        if message.stream_id in self.streams:
+            raise UsageError(f"stream {message.stream_id!r} is already open")
+        open_on_engine = sum(1 for slot in self.streams.values() if slot.engine_id == message.engine_id)
+        if open_on_engine >= engine.capabilities.streams_per_engine:
+            raise UsageError(
+                f"{open_on_engine} streams are already open on this model (its limit)",
+                "finish a stream first, or load the model a second time",
+            )
+        stream: Stream
+        if engine.capabilities.streaming:
+            if message.segmenter:
+                raise UsageError("segmenter options apply only to models without a live path of their own")
+            stream, kind = engine.open_stream(**message.options), "native"
+        else:
+            from inference.audio.vad import SileroVad
+            from inference.streaming import SegmentedStream, SegmenterSettings
+
+            settings = SegmenterSettings.from_options(dict(message.segmenter))
+            stream, kind = SegmentedStream(engine, SileroVad(), dict(message.options), settings), "segmented"
+        self.streams[message.stream_id] = _StreamSlot(stream, message.engine_id)
+        self.send(p.Opened(message.request_id, message.stream_id, kind))
+
+    def _push(self, message: p.PushAudio) -> None:
+        slot = self.streams.get(message.stream_id)
+        assert message.pcm is not None
+        if slot is None or slot.cancelled:
+            return  # cancelled or failed streams drop their queued audio without noise
+        started = time.perf_counter()
+        try:
+            events = slot.stream.push(message.pcm)
+        except BaseException:
+            self.streams.pop(message.stream_id, None)  # a stream that failed once is not trusted again
+            raise
+        self.send(p.Pushed(message.stream_id, message.seq, int(message.pcm.size), time.perf_counter() - started,
+                           [event_to_json(e) for e in events]))  # fmt: skip
+
+
+def worker_main(conn: Connection, log_level: int = logging.WARNING) -> None:
+    """Entry point of the spawned process."""
+    logging.basicConfig(level=log_level, format="captioneer-worker %(levelname)s %(name)s: %(message)s")
+    try:
+        Worker(conn).run()
+    finally:
+        conn.close()

@@ -1,0 +1,336 @@
+"""The inference worker through the client: real spawned processes, real crashes, no fixed sleeps.
+
+The faulty test engine (``tests/worker/faulty_engine.py``) fails on command with a real SIGSEGV, a hang,
+an out-of-memory or an exit; the bundled demo model (a real Parakeet-TDT) checks that results through the
+worker equal results in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference.client import BacklogFull, BacklogPolicy, RemoteStream, WorkerClient, WorkerPolicy
+from inference.contract import SAMPLE_RATE, CancelToken, Delta, ErrorEvent, Progress, Snapshot, StreamEvent
+from inference.errors import BackendError, Cancelled, UsageError, WorkerError
+from tests.conftest import REPO_ROOT
+
+FAULTY = "tests.worker.faulty_engine:create_engine"
+FAST = WorkerPolicy(ping_interval_s=0.2, ping_timeout_s=10.0, hang_timeout_s=2.0, backoff_s=(0.0, 0.2, 0.4))
+CHUNK = np.zeros(int(0.32 * SAMPLE_RATE), dtype=np.float32)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def client() -> Iterator[WorkerClient]:
+    with WorkerClient(FAST) as started:
+        yield started
+
+
+class Recorder:
+    """Collects stream events from the client's reader thread."""
+
+    def __init__(self) -> None:
+        self.events: list[StreamEvent] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, events: list[StreamEvent]) -> None:
+        with self.lock:
+            self.events.extend(events)
+
+    def of(self, kind: type) -> list[StreamEvent]:
+        with self.lock:
+            return [e for e in self.events if isinstance(e, kind)]
+
+
+def open_faulty(client: WorkerClient, recorder: Recorder | None = None, **options: object) -> RemoteStream:
+    engine = client.load("unused", factory=FAULTY)
+    return engine.open_stream(on_events=recorder, **options)
+
+
+# ------------------------------------------------------------------------------------------ basics
+
+
+def test_stream_events_arrive_in_order_and_finish_drains(client: WorkerClient) -> None:
+    recorder = Recorder()
+    stream = open_faulty(client, recorder, snapshots=True, delay_s=0.01, backlog=BacklogPolicy(max_in_flight=10))
+    assert stream.kind == "native"
+    for _ in range(10):
+        stream.push(CHUNK)
+    final = stream.finish(timeout=30)
+    expected = " ".join(f"w{i}" for i in range(1, 11))
+    assert final.text == expected
+    assert stream.committed_text == expected  # every push was processed before finish: nothing dropped
+    deltas = recorder.of(Delta)
+    assert [d.segment_id for d in deltas] == list(range(1, 11))
+    assert deltas[3].start_s == pytest.approx(3 * 0.32) and deltas[3].end_s == pytest.approx(4 * 0.32)
+    assert isinstance(recorder.of(Snapshot)[0], Snapshot)
+    stats = stream.stats()
+    assert stats.audio_s == pytest.approx(3.2) and stats.backlog_s == 0
+    assert stats.latency_s is not None and stats.latency_s > 0
+
+
+def test_offline_job_reports_progress_and_can_be_cancelled(client: WorkerClient) -> None:
+    engine = client.load("unused", factory=FAULTY)
+    audio = np.random.default_rng(0).uniform(-0.5, 0.5, 3 * SAMPLE_RATE).astype(np.float32)
+    seen: list[Progress] = []
+    result = engine.transcribe(audio, progress=seen.append)
+    assert result.text == f"{audio.size} samples, sum {float(np.sum(audio, dtype=np.float64)):.6f}"  # exact bytes
+    assert [e.done for e in seen] == [0, 1, 2, 3] and all(e.total == 3 for e in seen)
+
+    token = CancelToken()
+    steps: list[Progress] = []
+
+    def cancel_after_two(event: Progress) -> None:
+        steps.append(event)
+        if len(steps) == 2:
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        engine.transcribe(np.zeros(60 * SAMPLE_RATE, np.float32), progress=cancel_after_two, cancel=token,
+                          delay_s=0.05)  # fmt: skip
+    assert len(steps) < 60  # stopped between steps, long before the end
+    assert engine.transcribe(np.zeros(SAMPLE_RATE, np.float32)).text.startswith("16000 samples")  # still usable
+
+
+def test_errors_cross_the_boundary_with_their_kind(client: WorkerClient) -> None:
+    with pytest.raises(BackendError, match="cannot be loaded.*no_such_module"):
+        client.load("unused", factory="tests.worker.no_such_module:create_engine")
+    recorder = Recorder()
+    stream = open_faulty(client, recorder, fault="error", fault_at=2)
+    stream.push(CHUNK)
+    stream.push(CHUNK)
+    wait_until(lambda: recorder.of(ErrorEvent), what="the error event")
+    error = recorder.of(ErrorEvent)[0]
+    assert (error.kind, error.message, error.fatal) == ("usage", "the faulty engine refused this push", True)
+    with pytest.raises(UsageError, match="refused"):
+        stream.push(CHUNK)
+    assert client.generation == 1  # an ordinary error does not restart the worker
+
+
+def test_misuse_is_refused_before_it_reaches_the_worker(client: WorkerClient) -> None:
+    stream = open_faulty(client)
+    with pytest.raises(UsageError, match="1-D"):
+        stream.push(np.zeros((2, 100), np.float32))
+    with pytest.raises(UsageError, match="float32"):
+        stream.push(np.zeros(100, np.int16))
+    with pytest.raises(UsageError, match="NaN"):
+        stream.push(np.array([0.0, np.nan], np.float32))
+    stream.finish(timeout=10)
+    with pytest.raises(UsageError, match="finished or cancelled"):
+        stream.push(CHUNK)
+
+
+def test_a_cancelled_stream_drops_its_audio_and_frees_its_slot(client: WorkerClient) -> None:
+    engine = client.load("unused", factory=FAULTY)
+    streams = [engine.open_stream(delay_s=0.05) for _ in range(4)]
+    with pytest.raises(UsageError, match="already open"):
+        engine.open_stream()  # the engine's limit is 4
+    for _ in range(5):
+        streams[0].push(CHUNK)
+    streams[0].cancel()
+    fresh = engine.open_stream()
+    fresh.push(CHUNK)
+    assert fresh.finish(timeout=10).text == "w1"
+
+
+# ------------------------------------------------------------------------------------------ faults
+
+
+@pytest.mark.parametrize("how", ["sigkill", "segv"])
+def test_restart_after_a_dead_worker_keeps_committed_text(client: WorkerClient, tmp_path: Path, how: str) -> None:
+    recorder = Recorder()
+    options = {"fault": "segv", "fault_at": 4, "fault_once": str(tmp_path / "fired")} if how == "segv" else {}
+    stream = open_faulty(client, recorder, **options)
+    for _ in range(3):
+        stream.push(CHUNK)
+    wait_until(lambda: len(recorder.of(Delta)) == 3, what="three deltas")
+    first_pid = client.pid
+    assert first_pid is not None
+    if how == "sigkill":
+        os.kill(first_pid, signal.SIGKILL)
+    else:
+        stream.push(CHUNK)  # the 4th push segfaults inside native code
+    wait_until(lambda: recorder.of(ErrorEvent), what="the restart notice")
+    notice = recorder.of(ErrorEvent)[0]
+    assert notice.kind == "worker_restarted" and not notice.fatal
+    assert ("SIGKILL" if how == "sigkill" else "SIGSEGV") in notice.message
+    wait_until(lambda: client.generation == 2 and client.pid != first_pid and stream.ready, what="a new worker")
+    for _ in range(2):
+        stream.push(CHUNK)
+        wait_until(lambda: not stream.stats().backlog_s, what="the push to be processed")
+    final = stream.finish(timeout=30)
+    assert final.text == "w1 w2"  # the new worker's stream saw only the new audio
+    # committed before the crash and kept, then continued with new audio (the lost push is the 4th)
+    assert stream.committed_text == "w1 w2 w3 w1 w2"
+    assert "".join(d.text for d in recorder.of(Delta)) == stream.committed_text
+
+
+def test_a_hung_worker_is_killed_and_replaced(client: WorkerClient, tmp_path: Path) -> None:
+    recorder = Recorder()
+    stream = open_faulty(client, recorder, fault="hang", fault_at=2, fault_once=str(tmp_path / "fired"))
+    stream.push(CHUNK)
+    stream.push(CHUNK)  # hangs in the worker; hang_timeout_s is 2 s in this policy
+    wait_until(lambda: recorder.of(ErrorEvent), timeout=30, what="the hang to be noticed")
+    assert "stuck" in recorder.of(ErrorEvent)[0].message
+    wait_until(lambda: stream.ready, what="the stream to be reopened")
+    stream.push(CHUNK)
+    assert stream.finish(timeout=30).text == "w1"
+    assert stream.committed_text == "w1 w1"
+
+
+def test_out_of_memory_is_a_clear_error(client: WorkerClient) -> None:
+    engine = client.load("unused", factory=FAULTY)
+    with pytest.raises(WorkerError, match="out of memory.*"):
+        engine.transcribe(np.zeros(SAMPLE_RATE, np.float32), fault="oom")
+    assert client.generation == 1
+
+
+def test_an_offline_job_lost_in_a_crash_fails_with_the_reason(client: WorkerClient) -> None:
+    engine = client.load("unused", factory=FAULTY)
+    with pytest.raises(WorkerError, match="SIGSEGV.*native"):
+        engine.transcribe(np.zeros(2 * SAMPLE_RATE, np.float32), fault="segv", fault_at=2)
+    wait_until(lambda: client.generation == 2, what="the restart")
+    assert engine.transcribe(np.zeros(SAMPLE_RATE, np.float32)).text.startswith("16000 samples")  # reloaded
+
+
+def test_repeated_crashes_back_off_then_stop_with_a_message(tmp_path: Path) -> None:
+    policy = WorkerPolicy(ping_interval_s=0.2, max_restarts=2, backoff_s=(0.0, 0.3))
+    statuses: list[str] = []
+    with WorkerClient(policy, on_status=statuses.append) as client:
+        recorder = Recorder()
+        engine = client.load("unused", factory=FAULTY)
+        stream = engine.open_stream(on_events=recorder, fault="exit", fault_at=1)
+        started = time.monotonic()
+
+        def fatal() -> list[ErrorEvent]:
+            return [e for e in recorder.of(ErrorEvent) if e.fatal]  # type: ignore[misc]
+
+        for attempt in range(1, 4):  # every new worker's stream exits on its first push
+            wait_until(lambda: stream.ready or fatal(), what=f"worker {attempt} to take audio")
+            if fatal():
+                break
+            stream.push(CHUNK)
+            wait_until(lambda a=attempt: len(recorder.of(ErrorEvent)) >= a, what=f"crash {attempt}")
+        wait_until(lambda: bool(fatal()), what="the client to give up")
+        with pytest.raises(WorkerError, match="stopped restarting"):
+            stream.push(CHUNK)
+        message = fatal()[0].message
+        assert "stopped restarting" in message and "exited with code 3" in message
+        assert client.generation == 3  # the first worker and two restarts
+        assert time.monotonic() - started >= 0.3  # the second restart waited for its backoff
+        with pytest.raises(WorkerError, match="stopped restarting"):
+            client.load("unused", factory=FAULTY)
+        assert any("restarted" in s for s in statuses)
+
+
+# ------------------------------------------------------------------------------------------ backpressure
+
+
+def test_backlog_is_bounded_coalesced_and_refused_explicitly(client: WorkerClient) -> None:
+    recorder = Recorder()
+    engine = client.load("unused", factory=FAULTY)
+    policy = BacklogPolicy("coalesce", max_in_flight=1, max_backlog_s=3.0)
+    stream = engine.open_stream(on_events=recorder, backlog=policy, delay_s=0.3)
+    refused = 0
+    for _ in range(30):  # 9.6 s of audio offered at once; the engine takes 0.3 s per push
+        try:
+            stream.push(CHUNK)
+        except BacklogFull as exc:
+            refused += 1
+            assert "not taken" in str(exc)
+        assert stream.stats().backlog_s <= 3.0
+    assert refused > 0
+    final = stream.finish(timeout=30)
+    accepted = 30 - refused
+    assert stream.stats().audio_s == pytest.approx(accepted * 0.32)  # all accepted audio was transcribed
+    assert len(final.text.split()) < accepted  # queued chunks went to the worker coalesced
+
+
+def test_block_policy_waits_instead_of_refusing(client: WorkerClient) -> None:
+    engine = client.load("unused", factory=FAULTY)
+    stream = engine.open_stream(backlog=BacklogPolicy("block", max_in_flight=1, max_backlog_s=1.0), delay_s=0.02)
+    for _ in range(20):
+        stream.push(CHUNK)
+        assert stream.stats().backlog_s <= 1.0 + 0.32
+    stream.finish(timeout=30)
+    assert stream.stats().audio_s == pytest.approx(20 * 0.32)
+
+
+@pytest.mark.slow
+def test_ten_minutes_fed_faster_than_real_time_keep_memory_bounded(client: WorkerClient) -> None:
+    engine = client.load("unused", factory=FAULTY)
+    stream = engine.open_stream(backlog=BacklogPolicy("block", max_in_flight=2, max_backlog_s=5.0))
+    chunk = np.full(int(0.32 * SAMPLE_RATE), 0.01, np.float32)
+    pushes = int(600 / 0.32)
+    rss: list[int] = []
+    started = time.monotonic()
+    for i in range(pushes):
+        stream.push(chunk)
+        assert stream.stats().backlog_s <= 5.0 + 0.32
+        if i % 400 == 0:
+            rss.append(client.worker_rss)
+    final = stream.finish(timeout=60)
+    assert time.monotonic() - started < 600  # faster than real time
+    assert stream.stats().audio_s == pytest.approx(pushes * 0.32)
+    assert len(final.text.split()) <= pushes
+    measured = [r for r in rss if r]
+    assert measured and max(measured) - min(measured) < 64 << 20  # the worker's memory did not grow with the stream
+
+
+# ------------------------------------------------------------------------------------------ real model
+
+
+DEMO = REPO_ROOT / "resources" / "demo_model"
+
+
+def test_demo_model_through_the_worker_equals_in_process(client: WorkerClient) -> None:
+    from inference.audio.io import load_audio_file
+    from inference.engine import load_engine
+
+    audio = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav")
+    remote = client.load(DEMO)
+    assert remote.family == "parakeet_tdt" and remote.capabilities.word_timestamps
+    assert not remote.capabilities.streaming
+    through_worker = remote.transcribe(audio)
+    with load_engine(DEMO) as local:  # type: ignore[attr-defined]
+        in_process = local.transcribe(audio)
+    assert through_worker.text == in_process.text and through_worker.token_ids == in_process.token_ids
+    assert [w.to_json() for w in through_worker.words] == [w.to_json() for w in in_process.words]  # ms on the wire
+
+
+def test_demo_model_streams_segment_by_segment(client: WorkerClient) -> None:
+    from inference.audio.io import load_audio_file
+
+    one = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav")
+    two = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_2.wav")
+    gap = np.zeros(SAMPLE_RATE, np.float32)
+    audio = np.concatenate([gap, one, gap, two, gap])
+    remote = client.load(DEMO)
+    expected = [remote.transcribe(one).text, remote.transcribe(two).text]
+    recorder = Recorder()
+    stream = remote.open_stream(on_events=recorder)
+    assert stream.kind == "segmented"
+    step = int(0.32 * SAMPLE_RATE)
+    for start in range(0, audio.size, step):
+        stream.push(audio[start : start + step])
+    final = stream.finish(timeout=60)
+    deltas = recorder.of(Delta)
+    assert [d.text.strip() for d in deltas] == expected
+    assert final.text == " ".join(expected) == stream.committed_text
+    assert deltas[0].start_s < 1.0 < deltas[0].end_s < deltas[1].start_s
+    assert [s.text for s in final.segments] == expected
