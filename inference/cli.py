@@ -11,7 +11,6 @@ import contextlib
 import json
 import logging
 import sys
-import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -107,7 +106,8 @@ def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
 
 
 def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdin: IO[bytes]) -> int:
-    from inference.engine import KNOWN_FAMILIES, detect_family, load_engine
+    """Transcribe through the inference worker, so a native crash is an error message, not a dead shell."""
+    from inference.engine import KNOWN_FAMILIES, detect_family
     from inference.models.catalog import Catalog
     from inference.models.spec import load_family_spec
 
@@ -141,27 +141,22 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
     if "context" in raw_request and "context" not in spec.request_options:
         raise UsageError(f"the {family} family does not take --context", "remove --context")
     request_options = spec.validate_request_options(raw_request)
-    if args.mode == "streaming" and not spec.capabilities.get("streaming", False):
-        raise UsageError(f"the {family} family has no streaming mode")
+    # Files are read before the model loads, so a bad file fails fast; stdin streams as it arrives.
+    audio = None if args.audio == "-" and args.mode == "streaming" else _read_input_audio(args, stdin)
 
-    audio = _read_input_audio(args, stdin)
-    engine = load_engine(model_path, family, session_options, backend=args.backend, threads=args.threads)
-    try:
-        started = time.perf_counter()
+    from inference.client import WorkerClient
+
+    with WorkerClient() as client:
+        engine = client.load(model_path, family, session_options, args.backend, args.threads,
+                             progress=_load_progress_printer())  # fmt: skip
         if args.mode == "streaming":
-            transcript = _run_stream(engine, audio, request_options, out if args.format == "jsonl" else None)
+            transcript = _run_stream(engine, args, audio, stdin, request_options, out)
         else:
-            transcript = engine.transcribe(audio, **request_options)
-        wall = time.perf_counter() - started
-    finally:
-        engine.close()
-    from inference.contract import Timing
-
-    transcript.timing = Timing(audio_s=audio.size / 16000.0, wall_s=wall)
+            transcript = _run_offline(engine, audio, request_options)
     if args.format == "jsonl":
-        done = {"type": "done", "text": transcript.text, "language": transcript.language}
-        done["words"] = [w.to_json() for w in transcript.words]
-        _emit(out, done)
+        from inference.contract import Done, event_to_json
+
+        _emit(out, event_to_json(Done(transcript)))
         return 0
     rendered = render(transcript, args.format)
     if args.output:
@@ -171,21 +166,86 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
     return 0
 
 
+def _load_progress_printer() -> Any:
+    """Load progress on stderr, only for people watching a terminal (scripts get clean stderr)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(event: Any) -> None:
+        if event.message:
+            sys.stderr.write(f"captioneer: {event.message}\n")
+
+    return show
+
+
+def _run_offline(engine: Any, audio: Any, request_options: dict[str, Any]) -> Any:
+    from inference.contract import CancelToken
+
+    cancel = CancelToken()
+    try:
+        return engine.transcribe(audio, cancel=cancel, **request_options)
+    except KeyboardInterrupt:
+        cancel.cancel()  # the worker stops at its next span; the CLI reports the interruption
+        raise
+
+
 def _emit(out: IO[str], event: dict[str, Any]) -> None:
     out.write(json.dumps(event, ensure_ascii=False) + "\n")
     out.flush()
 
 
-def _run_stream(engine: Any, audio: np.ndarray, request_options: dict[str, Any], out: IO[str] | None) -> Any:
-    from inference.contract import event_to_json
+def _run_stream(
+    engine: Any, args: argparse.Namespace, audio: Any, stdin: IO[bytes], request_options: dict[str, Any],
+    out: IO[str],
+) -> Any:
+    """Push audio as it comes (a file in 320 ms pieces, or stdin as it arrives); events print as they happen.
 
-    stream = engine.open_stream(**request_options)
-    step = int(STREAM_PUSH_SECONDS * 16000)
-    for start in range(0, audio.size, step):
-        for event in stream.push(audio[start : start + step]):
-            if out is not None:
-                _emit(out, event_to_json(event))
+    Ctrl-C or the end of the input finishes the stream: queued audio is drained and the final ``done``
+    event follows.
+    """
+    import threading
+
+    from inference.client import BacklogPolicy
+    from inference.contract import SAMPLE_RATE, Stats, event_to_json
+
+    lock = threading.Lock()
+
+    def print_events(events: list[Any]) -> None:
+        if args.format != "jsonl":
+            return
+        with lock:
+            for event in events:
+                if not isinstance(event, Stats):
+                    _emit(out, event_to_json(event))
+
+    # A file or a pipe can wait for the model: block instead of refusing audio.
+    stream = engine.open_stream(on_events=print_events, backlog=BacklogPolicy("block"), **request_options)
+    step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
+    try:
+        if audio is not None:
+            for start in range(0, audio.size, step):
+                stream.push(audio[start : start + step])
+        else:
+            from inference.audio.io import PcmStreamDecoder
+
+            decoder = PcmStreamDecoder(args.input_format, args.input_rate, args.input_channels)
+            piece = step * (2 if args.input_format == "s16le" else 4) * args.input_channels
+            while True:
+                data = _read_some(stdin, piece)
+                samples = decoder.feed(data, last=not data)
+                if samples.size:
+                    stream.push(samples)
+                if not data:
+                    break
+    except KeyboardInterrupt:
+        sys.stderr.write("captioneer: interrupted; finishing the transcript\n")
     return stream.finish()
+
+
+def _read_some(stdin: IO[bytes], size: int) -> bytes:
+    """Up to ``size`` bytes, returning early with what a pipe has (b"" only at the end of the input)."""
+    read1 = getattr(stdin, "read1", None)
+    return read1(size) if read1 is not None else stdin.read(size)
 
 
 def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:

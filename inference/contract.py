@@ -231,6 +231,8 @@ ERROR_KINDS = (
 
 def event_to_json(event: StreamEvent) -> dict[str, Any]:
     """A JSON-ready dict with a ``type`` key; ``event_from_json`` reverses it."""
+    if isinstance(event, Done):  # flat: {"type": "done", "text": ..., "words": ..., ...}
+        return {"type": event.type, **event.transcript.to_json()}
     out: dict[str, Any] = {"type": event.type}
     for f in fields(event):  # type: ignore[arg-type]
         value = getattr(event, f.name)
@@ -247,9 +249,9 @@ def event_from_json(data: Mapping[str, Any]) -> StreamEvent:
     cls = EVENT_TYPES.get(str(kind))
     if cls is None:
         raise UsageError(f"unknown event type {kind!r}", f"expected one of {', '.join(EVENT_TYPES)}")
-    values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
     if cls is Done:
-        values["transcript"] = Transcript.from_json(values["transcript"])
+        return Done(Transcript.from_json(data))
+    values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
     return cls(**values)  # type: ignore[no-any-return]
 
 
@@ -333,7 +335,11 @@ class Stream(Protocol):
         ...
 
     def finish(self) -> Transcript:
-        """Flush what is buffered and return the authoritative final transcript; the stream is closed."""
+        """Flush what is buffered and return the authoritative final transcript; the stream is closed.
+
+        The tail it flushes may commit text that no delta announced (a segment still open, the LSP
+        tail): the final transcript, not the concatenation of deltas, is the stream's last word.
+        """
         ...
 
     def cancel(self) -> None:

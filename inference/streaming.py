@@ -8,13 +8,24 @@ live. A segment commits when speech is followed by ``end_silence_s`` of non-spee
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from inference.audio.vad import FRAME_SAMPLES, SileroVad
-from inference.contract import SAMPLE_RATE, Delta, Engine, Segment, SpeechEnd, StreamEvent, Transcript, Word
+from inference.contract import (
+    SAMPLE_RATE,
+    Delta,
+    Engine,
+    Segment,
+    SpeechEnd,
+    StreamEvent,
+    Timing,
+    Transcript,
+    Word,
+)
 from inference.errors import UsageError
 
 
@@ -68,6 +79,8 @@ class SegmentedStream:
         self._segments: list[Segment] = []
         self._words: list[Word] = []
         self._language: str | None = None
+        self._samples_seen = 0
+        self._model_wall_s = 0.0
         self._closed = False
 
     # ------------------------------------------------------------------ contract.Stream
@@ -82,6 +95,7 @@ class SegmentedStream:
             )
         if not np.isfinite(samples).all():
             raise UsageError("the audio holds NaN or infinite samples", "check the audio source")
+        self._samples_seen += samples.size
         buffered = np.concatenate([self._pending, samples]) if self._pending.size else samples
         complete = buffered.size // FRAME_SAMPLES
         probabilities = self.vad.push(buffered[: complete * FRAME_SAMPLES]) if complete else np.zeros(0)
@@ -105,6 +119,7 @@ class SegmentedStream:
             language=self._language,
             words=list(self._words),
             segments=list(self._segments),
+            timing=Timing(self._samples_seen / SAMPLE_RATE, self._model_wall_s),
         )
 
     def cancel(self) -> None:
@@ -149,7 +164,9 @@ class SegmentedStream:
         self._segment = None
         if voiced_s < self.settings.min_speech_s:
             return []
+        started = time.perf_counter()
         result = self.engine.transcribe(audio, **self.options)
+        self._model_wall_s += time.perf_counter() - started
         text = result.text.strip()
         start_s, end_s = start / SAMPLE_RATE, (start + audio.size) / SAMPLE_RATE
         segment_id = self._segment_id

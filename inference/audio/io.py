@@ -277,3 +277,42 @@ def load_audio_file(path: Path) -> np.ndarray:
     """Read an audio file as float32 mono 16 kHz (a header-only WAV gives an empty array)."""
     decoded = read_audio_file(path)
     return to_mono_16k(decoded.samples, decoded.sample_rate)
+
+
+class PcmStreamDecoder:
+    """Raw interleaved PCM arriving in pieces (stdin, a socket, a sound card) → mono 16 kHz float32.
+
+    Keeps the bytes of an incomplete frame for the next piece and resamples with one soxr stream, so
+    the output equals converting the whole recording at once (no clicks at piece boundaries).
+    """
+
+    def __init__(self, sample_format: str, sample_rate: int, channels: int) -> None:
+        if sample_format not in ("s16le", "f32le"):
+            raise UsageError(f"unknown input format {sample_format!r}", "use s16le or f32le")
+        if not 1000 <= sample_rate <= 384000:
+            raise UsageError(f"the input rate must be in [1000, 384000] Hz, got {sample_rate}")
+        if not 1 <= channels <= 16:
+            raise UsageError(f"the input must have 1 to 16 channels, got {channels}")
+        self.sample_format = sample_format
+        self.channels = channels
+        self._frame_bytes = (2 if sample_format == "s16le" else 4) * channels
+        self._carry = b""
+        self._resampler = (
+            soxr.ResampleStream(sample_rate, TARGET_RATE, 1, dtype="float32", quality="VHQ")
+            if sample_rate != TARGET_RATE
+            else None
+        )
+
+    def feed(self, data: bytes, last: bool = False) -> np.ndarray:
+        data = self._carry + data
+        usable = len(data) // self._frame_bytes * self._frame_bytes
+        self._carry = data[usable:]
+        frames = decode_raw_pcm(data[:usable], self.sample_format, self.channels)
+        bad = ~np.isfinite(frames)
+        if bad.any():
+            log.warning("replacing %d non-finite samples (NaN/Inf) with silence", int(bad.sum()))
+            frames = np.where(bad, np.float32(0.0), frames)
+        mono = frames.mean(axis=1, dtype=np.float64).astype(np.float32) if self.channels > 1 else frames[:, 0]
+        if self._resampler is not None:
+            mono = self._resampler.resample_chunk(np.ascontiguousarray(mono), last=last)
+        return np.ascontiguousarray(mono, dtype=np.float32)
