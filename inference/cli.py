@@ -144,9 +144,11 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
     # Files are read before the model loads, so a bad file fails fast; stdin streams as it arrives.
     audio = None if args.audio == "-" and args.mode == "streaming" else _read_input_audio(args, stdin)
 
-    from inference.client import WorkerClient
+    from inference.client import WorkerClient, WorkerPolicy
 
-    with WorkerClient() as client:
+    # A lost offline job is lost either way: fail at once. A live stream outlives a crash (restart).
+    policy = WorkerPolicy(max_restarts=0) if args.mode == "offline" else WorkerPolicy()
+    with WorkerClient(policy) as client:
         engine = client.load(model_path, family, session_options, args.backend, args.threads,
                              progress=_load_progress_printer())  # fmt: skip
         if args.mode == "streaming":

@@ -21,7 +21,6 @@ thread (the GUI posts them to the Qt event loop) and never block in them.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
 import multiprocessing
@@ -39,11 +38,11 @@ from typing import Any
 import numpy as np
 
 from inference import protocol as p
+from inference.continuity import StreamContinuity
 from inference.contract import (
     SAMPLE_RATE,
     CancelToken,
     Capabilities,
-    Delta,
     ErrorEvent,
     Progress,
     ProgressCallback,
@@ -224,15 +223,15 @@ class RemoteStream:
         self._lock = threading.Condition()
         self._events: deque[StreamEvent] = deque()
         self._queued: deque[np.ndarray] = deque()  # accepted, not yet sent
-        self._in_flight: dict[int, tuple[int, float]] = {}  # seq -> (samples, sent at)
+        self._in_flight: dict[int, _InFlight] = {}  # by push sequence number
+        self._replaying: set[int] = set()  # ids (object ids) of chunks already re-sent after a crash
         self._seq = 0
         self._queued_samples = 0
         self._pushed_samples = 0  # accepted from the caller
         self._done_samples = 0  # processed by the worker
         self._worker_wall = 0.0
         self._latencies: deque[float] = deque(maxlen=200)
-        self._committed: list[str] = []
-        self._after_restart = False  # the next delta starts a new worker stream: keep words apart
+        self._continuity = StreamContinuity()  # committed text, times and ids across worker restarts
         self._open = False  # a worker stream exists (False while restarting)
         self._closed = False
         self._failure: CaptioneerError | None = None
@@ -282,8 +281,8 @@ class RemoteStream:
         finally:
             self.client.forget_stream(self)
         assert isinstance(result, p.Result)
-        final = result.as_transcript()
-        return final
+        with self._lock:
+            return self._continuity.final(result.as_transcript())
 
     def cancel(self) -> None:
         with self._lock:
@@ -305,7 +304,7 @@ class RemoteStream:
     @property
     def committed_text(self) -> str:
         with self._lock:
-            return "".join(self._committed)
+            return self._continuity.text
 
     def stats(self) -> Stats:
         with self._lock:
@@ -320,7 +319,7 @@ class RemoteStream:
 
     # ------------------------------------------------------------------ internals (lock held unless noted)
     def _backlog_samples(self) -> int:
-        return self._queued_samples + sum(n for n, _ in self._in_flight.values())
+        return self._queued_samples + sum(f.chunk.size for f in self._in_flight.values())
 
     def _raise_if_unusable(self) -> None:
         if self._failure is not None:
@@ -336,37 +335,28 @@ class RemoteStream:
     def _pump(self) -> None:
         """Send queued audio while the in-flight limit allows (coalesced into one push when allowed)."""
         while self._open and self._queued and len(self._in_flight) < self.backlog.max_in_flight:
-            if self.backlog.mode == "coalesce" or len(self._queued) == 1:
-                chunk = np.concatenate(list(self._queued)) if len(self._queued) > 1 else self._queued[0]
+            coalesce = self.backlog.mode == "coalesce"
+            parts = list(self._queued) if coalesce else [self._queued[0]]
+            if coalesce:
                 self._queued.clear()
             else:
-                chunk = self._queued.popleft()
+                self._queued.popleft()
+            replayed = any(id(part) in self._replaying for part in parts)
+            for part in parts:
+                self._replaying.discard(id(part))
+            chunk = np.concatenate(parts) if len(parts) > 1 else parts[0]
             self._queued_samples -= chunk.size
             self._seq += 1
-            self._in_flight[self._seq] = (chunk.size, time.monotonic())
+            self._in_flight[self._seq] = _InFlight(chunk, time.monotonic(), replayed)
             if not self.client.send_quietly(p.PushAudio(self.stream_id, self._seq, chunk)):
-                return  # the worker is gone; the supervisor reopens the stream and re-sends nothing stale
+                return  # the worker is gone; the supervisor re-sends in-flight audio to the next one
 
     def _deliver(self, events: list[StreamEvent]) -> None:
         """Reader thread: record and forward events (lock not held)."""
         if not events:
             return
         with self._lock:
-            for index, event in enumerate(events):
-                if isinstance(event, Delta):
-                    # The reopened stream's first delta has no leading space; its text joins what was
-                    # committed before the crash, and the event says so too (deltas concatenate).
-                    if (
-                        self._after_restart
-                        and event.text
-                        and self._committed
-                        and not event.text[0].isspace()
-                        and not self._committed[-1][-1:].isspace()
-                    ):
-                        event = dataclasses.replace(event, text=" " + event.text)
-                        events[index] = event
-                    self._after_restart = False
-                    self._committed.append(event.text)
+            events = [self._continuity.adopt(event) for event in events]
             self._events.extend(events)
         if self._on_events is not None:
             try:
@@ -379,7 +369,7 @@ class RemoteStream:
         with self._lock:
             sent = self._in_flight.pop(message.seq, None)
             if sent is not None:
-                self._latencies.append(time.monotonic() - sent[1])
+                self._latencies.append(time.monotonic() - sent.sent_at)
             self._done_samples += message.samples
             self._worker_wall += message.wall_s
             self._pump()
@@ -400,20 +390,40 @@ class RemoteStream:
             self._lock.notify_all()
 
     def on_worker_lost(self, reason: str) -> None:
-        """The worker died: audio in flight is gone; queued audio waits for the new worker."""
+        """The worker died. Audio it had not answered for goes to the new worker once more, ahead of the
+        queue; audio that was already being replayed when it died again is given up (it may be what
+        crashes the model), and the gap is reported."""
         with self._lock:
-            lost = sum(n for n, _ in self._in_flight.values())
-            start_s = self._done_samples / SAMPLE_RATE
-            self._done_samples += lost  # stream time moves on: later audio keeps its place
+            flights = [self._in_flight[seq] for seq in sorted(self._in_flight)]
             self._in_flight.clear()
+            resume_s = self._done_samples / SAMPLE_RATE
+            dropped = [f.chunk for f in flights if f.replayed]
+            if dropped:
+                self._done_samples += sum(c.size for c in dropped)  # stream time moves past the gap
+            retry = [f.chunk for f in flights if not f.replayed]
+            if dropped and retry:  # keep stream time monotonic: only drop a prefix, retry what follows
+                retry = []
+                self._done_samples += sum(f.chunk.size for f in flights if not f.replayed)
+            for chunk in reversed(retry):
+                self._queued.appendleft(chunk)
+                self._queued_samples += chunk.size
+                self._replaying.add(id(chunk))
             self._open = False
-            self._after_restart = True
+            self._continuity.worker_replaced(self._done_samples / SAMPLE_RATE)
+            gap_end_s = self._done_samples / SAMPLE_RATE
             self._lock.notify_all()
         message = f"{reason}; it was restarted and captions continue"
-        if lost:
-            message += f" (audio from {start_s:.1f} s to {start_s + lost / SAMPLE_RATE:.1f} s was not transcribed)"
+        if gap_end_s > resume_s:
+            message += f" (audio from {resume_s:.1f} s to {gap_end_s:.1f} s could not be transcribed)"
         self._deliver([ErrorEvent("worker_restarted", message, "if it happens again, try another model or weight type",
                                   fatal=False)])  # fmt: skip
+
+
+@dataclass
+class _InFlight:
+    chunk: np.ndarray
+    sent_at: float
+    replayed: bool = False  # this audio was re-sent after a crash: if the worker dies again, give it up
 
 
 # ------------------------------------------------------------------------------------------ client

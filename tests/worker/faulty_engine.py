@@ -11,6 +11,7 @@ Stream/transcribe options:
                 so a restarted worker does not fail again
     delay_s: seconds of "inference" per push / per audio second (default 0)
     snapshots: also publish a snapshot of the provisional word (default false)
+    poison: a sample value; a push whose audio starts with it fires the fault, whatever its number
 """
 
 from __future__ import annotations
@@ -72,7 +73,11 @@ class FaultyStream:
         if self.closed:
             raise UsageError("push after finish")
         self.pushes += 1
-        fire(self.options, self.pushes)
+        if "poison" in self.options:
+            if pcm.size and pcm[0] == np.float32(self.options["poison"]):
+                fire({**self.options, "fault_at": 1}, 1)
+        else:
+            fire(self.options, self.pushes)
         time.sleep(float(self.options.get("delay_s", 0.0)))
         start = self.samples / SAMPLE_RATE
         self.samples += pcm.size

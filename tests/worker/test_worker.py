@@ -174,10 +174,30 @@ def test_restart_after_a_dead_worker_keeps_committed_text(client: WorkerClient, 
         stream.push(CHUNK)
         wait_until(lambda: not stream.stats().backlog_s, what="the push to be processed")
     final = stream.finish(timeout=30)
-    assert final.text == "w1 w2"  # the new worker's stream saw only the new audio
-    # committed before the crash and kept, then continued with new audio (the lost push is the 4th)
-    assert stream.committed_text == "w1 w2 w3 w1 w2"
-    assert "".join(d.text for d in recorder.of(Delta)) == stream.committed_text
+    # Committed before the crash and kept; the push the worker died on is replayed once to the new worker
+    # (a SIGKILL while idle loses nothing in flight), then new audio continues the same text.
+    expected = "w1 w2 w3 w1 w2 w3" if how == "segv" else "w1 w2 w3 w1 w2"
+    assert final.text == stream.committed_text == expected
+    deltas = recorder.of(Delta)
+    assert "".join(d.text for d in deltas) == stream.committed_text
+    assert [d.segment_id for d in deltas][:4] == [1, 2, 3, 5]  # new ids: views never mix the two workers' ids
+    assert deltas[3].start_s == pytest.approx(3 * 0.32)  # stream time goes on where the first worker stopped
+
+
+def test_audio_that_crashes_the_worker_twice_is_given_up_and_the_gap_reported(client: WorkerClient) -> None:
+    recorder = Recorder()
+    stream = open_faulty(client, recorder, fault="segv", poison=0.25, backlog=BacklogPolicy(max_in_flight=1))
+    stream.push(CHUNK)
+    wait_until(lambda: len(recorder.of(Delta)) == 1, what="the first delta")
+    stream.push(np.full_like(CHUNK, 0.25))  # crashes the worker, is replayed, crashes the next one too
+    wait_until(lambda: len(recorder.of(ErrorEvent)) == 2 and stream.ready, what="two restarts")
+    stream.push(CHUNK)
+    final = stream.finish(timeout=30)
+    assert final.text == stream.committed_text == "w1 w1"  # the poisoned 0.32 s is skipped, nothing else
+    second = recorder.of(ErrorEvent)[1]
+    assert "audio from 0.3 s to 0.6 s could not be transcribed" in second.message and not second.fatal
+    assert recorder.of(Delta)[-1].start_s == pytest.approx(0.64)
+    assert client.generation == 3
 
 
 def test_a_hung_worker_is_killed_and_replaced(client: WorkerClient, tmp_path: Path) -> None:
@@ -189,8 +209,7 @@ def test_a_hung_worker_is_killed_and_replaced(client: WorkerClient, tmp_path: Pa
     assert "stuck" in recorder.of(ErrorEvent)[0].message
     wait_until(lambda: stream.ready, what="the stream to be reopened")
     stream.push(CHUNK)
-    assert stream.finish(timeout=30).text == "w1"
-    assert stream.committed_text == "w1 w1"
+    assert stream.finish(timeout=30).text == stream.committed_text == "w1 w1 w2"  # the hung push, replayed
 
 
 def test_out_of_memory_is_a_clear_error(client: WorkerClient) -> None:

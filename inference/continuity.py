@@ -1,0 +1,84 @@
+"""One live stream's text, times and segment ids, kept continuous when the worker behind it is replaced.
+
+After a worker restart the client reopens the stream in a new process, which starts again at time 0,
+segment 0 and empty text. ``StreamContinuity`` rewrites what the new stream reports so the caller sees
+one stream: times count from the start of the whole stream, segment ids never repeat (a view would
+replace the wrong provisional text otherwise), the first new delta is separated from the old text, and
+the final transcript starts with everything committed before the crash.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from inference.contract import Delta, Segment, Snapshot, SpeechEnd, StreamEvent, Transcript, Word
+
+
+class StreamContinuity:
+    def __init__(self) -> None:
+        self._committed: list[str] = []
+        self._segments: list[Segment] = []  # from speech_end events, in stream time
+        self._before: tuple[str, list[Segment]] | None = None  # what was final when the last worker died
+        self._time_offset_s = 0.0
+        self._id_offset = 0
+        self._max_id = -1
+        self._join_next = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self._committed)
+
+    @property
+    def restarted(self) -> bool:
+        return self._before is not None
+
+    def worker_replaced(self, resume_at_s: float) -> None:
+        """The next events come from a new worker stream whose time 0 is ``resume_at_s`` of this stream."""
+        self._before = (self.text.strip(), list(self._segments))
+        self._time_offset_s = resume_at_s
+        self._id_offset = self._max_id + 1
+        self._join_next = bool(self._committed)
+
+    def adopt(self, event: StreamEvent) -> StreamEvent:
+        """The event as this stream reports it (shifted, renumbered); records committed text."""
+        if isinstance(event, Delta | Snapshot | SpeechEnd) and self.restarted:
+            event = dataclasses.replace(
+                event,
+                segment_id=event.segment_id + self._id_offset,
+                start_s=None if event.start_s is None else event.start_s + self._time_offset_s,
+                end_s=None if event.end_s is None else event.end_s + self._time_offset_s,
+            )
+        if isinstance(event, Delta | Snapshot | SpeechEnd):
+            self._max_id = max(self._max_id, event.segment_id)
+        if isinstance(event, Delta) and event.text:
+            if self._join_next and not event.text[0].isspace() and not self.text[-1:].isspace():
+                event = dataclasses.replace(event, text=" " + event.text)
+            self._join_next = False
+            self._committed.append(event.text)
+        elif isinstance(event, SpeechEnd) and event.text:
+            self._segments.append(Segment(event.text, event.start_s, event.end_s))
+        return event
+
+    def final(self, transcript: Transcript) -> Transcript:
+        """The new worker's final transcript, placed after everything committed before a restart."""
+        if self._before is None:
+            return transcript
+        text_before, segments_before = self._before
+        shift = self._time_offset_s
+
+        def moved(word: Word) -> Word:
+            return Word(word.text, word.start_s + shift, word.end_s + shift, word.confidence)
+
+        segments = [
+            Segment(s.text, s.start_s + shift, s.end_s + shift, tuple(moved(w) for w in s.words))
+            for s in transcript.segments
+        ]
+        text = " ".join(part for part in (text_before, transcript.text.strip()) if part)
+        return Transcript(
+            text=text,
+            language=transcript.language,
+            words=[moved(w) for w in transcript.words],  # word times before the crash lived in the old worker
+            segments=segments_before + segments,
+            token_ids=list(transcript.token_ids),
+            timing=transcript.timing,
+        )

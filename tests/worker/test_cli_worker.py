@@ -1,0 +1,87 @@
+"""`captioneer transcribe` runs its model in the worker: a killed worker is a one-line error, not a dead shell,
+and a live stream from stdin survives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+from inference.audio.io import load_audio_file
+from tests.conftest import REPO_ROOT
+
+DEMO = REPO_ROOT / "resources" / "demo_model"
+SAMPLE = REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav"
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the worker through /proc")
+
+
+def worker_of(parent: int, timeout: float = 60.0) -> int:
+    """The pid of the spawned worker under ``parent`` (found through /proc)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmdline = (entry / "cmdline").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == parent and b"spawn_main" in cmdline:
+                return int(entry.name)
+        time.sleep(0.02)
+    raise AssertionError("no worker process appeared")
+
+
+def cli(*args: str, **kwargs: object) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "app.launcher", "transcribe", *args], cwd=REPO_ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)  # type: ignore[call-overload]
+
+
+def test_a_killed_worker_is_exit_code_1_with_one_line(tmp_path: Path) -> None:
+    noise = np.random.default_rng(0).normal(0, 0.05, 600 * 16000).astype(np.float32)  # minutes of work
+    wav = tmp_path / "ten_minutes.wav"
+    soundfile.write(wav, noise, 16000, subtype="PCM_16")
+    proc = cli(str(wav), "--model", str(DEMO))
+    os.kill(worker_of(proc.pid), signal.SIGKILL)  # while it loads or transcribes
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    lines = err.decode().strip().splitlines()
+    assert lines[-1].startswith("captioneer: error:") and "SIGKILL" in lines[-1], lines
+    assert len(lines) == 1 or (len(lines) == 2 and "demo" in lines[0])  # at most the bundled-model note
+    assert out == b""
+
+
+def test_a_live_stream_from_stdin_survives_a_killed_worker() -> None:
+    audio = load_audio_file(SAMPLE)
+    gap = np.zeros(16000, np.float32)
+    proc = cli("-", "--model", str(DEMO), "--mode", "streaming", "--format", "jsonl", "--input-format", "f32le",
+               stdin=subprocess.PIPE)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(np.concatenate([audio, gap]).astype("<f4").tobytes())
+    proc.stdin.flush()
+    first = json.loads(proc.stdout.readline())  # the first segment is committed live
+    assert first["type"] == "delta" and first["text"].strip()
+    os.kill(worker_of(proc.pid), signal.SIGKILL)
+    proc.stdin.write(np.concatenate([audio, gap]).astype("<f4").tobytes())
+    proc.stdin.close()
+    rest = [json.loads(line) for line in proc.stdout.read().decode().splitlines()]
+    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    kinds = [e["type"] for e in rest]
+    assert "error" in kinds and kinds[-1] == "done"
+    notice = rest[kinds.index("error")]
+    assert notice["kind"] == "worker_restarted" and notice["fatal"] is False and "SIGKILL" in notice["message"]
+    done = rest[-1]
+    utterance = first["text"].strip()
+    assert done["text"] == f"{utterance} {utterance}"  # kept from the first worker, then the new one's
+    assert [s["text"] for s in done["segments"]] == [utterance, utterance]
+    assert done["segments"][1]["start"] > done["segments"][0]["end"]
