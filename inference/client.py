@@ -614,13 +614,14 @@ class WorkerClient:
         *,
         factory: str | None = None,
         progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
         timeout: float | None = None,
     ) -> RemoteEngine:
         """Load a model in the worker (``factory``: "module:function" of a custom/test engine)."""
         engine_id = f"e{self.next_id()}"
         message = p.LoadModel(self.next_id(), engine_id, str(model_path), family, dict(session_options or {}),
                               backend, threads, factory)  # fmt: skip
-        loaded = self.request(message, progress=progress, timeout=timeout)
+        loaded = self.request(message, progress=progress, cancel=cancel, timeout=timeout)
         assert isinstance(loaded, p.Loaded)
         record = _EngineRecord(message, loaded.family, loaded.caps)
         with self._lock:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inference.contract import Engine
+from inference.contract import Engine, JobControl
 from inference.errors import BackendError, ModelError, UsageError
 
 # Family -> "module:function" of its engine factory, imported only when that family is loaded, so a
@@ -33,6 +33,8 @@ class EngineRequest:
     session_options: dict[str, Any] = field(default_factory=dict)
     backend: str = "auto"
     threads: int | None = None
+    # Long loads (a first R2T2 load converts gigabytes) report progress and stop when cancelled.
+    control: JobControl = field(default_factory=lambda: JobControl(stage="load"), compare=False)
 
 
 EngineFactory = Callable[[EngineRequest], Engine]
@@ -114,10 +116,12 @@ def load_engine(
     session_options: dict[str, Any] | None = None,
     backend: str = "auto",
     threads: int | None = None,
+    control: JobControl | None = None,
 ) -> Engine:
     if family is not None and family not in KNOWN_FAMILIES:
         raise UsageError(f"unknown family {family!r}", f"choose one of: {', '.join(KNOWN_FAMILIES)}")
     resolved = family or detect_family(model_path)
     factory = import_factory(FAMILY_FACTORIES[resolved], resolved)
-    request = EngineRequest(Path(model_path), resolved, dict(session_options or {}), backend, threads)
+    request = EngineRequest(Path(model_path), resolved, dict(session_options or {}), backend, threads,
+                            control or JobControl(stage="load"))  # fmt: skip
     return factory(request)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from inference import protocol as p
-from inference.contract import CancelToken, Engine, Progress, Stream, event_to_json
+from inference.contract import CancelToken, Engine, JobControl, Progress, Stream, event_to_json
 from inference.errors import (
     BackendError,
     Cancelled,
@@ -133,7 +133,7 @@ class Worker:
         elif isinstance(message, p.Shutdown):
             return False
         else:
-            if isinstance(message, p.Transcribe):
+            if isinstance(message, p.Transcribe | p.LoadModel):
                 self._jobs[message.request_id] = CancelToken()
             self._queue.put(message)
         return True
@@ -210,8 +210,13 @@ class Worker:
             if family not in FAMILY_FACTORIES:
                 raise UsageError(f"unknown family {family!r}", f"choose one of: {', '.join(FAMILY_FACTORIES)}")
             factory = import_factory(FAMILY_FACTORIES[family], family)
-        request = EngineRequest(path, family, dict(message.session_options), message.backend, message.threads)
-        engine = factory(request)
+        control = JobControl(report, self._jobs.get(message.request_id), stage="load")
+        request = EngineRequest(path, family, dict(message.session_options), message.backend, message.threads,
+                                control)  # fmt: skip
+        try:
+            engine = factory(request)
+        finally:
+            self._jobs.pop(message.request_id, None)
         old = self.engines.pop(message.engine_id, None)
         if old is not None:
             old.close()

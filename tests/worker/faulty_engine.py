@@ -102,7 +102,10 @@ class FaultyEngine:
     def __init__(self, request: EngineRequest) -> None:
         self.options = dict(request.session_options)
         self.capabilities = Capabilities(streaming=True, snapshots=True, streams_per_engine=4)
-        time.sleep(float(self.options.get("load_delay_s", 0.0)))
+        steps = int(self.options.get("load_steps", 0))
+        for step in range(steps):  # a slow load (a conversion) that reports progress and can be cancelled
+            request.control.step(step, steps, "converting")
+            time.sleep(float(self.options.get("load_delay_s", 0.0)))
         fire({"fault": self.options.get("load_fault"), "fault_once": self.options.get("fault_once")}, 1)
 
     def transcribe(

@@ -107,6 +107,23 @@ def test_offline_job_reports_progress_and_can_be_cancelled(client: WorkerClient)
     assert engine.transcribe(np.zeros(SAMPLE_RATE, np.float32)).text.startswith("16000 samples")  # still usable
 
 
+def test_a_load_reports_progress_and_can_be_cancelled(client: WorkerClient) -> None:
+    seen: list[Progress] = []
+    engine = client.load("unused", session_options={"load_steps": 3}, factory=FAULTY, progress=seen.append)
+    assert engine.capabilities.streaming and engine.capabilities.snapshots
+    assert [(e.stage, e.done) for e in seen] == [("load", 0), ("load", 0), ("load", 1), ("load", 2), ("load", 1)]
+    token = CancelToken()
+
+    def cancel_at_second_step(event: Progress) -> None:
+        if event.done == 1 and event.total == 100:
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        client.load("unused", session_options={"load_steps": 100, "load_delay_s": 0.05}, factory=FAULTY,
+                    progress=cancel_at_second_step, cancel=token)  # fmt: skip
+    assert client.generation == 1
+
+
 def test_errors_cross_the_boundary_with_their_kind(client: WorkerClient) -> None:
     with pytest.raises(BackendError, match="cannot be loaded.*no_such_module"):
         client.load("unused", factory="tests.worker.no_such_module:create_engine")
@@ -353,3 +370,19 @@ def test_demo_model_streams_segment_by_segment(client: WorkerClient) -> None:
     assert final.text == " ".join(expected) == stream.committed_text
     assert deltas[0].start_s < 1.0 < deltas[0].end_s < deltas[1].start_s
     assert [s.text for s in final.segments] == expected
+
+
+def test_a_first_r2t2_load_reports_its_conversion(client: WorkerClient, tmp_path: Path) -> None:
+    import shutil
+
+    model = tmp_path / "r2t2"
+    shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "confucius4_r2t2" / "checkpoint_hf", model)
+    seen: list[Progress] = []
+    engine = client.load(model, backend="cpu", progress=seen.append)
+    assert engine.family == "confucius4_r2t2" and engine.capabilities.language_detection
+    converting = [e for e in seen if "converting the thinker" in e.message]
+    assert converting and converting[-1].done == 1.0
+    assert [e.done for e in converting] == sorted(e.done for e in converting)
+    seen.clear()
+    client.load(model, backend="cpu", progress=seen.append)  # converted once: the second load only loads
+    assert not [e for e in seen if "converting" in e.message]

@@ -89,6 +89,7 @@ class R2T2Engine:
                     n_threads=request.threads,
                     n_gpu_layers=0 if self.backend.is_cpu else -1,
                 ),
+                progress=lambda fraction: request.control.step(fraction, 1.0, "converting the thinker to GGUF"),
             )
         except BaseException:
             self.close()
