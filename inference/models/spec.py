@@ -5,10 +5,11 @@ Schema (version 1)::
     {
       "schema_version": 1, "family": str, "name": str, "description": str,
       "languages": [str], "license": str,
-      "capabilities": {"offline": bool, "streaming": bool, "timestamps": bool, "hotwords": bool, "context": bool},
       "session_options": {NAME: OPTION}, "request_options": {NAME: OPTION},
       "packages": [PACKAGE]
     }
+    (What a model can do — streaming, hotwords, timestamps — is reported by the loaded engine,
+    ``contract.Capabilities``, not declared here.)
     OPTION  = {"type": "int"|"float"|"bool"|"string"|"enum", "default": value, "description": str,
                optional "min"/"max" (numbers), "min_exclusive"/"max_exclusive" (bool),
                "choices" (enum), "aliases" [str], "nullable" (bool), "max_bytes" (string)}
@@ -137,7 +138,6 @@ class FamilySpec:
     description: str
     languages: tuple[str, ...]
     license: str
-    capabilities: dict[str, bool]
     session_options: dict[str, OptionSpec]
     request_options: dict[str, OptionSpec]
     packages: tuple[PackageSpec, ...] = field(default_factory=tuple)
@@ -248,7 +248,6 @@ def parse_family_spec(data: dict[str, Any], where: str = "spec") -> FamilySpec:
         description=str(data.get("description", "")),
         languages=tuple(data.get("languages", ())),
         license=str(data.get("license", "")),
-        capabilities={k: bool(v) for k, v in data.get("capabilities", {}).items()},
         session_options={n: _option(n, d, where) for n, d in data["session_options"].items()},
         request_options={n: _option(n, d, where) for n, d in data["request_options"].items()},
         packages=tuple(packages),

@@ -45,7 +45,7 @@ def write_specs(directory: Path, *, wrong_sha_for: str | None = None) -> None:
         config_sha = "0" * 64
     spec = {
         "schema_version": 1, "family": "parakeet_tdt", "name": "Tiny test family", "languages": ["en"],
-        "license": "test", "capabilities": {}, "session_options": {}, "request_options": {},
+        "license": "test", "session_options": {}, "request_options": {},
         "packages": [
             {"id": "tiny_gguf", "name": "Tiny GGUF", "format": "gguf", "quantization": "q8_0", "default": True,
              "hf_repo": GGUF_REPO, "revision": "main", "strip_prefix": "Sub-GGUF/",

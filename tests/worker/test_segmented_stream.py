@@ -1,0 +1,116 @@
+"""VAD-segmented live streams over an offline engine, and the incremental PCM decoder for stdin/devices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from inference.audio.io import PcmStreamDecoder, decode_raw_pcm, to_mono_16k
+from inference.audio.vad import SileroVad
+from inference.contract import SAMPLE_RATE, Capabilities, Delta, SpeechEnd, Transcript, Word
+from inference.errors import UsageError
+from inference.streaming import SegmentedStream, SegmenterSettings
+
+
+class RecordingEngine:
+    """Returns the length of each segment it is asked to transcribe, with one word spanning it."""
+
+    family = "recording"
+    capabilities = Capabilities()
+
+    def __init__(self) -> None:
+        self.calls: list[np.ndarray] = []
+
+    def transcribe(self, audio: np.ndarray, **options: Any) -> Transcript:
+        self.calls.append(audio)
+        seconds = audio.size / SAMPLE_RATE
+        return Transcript(text=f"seg{len(self.calls)}", language="xx", words=[Word(f"seg{len(self.calls)}", 0.1,
+                                                                                  seconds - 0.1)])
+
+
+@pytest.fixture(scope="module")
+def speech() -> np.ndarray:
+    from pathlib import Path
+
+    from inference.audio.io import load_audio_file
+
+    return load_audio_file(Path(__file__).resolve().parents[2] / "resources" / "samples" / "demo_sample_1.wav")
+
+
+def feed(stream: SegmentedStream, audio: np.ndarray, step: int = 5120) -> list[Any]:
+    events: list[Any] = []
+    for start in range(0, audio.size, step):
+        events += stream.push(audio[start : start + step])
+    return events
+
+
+def test_each_pause_commits_one_segment_with_stream_times(speech: np.ndarray) -> None:
+    engine = RecordingEngine()
+    stream = SegmentedStream(engine, SileroVad())
+    silence = np.zeros(SAMPLE_RATE, np.float32)
+    events = feed(stream, np.concatenate([silence, speech, silence, speech, silence]))
+    deltas = [e for e in events if isinstance(e, Delta)]
+    ends = [e for e in events if isinstance(e, SpeechEnd)]
+    assert [d.text for d in deltas] == ["seg1", " seg2"] and [e.segment_id for e in ends] == [0, 1]
+    first, second = ends
+    speech_s = speech.size / SAMPLE_RATE
+    assert 0.6 < first.start_s < 1.0 and first.end_s < 1.0 + speech_s + 0.7  # pre-roll and closing silence
+    assert second.start_s > first.end_s and second.start_s < 2 + speech_s
+    final = stream.finish()
+    assert final.text == "seg1 seg2" and final.language == "xx" and len(engine.calls) == 2
+    assert final.words[1].start_s == pytest.approx(second.start_s + 0.1)  # word times in stream time
+    assert [s.start_s for s in final.segments] == [first.start_s, second.start_s]
+    assert final.timing is not None and final.timing.audio_s == pytest.approx(3 + 2 * speech_s, abs=1e-3)
+
+
+def test_finish_commits_the_open_segment_and_silence_costs_no_model_call(speech: np.ndarray) -> None:
+    engine = RecordingEngine()
+    stream = SegmentedStream(engine, SileroVad())
+    assert feed(stream, np.zeros(3 * SAMPLE_RATE, np.float32)) == [] and engine.calls == []
+    feed(stream, speech[: speech.size // 2])
+    assert stream.finish().text == "seg1"
+
+
+def test_long_speech_is_cut_at_max_segment_length(speech: np.ndarray) -> None:
+    engine = RecordingEngine()
+    stream = SegmentedStream(engine, SileroVad(), settings=SegmenterSettings(max_segment_s=1.5, end_silence_s=2.0))
+    feed(stream, np.concatenate([speech] * 3))
+    stream.finish()
+    assert len(engine.calls) >= 3
+    assert all(call.size <= 1.5 * SAMPLE_RATE + 512 for call in engine.calls)
+    assert max(call.size for call in engine.calls) >= 1.5 * SAMPLE_RATE  # cut by the cap, not by a pause
+
+
+def test_misuse_is_refused() -> None:
+    stream = SegmentedStream(RecordingEngine(), SileroVad())
+    with pytest.raises(UsageError, match="float32"):
+        stream.push(np.zeros(10, np.int16))
+    with pytest.raises(UsageError, match="NaN"):
+        stream.push(np.array([np.nan], np.float32))
+    stream.finish()
+    with pytest.raises(UsageError, match="push after finish"):
+        stream.push(np.zeros(10, np.float32))
+    with pytest.raises(UsageError, match="unknown segmenter option"):
+        SegmenterSettings.from_options({"silence": 1})
+    with pytest.raises(UsageError, match="thresholds"):
+        SegmenterSettings.from_options({"threshold": 0.3, "release": 0.5})
+
+
+@pytest.mark.parametrize(("fmt", "rate", "channels"), [("s16le", 16000, 1), ("s16le", 44100, 2), ("f32le", 48000, 1)])
+def test_pcm_decoded_in_odd_pieces_equals_decoding_it_whole(fmt: str, rate: int, channels: int) -> None:
+    rng = np.random.default_rng(3)
+    frames = rng.uniform(-0.5, 0.5, (rate // 2, channels)).astype(np.float32)
+    data = (np.round(frames * 32767).astype("<i2") if fmt == "s16le" else frames.astype("<f4")).tobytes()
+    whole = to_mono_16k(decode_raw_pcm(data, fmt, channels), rate)
+    decoder = PcmStreamDecoder(fmt, rate, channels)
+    pieces, cuts = [], [0, 1, 777, 4097, 20001, len(data)]
+    for start, end in zip(cuts, cuts[1:], strict=False):
+        pieces.append(decoder.feed(data[start:end]))
+    pieces.append(decoder.feed(b"", last=True))
+    streamed = np.concatenate(pieces)
+    assert abs(streamed.size - whole.size) <= 1
+    n = min(streamed.size, whole.size)
+    tolerance = 0 if rate == 16000 else 2e-3  # soxr's stream and one-shot filters differ only at the edges
+    assert np.max(np.abs(streamed[100 : n - 100] - whole[100 : n - 100])) <= tolerance
