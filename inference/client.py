@@ -230,7 +230,7 @@ class RemoteStream:
         self._pushed_samples = 0  # accepted from the caller
         self._done_samples = 0  # processed by the worker
         self._worker_wall = 0.0
-        self._latencies: deque[float] = deque(maxlen=200)
+        self._timings: deque[tuple[float, float]] = deque(maxlen=500)  # (round trip, worker compute) per push
         self._continuity = StreamContinuity()  # committed text, times and ids across worker restarts
         self._open = False  # a worker stream exists (False while restarting)
         self._closed = False
@@ -308,14 +308,15 @@ class RemoteStream:
 
     def stats(self) -> Stats:
         with self._lock:
-            latency = float(np.median(self._latencies)) if self._latencies else None
+            latency = float(np.median([t[0] for t in self._timings])) if self._timings else None
             return Stats(self._done_samples / SAMPLE_RATE, self._worker_wall,
                          self._backlog_samples() / SAMPLE_RATE, latency)  # fmt: skip
 
-    def latencies(self) -> list[float]:
-        """Round-trip seconds of recent pushes (sent → answered), oldest first."""
+    def push_timings(self) -> list[tuple[float, float]]:
+        """(round trip, worker compute) seconds of recent pushes, oldest first; their difference is the
+        cost of the process boundary plus any wait behind other work in the worker."""
         with self._lock:
-            return list(self._latencies)
+            return list(self._timings)
 
     # ------------------------------------------------------------------ internals (lock held unless noted)
     def _backlog_samples(self) -> int:
@@ -369,7 +370,7 @@ class RemoteStream:
         with self._lock:
             sent = self._in_flight.pop(message.seq, None)
             if sent is not None:
-                self._latencies.append(time.monotonic() - sent.sent_at)
+                self._timings.append((time.monotonic() - sent.sent_at, message.wall_s))
             self._done_samples += message.samples
             self._worker_wall += message.wall_s
             self._pump()

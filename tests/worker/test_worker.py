@@ -266,7 +266,8 @@ def test_repeated_crashes_back_off_then_stop_with_a_message(tmp_path: Path) -> N
         with pytest.raises(WorkerError, match="stopped restarting"):
             stream.push(CHUNK)
         message = fatal()[0].message
-        assert "stopped restarting" in message and "exited with code 3" in message
+        history = [e.message for e in recorder.of(ErrorEvent)]
+        assert "stopped restarting" in message and "exited with code 3" in message, history
         assert client.generation == 3  # the first worker and two restarts
         assert time.monotonic() - started >= 0.3  # the second restart waited for its backoff
         with pytest.raises(WorkerError, match="stopped restarting"):
