@@ -105,7 +105,7 @@ def default_word_timestamps(
             words[-1].text += text
             words[-1].end = max(words[-1].end, end)
         new_word = False
-    return [Word(w.text, w.start * seconds_per_frame, w.end * seconds_per_frame, 0.0) for w in words]
+    return [Word(w.text, w.start * seconds_per_frame, w.end * seconds_per_frame) for w in words]
 
 
 def token_duration_word_timestamps(
@@ -133,7 +133,7 @@ def token_duration_word_timestamps(
     for text, start, end in words:
         stripped = text.strip(" \t\n\r\f\v")
         if stripped:
-            out.append(Word(stripped, start, max(start, min(end, audio_end_s)), 0.0))
+            out.append(Word(stripped, start, max(start, min(end, audio_end_s))))
     return out
 
 
