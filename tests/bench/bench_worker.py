@@ -147,9 +147,10 @@ def main() -> None:
               f"boundary overhead p50 {med(engine + ' overhead p50'):6.3f}  in-process push p50 "
               f"{med(engine + ' local p50'):7.3f}")
     worker_s, local_s = med("offline worker s"), med("offline local s")
+    pairs = zip(results["offline worker s"], results["offline local s"], strict=True)
+    rounds = ", ".join(f"{remote:.3f}/{local:.3f}" for remote, local in pairs)
     print(f"offline {args.offline_seconds:.0f} s clip: worker {worker_s:.3f} s, in-process {local_s:.3f} s, "
-          f"overhead {100 * (worker_s / local_s - 1):+.2f} %  (rounds: "
-          f"{', '.join(f'{w:.3f}/{l:.3f}' for w, l in zip(results['offline worker s'], results['offline local s'], strict=True))})")
+          f"overhead {100 * (worker_s / local_s - 1):+.2f} %  (rounds, worker/in-process: {rounds})")
 
 
 if __name__ == "__main__":
