@@ -23,6 +23,7 @@ import contextlib
 import logging
 import os
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -291,6 +292,9 @@ class Worker:
 
 def worker_main(conn: Connection, log_level: int = logging.WARNING) -> None:
     """Entry point of the spawned process."""
+    # Ctrl-C in a terminal reaches the whole process group: the client decides what it means (finish a
+    # stream, cancel a job), so the worker must not die of it halfway.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=log_level, format="captioneer-worker %(levelname)s %(name)s: %(message)s")
     try:
         Worker(conn).run()

@@ -85,3 +85,22 @@ def test_a_live_stream_from_stdin_survives_a_killed_worker() -> None:
     assert done["text"] == f"{utterance} {utterance}"  # kept from the first worker, then the new one's
     assert [s["text"] for s in done["segments"]] == [utterance, utterance]
     assert done["segments"][1]["start"] > done["segments"][0]["end"]
+
+
+def test_ctrl_c_finishes_a_live_stream_with_done() -> None:
+    """Ctrl-C in a terminal signals the whole process group, the worker included: the CLI drains and ends
+    with `done`, the worker survives until then."""
+    audio = load_audio_file(SAMPLE)
+    proc = cli("-", "--model", str(DEMO), "--mode", "streaming", "--format", "jsonl", "--input-format", "f32le",
+               stdin=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(np.concatenate([audio, np.zeros(16000, np.float32), audio]).astype("<f4").tobytes())
+    proc.stdin.flush()
+    first = json.loads(proc.stdout.readline())
+    assert first["type"] == "delta"
+    os.killpg(proc.pid, signal.SIGINT)  # stdin stays open: only the interrupt ends the stream
+    rest = [json.loads(line) for line in proc.stdout.read().decode().splitlines()]
+    assert proc.wait(timeout=60) == 0
+    assert [e["type"] for e in rest][-1] == "done" and "error" not in [e["type"] for e in rest]
+    assert rest[-1]["text"].startswith(first["text"].strip())
+    proc.stdin.close()
