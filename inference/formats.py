@@ -20,17 +20,26 @@ class Cue:
 def build_cues(
     transcript: Transcript, max_line_chars: int = 42, max_lines: int = 2, max_cue_s: float = 7.0
 ) -> list[Cue]:
-    """Group words into cues of at most ``max_lines`` lines of ``max_line_chars`` characters.
+    """Subtitle cues of at most ``max_lines`` lines of ``max_line_chars`` characters and ``max_cue_s`` seconds.
 
-    A cue also ends at sentence punctuation or when it would exceed ``max_cue_s``. Without word timing the
-    whole text becomes one timed cue per segment (or one cue for the whole clip).
+    With word timestamps (Parakeet) cues are cut between words, at sentence punctuation or at the limits,
+    and span exactly their words. Without them (R2T2, live segments) each segment is cut into pieces that
+    fit the line limits, and the segment's time is shared among its pieces by their length; a clip with
+    neither words nor segments is treated as one segment over its duration.
     """
-    words = transcript.words
-    if not words:
-        if not transcript.text.strip():
-            return []
+    if transcript.words:
+        return _cues_from_words(transcript.words, max_line_chars, max_lines, max_cue_s)
+    spans = [(s.text, s.start_s, s.end_s) for s in transcript.segments if s.text.strip()]
+    if not spans and transcript.text.strip():
         end = transcript.timing.audio_s if transcript.timing else 0.0
-        return [Cue(0.0, max(end, 0.001), tuple(_wrap(transcript.text.split(), max_line_chars)))]
+        spans = [(transcript.text, 0.0, end)]
+    cues: list[Cue] = []
+    for text, start, end in spans:
+        cues += _cues_from_text(text, start, end, max_line_chars, max_lines, max_cue_s)
+    return cues
+
+
+def _cues_from_words(words: list[Word], max_line_chars: int, max_lines: int, max_cue_s: float) -> list[Cue]:
     cues: list[Cue] = []
     current: list[Word] = []
 
@@ -51,6 +60,38 @@ def build_cues(
             flush()
     flush()
     return cues
+
+
+def _cues_from_text(
+    text: str, start: float, end: float, max_line_chars: int, max_lines: int, max_cue_s: float
+) -> list[Cue]:
+    lines = _wrap(text.split(), max_line_chars)
+    pieces = [lines[i : i + max_lines] for i in range(0, len(lines), max_lines)]
+    duration = max(end - start, 0.001 * len(pieces))
+
+    def weights() -> list[int]:
+        return [sum(len(line) for line in piece) for piece in pieces]
+
+    # More pieces when the segment is long: no cue may outlast max_cue_s.
+    while max(weights()) * duration / sum(weights()) > max_cue_s and any(
+        len(" ".join(piece).split()) > 1 for piece in pieces
+    ):
+        pieces = _split_longest(pieces)
+    shares = weights()
+    cues, at = [], start
+    for piece, weight in zip(pieces, shares, strict=True):
+        length = duration * weight / sum(shares)
+        cues.append(Cue(at, at + length, tuple(piece)))
+        at += length
+    return cues
+
+
+def _split_longest(pieces: list[list[str]]) -> list[list[str]]:
+    splittable = [i for i in range(len(pieces)) if len(" ".join(pieces[i]).split()) > 1]
+    index = max(splittable, key=lambda i: sum(len(line) for line in pieces[i]))
+    words = " ".join(pieces[index]).split()
+    half = len(words) // 2
+    return pieces[:index] + [[" ".join(words[:half])], [" ".join(words[half:])]] + pieces[index + 1 :]
 
 
 def _wrap(words: list[str], width: int) -> list[str]:

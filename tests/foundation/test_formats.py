@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from inference.contract import Timing, Transcript, Word
 from inference.formats import build_cues, render, to_srt, to_vtt
 
@@ -51,3 +53,30 @@ def test_empty_transcript_has_no_cues() -> None:
 def test_hour_stamps() -> None:
     t = Transcript(text="late", words=[Word("late", 3725.25, 3726.0)])
     assert "01:02:05,250 --> 01:02:06,000" in to_srt(t)
+
+
+def test_segments_without_words_become_cues_within_the_limits() -> None:
+    """R2T2 and live segments have no word times: cues follow segments, fit 2 x 42 characters and 7 s."""
+    from inference.contract import Segment
+
+    long_text = " ".join(f"word{i}" for i in range(60))  # ~400 characters in one 35 s segment
+    t = Transcript(text="hello there " + long_text, segments=[Segment("hello there", 0.5, 1.5),
+                                                               Segment(long_text, 2.0, 37.0)])  # fmt: skip
+    cues = build_cues(t)
+    assert cues[0].start_s == 0.5 and cues[0].end_s == 1.5 and cues[0].lines == ("hello there",)
+    rest = cues[1:]
+    assert rest[0].start_s == 2.0 and abs(rest[-1].end_s - 37.0) < 1e-9
+    assert all(b.start_s == pytest.approx(a.end_s) for a, b in zip(rest, rest[1:], strict=False))
+    assert all(c.end_s - c.start_s <= 7.0 + 1e-9 for c in cues)
+    assert all(len(c.lines) <= 2 and all(len(line) <= 42 for line in c.lines) for c in cues)
+    assert " ".join(" ".join(c.lines) for c in rest) == long_text  # nothing lost or repeated
+    srt = to_srt(t)
+    assert srt.startswith("1\n00:00:00,500 --> 00:00:01,500\nhello there\n\n2\n00:00:02,000 --> ")
+
+
+def test_a_long_single_word_segment_cannot_loop() -> None:
+    from inference.contract import Segment
+
+    t = Transcript(text="a b", segments=[Segment("supercalifragilistic", 0.0, 30.0), Segment("a b", 30.0, 60.0)])
+    cues = build_cues(t)
+    assert [c.lines for c in cues][0] == ("supercalifragilistic",) and len(cues) == 3
