@@ -6,8 +6,10 @@ standard library and :mod:`inference.errors` are imported; numpy appears in anno
 
 * A :class:`Delta` is committed text: append-only, never revised. The deltas of a stream concatenate to
   its committed text.
-* A :class:`Snapshot` is the whole provisional hypothesis of one segment; it replaces the previous
-  snapshot of the same ``segment_id`` and disappears when that segment commits.
+* A :class:`Snapshot` is the whole provisional (not yet committed) text of one segment; it replaces the
+  previous snapshot of the same ``segment_id``. A delta or a speech end of that segment drops its
+  snapshot: an engine with provisional text left after committing sends a new snapshot after the delta,
+  in the same list of events.
 * Every event carries the segment it belongs to and audio-relative times (seconds from the start of
   the stream) where known, so a view replaces exactly the provisional text it showed.
 * Every event and result survives a JSON round trip (``event_to_json`` / ``event_from_json``).
