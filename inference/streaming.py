@@ -73,6 +73,7 @@ class SegmentedStream:
         self._segment: list[np.ndarray] | None = None  # frames of the open segment
         self._segment_start = 0  # sample index of the open segment's first sample
         self._voiced_frames = 0
+        self._voiced_end = 0  # sample index just after the open segment's last voiced frame
         self._silent_run = 0
         self._segment_id = 0
         self._committed: list[str] = []
@@ -138,6 +139,7 @@ class SegmentedStream:
                 self._segment = [*pre_roll, frame]
                 self._segment_start = frame_start - len(pre_roll) * FRAME_SAMPLES
                 self._voiced_frames, self._silent_run = 1, 0
+                self._voiced_end = frame_start + FRAME_SAMPLES
                 self._pre_roll = []
             else:
                 self._pre_roll.append(frame)
@@ -148,6 +150,7 @@ class SegmentedStream:
         self._segment.append(frame)
         if probability >= s.release:
             self._voiced_frames += 1
+            self._voiced_end = frame_start + FRAME_SAMPLES
             self._silent_run = 0
         else:
             self._silent_run += 1
@@ -168,7 +171,8 @@ class SegmentedStream:
         result = self.engine.transcribe(audio, **self.options)
         self._model_wall_s += time.perf_counter() - started
         text = result.text.strip()
-        start_s, end_s = start / SAMPLE_RATE, (start + audio.size) / SAMPLE_RATE
+        # The segment's audio runs on through the closing silence; its speech ends with the last voiced frame.
+        start_s, end_s = start / SAMPLE_RATE, min(self._voiced_end, start + audio.size) / SAMPLE_RATE
         segment_id = self._segment_id
         self._segment_id += 1
         if result.language:

@@ -377,7 +377,8 @@ def test_a_first_r2t2_load_reports_its_conversion(client: WorkerClient, tmp_path
     import shutil
 
     model = tmp_path / "r2t2"
-    shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "confucius4_r2t2" / "checkpoint_hf", model)
+    shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "confucius4_r2t2" / "checkpoint_hf", model,
+                    ignore=shutil.ignore_patterns(".captioneer"))  # a conversion cache left by other runs
     seen: list[Progress] = []
     engine = client.load(model, backend="cpu", progress=seen.append)
     assert engine.family == "confucius4_r2t2" and engine.capabilities.language_detection
