@@ -126,7 +126,7 @@ def test_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
         *args, "--session-option", "vad_model_path=/nonexistent/silero_vad.onnx", "--request-option", "audio_chunk_mode=vad"
     )
     assert code == 2 and "Silero VAD model not found" in capsys.readouterr().err
-    code, out = run_cli(*args, "--mode", "streaming", "--format", "jsonl")  # VAD segments until #21 lands
+    code, out = run_cli(*args, "--mode", "streaming", "--format", "jsonl")
     assert code == 0 and json.loads(out.splitlines()[-1])["type"] == "done"
 
 

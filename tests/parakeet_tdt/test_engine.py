@@ -10,7 +10,7 @@ from parakeet_fixtures import CLIPS, MODELS, audio_path, expected, model_dir
 
 from inference.audio.io import load_audio_file
 from inference.engine import load_engine
-from inference.errors import BackendError, NotImplementedFamilyError, UsageError
+from inference.errors import BackendError, UsageError
 from inference.families.parakeet_tdt.engine import ParakeetEngine, check_weight_budget
 from inference.families.parakeet_tdt.options import DecodeMode
 from inference.families.parakeet_tdt.text import token_timestamps
@@ -157,8 +157,6 @@ def test_request_errors(engine) -> None:  # type: ignore[no-untyped-def]
         eng.transcribe(np.zeros(100, np.float32), beam_size=4)
     with pytest.raises(UsageError, match="Phonon-2"):
         eng.transcribe(np.zeros(100, np.float32), hotwords="captioneer")
-    with pytest.raises(NotImplementedFamilyError, match="streaming"):
-        eng.open_stream()
 
 
 def test_session_errors() -> None:

@@ -9,14 +9,15 @@ every fixture (reference_notes §1.5):
 * blank with duration 0 advances one frame; a token stays on its frame when its duration is 0;
 * NeMo's ``max_symbols_per_step`` guard (HF's TDT loop has none; fixtures never reach it).
 
-``decode`` keeps its :class:`DecoderState` between calls, so long-form windows continue the same hypothesis
-(``frame_offset`` makes token frames absolute). Encoder frames are projected once per window
+``decode`` keeps its :class:`DecoderState` between calls, so long-form windows and live streams continue the
+same hypothesis (``frame_offset`` makes token frames absolute). Encoder frames are projected once per window
 (``project_encoder``), so each step costs one LSTM step (after tokens) plus one joint matvec.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -40,12 +41,30 @@ class JointStep:
     token_margin: float
 
 
+class TokenBias(Protocol):
+    """Biases token selection inside the greedy loop (Phonon-2 hotwords); blank and durations stay unbiased."""
+
+    def select(self, token_logits: np.ndarray, state: int) -> int:
+        """The chosen token id given the unbiased logits over ``[0, vocab)`` and the bias state."""
+        ...
+
+    def step(self, state: int, token: int) -> int:
+        """The bias state after ``token`` was selected (blank included)."""
+        ...
+
+
 @dataclass
 class DecoderState:
     h: np.ndarray  # (layers, hidden)
     c: np.ndarray  # (layers, hidden)
     pred: np.ndarray | None = None  # projected predictor output for the last emitted token (or start blank)
     emitted: int = 0  # tokens emitted so far (for budgets carried across windows)
+    bias_state: int = 0  # TokenBias automaton state; resets with the decoder
+
+    def copy(self) -> DecoderState:
+        """An independent copy, for a look-ahead decode that must not change the committed hypothesis."""
+        pred = None if self.pred is None else self.pred.copy()
+        return DecoderState(self.h.copy(), self.c.copy(), pred, self.emitted, self.bias_state)
 
 
 @dataclass
@@ -127,10 +146,12 @@ class TdtDecoder:
         frame_offset: int = 0,
         max_tokens: int | None = None,
         trace: list[JointStep] | None = None,
+        bias: TokenBias | None = None,
     ) -> tuple[list[TokenStep], DecoderState]:
         """Greedy TDT over the (valid) projected frames ``enc_proj``; returns the emitted tokens and the state.
 
         ``max_tokens`` bounds the tokens emitted by this call (default: 10 per frame, families.md §2.5).
+        ``bias`` (hotwords) may change which token wins each step; the duration argmax never sees it.
         """
         state = state or self.new_state()
         if state.pred is None:
@@ -142,7 +163,11 @@ class TdtDecoder:
         max_symbols = self.config.max_symbols_per_step
         while fi < n_frames and len(tokens) < budget:
             logits = self.joint(enc_proj[fi], state.pred)
-            token = int(np.argmax(logits[: self.vocab]))
+            if bias is None:
+                token = int(np.argmax(logits[: self.vocab]))
+            else:
+                token = bias.select(logits[: self.vocab], state.bias_state)
+                state.bias_state = bias.step(state.bias_state, token)
             dur_index = int(np.argmax(logits[self.vocab :]))
             duration = int(self.durations[dur_index])
             if trace is not None:

@@ -12,7 +12,9 @@ Modes (families.md §2.6, chosen in :mod:`options`):
 
 Digital silence (no audio, or every sample exactly 0) gives an empty transcript without running the model:
 per-feature normalisation maps it to all-zero features, i.e. no information, and a model would only
-hallucinate on it. Any non-zero signal, however quiet, is decoded (normalisation makes it audible).
+hallucinate on it. Any non-zero signal, however quiet, is decoded (normalisation makes it audible). In
+long-form mode the same holds per window: a window (center plus context) of digital silence is skipped,
+which keeps a live stream (which cannot know whether sound will follow) equal to the offline result.
 
 Weights are loaded once per engine; ``close()`` frees the native memory.
 """
@@ -45,7 +47,13 @@ from inference.engine import EngineRequest
 from inference.errors import BackendError, NotImplementedFamilyError, UsageError
 from inference.families.parakeet_tdt.checkpoint import ParakeetCheckpoint, open_parakeet_checkpoint
 from inference.families.parakeet_tdt.config import ParakeetConfig
-from inference.families.parakeet_tdt.decoder import DecoderState, DecoderWeights, TdtDecoder, TokenStep
+from inference.families.parakeet_tdt.decoder import (
+    DecoderState,
+    DecoderWeights,
+    TdtDecoder,
+    TokenBias,
+    TokenStep,
+)
 from inference.families.parakeet_tdt.encoder import ParakeetEncoder
 from inference.families.parakeet_tdt.frontend import compute_features
 from inference.families.parakeet_tdt.options import (
@@ -54,6 +62,7 @@ from inference.families.parakeet_tdt.options import (
     SessionSettings,
     choose_mode,
 )
+from inference.families.parakeet_tdt.streaming import BufferedStream
 from inference.families.parakeet_tdt.text import (
     ParakeetTokenizer,
     default_word_timestamps,
@@ -121,7 +130,8 @@ class ParakeetEngine:
         self._blas = ThreadpoolController()
         self._vad: Any = None  # SileroVad, created on the first VAD request
         self.capabilities = Capabilities(
-            streaming=False,  # buffered streaming and Phonon-2's live policy are not built yet
+            streaming=True,
+            snapshots=True,
             word_timestamps=True,
             hotwords=False,
             streams_per_engine=8,
@@ -148,11 +158,11 @@ class ParakeetEngine:
         """The raw greedy result (token ids with frames and durations, per decoded span), before text."""
         return self._decode(audio, RequestSettings.from_options(request_options), JobControl())
 
-    def open_stream(self, **request_options: Any) -> Any:
-        raise NotImplementedFamilyError(
-            "streaming is not implemented for Parakeet-TDT in this build yet",
-            "use offline transcription (--mode offline) for now",
-        )
+    def open_stream(self, **request_options: Any) -> BufferedStream:
+        """A live stream: buffered long-form windows (families.md §2.6) that carry one decoder state."""
+        request = RequestSettings.from_options(request_options)
+        self._check_hotwords(request)
+        return BufferedStream(self, request)
 
     def close(self) -> None:
         self.encoder.close()
@@ -196,22 +206,31 @@ class ParakeetEngine:
         control.step(samples.size / SAMPLE_RATE, samples.size / SAMPLE_RATE)
         return Decoded(mode, spans, samples.size)
 
-    def _encode_frames(self, samples: np.ndarray) -> np.ndarray:
+    def encode_frames(self, samples: np.ndarray) -> np.ndarray:
+        """Encoder output (valid frames only) of one stretch of mono 16 kHz samples."""
         features = compute_features(samples, self.config.features)
         return self.encoder.encode(features.values, features.valid_frames).hidden
 
-    def _greedy(
-        self, frames: np.ndarray, state: DecoderState | None, frame_offset: int, max_tokens: int | None
+    def greedy(
+        self,
+        frames: np.ndarray,
+        state: DecoderState | None,
+        frame_offset: int,
+        max_tokens: int | None,
+        bias: TokenBias | None = None,
     ) -> tuple[list[TokenStep], DecoderState]:
+        """Greedy TDT over encoder frames, continuing ``state`` (None: a fresh decoder)."""
         projected = self.decoder.project_encoder(frames)  # one matmul: BLAS threads help here
         with self._blas.limit(limits=1, user_api="blas"):
-            return self.decoder.decode(projected, state, frame_offset=frame_offset, max_tokens=max_tokens)
+            return self.decoder.decode(
+                projected, state, frame_offset=frame_offset, max_tokens=max_tokens, bias=bias
+            )
 
     def _decode_full_context(self, samples: np.ndarray, span: Span, budget: int | None) -> SpanDecode:
-        frames = self._encode_frames(samples[span.start : span.end])
+        frames = self.encode_frames(samples[span.start : span.end])
         if frames.shape[0] == 0:
             return SpanDecode(span, [])
-        tokens, _state = self._greedy(frames, None, 0, budget)
+        tokens, _state = self.greedy(frames, None, 0, budget)
         return SpanDecode(span, tokens)
 
     def _decode_long_form(self, samples: np.ndarray, budget: int | None, control: JobControl) -> SpanDecode:
@@ -233,11 +252,14 @@ class ParakeetEngine:
                 break
             if window.kept_frames <= 0:
                 continue
-            frames = self._encode_frames(samples[window.window.start : window.window.end])
+            window_samples = samples[window.window.start : window.window.end]
+            if not window_samples.any():
+                continue  # digital silence carries no information (see the module doc); streams skip it too
+            frames = self.encode_frames(window_samples)
             kept = frames[window.keep_start : min(window.keep_end, frames.shape[0])]
             if kept.shape[0] == 0:
                 continue
-            got, state = self._greedy(kept, state, window.frame_offset, remaining)
+            got, state = self.greedy(kept, state, window.frame_offset, remaining)
             tokens.extend(got)
             remaining -= len(got)
         log.debug("long-form: %d windows, %d tokens", len(windows), len(tokens))
@@ -288,13 +310,13 @@ class ParakeetEngine:
         if decoded.mode is not DecodeMode.VAD:
             if not decoded.spans:
                 return Transcript(text="", token_ids=token_ids)
-            text, words = self._render(decoded.spans[0], keep_language_tags)
+            text, words = self.render(decoded.spans[0], keep_language_tags)
             return Transcript(text=text, words=words, token_ids=token_ids)
         texts: list[str] = []
         words = []
         segments: list[Segment] = []
         for span in decoded.spans:
-            text, span_words = self._render(span, keep_language_tags)
+            text, span_words = self.render(span, keep_language_tags)
             text = text.strip()
             if not text:
                 continue
@@ -309,7 +331,7 @@ class ParakeetEngine:
             segments.append(Segment(text, offset, end, tuple(shifted)))
         return Transcript(text=" ".join(texts), words=words, segments=segments, token_ids=token_ids)
 
-    def _render(self, decoded: SpanDecode, keep_language_tags: bool) -> tuple[str, list[Word]]:
+    def render(self, decoded: SpanDecode, keep_language_tags: bool) -> tuple[str, list[Word]]:
         """Text and words of one span; word times count from the span's start."""
         ids = [t.token_id for t in decoded.tokens]
         text = self.tokenizer.decode(ids, keep_language_tags=keep_language_tags)
