@@ -69,3 +69,27 @@ def checkpoint_variant(source: Path, destination: Path, n_window_infer: int) -> 
     audio["n_window_infer"] = n_window_infer
     config_path.write_text(json.dumps(config, indent=2), encoding="utf-8")
     return destination
+
+
+# The fixture models repeat <asr_text> forever once they emit it (its embedding row is the planted chain's
+# largest). Scaling that row by an exact power of two makes them write varied text after the tag, which the
+# streaming parity fixtures need; the reference generator builds the same variant with this function.
+STREAM_TAG_SCALE = 0.25
+ASR_TEXT_ID = 336
+
+
+def stream_variant(source: Path, destination: Path, n_window_infer: int) -> Path:
+    """``checkpoint_variant`` with the ``<asr_text>`` embedding row scaled by ``STREAM_TAG_SCALE`` (exact)."""
+    from safetensors.numpy import load_file, save_file
+
+    checkpoint_variant(source, destination, n_window_infer)
+    weights_path = destination / "model.safetensors"
+    if "thinker_config" in json.loads((destination / "config.json").read_text(encoding="utf-8")):
+        raise ValueError("stream_variant takes the HF-layout fixture (the legacy one is bfloat16)")
+    weights = load_file(weights_path)
+    name = "model.language_model.embed_tokens.weight"
+    table = weights[name].copy()
+    table[ASR_TEXT_ID] *= np.float32(STREAM_TAG_SCALE)
+    weights[name] = table
+    save_file(weights, weights_path, metadata={"format": "pt"})
+    return destination

@@ -15,6 +15,7 @@ from r2t2_fixtures import (
     load_audio,
     load_expected_arrays,
     load_expected_meta,
+    stream_variant,
 )
 
 from inference.cli import main
@@ -86,26 +87,38 @@ def test_bad_language_exits_2_with_the_fix(setup, capsys: pytest.CaptureFixture[
     assert "Klingon" in capsys.readouterr().err
 
 
-def test_streaming_jsonl_commits_vad_segments_through_the_worker(setup, tmp_path: Path) -> None:
-    """R2T2's own LSP path is not built yet: the worker captions it segment by segment (Silero VAD)."""
-    model, _ = setup
-    clip = load_audio()["clip_a"]
-    audio = np.concatenate([clip, np.zeros(16000, np.float32), clip])  # a pause closes the first segment
-    wav = tmp_path / "two.wav"
+def test_streaming_jsonl_prints_lsp_deltas_through_the_worker(tmp_path: Path) -> None:
+    """R2T2 streams natively (Longest-Stable-Prefix): the CLI's events equal an in-process stream's."""
+    from inference.engine import EngineRequest
+    from inference.families.confucius4_r2t2.engine import create_engine
+
+    model = stream_variant(FIXTURE_DIR / "checkpoint_hf", tmp_path / "model", 800)
+    audio = load_audio()["clip_a"]
+    wav = tmp_path / "clip_a.wav"
     with wave.open(str(wav), "wb") as handle:
         handle.setnchannels(1)
         handle.setsampwidth(2)
         handle.setframerate(16000)
         handle.writeframes(np.round(audio * 32768.0).astype("<i2").tobytes())
     code, text = run_cli(
-        "transcribe", str(wav), "--model", str(model), "--backend", "cpu", "--mode", "streaming", "--format", "jsonl"
+        "transcribe", str(wav), "--model", str(model), "--backend", "cpu", "--mode", "streaming", "--format",
+        "jsonl", "--language", "English",
     )
     assert code == 0
     events = [json.loads(line) for line in text.splitlines()]
     done = events[-1]
-    assert done["type"] == "done" and all(e["type"] != "done" for e in events[:-1])
-    ends = [e for e in events if e["type"] == "speech_end"]
-    assert len(ends) >= 1 and ends[0]["segment_id"] == 0 and 0 <= ends[0]["start_s"] < ends[0]["end_s"] < 6.6
-    committed = "".join(e["text"] for e in events if e["type"] == "delta")
-    assert committed and done["text"].startswith(committed.strip())  # finish may commit a last segment
-    assert len(done["segments"]) == 2 and done["segments"][1]["start"] > ends[0]["end_s"]
+    assert done["type"] == "done" and all(e["type"] == "delta" for e in events[:-1])
+
+    engine = create_engine(EngineRequest(model, "confucius4_r2t2", {}, "cpu", 1))
+    try:
+        stream = engine.open_stream(language="English")
+        expected = stream.push(audio)
+        transcript = stream.finish()
+    finally:
+        engine.close()
+    assert expected, "the fixture should commit text"
+    assert [(e["text"], e["segment_id"], e["language"]) for e in events[:-1]] == [
+        (e.text, e.segment_id, e.language) for e in expected
+    ]
+    assert [e["end_s"] for e in events[:-1]] == [round(e.end_s, 4) for e in expected]
+    assert done["text"] == transcript.text and done["language"] == "English"

@@ -15,7 +15,7 @@ from r2t2_fixtures import (
 )
 
 from inference.engine import EngineRequest, load_engine
-from inference.errors import NotImplementedFamilyError, UsageError
+from inference.errors import UsageError
 from inference.families.confucius4_r2t2.engine import R2T2Engine, create_engine
 from inference.families.confucius4_r2t2.postprocess import parse_asr_output, truncate_at_pipe
 from inference.families.confucius4_r2t2.spans import join_span_texts
@@ -138,11 +138,6 @@ def test_empty_and_silent_audio_have_defined_results(engines) -> None:
         engine.transcribe(np.zeros((2, 100), np.float32))
     with pytest.raises(UsageError, match="NaN"):
         engine.transcribe(np.full(100, np.nan, np.float32))
-
-
-def test_streaming_is_not_offered_yet(engines) -> None:
-    with pytest.raises(NotImplementedFamilyError):
-        engines("checkpoint_hf", 800, "native").open_stream()
 
 
 def test_load_engine_detects_the_family(tmp_path: Path) -> None:

@@ -4,7 +4,12 @@ Offline path (families.md §1.6): the audio is cut into consecutive 30 s spans; 
 frontend → audio tower (ggml) → prompt (context, forced language) → thinker prefill with the audio
 embeddings at the placeholder positions → greedy decoding → ``parse_asr_output`` → ``truncate_at_pipe``.
 Non-empty span texts are joined with one space; the language is the first non-empty one seen. One thinker
-context serves every span (its KV cache is cleared in between). Streaming is a later issue.
+context serves every span and every stream chunk (its KV cache is cleared in between).
+
+Live path: ``open_stream`` returns an :class:`~inference.families.confucius4_r2t2.streaming.R2T2Stream`
+(Longest-Stable-Prefix, families.md §1.7). Its options (``chunk_size_ms``, ``unfixed_chunk_num``,
+``unfixed_token_num``, ``rollback_punctuation``, ``max_tokens``) default to the session options and may be
+overridden per stream through the request options; ``max_tokens`` is then a per-chunk budget (default 32).
 
 Checkpoints: safetensors directories (legacy or HF layout) and audio.cpp GGUF packages; the tower reads the
 package's tensors in place, the thinker runs from a llama.cpp GGUF written next to the model (at install
@@ -32,14 +37,17 @@ from inference.contract import (
     Transcript,
 )
 from inference.engine import EngineRequest
-from inference.errors import ModelError, NotImplementedFamilyError, UsageError
+from inference.errors import ModelError, UsageError
 from inference.families.confucius4_r2t2.audio_tower import AudioTower
 from inference.families.confucius4_r2t2.checkpoint import R2T2Checkpoint, load_checkpoint
+from inference.families.confucius4_r2t2.chunk_decoder import EngineChunkDecoder, max_stream_samples
 from inference.families.confucius4_r2t2.frontend import log_mel
 from inference.families.confucius4_r2t2.languages import resolve_language, supported_languages
+from inference.families.confucius4_r2t2.lsp import STREAM_OPTIONS, StreamOptions
 from inference.families.confucius4_r2t2.postprocess import parse_asr_output, truncate_at_pipe
 from inference.families.confucius4_r2t2.prompt import build_prompt
 from inference.families.confucius4_r2t2.spans import join_span_texts, plan_offline_spans
+from inference.families.confucius4_r2t2.streaming import R2T2Stream
 from inference.families.confucius4_r2t2.thinker import GreedyResult, Thinker, ThinkerOptions
 from inference.models.spec import FamilySpec, load_family_spec
 from inference.native import Backend, open_backend
@@ -96,18 +104,22 @@ class R2T2Engine:
             raise
         # One KV cache: streams and jobs take turns on the worker's thread (Stream state lives apart).
         self.capabilities = Capabilities(
-            streaming=False,  # Longest-Stable-Prefix streaming is not built yet
+            streaming=True,
             language_detection=True,
             context=True,
             streams_per_engine=8,
         )
         special = self.checkpoint.special
-        self._drop_ids = frozenset(special.eos) | ({special.pad} if special.pad is not None else set())
+        self.drop_ids = frozenset(special.eos) | ({special.pad} if special.pad is not None else set())
 
     # ----------------------------------------------------------------- requests
     def _request(self, options: dict[str, Any]) -> tuple[str, int, str]:
         """(resolved language, token budget, context) from canonical or raw request options."""
         valid = self.spec.validate_request_options(dict(options))
+        stream_only = sorted(set(valid) & (set(STREAM_OPTIONS) - {"max_tokens"}))
+        if stream_only:
+            raise UsageError(f"option(s) {', '.join(stream_only)} apply to live streams only",
+                             "remove them, or transcribe with --mode streaming")  # fmt: skip
         language = resolve_language(valid.get("language"), self.languages)
         max_tokens = int(valid.get("max_tokens", self.checkpoint.generation.max_new_tokens))
         return language, max_tokens, str(valid.get("context") or "")
@@ -157,7 +169,7 @@ class R2T2Engine:
         result = self._generate(prompt.ids, embeddings, np.asarray(prompt.audio_positions), max_tokens)
         # The model's vocabulary may be larger than the tokenizer (padding rows): such ids carry no text.
         raw = ckpt.tokenizer.decode(
-            [i for i in result.token_ids if i < ckpt.tokenizer.size], drop=self._drop_ids
+            [i for i in result.token_ids if i < ckpt.tokenizer.size], drop=self.drop_ids
         )
         parsed = parse_asr_output(raw, language)
         end_s = offset_s + samples.size / SAMPLE_RATE
@@ -181,11 +193,18 @@ class R2T2Engine:
         self.thinker.prefill(prompt_ids, embeddings, positions)
         return self.thinker.decode_greedy(min(max_tokens, room), self.checkpoint.special.eos)
 
-    def open_stream(self, **request_options: Any) -> Any:
-        raise NotImplementedFamilyError(
-            "streaming is not implemented for confucius4_r2t2 in this build yet",
-            "use offline mode (--mode offline)",
-        )
+    def open_stream(self, sample_rate: int = SAMPLE_RATE, **request_options: Any) -> R2T2Stream:
+        """A live LSP stream; stream options come from the session, overridden by ``request_options``."""
+        if sample_rate != SAMPLE_RATE:
+            raise UsageError(f"streams take {SAMPLE_RATE} Hz audio, got sample_rate={sample_rate}",
+                             "resample first (inference.audio.io.to_mono_16k)")  # fmt: skip
+        valid = self.spec.validate_request_options(dict(request_options))
+        options = {name: self.session_options[name] for name in STREAM_OPTIONS}
+        options.update({name: valid[name] for name in STREAM_OPTIONS if name in valid})
+        language = resolve_language(valid.get("language"), self.languages)
+        decoder = EngineChunkDecoder(self, str(valid.get("context") or ""), language)
+        limit = max_stream_samples(self.checkpoint.config.audio.max_source_positions)
+        return R2T2Stream(decoder, StreamOptions.from_options(options), language, limit)
 
     # ----------------------------------------------------------------- lifetime
     def close(self) -> None:
