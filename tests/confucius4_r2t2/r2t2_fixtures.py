@@ -79,17 +79,32 @@ ASR_TEXT_ID = 336
 
 
 def stream_variant(source: Path, destination: Path, n_window_infer: int) -> Path:
-    """``checkpoint_variant`` with the ``<asr_text>`` embedding row scaled by ``STREAM_TAG_SCALE`` (exact)."""
-    from safetensors.numpy import load_file, save_file
+    """``checkpoint_variant`` with the ``<asr_text>`` embedding row scaled by ``STREAM_TAG_SCALE``.
 
+    The row is patched in place in the safetensors file (float32 or bfloat16; a power-of-two scale is exact in
+    both), so the legacy bf16 variant holds exactly the values of the HF one.
+    """
     checkpoint_variant(source, destination, n_window_infer)
-    weights_path = destination / "model.safetensors"
-    if "thinker_config" in json.loads((destination / "config.json").read_text(encoding="utf-8")):
-        raise ValueError("stream_variant takes the HF-layout fixture (the legacy one is bfloat16)")
-    weights = load_file(weights_path)
-    name = "model.language_model.embed_tokens.weight"
-    table = weights[name].copy()
-    table[ASR_TEXT_ID] *= np.float32(STREAM_TAG_SCALE)
-    weights[name] = table
-    save_file(weights, weights_path, metadata={"format": "pt"})
+    path = destination / "model.safetensors"
+    data = bytearray(path.read_bytes())
+    header_size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + header_size])
+    name = next(n for n in ("model.language_model.embed_tokens.weight", "thinker.model.embed_tokens.weight")
+                if n in header)  # fmt: skip
+    entry = header[name]
+    width = entry["shape"][1]
+    itemsize = {"F32": 4, "BF16": 2}[entry["dtype"]]
+    begin = 8 + header_size + entry["data_offsets"][0] + ASR_TEXT_ID * width * itemsize
+    raw = bytes(data[begin : begin + width * itemsize])
+    if itemsize == 4:
+        row = np.frombuffer(raw, dtype="<f4") * np.float32(STREAM_TAG_SCALE)
+        patched = row.astype("<f4").tobytes()
+    else:
+        row = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32) * np.float32(STREAM_TAG_SCALE)
+        bits = row.astype(np.float32).view(np.uint32)
+        if np.any(bits & 0xFFFF):
+            raise ValueError("the scaled row is not exact in bfloat16")
+        patched = (bits >> 16).astype("<u2").tobytes()
+    data[begin : begin + len(patched)] = patched
+    path.write_bytes(bytes(data))
     return destination

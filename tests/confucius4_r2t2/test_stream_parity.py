@@ -1,0 +1,103 @@
+"""The engine's live stream against the transformers streaming reference (``make_stream_fixtures.py``).
+
+Every decode must match the reference exactly: the text prefix sent, the generated text, the model-facing state,
+the running text, the committed candidate and the delta; and the final text. The reference re-decodes everything
+with no caching; the engine is checked the same way, fed in pushes of odd sizes.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import pytest
+from r2t2_fixtures import FIXTURE_DIR, HF_CHECKPOINT, LEGACY_CHECKPOINT, load_audio, stream_variant
+
+from inference.contract import Delta
+from inference.engine import EngineRequest
+from inference.families.confucius4_r2t2.engine import create_engine
+
+PUSH_SIZES = (1000, 7777, 333, 5120)
+# (checkpoint, thinker_weight_type) per reference window: the legacy checkpoint holds the HF weights in bf16
+# (exact), so the window-400 reference applies to it too, run as f32 and natively (bf16 thinker).
+ENGINES = {800: [(HF_CHECKPOINT, "native")],
+           400: [(HF_CHECKPOINT, "native"), (LEGACY_CHECKPOINT, "f32"), (LEGACY_CHECKPOINT, "native")]}
+
+
+@cache
+def expected() -> dict:
+    return json.loads((FIXTURE_DIR / "stream_expected.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("stream_parity")
+    made = {}
+
+    def get(window: int, checkpoint, weight_type: str):
+        key = (window, checkpoint.name, weight_type)
+        if key not in made:
+            path = stream_variant(checkpoint, root / "-".join(map(str, key)), window)
+            options = {"thinker_weight_type": weight_type}
+            made[key] = create_engine(EngineRequest(path, "confucius4_r2t2", options, "cpu", 1))
+        return made[key]
+
+    yield get
+    for engine in made.values():
+        engine.close()
+
+
+def test_the_fixture_covers_commits_shrinking_prefixes_and_flushes():
+    cases = expected()["cases"]
+    assert {case["window"] for case in cases.values()} == {400, 800}
+    assert any(not case["options"].get("language") for case in cases.values())  # automatic language
+    chunks = [chunk for case in cases.values() for chunk in case["chunks"]]
+    assert sum(1 for c in chunks if c["delta"]) >= 10
+    assert any(c["final"] for c in chunks) and any(c["prefix"] for c in chunks)
+    shrunk = 0
+    for case in cases.values():
+        published = 0
+        for chunk in case["chunks"]:
+            shrunk += len(chunk["fixed"]) < published
+            published += len(chunk["delta"])
+    assert shrunk >= 3
+
+
+@pytest.mark.parametrize(
+    ("name", "checkpoint", "weight_type"),
+    [(name, checkpoint, weight_type) for name, case in sorted(expected()["cases"].items())
+     for checkpoint, weight_type in ENGINES[case["window"]]],
+    ids=lambda value: value.name if hasattr(value, "name") else str(value),
+)  # fmt: skip
+def test_stream_matches_the_reference(engines, name: str, checkpoint, weight_type: str):
+    case = expected()["cases"][name]
+    engine = engines(case["window"], checkpoint, weight_type)
+    stream = engine.open_stream(**case["options"])
+    records = []
+    original = stream.recognizer.decode_chunk
+
+    def record(audio, final=False):
+        outcome = original(audio, final)
+        records.append((audio.size, final, outcome))
+        return outcome
+
+    stream.recognizer.decode_chunk = record  # type: ignore[method-assign]
+    audio = load_audio()[case["clip"]]
+    events, start, i = [], 0, 0
+    while start < audio.size:
+        size = PUSH_SIZES[i % len(PUSH_SIZES)]
+        events += stream.push(audio[start : start + size])
+        start, i = start + size, i + 1
+    transcript = stream.finish()
+
+    assert len(records) == len(case["chunks"])
+    for index, ((samples, final, got), want) in enumerate(zip(records, case["chunks"], strict=True)):
+        where = f"{name} decode {index}"
+        assert (samples, final) == (want["samples"], want["final"]), where
+        assert got.prefix == want["prefix"], where
+        assert got.generated == want["generated"], where
+        assert got.raw_decoded == want["raw_decoded"], where
+        assert (got.text, got.fixed, got.delta) == (want["text"], want["fixed"], want["delta"]), where
+    assert [e.text for e in events if isinstance(e, Delta)] == case["deltas"]
+    assert transcript.text == case["final_text"]
+    assert (transcript.language or "") == case["language"]
