@@ -76,3 +76,40 @@ def test_word_rules_on_a_known_sequence() -> None:
     assert [w.text for w in tdw] == ["the", "quick", "brown", "fox,", "jumps"]
     last = tokens[-1]
     assert tdw[-1].end_s == pytest.approx((last.frame + last.duration) * 0.08)
+
+
+class _Pieces:
+    """A stand-in tokenizer: id i is ``pieces[i]``; the last id is blank."""
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
+
+    def is_text_token(self, token_id: int, keep_language_tags: bool = False) -> bool:
+        return 0 <= token_id < len(self.pieces) - 1
+
+    def piece(self, token_id: int) -> str:
+        return self.pieces[token_id]
+
+
+def test_token_duration_rules() -> None:
+    """families.md §3: word = first piece start .. last piece start + duration; punctuation (even with a
+    leading space) attaches to the previous word; a whitespace-only piece opens a word; no stretching."""
+    pieces = ["\u2581hello", ",", "\u2581.", "\u2581", "world", "\u2581again", "\u2581!", "<blank>"]
+    tok = _Pieces(pieces)
+    punct = frozenset({1, 2, 3, 6})  # ",", "▁.", "▁" and "▁!" have no alphanumeric character
+    spf = 0.08
+    steps = [
+        TokenStep(0, frame=1, duration=2),  # ▁hello   0.08 .. 0.24
+        TokenStep(1, frame=3, duration=0),  # ,        attaches; zero duration: end = its start 0.24
+        TokenStep(7, frame=3, duration=1),  # blank is skipped
+        TokenStep(2, frame=4, duration=1),  # ▁.       punctuation with a space: still the same word
+        TokenStep(3, frame=6, duration=1),  # ▁        whitespace-only: opens a new word
+        TokenStep(4, frame=7, duration=3),  # world    continues it: " world" → "world"
+        TokenStep(5, frame=11, duration=0),  # ▁again  zero duration: start == end
+        TokenStep(6, frame=12, duration=4),  # ▁!      attaches; its end 16 frames is clamped to the audio
+    ]
+    words = token_duration_word_timestamps(steps, tok, punct, audio_end_s=1.0, seconds_per_frame=spf)  # type: ignore[arg-type]
+    assert [w.text for w in words] == ["hello, .", "world", "again !"]
+    assert [(round(w.start_s / spf), round(w.end_s / spf, 6)) for w in words] == [(1, 5), (6, 10), (11, 12.5)]
+    only_space = token_duration_word_timestamps([TokenStep(3, 0, 1)], tok, punct, 1.0, spf)  # type: ignore[arg-type]
+    assert only_space == []  # empty after trimming: dropped

@@ -44,7 +44,7 @@ from inference.contract import (
     Word,
 )
 from inference.engine import EngineRequest
-from inference.errors import BackendError, NotImplementedFamilyError, UsageError
+from inference.errors import BackendError, UsageError
 from inference.families.parakeet_tdt.checkpoint import ParakeetCheckpoint, open_parakeet_checkpoint
 from inference.families.parakeet_tdt.config import ParakeetConfig
 from inference.families.parakeet_tdt.decoder import (
@@ -56,12 +56,20 @@ from inference.families.parakeet_tdt.decoder import (
 )
 from inference.families.parakeet_tdt.encoder import ParakeetEncoder
 from inference.families.parakeet_tdt.frontend import compute_features
+from inference.families.parakeet_tdt.hotwords import (
+    Hotword,
+    HotwordBias,
+    PieceVocabulary,
+    check_strength,
+    resolve_terms,
+)
 from inference.families.parakeet_tdt.options import (
     DecodeMode,
     RequestSettings,
     SessionSettings,
     choose_mode,
 )
+from inference.families.parakeet_tdt.rolling import RollingStream
 from inference.families.parakeet_tdt.streaming import BufferedStream
 from inference.families.parakeet_tdt.text import (
     ParakeetTokenizer,
@@ -125,6 +133,11 @@ class ParakeetEngine:
         self.samples_per_frame = config.samples_per_frame
         self.seconds_per_frame = self.samples_per_frame / SAMPLE_RATE
         self._punctuation = frozenset(config.punctuation_token_ids)
+        # Phonon-2 is recognised by its token-duration timestamps (families.md §3: the converter's variant key
+        # is not public; the older marker is this flag): it adds hotwords and the rolling live policy.
+        self.is_phonon = config.word_timestamp_mode == "token_duration"
+        self._vocabulary: PieceVocabulary | None = None
+        self._biases: dict[tuple[tuple[Hotword, ...], float], HotwordBias] = {}
         # The greedy loop is a chain of small matvecs: BLAS threads only add synchronisation there (v3-sized
         # decoder on the 2-core dev machine: 1.7 ms per frame with one BLAS thread, 4-7 ms with two).
         self._blas = ThreadpoolController()
@@ -133,7 +146,8 @@ class ParakeetEngine:
             streaming=True,
             snapshots=True,
             word_timestamps=True,
-            hotwords=False,
+            hotwords=self.is_phonon,
+            context=self.is_phonon,  # the context text stands in for hotwords
             streams_per_engine=8,
         )
 
@@ -151,6 +165,8 @@ class ParakeetEngine:
         request = RequestSettings.from_options(request_options)
         decoded = self._decode(audio, request, JobControl(progress, cancel))
         transcript = self._transcript(decoded, request.keep_language_tags)
+        if self.is_phonon:
+            transcript.language = "en"  # Phonon-2 is English only
         transcript.timing = Timing(decoded.n_samples / SAMPLE_RATE, time.perf_counter() - started)
         return transcript
 
@@ -158,11 +174,13 @@ class ParakeetEngine:
         """The raw greedy result (token ids with frames and durations, per decoded span), before text."""
         return self._decode(audio, RequestSettings.from_options(request_options), JobControl())
 
-    def open_stream(self, **request_options: Any) -> BufferedStream:
-        """A live stream: buffered long-form windows (families.md §2.6) that carry one decoder state."""
+    def open_stream(self, **request_options: Any) -> BufferedStream | RollingStream:
+        """A live stream: Phonon-2's rolling phrases (families.md §3), else buffered long-form windows (§2.6)."""
         request = RequestSettings.from_options(request_options)
-        self._check_hotwords(request)
-        return BufferedStream(self, request)
+        bias = self.token_bias(request)
+        if self.is_phonon:
+            return RollingStream(self, request, bias)
+        return BufferedStream(self, request, bias)
 
     def close(self) -> None:
         self.encoder.close()
@@ -176,20 +194,34 @@ class ParakeetEngine:
         self.close()
 
     # ------------------------------------------------------------------------------------ decoding
-    def _check_hotwords(self, request: RequestSettings) -> None:
-        if not request.hotwords.strip():
-            return
-        if self.config.word_timestamp_mode != "token_duration":  # the Phonon-2 marker in config.json
-            raise UsageError(
-                "hotwords are a Phonon-2 feature; this is a stock Parakeet-TDT checkpoint",
-                "remove the hotwords option or load a Phonon-2 model",
-            )
-        raise NotImplementedFamilyError(
-            "Phonon-2 hotword biasing is not implemented in this build yet", "remove the hotwords option"
-        )
+    def token_bias(self, request: RequestSettings) -> HotwordBias | None:
+        """The hotword automaton of a request (Phonon-2), or None when nothing is biased."""
+        if not self.is_phonon:
+            if (request.hotwords or "").strip() or request.context.strip():
+                raise UsageError(
+                    "hotwords (and the context that stands in for them) are a Phonon-2 feature; "
+                    "this is a stock Parakeet-TDT checkpoint",
+                    "remove the hotwords/context options or load a Phonon-2 model",
+                )
+            return None
+        terms = resolve_terms(request.hotwords, request.context)
+        strength = check_strength(request.hotwords_score)
+        if not terms or strength == 0.0:
+            return None
+        key = (tuple(terms), strength)
+        bias = self._biases.get(key)
+        if bias is None:
+            if self._vocabulary is None:
+                pieces = [self.tokenizer.piece(i) for i in range(self.config.vocab_size)]
+                self._vocabulary = PieceVocabulary(pieces, {self.config.blank_token_id, self.config.pad_token_id})
+            bias = HotwordBias(terms, self._vocabulary, self.config.blank_token_id, strength)
+            if len(self._biases) >= 8:  # live sessions reuse a handful of lists; don't grow without bound
+                self._biases.pop(next(iter(self._biases)))
+            self._biases[key] = bias
+        return bias
 
     def _decode(self, audio: np.ndarray, request: RequestSettings, control: JobControl) -> Decoded:
-        self._check_hotwords(request)
+        bias = self.token_bias(request)
         samples = _mono_16k(audio)
         mode = choose_mode(samples.size, self.session, request)
         log.debug("parakeet_tdt: %d samples, mode %s", samples.size, mode.value)
@@ -197,12 +229,12 @@ class ParakeetEngine:
         if not samples.any():
             spans: list[SpanDecode] = []
         elif mode is DecodeMode.VAD:
-            spans = self._decode_vad(samples, request, budget, control)
+            spans = self._decode_vad(samples, request, budget, control, bias)
         elif mode is DecodeMode.LONG_FORM:
-            spans = [self._decode_long_form(samples, budget, control)]
+            spans = [self._decode_long_form(samples, budget, control, bias)]
         else:
             control.step(0, 1)
-            spans = [self._decode_full_context(samples, Span(0, samples.size), budget)]
+            spans = [self.decode_full_context(samples, Span(0, samples.size), budget, bias)]
         control.step(samples.size / SAMPLE_RATE, samples.size / SAMPLE_RATE)
         return Decoded(mode, spans, samples.size)
 
@@ -226,14 +258,22 @@ class ParakeetEngine:
                 projected, state, frame_offset=frame_offset, max_tokens=max_tokens, bias=bias
             )
 
-    def _decode_full_context(self, samples: np.ndarray, span: Span, budget: int | None) -> SpanDecode:
-        frames = self.encode_frames(samples[span.start : span.end])
+    def decode_full_context(
+        self, samples: np.ndarray, span: Span, budget: int | None, bias: TokenBias | None = None
+    ) -> SpanDecode:
+        """One span in one encoder pass from a fresh decoder; token frames count from ``span.start``."""
+        audio = samples[span.start : span.end]
+        if (budget is not None and budget <= 0) or not audio.any():
+            return SpanDecode(span, [])
+        frames = self.encode_frames(audio)
         if frames.shape[0] == 0:
             return SpanDecode(span, [])
-        tokens, _state = self.greedy(frames, None, 0, budget)
+        tokens, _state = self.greedy(frames, None, 0, budget, bias)
         return SpanDecode(span, tokens)
 
-    def _decode_long_form(self, samples: np.ndarray, budget: int | None, control: JobControl) -> SpanDecode:
+    def _decode_long_form(
+        self, samples: np.ndarray, budget: int | None, control: JobControl, bias: TokenBias | None
+    ) -> SpanDecode:
         n = samples.size
         session = self.session
         windows = plan_long_form_windows(
@@ -259,14 +299,19 @@ class ParakeetEngine:
             kept = frames[window.keep_start : min(window.keep_end, frames.shape[0])]
             if kept.shape[0] == 0:
                 continue
-            got, state = self.greedy(kept, state, window.frame_offset, remaining)
+            got, state = self.greedy(kept, state, window.frame_offset, remaining, bias)
             tokens.extend(got)
             remaining -= len(got)
         log.debug("long-form: %d windows, %d tokens", len(windows), len(tokens))
         return SpanDecode(Span(0, n), tokens)
 
     def _decode_vad(
-        self, samples: np.ndarray, request: RequestSettings, budget: int | None, control: JobControl
+        self,
+        samples: np.ndarray,
+        request: RequestSettings,
+        budget: int | None,
+        control: JobControl,
+        bias: TokenBias | None,
     ) -> list[SpanDecode]:
         chunk_sec = request.vad_chunk_sec if request.vad_chunk_sec is not None else self.session.center_sec
         max_full_context_sec = self.config.encoder.max_position_embeddings * self.seconds_per_frame
@@ -282,7 +327,7 @@ class ParakeetEngine:
             control.step(span.start / SAMPLE_RATE, samples.size / SAMPLE_RATE)
             if budget is not None and budget <= 0:
                 break
-            result = self._decode_full_context(samples, span, budget)
+            result = self.decode_full_context(samples, span, budget, bias)
             if budget is not None:
                 budget -= len(result.tokens)
             decoded.append(result)

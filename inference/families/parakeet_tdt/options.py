@@ -73,8 +73,9 @@ class RequestSettings:
     keep_language_tags: bool
     audio_chunk_mode: str
     vad_chunk_sec: float | None  # per-request override of the VAD span cap
-    hotwords: str
+    hotwords: str | None  # None: not given (the context text stands in on Phonon-2)
     hotwords_score: float
+    context: str
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> RequestSettings:
@@ -86,8 +87,9 @@ class RequestSettings:
             keep_language_tags=bool(values["keep_language_tags"]),
             audio_chunk_mode=values["audio_chunk_mode"],
             vad_chunk_sec=None if chunk is None else float(chunk),
-            hotwords=str(values["hotwords"]),
+            hotwords=None if values["hotwords"] is None else str(values["hotwords"]),
             hotwords_score=float(values["hotwords_score"]),
+            context=str(values["context"]),
         )
 
 
