@@ -138,3 +138,42 @@ def test_console_script_process() -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["token_ids"] == expected("tiny_b")["clips"]["quiet"]["token_ids"]
+
+
+def _jsonl(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_live_stream_of_a_file_equals_long_form() -> None:
+    code, out = run_cli("transcribe", str(audio_path("long")), "--model", str(model_dir("tiny_b")),
+                        "--mode", "streaming", "--format", "jsonl", *COMMON)  # fmt: skip
+    assert code == 0
+    events = _jsonl(out)
+    kinds = [e["type"] for e in events]
+    assert kinds[-1] == "done" and "delta" in kinds and "snapshot" in kinds
+    done = events[-1]
+    assert done["text"] == expected("tiny_b")["long_form"]["text"]
+    assert done["token_ids"] == expected("tiny_b")["long_form"]["token_ids"]
+    assert done["text"].startswith("".join(e["text"] for e in events if e["type"] == "delta"))
+
+
+def test_phonon_live_stream_from_stdin_with_hotwords(tmp_path: Path) -> None:
+    from phonon_variant import make_phonon_variant
+
+    model = make_phonon_variant(tmp_path / "tiny_phonon")
+    audio = np.concatenate([load_audio_file(audio_path("medium")), np.zeros(16000, np.float32)])
+    pcm = audio.astype("<f4").tobytes()
+    results = {}
+    for hotwords in ("", "umbrella"):
+        out = io.StringIO()
+        argv = ["transcribe", "-", "--model", str(model), "--mode", "streaming", "--format", "jsonl",
+                "--input-format", "f32le", "--request-option", f"hotwords={hotwords}", *COMMON]  # fmt: skip
+        assert main(argv, out=out, stdin=io.BytesIO(pcm)) == 0
+        events = _jsonl(out.getvalue())
+        kinds = [e["type"] for e in events]
+        assert kinds[-1] == "done" and "snapshot" in kinds and "speech_end" in kinds
+        done = events[-1]
+        assert done["language"] == "en"
+        assert "".join(e["text"] for e in events if e["type"] == "delta") == done["text"]  # deltas add up
+        results[hotwords] = done["text"]
+    assert "umbrella" in results["umbrella"] and results["umbrella"] != results[""]
