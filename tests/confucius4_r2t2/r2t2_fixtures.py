@@ -71,6 +71,18 @@ def checkpoint_variant(source: Path, destination: Path, n_window_infer: int) -> 
     return destination
 
 
+def stream_clip(name: str) -> np.ndarray:
+    """A fixture clip, or ``quiet_then_loud``: clip_b at 1/4 gain, 0.25 s of silence, then clip_a (~9.1 s).
+
+    The loud part moves the global log-mel floor, so windows encoded during the quiet part must be rebuilt.
+    """
+    clips = load_audio()
+    if name == "quiet_then_loud":
+        gap = np.zeros(SAMPLE_RATE // 4, dtype=np.float32)
+        return np.concatenate([clips["clip_b"] * np.float32(0.25), gap, clips["clip_a"]]).astype(np.float32)
+    return clips[name]
+
+
 # The fixture models repeat <asr_text> forever once they emit it (its embedding row is the planted chain's
 # largest). Scaling that row by an exact power of two makes them write varied text after the tag, which the
 # streaming parity fixtures need; the reference generator builds the same variant with this function.

@@ -11,7 +11,7 @@ import json
 from functools import cache
 
 import pytest
-from r2t2_fixtures import FIXTURE_DIR, HF_CHECKPOINT, LEGACY_CHECKPOINT, load_audio, stream_variant
+from r2t2_fixtures import FIXTURE_DIR, HF_CHECKPOINT, LEGACY_CHECKPOINT, stream_clip, stream_variant
 
 from inference.contract import Delta
 from inference.engine import EngineRequest
@@ -20,6 +20,10 @@ from inference.families.confucius4_r2t2.engine import create_engine
 PUSH_SIZES = (1000, 7777, 333, 5120)
 # (checkpoint, thinker_weight_type) per reference window: the legacy checkpoint holds the HF weights in bf16
 # (exact), so the window-400 reference applies to it too, run as f32 and natively (bf16 thinker).
+# A bf16 thinker rounds differently when the KV prefix is reused (other batch shapes), which can flip the
+# reference's near-ties: it must agree exactly up to the first decode whose smallest greedy margin is below this
+# (as the offline tests require); f32 thinkers must agree on every decode, cache on or off.
+MARGIN_GATE = 0.5
 ENGINES = {800: [(HF_CHECKPOINT, "native")],
            400: [(HF_CHECKPOINT, "native"), (LEGACY_CHECKPOINT, "f32"), (LEGACY_CHECKPOINT, "native")]}
 
@@ -63,16 +67,17 @@ def test_the_fixture_covers_commits_shrinking_prefixes_and_flushes():
     assert shrunk >= 3
 
 
+@pytest.mark.parametrize("cache", [True, False], ids=["cache", "no_cache"])
 @pytest.mark.parametrize(
     ("name", "checkpoint", "weight_type"),
     [(name, checkpoint, weight_type) for name, case in sorted(expected()["cases"].items())
      for checkpoint, weight_type in ENGINES[case["window"]]],
     ids=lambda value: value.name if hasattr(value, "name") else str(value),
 )  # fmt: skip
-def test_stream_matches_the_reference(engines, name: str, checkpoint, weight_type: str):
+def test_stream_matches_the_reference(engines, name: str, checkpoint, weight_type: str, cache: bool):
     case = expected()["cases"][name]
     engine = engines(case["window"], checkpoint, weight_type)
-    stream = engine.open_stream(**case["options"])
+    stream = engine.open_stream(**case["options"], stream_cache=cache)
     records = []
     original = stream.recognizer.decode_chunk
 
@@ -82,7 +87,7 @@ def test_stream_matches_the_reference(engines, name: str, checkpoint, weight_typ
         return outcome
 
     stream.recognizer.decode_chunk = record  # type: ignore[method-assign]
-    audio = load_audio()[case["clip"]]
+    audio = stream_clip(case["clip"])
     events, start, i = [], 0, 0
     while start < audio.size:
         size = PUSH_SIZES[i % len(PUSH_SIZES)]
@@ -90,14 +95,22 @@ def test_stream_matches_the_reference(engines, name: str, checkpoint, weight_typ
         start, i = start + size, i + 1
     transcript = stream.finish()
 
+    exact = engine.thinker.storage_type == "f32"
+    if not exact:
+        gate = next((i for i, c in enumerate(case["chunks"]) if c["min_margin"] < MARGIN_GATE), len(records))
+        records, case = records[: gate + 1], {**case, "chunks": case["chunks"][: gate + 1]}
     assert len(records) == len(case["chunks"])
     for index, ((samples, final, got), want) in enumerate(zip(records, case["chunks"], strict=True)):
         where = f"{name} decode {index}"
+        if not exact and index == len(records) - 1 and want["min_margin"] < MARGIN_GATE:
+            break  # the near-tie decode itself may differ
         assert (samples, final) == (want["samples"], want["final"]), where
         assert got.prefix == want["prefix"], where
         assert got.generated == want["generated"], where
         assert got.raw_decoded == want["raw_decoded"], where
         assert (got.text, got.fixed, got.delta) == (want["text"], want["fixed"], want["delta"]), where
+    if not exact:
+        return
     assert [e.text for e in events if isinstance(e, Delta)] == case["deltas"]
     assert transcript.text == case["final_text"]
     assert (transcript.language or "") == case["language"]

@@ -1,19 +1,31 @@
 """The real :class:`~inference.families.confucius4_r2t2.lsp.ChunkDecoder`: frontend, audio tower and thinker.
 
-Each call re-runs the whole pipeline on all the accumulated audio (families.md §1.7, "the whole accumulated audio
-is re-decoded every chunk"): log-mel → tower → prompt (context, forced language, text prefix) → greedy decoding,
-detokenised with special tokens, pad and EOS dropped and invalid UTF-8 as one U+FFFD per byte.
+Each call decodes all the accumulated audio (families.md §1.7): log-mel → tower → prompt (context, forced
+language, text prefix) → greedy decoding, detokenised with special tokens, pad and EOS dropped and invalid UTF-8
+as one U+FFFD per byte.
+
+Incremental compute (session option ``stream_cache``), with identical output on and off:
+
+* The log-mel of final frames is computed once, in frame-stable blocks (``stream_frontend.py``).
+* The tower runs per attention window (``n_window_infer`` frames; windows never attend to each other, so the
+  windowed result is the whole-clip result). With the cache on, a window whose log-mel slice is bit-identical
+  to the one it was encoded from is reused; a louder segment that moves the global floor changes the slices and
+  rebuilds them. With the cache off every window is encoded again, by the same calls, so the embeddings are the
+  same bits either way.
+* The thinker keeps the KV rows of the previous prefill up to the first input row that differs (prompt head
+  and the audio rows of reused windows) and prefills only the rest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from inference.families.confucius4_r2t2.frontend import audio_token_count, log_mel
+from inference.families.confucius4_r2t2.frontend import CHUNK_FRAMES, HOP_LENGTH, audio_token_count
 from inference.families.confucius4_r2t2.prompt import build_prompt
+from inference.families.confucius4_r2t2.stream_frontend import StreamingLogMel
 
 if TYPE_CHECKING:
     from inference.families.confucius4_r2t2.engine import R2T2Engine
@@ -25,17 +37,69 @@ def max_stream_samples(max_source_positions: int) -> int:
     while audio_token_count(frames + 1) <= max_source_positions:
         frames += 1
     # log_mel makes len // 160 frames: every sample up to the next frame boundary still fits.
-    return (frames + 1) * 160 - 1
+    return (frames + 1) * HOP_LENGTH - 1
+
+
+class MelEncoder(Protocol):
+    def encode(self, mel: np.ndarray) -> np.ndarray: ...
+
+
+class WindowedEncoder:
+    """The audio tower over attention windows of one growing clip, reusing unchanged windows when ``reuse``."""
+
+    def __init__(self, tower: MelEncoder, window_frames: int, reuse: bool) -> None:
+        if window_frames % CHUNK_FRAMES:
+            raise ValueError(f"an attention window ({window_frames} frames) must hold whole conv chunks")
+        self.tower = tower
+        self.window_frames = window_frames
+        self.reuse = reuse
+        self._windows: list[tuple[np.ndarray, np.ndarray]] = []  # (mel slice, embeddings) per complete window
+        self.encoded_windows = 0  # complete windows run through the tower (for tests and benchmarks)
+
+    def encode(self, mel: np.ndarray) -> np.ndarray:
+        """Embeddings of the valid frames ``mel`` (mels, T): complete windows, then the tail."""
+        n, frames = self.window_frames, mel.shape[1]
+        complete = frames // n
+        parts = [self._window(w, mel[:, w * n : (w + 1) * n]) for w in range(complete)]
+        tail = frames - complete * n
+        if tail and tail < CHUNK_FRAMES and complete:
+            # Alone, a tail under one conv chunk would run the stem unpadded (the whole-clip rule); in the full
+            # clip its chunk is zero-padded to 100. Encoding it behind the previous window keeps that.
+            parts.append(self.tower.encode(mel[:, (complete - 1) * n :])[audio_token_count(n) :])
+        elif tail:
+            parts.append(self.tower.encode(mel[:, complete * n :]))
+        del self._windows[complete:]
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def _window(self, index: int, mel: np.ndarray) -> np.ndarray:
+        if self.reuse and index < len(self._windows) and np.array_equal(self._windows[index][0], mel):
+            return self._windows[index][1]
+        embeddings = self.tower.encode(mel)
+        self.encoded_windows += 1
+        if not self.reuse:
+            return embeddings
+        if index < len(self._windows):
+            self._windows[index] = (mel.copy(), embeddings)
+        else:
+            self._windows.append((mel.copy(), embeddings))
+        return embeddings
 
 
 class EngineChunkDecoder:
     """Decodes stream chunks on a loaded engine's tower and thinker with one stream's prompt."""
 
-    def __init__(self, engine: R2T2Engine, context: str, language: str) -> None:
+    def __init__(self, engine: R2T2Engine, context: str, language: str, cache: bool = True) -> None:
         self.engine = engine
         self.context = context
         self.language = language
+        self.cache = cache
         self.tokenizer = engine.checkpoint.tokenizer
+        assert engine.tower is not None
+        audio_config = engine.checkpoint.config.audio
+        self.frontend = StreamingLogMel(audio_config.num_mel_bins, cache)
+        self.encoder = WindowedEncoder(engine.tower, audio_config.n_window_infer, cache)
+        self._rows: np.ndarray | None = None  # input rows of this decoder's last prefill (still in the KV cache?)
+        self.prefilled_rows = 0  # rows prefilled over the stream (for tests and benchmarks)
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text)
@@ -45,13 +109,31 @@ class EngineChunkDecoder:
 
     def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
         engine = self.engine
-        assert engine.tower is not None
         ckpt = engine.checkpoint
-        mel = log_mel(audio, ckpt.config.audio.num_mel_bins)
-        embeddings = engine.tower.encode(mel.values[:, : mel.valid_frames])
+        embeddings = self.encoder.encode(self.frontend(audio))
         prompt = build_prompt(self.tokenizer, ckpt.special.audio, embeddings.shape[0], self.context,
                               self.language, prefix)  # fmt: skip
-        result = engine._generate(prompt.ids, embeddings, np.asarray(prompt.audio_positions), max_tokens)
+        budget = engine.check_room(len(prompt.ids), max_tokens)
+        thinker = engine.thinker
+        assert thinker is not None
+        rows = thinker.input_rows(prompt.ids, embeddings, np.asarray(prompt.audio_positions))
+        keep = self._reusable_rows(rows)
+        engine.kv_owner = None  # until the prefill below has succeeded
+        thinker.truncate(keep)
+        thinker.prefill_rows(rows[keep:])
+        self.prefilled_rows += rows.shape[0] - keep
+        engine.kv_owner = self
+        self._rows = rows if self.cache else None
+        result = thinker.decode_greedy(budget, ckpt.special.eos)
         # Ids past the tokenizer (padding rows of a larger vocabulary) carry no text.
         ids = [i for i in result.token_ids if i < self.tokenizer.size]
         return self.tokenizer.decode(ids, drop=engine.drop_ids)
+
+    def _reusable_rows(self, rows: np.ndarray) -> int:
+        """Leading rows whose KV entries the thinker still holds from this decoder's previous prefill."""
+        previous = self._rows
+        if not self.cache or previous is None or self.engine.kv_owner is not self:
+            return 0
+        n = min(previous.shape[0], rows.shape[0] - 1)  # at least one row is prefilled, for the logits
+        same = np.all(previous[:n] == rows[:n], axis=1)
+        return n if bool(same.all()) else int(np.argmin(same))

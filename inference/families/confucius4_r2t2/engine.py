@@ -8,8 +8,9 @@ context serves every span and every stream chunk (its KV cache is cleared in bet
 
 Live path: ``open_stream`` returns an :class:`~inference.families.confucius4_r2t2.streaming.R2T2Stream`
 (Longest-Stable-Prefix, families.md §1.7). Its options (``chunk_size_ms``, ``unfixed_chunk_num``,
-``unfixed_token_num``, ``rollback_punctuation``, ``max_tokens``) default to the session options and may be
-overridden per stream through the request options; ``max_tokens`` is then a per-chunk budget (default 32).
+``unfixed_token_num``, ``rollback_punctuation``, ``max_tokens``, ``stream_cache``) default to the session options
+and may be overridden per stream through the request options; ``max_tokens`` is then a per-chunk budget
+(default 32). ``stream_cache`` reuses audio-tower windows and thinker KV rows between chunks (same output).
 
 Checkpoints: safetensors directories (legacy or HF layout) and audio.cpp GGUF packages; the tower reads the
 package's tensors in place, the thinker runs from a llama.cpp GGUF written next to the model (at install
@@ -109,6 +110,8 @@ class R2T2Engine:
             context=True,
             streams_per_engine=8,
         )
+        # The stream decoder whose prefill the thinker's KV cache holds (it may keep a prefix of it).
+        self.kv_owner: object | None = None
         special = self.checkpoint.special
         self.drop_ids = frozenset(special.eos) | ({special.pad} if special.pad is not None else set())
 
@@ -116,7 +119,7 @@ class R2T2Engine:
     def _request(self, options: dict[str, Any]) -> tuple[str, int, str]:
         """(resolved language, token budget, context) from canonical or raw request options."""
         valid = self.spec.validate_request_options(dict(options))
-        stream_only = sorted(set(valid) & (set(STREAM_OPTIONS) - {"max_tokens"}))
+        stream_only = sorted(set(valid) & ((set(STREAM_OPTIONS) | {"stream_cache"}) - {"max_tokens"}))
         if stream_only:
             raise UsageError(f"option(s) {', '.join(stream_only)} apply to live streams only",
                              "remove them, or transcribe with --mode streaming")  # fmt: skip
@@ -176,22 +179,28 @@ class R2T2Engine:
         return SpanResult(offset_s, end_s, parsed.language, truncate_at_pipe(parsed.text), result.token_ids,
                           result.eos_id)  # fmt: skip
 
-    def _generate(
-        self, prompt_ids: np.ndarray, embeddings: np.ndarray, positions: np.ndarray, max_tokens: int
-    ) -> GreedyResult:
-        assert self.thinker is not None
-        room = THINKER_CONTEXT - len(prompt_ids)
+    def check_room(self, prompt_length: int, max_tokens: int) -> int:
+        """The token budget that fits the thinker context after a prompt of ``prompt_length`` positions."""
+        room = THINKER_CONTEXT - prompt_length
         if room < 1:
             raise UsageError(
-                f"the prompt needs {len(prompt_ids)} positions, more than the thinker context of {THINKER_CONTEXT}",
+                f"the prompt needs {prompt_length} positions, more than the thinker context of {THINKER_CONTEXT}",
                 "shorten the context text",
             )
         if max_tokens > room:
             log.warning("max_tokens %d exceeds the %d positions left in the thinker context; using %d",
                         max_tokens, room, room)  # fmt: skip
+        return min(max_tokens, room)
+
+    def _generate(
+        self, prompt_ids: np.ndarray, embeddings: np.ndarray, positions: np.ndarray, max_tokens: int
+    ) -> GreedyResult:
+        assert self.thinker is not None
+        budget = self.check_room(len(prompt_ids), max_tokens)
+        self.kv_owner = None  # a stream's cached KV rows are gone
         self.thinker.truncate(0)
         self.thinker.prefill(prompt_ids, embeddings, positions)
-        return self.thinker.decode_greedy(min(max_tokens, room), self.checkpoint.special.eos)
+        return self.thinker.decode_greedy(budget, self.checkpoint.special.eos)
 
     def open_stream(self, sample_rate: int = SAMPLE_RATE, **request_options: Any) -> R2T2Stream:
         """A live LSP stream; stream options come from the session, overridden by ``request_options``."""
@@ -202,7 +211,8 @@ class R2T2Engine:
         options = {name: self.session_options[name] for name in STREAM_OPTIONS}
         options.update({name: valid[name] for name in STREAM_OPTIONS if name in valid})
         language = resolve_language(valid.get("language"), self.languages)
-        decoder = EngineChunkDecoder(self, str(valid.get("context") or ""), language)
+        cache = bool(valid.get("stream_cache", self.session_options["stream_cache"]))
+        decoder = EngineChunkDecoder(self, str(valid.get("context") or ""), language, cache)
         limit = max_stream_samples(self.checkpoint.config.audio.max_source_positions)
         return R2T2Stream(decoder, StreamOptions.from_options(options), language, limit)
 

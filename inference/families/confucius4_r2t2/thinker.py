@@ -153,6 +153,16 @@ class Thinker:
         self._last_logits = self.context.decode_embeddings(rows, logits="last")[0]
         return self._last_logits
 
+    def prefill_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Decode ready-made input rows (from :meth:`input_rows`) after the cached prefix; returns the last logits."""
+        rows = np.ascontiguousarray(rows, dtype=np.float32)
+        if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] != self.hidden_size:
+            raise UsageError(f"input rows must have shape (n >= 1, {self.hidden_size}), got {rows.shape}",
+                             "build them with input_rows()")  # fmt: skip
+        self._pending = None
+        self._last_logits = self.context.decode_embeddings(rows, logits="last")[0]
+        return self._last_logits
+
     def feed(self, token_ids: Iterable[int]) -> np.ndarray:
         """Append already chosen tokens (e.g. a fixed text prefix) and return the last logits."""
         ids = list(token_ids)

@@ -60,9 +60,11 @@ CASES = [
                                "unfixed_token_num": 3, "max_tokens": 8}),
     ("auto_context_500ms", "clip_a", {"context": CONTEXT, "chunk_size_ms": 500.0, "unfixed_chunk_num": 1}),
     ("forced_short_tail_only", "clip_short", {"language": "English", "chunk_size_ms": 1000.0}),
+    ("forced_quiet_then_loud_640ms", "quiet_then_loud", {"language": "English", "chunk_size_ms": 640.0,
+                                                         "max_tokens": 16}),
 ]
 # clip_a (5.5 s) spans two 4 s attention windows at n_window_infer 400, one at 800.
-WINDOW_400_CASES = ("forced_default", "forced_1000ms_punct")
+WINDOW_400_CASES = ("forced_default", "forced_1000ms_punct", "forced_quiet_then_loud_640ms")
 DEFAULTS = {"chunk_size_ms": 320.0, "unfixed_chunk_num": 2, "unfixed_token_num": 5, "rollback_punctuation": False,
             "max_tokens": 32}  # fmt: skip
 
@@ -214,7 +216,6 @@ def main() -> None:
     torch.set_num_threads(1)
     helpers = load_module(REPO / "tests" / "confucius4_r2t2" / "r2t2_fixtures.py", "r2t2_fixtures")
     fixtures = load_module(Path(__file__).with_name("make_fixtures.py"), "make_fixtures")
-    audio = helpers.load_audio()
     out = {
         "describe": "LSP streaming reference (transformers 5.23.0, full re-decode per chunk) on the HF fixture "
         "checkpoint with the <asr_text> row scaled (r2t2_fixtures.stream_variant); see make_stream_fixtures.py",
@@ -228,7 +229,7 @@ def main() -> None:
             for name, clip, options in CASES:
                 if window == 400 and name not in WINDOW_400_CASES:
                     continue
-                result = stream(ref, audio[clip], options)
+                result = stream(ref, helpers.stream_clip(clip), options)
                 out["cases"][f"w{window}/{name}"] = {"window": window, "clip": clip, "options": options, **result}
                 margins = [c["min_margin"] for c in result["chunks"]]
                 print(f"w{window}/{name}: {len(result['chunks'])} decodes, deltas {result['deltas']!r}, final "

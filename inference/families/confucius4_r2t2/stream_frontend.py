@@ -1,0 +1,70 @@
+"""The log-mel frontend of a growing stream, frame-stable and incremental (same math as ``frontend.log_mel``).
+
+``log_mel`` computes all frames in one batch; NumPy's FFT and matrix product may round a frame differently when
+the batch size changes, so the same audio frame could get different bits from chunk to chunk, and the audio
+tower's window cache (which reuses a window only while its features are bit-identical) would never hit.
+Here the per-frame log10 mel spectrum is computed in blocks of ``BLOCK`` frames aligned to the start of the
+stream, every block by the same call shape, so a frame's bits depend on its audio only. Blocks whose frames are
+final (their STFT windows no longer reach the reflect padding at the end) are kept when ``reuse`` is on; the
+rest is computed again each time. The global floor (max - 8) and scaling are applied to the whole on every call.
+With ``reuse`` off the very same blocks are computed every time, so the features are the same bits either way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from inference.families.confucius4_r2t2.frontend import (
+    HOP_LENGTH,
+    MIN_SAMPLES,
+    N_FFT,
+    _periodic_hann,
+    log_mel,
+    mel_filterbank,
+)
+
+BLOCK = 32  # frames per cached block
+
+
+def _log10_mel(audio: np.ndarray, first: int, last: int, num_mel_bins: int) -> np.ndarray:
+    """(mels, last - first) float64 ``log10(max(mel, 1e-10))`` of frames [first, last) of the centred STFT."""
+    n = audio.shape[0]
+    index = np.arange(first * HOP_LENGTH - N_FFT // 2, (last - 1) * HOP_LENGTH + N_FFT // 2)
+    index = np.where(index < 0, -index, index)  # reflect padding, as np.pad(mode="reflect")
+    index = np.where(index >= n, 2 * (n - 1) - index, index)
+    segment = audio[index].astype(np.float64)
+    frames = np.lib.stride_tricks.sliding_window_view(segment, N_FFT)[::HOP_LENGTH][: last - first]
+    spectrum = np.fft.rfft(frames * _periodic_hann(N_FFT), axis=-1)
+    power = spectrum.real**2 + spectrum.imag**2
+    return np.log10(np.maximum(mel_filterbank(num_mel_bins).T @ power.T, 1e-10))
+
+
+class StreamingLogMel:
+    """Log-mel of the accumulated audio of one stream (valid frames only, float32, (mels, frames))."""
+
+    def __init__(self, num_mel_bins: int, reuse: bool) -> None:
+        self.num_mel_bins = num_mel_bins
+        self.reuse = reuse
+        self._blocks: list[np.ndarray] = []  # final blocks of log10 mel, float64 (mels, BLOCK)
+        self.computed_blocks = 0
+
+    def __call__(self, audio: np.ndarray) -> np.ndarray:
+        samples = np.asarray(audio, dtype=np.float32).reshape(-1)
+        if samples.shape[0] < MIN_SAMPLES:  # zero-padded to 8000 samples: no frame is final yet
+            mel = log_mel(samples, self.num_mel_bins)
+            return mel.values[:, : mel.valid_frames]
+        frames = samples.shape[0] // HOP_LENGTH
+        # Frame t is final once its window [160t - 200, 160t + 200) lies inside the audio.
+        final = min(frames, (samples.shape[0] - N_FFT // 2) // HOP_LENGTH + 1)
+        blocks = final // BLOCK
+        parts = self._blocks[:blocks] if self.reuse else []
+        for b in range(len(parts), blocks):
+            parts.append(_log10_mel(samples, b * BLOCK, (b + 1) * BLOCK, self.num_mel_bins))
+            self.computed_blocks += 1
+        if self.reuse:
+            self._blocks = parts
+        if blocks * BLOCK < frames:
+            parts = [*parts, _log10_mel(samples, blocks * BLOCK, frames, self.num_mel_bins)]
+        log_spec = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+        log_spec = np.maximum(log_spec, log_spec.max() - 8.0)
+        return ((log_spec + 4.0) / 4.0).astype(np.float32)

@@ -1,0 +1,179 @@
+"""Incremental compute of R2T2 streams: the windowed audio tower cache and thinker KV-prefix reuse."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from r2t2_fixtures import HF_CHECKPOINT, stream_clip, stream_variant
+
+from inference.engine import EngineRequest
+from inference.families.confucius4_r2t2.chunk_decoder import WindowedEncoder
+from inference.families.confucius4_r2t2.engine import create_engine
+from inference.families.confucius4_r2t2.frontend import audio_token_count, log_mel
+from inference.families.confucius4_r2t2.stream_frontend import BLOCK, StreamingLogMel
+
+MELS = 4
+
+
+class RecordingTower:
+    """Row t of a clip is (first mel value of the clip, clip length, t): enough to see what was encoded."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, int]] = []
+
+    def encode(self, mel: np.ndarray) -> np.ndarray:
+        self.calls.append((float(mel[0, 0]), mel.shape[1]))
+        tokens = audio_token_count(mel.shape[1])
+        return np.stack([np.full(tokens, mel[0, 0]), np.full(tokens, mel.shape[1]), np.arange(tokens)], 1)
+
+
+def ramp(frames: int, scale: float = 1.0) -> np.ndarray:
+    return np.tile(np.arange(frames, dtype=np.float32) * np.float32(scale), (MELS, 1))
+
+
+def test_complete_windows_are_encoded_once_while_their_mel_is_unchanged():
+    tower = RecordingTower()
+    encoder = WindowedEncoder(tower, 400, reuse=True)
+    encoder.encode(ramp(350))
+    assert tower.calls == [(0.0, 350)]  # no complete window yet: the clip as a whole
+    tower.calls.clear()
+    out = encoder.encode(ramp(950))
+    assert tower.calls == [(0.0, 400), (400.0, 400), (800.0, 150)]
+    assert out.shape[0] == audio_token_count(950)
+    tower.calls.clear()
+    encoder.encode(ramp(1250))
+    assert tower.calls == [(800.0, 400), (800.0, 450)]  # the new window, then the short tail behind it
+
+
+def test_a_tail_under_one_conv_chunk_is_encoded_behind_the_previous_window():
+    tower = RecordingTower()
+    encoder = WindowedEncoder(tower, 400, reuse=True)
+    out = encoder.encode(ramp(830))
+    assert tower.calls == [(0.0, 400), (400.0, 400), (400.0, 430)]
+    tail = out[audio_token_count(800) :]
+    assert tail.shape[0] == audio_token_count(830) - audio_token_count(800)
+    # the tail's rows come from the joint call, past the previous window's 52 tokens
+    assert tail[0].tolist() == [400.0, 430.0, 52.0]
+
+
+def test_a_changed_window_is_encoded_again_and_the_others_are_kept():
+    tower = RecordingTower()
+    encoder = WindowedEncoder(tower, 400, reuse=True)
+    mel = ramp(900)
+    encoder.encode(mel)
+    tower.calls.clear()
+    louder = mel.copy()
+    louder[1, 10] += 1.0  # window 0 changes (e.g. the global floor moved), window 1 does not
+    encoder.encode(louder)
+    assert tower.calls == [(0.0, 400), (800.0, 100)]
+    assert encoder.encoded_windows == 3
+
+
+def test_without_reuse_every_window_is_encoded_by_the_same_calls():
+    tower = RecordingTower()
+    encoder = WindowedEncoder(tower, 400, reuse=False)
+    encoder.encode(ramp(900))
+    encoder.encode(ramp(900))
+    assert tower.calls == [(0.0, 400), (400.0, 400), (800.0, 100)] * 2
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory):
+    path = stream_variant(HF_CHECKPOINT, tmp_path_factory.mktemp("cache") / "w400", 400)
+    made = create_engine(EngineRequest(path, "confucius4_r2t2", {}, "cpu", 1))
+    yield made
+    made.close()
+
+
+def test_windowed_embeddings_equal_the_whole_clip(engine):
+    mel = log_mel(stream_clip("quiet_then_loud"))
+    valid = mel.values[:, : mel.valid_frames]
+    windowed = WindowedEncoder(engine.tower, 400, reuse=False).encode(valid)
+    np.testing.assert_allclose(windowed, engine.tower.encode(valid), rtol=0, atol=1e-5)
+
+
+def run_stream(engine, audio: np.ndarray, cache: bool, chunk_ms: float = 640):
+    stream = engine.open_stream(language="English", chunk_size_ms=chunk_ms, max_tokens=16, stream_cache=cache)
+    seen: list[np.ndarray] = []
+    encoder = stream.recognizer.decoder.encoder
+    original = encoder.encode
+
+    def spy(mel):
+        out = original(mel)
+        seen.append(out.copy())
+        return out
+
+    encoder.encode = spy
+    events = stream.push(audio)
+    return stream, seen, events, stream.finish()
+
+
+def test_cache_on_and_off_give_the_same_bits_with_less_work(engine):
+    audio = stream_clip("quiet_then_loud")
+    on, seen_on, events_on, final_on = run_stream(engine, audio, True)
+    off, seen_off, events_off, final_off = run_stream(engine, audio, False)
+    assert len(seen_on) == len(seen_off) == 15
+    assert all(np.array_equal(a, b) for a, b in zip(seen_on, seen_off, strict=True))
+    assert events_on == events_off and final_on.text == final_off.text
+    decoder_on, decoder_off = on.recognizer.decoder, off.recognizer.decoder
+    assert decoder_on.encoder.encoded_windows < decoder_off.encoder.encoded_windows
+    assert decoder_on.prefilled_rows < decoder_off.prefilled_rows
+
+
+def test_steady_audio_encodes_each_window_once_and_reuses_most_kv_rows(engine):
+    # A loud first half second fixes the global log-mel max (the floor is max - 8) and a quieter steady tone
+    # follows, so no window is ever rebuilt. (960 ms chunks never end a decode within two frames of a window's
+    # end, whose frames would still change with the reflect padding.)
+    t = np.arange(12 * 16000) / 16000
+    tone = (np.where(t < 0.5, 0.9, 0.3) * np.sin(2 * np.pi * 440.0 * t)).astype(np.float32)
+    on, seen_on, _, final_on = run_stream(engine, tone, True, chunk_ms=960)
+    off, seen_off, _, final_off = run_stream(engine, tone, False, chunk_ms=960)
+    assert all(np.array_equal(a, b) for a, b in zip(seen_on, seen_off, strict=True))
+    assert final_on.text == final_off.text
+    decoder_on, decoder_off = on.recognizer.decoder, off.recognizer.decoder
+    assert decoder_on.encoder.encoded_windows == (tone.size // 160) // 400 == 3
+    assert decoder_on.prefilled_rows < decoder_off.prefilled_rows / 2
+
+
+def test_a_louder_segment_rebuilds_the_windows_it_changed(engine):
+    audio = stream_clip("quiet_then_loud")
+    stream, _, _, _ = run_stream(engine, audio, True)
+    complete = (audio.size // 160) // 400  # windows at the end; each encoded once if nothing ever changed
+    assert stream.recognizer.decoder.encoder.encoded_windows > complete
+
+
+def test_another_job_on_the_engine_invalidates_the_kv_prefix(engine):
+    stream = engine.open_stream(language="English", chunk_size_ms=1000, max_tokens=4)
+    audio = stream_clip("clip_a")
+    stream.push(audio[:16000])
+    decoder = stream.recognizer.decoder
+    assert engine.kv_owner is decoder
+    engine.transcribe(audio[:16000], max_tokens=3)
+    assert engine.kv_owner is None
+    before = decoder.prefilled_rows
+    stream.push(audio[16000:32000])
+    rows = decoder._rows
+    assert rows is not None and decoder.prefilled_rows - before == rows.shape[0]  # a full prefill
+    stream.cancel()
+
+
+# ------------------------------------------------------------------ frontend
+
+
+@pytest.mark.parametrize("samples", [3000, 8000, 8001, 16000 * 3 + 77, 88428])
+def test_the_stream_frontend_equals_the_offline_log_mel(samples: int):
+    audio = stream_clip("quiet_then_loud")[:samples]
+    reference = log_mel(audio)
+    for reuse in (True, False):
+        got = StreamingLogMel(128, reuse)(audio)
+        np.testing.assert_allclose(got, reference.values[:, : reference.valid_frames], rtol=0, atol=2e-6)
+
+
+def test_the_stream_frontend_computes_each_final_block_once():
+    audio = stream_clip("clip_a")
+    on, off = StreamingLogMel(128, True), StreamingLogMel(128, False)
+    for end in range(5120, audio.size + 1, 5120):
+        assert np.array_equal(on(audio[:end]), off(audio[:end]))
+    final_frames = (audio[: (audio.size // 5120) * 5120].size - 200) // 160 + 1
+    assert on.computed_blocks == final_frames // BLOCK
+    assert off.computed_blocks > 5 * on.computed_blocks
