@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] == "gui":
+    if not args or args[0] == "gui" or args[0].startswith("--input-file"):
         from app.main import run_gui
 
-        return run_gui(args[1:])
+        return run_gui(args[1:] if args and args[0] == "gui" else args)
     from inference.cli import main as cli_main
 
     return cli_main(args)

@@ -1,46 +1,449 @@
-"""The main window (thin view): which model is active, and the Models dialog.
+"""The caption window (thin view): start/stop, input and model pickers, live text, status, export.
 
-The caption view arrives with the app issue; until then the window shows the model state and lets
-the user manage models.
+It renders the controller's session model: committed text as it grows, the provisional text after it
+in grey italics (replaced in place, so nothing flickers), and a status line with latency, real-time
+factor, backlog and the worker's state. All work happens in the controller and its threads.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QLabel, QMainWindow, QVBoxLayout, QWidget
+import logging
+from collections.abc import Callable
+from pathlib import Path
 
-from app.state import AppState
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QFont, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSystemTrayIcon,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.controller import LiveController, ModelChoice
+from app.live.export import EXPORT_FORMATS, export_session
+from app.live.journal import list_sessions, mark_recovered, read_session, unfinished_sessions
+from app.live.session import SessionChange, SessionModel
+from app.live.sources import AudioSource, AudioSourceError, DeviceSource, FileSource, list_input_devices
+from app.settings import Settings, SettingsStore
+from app.state import AppState, installed_models
+from app.views.overlay import CaptionOverlay, wayland_note
+from inference.client import WorkerClient
+from inference.errors import CaptioneerError
+
+log = logging.getLogger("captioneer.app.window")
+SourceFactory = Callable[[str | None], AudioSource]
+FILE_ITEM = "file:"
+
+
+def default_source(device: str | None) -> AudioSource:
+    if device is not None and device.startswith(FILE_ITEM):
+        return FileSource(Path(device[len(FILE_ITEM) :]))
+    return DeviceSource(device)
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, state: AppState) -> None:
+    def __init__(
+        self,
+        state: AppState,
+        settings_store: SettingsStore | None = None,
+        controller: LiveController | None = None,
+        source_factory: SourceFactory = default_source,
+        input_file: Path | None = None,
+    ) -> None:
         super().__init__()
         self.state = state
+        self.settings_store = settings_store or SettingsStore(state.paths)
+        self.settings: Settings = self.settings_store.load()
+        self.controller = controller or LiveController(WorkerClient, state.paths.data, self)
+        self.source_factory = source_factory
         self.setWindowTitle("Captioneer")
-        self.resize(720, 360)
+        self.resize(820, 480)
+        self._provisional_start: int | None = None
+        self._session: SessionModel | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+
         central = QWidget(self)
         layout = QVBoxLayout(central)
-        self.title_label = QLabel("Captioneer — local live captions and dictation", central)
-        self.title_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        bar = QHBoxLayout()
+        self.start_button = QPushButton("Start", central)
+        self.start_button.setObjectName("startButton")
+        self.start_button.clicked.connect(self.toggle)
+        self.device_combo = QComboBox(central)
+        self.device_combo.setObjectName("deviceCombo")
+        self.device_combo.setToolTip("Audio input")
+        self.model_combo = QComboBox(central)
+        self.model_combo.setObjectName("modelCombo")
+        self.model_combo.setToolTip("Model (File → Models… installs more)")
+        self.model_combo.currentIndexChanged.connect(self._model_changed)
+        self.language_edit = QLineEdit(central)
+        self.language_edit.setPlaceholderText("language (auto)")
+        self.language_edit.setMaximumWidth(130)
+        self.context_edit = QLineEdit(central)
+        self.context_edit.setPlaceholderText("context: names, terms")
+        self.level_meter = QProgressBar(central)
+        self.level_meter.setObjectName("levelMeter")
+        self.level_meter.setRange(-60, 0)
+        self.level_meter.setValue(-60)
+        self.level_meter.setTextVisible(False)
+        self.level_meter.setMaximumWidth(90)
+        self.level_meter.setToolTip("Input level")
+        for widget in (self.start_button, self.device_combo, self.model_combo, self.language_edit,
+                       self.context_edit, self.level_meter):  # fmt: skip
+            bar.addWidget(widget)
+        layout.addLayout(bar)
+        # The model label says which model is in use and how to get real ones (the demo model is a toy).
         self.model_label = QLabel(state.model_summary, central)
         self.model_label.setObjectName("modelLabel")
         self.model_label.setWordWrap(True)
-        self.model_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        layout.addWidget(self.title_label)
         layout.addWidget(self.model_label)
+        self.text_view = QTextEdit(central)
+        self.text_view.setObjectName("captionText")
+        self.text_view.setReadOnly(True)
+        font = QFont()
+        font.setPointSize(max(8, self.settings.caption_font_size))
+        self.text_view.setFont(font)
+        layout.addWidget(self.text_view, 1)
         self.setCentralWidget(central)
+        self.status_label = QLabel("Ready", self)
+        self.status_label.setObjectName("statusLabel")
+        self.statusBar().addWidget(self.status_label, 1)
+        self.figures_label = QLabel("", self)
+        self.figures_label.setObjectName("figuresLabel")
+        self.statusBar().addPermanentWidget(self.figures_label)
 
+        self.overlay = CaptionOverlay(self.settings)
+        self._build_menus()
+        self._fill_models()
+        self._fill_devices(input_file)
+        self.controller.state_changed.connect(self._on_state)
+        self.controller.level_changed.connect(self._on_level)
+        self.controller.session_finished.connect(self._on_finished)
+        self.models_dialog = None
+        self.tray = self._make_tray()
+        self._render_all()
+
+    # ------------------------------------------------------------------ construction
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
         self.models_action = QAction("&Models…", self)
         self.models_action.setObjectName("modelsAction")
         self.models_action.triggered.connect(self.open_models)
-        menu = self.menuBar().addMenu("&File")
-        menu.addAction(self.models_action)
+        file_menu.addAction(self.models_action)
+        self.export_action = QAction("&Export transcript…", self)
+        self.export_action.triggered.connect(self.export_dialog)
+        file_menu.addAction(self.export_action)
+        self.history_menu = file_menu.addMenu("Past &sessions")
+        self.history_menu.aboutToShow.connect(self._fill_history)
         quit_action = QAction("&Quit", self)
         quit_action.triggered.connect(self.close)
-        menu.addAction(quit_action)
-        self.models_dialog = None
+        file_menu.addAction(quit_action)
+        view_menu = self.menuBar().addMenu("&View")
+        self.overlay_action = QAction("Caption &overlay", self, checkable=True)
+        self.overlay_action.setChecked(self.settings.overlay_enabled)
+        self.overlay_action.toggled.connect(self.set_overlay_visible)
+        view_menu.addAction(self.overlay_action)
+        self.click_through_action = QAction("Overlay &click-through", self, checkable=True)
+        self.click_through_action.setChecked(self.settings.overlay_click_through)
+        self.click_through_action.toggled.connect(self._set_click_through)
+        view_menu.addAction(self.click_through_action)
+        self.timestamps_action = QAction("&Timestamps", self, checkable=True)
+        self.timestamps_action.setChecked(self.settings.show_timestamps)
+        self.timestamps_action.toggled.connect(self._set_timestamps)
+        view_menu.addAction(self.timestamps_action)
+        note = wayland_note()
+        if note:
+            wayland = QAction(note, self)
+            wayland.setEnabled(False)
+            view_menu.addAction(wayland)
 
+    def _fill_models(self) -> None:
+        self.model_combo.clear()
+        try:
+            choices = installed_models(self.state.paths, self.settings)
+        except CaptioneerError as exc:
+            self.model_combo.addItem(f"(no model: {exc.message})", None)
+            return
+        for choice in choices:
+            self.model_combo.addItem(choice.label, choice)
+        wanted = self.settings.model
+        for index in range(self.model_combo.count()):
+            choice = self.model_combo.itemData(index)
+            if choice is not None and wanted in (choice.label, str(choice.path)):
+                self.model_combo.setCurrentIndex(index)
+
+    def _fill_devices(self, input_file: Path | None) -> None:
+        self.device_combo.clear()
+        if input_file is not None:
+            self.device_combo.addItem(f"Recording: {input_file.name}", FILE_ITEM + str(input_file))
+        try:
+            devices = list_input_devices()
+        except AudioSourceError as exc:
+            if input_file is None:
+                self.device_combo.addItem(f"(no audio input: {exc.message})", None)
+                self.status_label.setText(f"{exc.message} — {exc.fix}")
+            return
+        if not devices and input_file is None:
+            self.device_combo.addItem("(no audio input found)", None)
+        for device in devices:
+            self.device_combo.addItem(device.name + (" (default)" if device.is_default else ""), device.name)
+        if self.settings.input_device:
+            index = self.device_combo.findData(self.settings.input_device)
+            if index >= 0 and input_file is None:
+                self.device_combo.setCurrentIndex(index)
+
+    def _make_tray(self) -> QSystemTrayIcon | None:
+        if not QSystemTrayIcon.isSystemTrayAvailable():
+            return None
+        tray = QSystemTrayIcon(self.windowIcon(), self)
+        tray.setToolTip("Captioneer")
+        tray.activated.connect(lambda _reason: self.showNormal() if self.isHidden() else self.hide())
+        tray.show()
+        return tray
+
+    # ------------------------------------------------------------------ start / stop
+    @Slot()
+    def toggle(self) -> None:
+        if self.controller.state in ("idle", "failed"):
+            self.start()
+        elif self.controller.state == "running":
+            self.controller.stop()
+
+    def start(self) -> None:
+        choice = self.model_combo.currentData()
+        device = self.device_combo.currentData()
+        if choice is None:
+            self._show_problem("There is no model to caption with.", "Install one from File → Models….")
+            return
+        if device is None and self.device_combo.count() and self.device_combo.currentText().startswith("(no"):
+            self._show_problem(self.device_combo.currentText(), "Connect a microphone or pass --input-file PATH.")
+            return
+        options = dict(choice.request_options)
+        if self.language_edit.isEnabled() and self.language_edit.text().strip():
+            options["language"] = self.language_edit.text().strip()
+        if self.context_edit.isEnabled() and self.context_edit.text().strip():
+            options["context"] = self.context_edit.text().strip()
+        choice = ModelChoice(choice.label, choice.path, choice.family, choice.session_options,
+                             tuple(sorted(options.items())), choice.backend, choice.threads)  # fmt: skip
+        try:
+            source = self.source_factory(device)
+        except CaptioneerError as exc:
+            self._show_problem(exc.message, exc.fix or "")
+            return
+        self.settings.model = choice.label
+        if device is not None and not str(device).startswith(FILE_ITEM):
+            self.settings.input_device = str(device)
+        self.settings_store.save(self.settings)
+        self.controller.start(choice, source)
+        self._bind(self.controller.session)
+
+    def _bind(self, session: SessionModel) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self._session = session
+        self._unsubscribe = session.subscribe(self._on_change)
+        self.overlay.bind(session)
+        self._render_all()
+
+    # ------------------------------------------------------------------ rendering (GUI thread)
+    def _on_change(self, change: SessionChange) -> None:
+        if self.settings.show_timestamps or change.rewritten:
+            self._render_all()
+        elif change.committed or change.provisional:
+            self._render_tail(change.committed)
+        if change.status:
+            self._render_status()
+
+    def _render_all(self) -> None:
+        bar = self.text_view.verticalScrollBar()
+        at_bottom = bar.value() >= bar.maximum() - 4
+        self.text_view.clear()
+        self._provisional_start = None
+        session = self._session
+        if session is not None:
+            cursor = self.text_view.textCursor()
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            if self.settings.show_timestamps:
+                for segment in session.segments:
+                    if segment.text.strip():
+                        stamp = _clock(segment.start_s)
+                        cursor.insertText(("\n" if cursor.position() else "") + f"[{stamp}] {segment.text.strip()}",
+                                          QTextCharFormat())  # fmt: skip
+            else:
+                cursor.insertText(session.committed_text.lstrip(), QTextCharFormat())
+            self._insert_provisional(cursor)
+        self._render_status()
+        if at_bottom:
+            bar.setValue(bar.maximum())
+
+    def _render_tail(self, committed: str) -> None:
+        """Append committed text and replace the provisional tail in place (no full redraw, no flicker)."""
+        bar = self.text_view.verticalScrollBar()
+        at_bottom = bar.value() >= bar.maximum() - 4  # the user scrolled up: leave the view where it is
+        cursor = self.text_view.textCursor()
+        if self._provisional_start is not None:
+            cursor.setPosition(self._provisional_start)
+            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+            cursor.removeSelectedText()
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        if committed:
+            cursor.insertText(committed if cursor.position() else committed.lstrip(), QTextCharFormat())
+        self._insert_provisional(cursor)
+        if at_bottom:
+            bar.setValue(bar.maximum())
+
+    def _insert_provisional(self, cursor: QTextCursor) -> None:
+        session = self._session
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        self._provisional_start = cursor.position()
+        if session is None or not session.provisional_text:
+            return
+        styled = QTextCharFormat()
+        styled.setFontItalic(True)
+        styled.setForeground(Qt.GlobalColor.gray)
+        cursor.insertText((" " if cursor.position() else "") + session.provisional_text, styled)
+
+    def _render_status(self) -> None:
+        session = self._session
+        if session is None:
+            return
+        status = session.status
+        figures = []
+        if status.latency_s is not None:
+            figures.append(f"latency {status.latency_s:.2f} s")
+        if status.rtf is not None:
+            figures.append(f"RTF {status.rtf:.2f}")
+        figures.append(f"backlog {status.backlog_s:.1f} s")
+        figures.append(f"worker: {status.worker}")
+        self.figures_label.setText("  ·  ".join(figures))
+
+    def caption_text(self) -> str:
+        return self.text_view.toPlainText()
+
+    # ------------------------------------------------------------------ controller signals
+    @Slot(str, str)
+    def _on_state(self, state: str, message: str) -> None:
+        labels = {"idle": "Start", "failed": "Start", "loading": "Loading…", "running": "Stop", "stopping": "Stopping…"}
+        self.start_button.setText(labels.get(state, "Start"))
+        self.start_button.setEnabled(state in ("idle", "failed", "running"))
+        for widget in (self.model_combo, self.device_combo, self.language_edit, self.context_edit):
+            widget.setEnabled(state in ("idle", "failed") and (widget is not self.language_edit or
+                                                                self._family_takes("language")) and
+                              (widget is not self.context_edit or self._family_takes("context")))  # fmt: skip
+        if message:
+            self.status_label.setText(message)
+        if self.tray is not None:
+            self.tray.setToolTip(f"Captioneer — {message or state}")
+
+    @Slot(float)
+    def _on_level(self, dbfs: float) -> None:
+        self.level_meter.setValue(int(max(-60.0, min(0.0, dbfs))))
+
+    @Slot()
+    def _on_finished(self) -> None:
+        self.level_meter.setValue(-60)
+        self._render_all()
+        summary = self.controller.latency_summary()
+        if summary is not None:
+            self.status_label.setText(f"stopped · caption latency p50 {summary[0]:.2f} s, p95 {summary[1]:.2f} s")
+
+    def _model_changed(self, _index: int) -> None:
+        self.language_edit.setEnabled(self._family_takes("language"))
+        self.context_edit.setEnabled(self._family_takes("context"))
+
+    def _family_takes(self, option: str) -> bool:
+        choice = self.model_combo.currentData()
+        if choice is None or choice.family is None:
+            return False
+        from inference.models.spec import load_family_spec
+
+        try:
+            return option in load_family_spec(choice.family).request_options
+        except CaptioneerError:
+            return False
+
+    # ------------------------------------------------------------------ overlay and view settings
+    def set_overlay_visible(self, visible: bool) -> None:
+        self.settings.overlay_enabled = visible
+        self.settings_store.save(self.settings)
+        if visible:
+            if self._session is not None:
+                self.overlay.bind(self._session)
+            self.overlay.place()
+            self.overlay.show()
+        else:
+            self.overlay.hide()
+
+    def _set_click_through(self, enabled: bool) -> None:
+        self.settings.overlay_click_through = enabled
+        self.settings_store.save(self.settings)
+        self.overlay.apply_settings(self.settings)
+
+    def _set_timestamps(self, enabled: bool) -> None:
+        self.settings.show_timestamps = enabled
+        self.settings_store.save(self.settings)
+        self._render_all()
+
+    # ------------------------------------------------------------------ export and sessions
+    def export_dialog(self) -> None:
+        if self._session is None or not self._session.committed_text.strip():
+            self._show_problem("There is nothing to export yet.", "Start captions first.")
+            return
+        filters = ";;".join(f"{label} (*.{ext})" for ext, label in EXPORT_FORMATS.items())
+        path, chosen = QFileDialog.getSaveFileName(self, "Export transcript", str(Path.home() / "transcript.srt"),
+                                                   filters)  # fmt: skip
+        if path:
+            self.export_to(Path(path))
+
+    def export_to(self, path: Path) -> Path:
+        assert self._session is not None
+        try:
+            return export_session(self._session, path)
+        except (OSError, CaptioneerError) as exc:
+            self._show_problem(f"Could not export to {path}: {exc}", "Choose another folder or file name.")
+            raise
+
+    def _fill_history(self) -> None:
+        self.history_menu.clear()
+        sessions = list_sessions(self.state.paths.data)
+        if not sessions:
+            self.history_menu.addAction("(no past sessions)").setEnabled(False)
+        for saved in sessions[:30]:
+            action = self.history_menu.addAction(saved.title)
+            action.triggered.connect(lambda _checked=False, s=saved: self.open_saved(s.path))
+
+    def open_saved(self, path: Path) -> None:
+        """Show a past session read-only (export works on it)."""
+        if self.controller.state not in ("idle", "failed"):
+            self._show_problem("Stop the live captions first.", "")
+            return
+        _saved, model = read_session(path)
+        self._bind(model)
+        self.status_label.setText(f"Past session: {path.name}")
+
+    def offer_recovery(self) -> None:
+        """After a crash or power cut: offer the sessions that did not end cleanly."""
+        for saved in unfinished_sessions(self.state.paths.data)[:3]:
+            answer = QMessageBox.question(
+                self, "Recover captions?",
+                f"A captioning session did not end cleanly:\n\n{saved.title}\n\nOpen it now? (It stays in "
+                "File → Past sessions either way.)",
+            )  # fmt: skip
+            mark_recovered(saved)
+            if answer == QMessageBox.StandardButton.Yes:
+                self.open_saved(saved.path)
+                return
+
+    # ------------------------------------------------------------------ models dialog
     def open_models(self) -> None:
         from app.models_dialog import open_models_dialog
 
@@ -58,3 +461,23 @@ class MainWindow(QMainWindow):
     def refresh_model_state(self) -> None:
         self.state = AppState.load(self.state.paths)
         self.model_label.setText(self.state.model_summary)
+        self._fill_models()
+
+    # ------------------------------------------------------------------ helpers
+    def _show_problem(self, message: str, fix: str) -> None:
+        self.status_label.setText(f"{message} {fix}".strip())
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt naming
+        self.settings_store.save(self.settings)
+        self.overlay.close()
+        self.controller.shutdown()
+        if self.tray is not None:
+            self.tray.hide()
+        super().closeEvent(event)
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "--:--"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes:02d}:{secs:02d}"

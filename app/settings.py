@@ -28,8 +28,21 @@ class Settings:
     threads: int | None = None
     language: str | None = None
     hf_token: str | None = None
+    input_device: str | None = None  # sounddevice name; None = the system default
+    caption_font_size: int = 14
+    show_timestamps: bool = False
+    overlay_enabled: bool = False
     overlay_opacity: float = 0.85
     overlay_lines: int = 2
+    overlay_click_through: bool = False
+    overlay_font_family: str = ""  # "" = the system's UI font
+    overlay_font_size: int = 24
+    overlay_text_color: str = "#ffffff"
+    overlay_provisional_color: str = "#b0b0b0"
+    overlay_background: str = "#000000"
+    overlay_hold_s: float = 6.0  # captions fade this long after the last new text
+    overlay_position: str = "bottom"  # bottom | top | custom
+    overlay_custom_positions: dict[str, list[int]] = field(default_factory=dict)  # screen name -> [x, y]
     push_to_talk_hotkey: str = "<ctrl>+<alt>+space"
     push_to_talk_mode: str = "hold"  # hold | toggle | hybrid
     trailing_silence_ms: int = 300

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from inference.errors import CaptioneerError
 from inference.models.catalog import Catalog
 from inference.paths import AppPaths
+
+if TYPE_CHECKING:
+    from app.controller import ModelChoice
 
 
 @dataclass(frozen=True)
@@ -26,3 +30,25 @@ class AppState:
         except CaptioneerError as exc:
             summary = f"No model available: {exc}"
         return cls(paths=paths, model_summary=summary)
+
+
+def installed_models(paths: AppPaths, settings: object | None = None) -> list[ModelChoice]:
+    """Every installed package (and the bundled demo model), as choices for the model picker."""
+    from app.controller import ModelChoice
+    from inference.engine import detect_family
+
+    catalog = Catalog(paths)
+    choices = []
+    for entry in catalog.entries():
+        if not entry.installed:
+            continue
+        path = catalog.installed_path(entry.package)
+        if path is None:
+            continue
+        choices.append(ModelChoice(entry.package.name, path, entry.package.family,
+                                   backend=getattr(settings, "backend", "auto"),
+                                   threads=getattr(settings, "threads", None)))  # fmt: skip
+    if not choices:  # the catalog's fallback: the bundled demo model
+        path, package = catalog.resolve_model(None)
+        choices.append(ModelChoice(package.name if package else path.name, path, detect_family(path)))
+    return choices

@@ -1,0 +1,208 @@
+"""Runs live captioning for the window: model loading, the pipeline, the session model, autosave.
+
+Heavy work (starting the worker, loading a model, draining on stop) runs on background threads, which
+report back through Qt signals only — they never touch a widget (Anki's operations discipline). The
+session model is updated on the GUI thread, in event order, and views redraw from it.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from app.live.journal import SessionJournal, sessions_dir
+from app.live.pipeline import LivePipeline
+from app.live.session import SessionModel
+from app.live.sources import AudioSource
+from inference.client import RemoteEngine, WorkerClient
+from inference.contract import Delta, Done, ErrorEvent, SpeechEnd, StreamEvent
+from inference.errors import CaptioneerError
+
+log = logging.getLogger("captioneer.app.controller")
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """What to load: a label for people, the path, and the family options the user picked."""
+
+    label: str
+    path: Path
+    family: str | None = None
+    session_options: tuple[tuple[str, object], ...] = ()
+    request_options: tuple[tuple[str, object], ...] = ()
+    backend: str = "auto"
+    threads: int | None = None
+
+
+class LiveController(QObject):
+    events_arrived = Signal(list)  # from the client's reader thread → applied on the GUI thread
+    level_changed = Signal(float)
+    state_changed = Signal(str, str)  # state (idle/loading/running/stopping/failed), message
+    session_started = Signal()
+    session_finished = Signal()
+    _source_ended = Signal(object)
+    _prepared = Signal(object, object)  # pipeline, journal: handed to the GUI thread before audio flows
+    _state_request = Signal(str, str)
+
+    def __init__(self, client_factory: Callable[[], WorkerClient], data_dir: Path, parent: QObject | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+        super().__init__(parent)
+        self._client_factory = client_factory
+        self._client: WorkerClient | None = None
+        self._engines: dict[ModelChoice, RemoteEngine] = {}
+        self.data_dir = data_dir
+        self.clock = clock
+        self.session = SessionModel()
+        self.pipeline: LivePipeline | None = None
+        self.journal: SessionJournal | None = None
+        self.state = "idle"
+        self.latencies: list[float] = []  # seconds from the end of speech to its text in the session model
+        self.events_arrived.connect(self._apply_events)
+        self._source_ended.connect(self._on_source_ended)
+        self._prepared.connect(self._on_prepared)
+        self._state_request.connect(self._on_state_request)
+        self._busy = threading.Lock()
+
+    # ------------------------------------------------------------------ control (GUI thread)
+    def start(self, choice: ModelChoice, source: AudioSource) -> None:
+        if self.state not in ("idle", "failed"):
+            return
+        self.session = SessionModel()
+        self.latencies = []
+        self.state = "loading"  # at once, so a second click does not start twice
+        self._set_state("loading", f"loading {choice.label}…")
+        threading.Thread(target=self._start_in_background, args=(choice, source), name="captioneer-start",
+                         daemon=True).start()  # fmt: skip
+
+    def stop(self) -> None:
+        if self.state != "running" or self.pipeline is None:
+            return
+        self.state = "stopping"
+        self._set_state("stopping", "finishing the transcript…")
+        pipeline = self.pipeline
+        threading.Thread(target=pipeline.stop, name="captioneer-stop", daemon=True).start()
+
+    def shutdown(self) -> None:
+        """Window closing: cancel anything live, close the session file and the worker."""
+        if self.pipeline is not None and self.state in ("running", "stopping"):
+            self.pipeline.cancel()
+        self._close_journal()
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def latency_summary(self) -> tuple[float, float] | None:
+        """(p50, p95) caption latency in seconds over this session, None before the first segment."""
+        if not self.latencies:
+            return None
+        values = sorted(self.latencies)
+        p95 = values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
+        return statistics.median(values), p95
+
+    # ------------------------------------------------------------------ background
+    def _start_in_background(self, choice: ModelChoice, source: AudioSource) -> None:
+        journal = None
+        try:
+            engine = self._engine(choice)
+            pipeline = LivePipeline(
+                engine, source, self.events_arrived.emit, on_level=self.level_changed.emit,
+                on_source_end=self._source_ended.emit, request_options=dict(choice.request_options),
+                clock=self.clock,
+            )  # fmt: skip
+            journal = SessionJournal(sessions_dir(self.data_dir), choice.label, source.name)
+            self._prepared.emit(pipeline, journal)  # queued ahead of any event of this pipeline
+            pipeline.start()
+        except CaptioneerError as exc:
+            self._set_state("failed", str(exc))
+            return
+        except Exception as exc:  # a bug: say so in words, keep the window alive
+            log.exception("starting live captions failed")
+            self._set_state("failed", f"could not start: {type(exc).__name__}: {exc}")
+            return
+        self._set_state("running", f"captioning {source.name} with {choice.label}")
+
+    def _engine(self, choice: ModelChoice) -> RemoteEngine:
+        with self._busy:
+            if self._client is None:
+                self._client = self._client_factory().start()
+            engine = self._engines.get(choice)
+            if engine is None:
+                engine = self._client.load(choice.path, choice.family, dict(choice.session_options), choice.backend,
+                                           choice.threads)  # fmt: skip
+                self._engines[choice] = engine
+            return engine
+
+    # ------------------------------------------------------------------ GUI thread
+    @Slot(object, object)
+    def _on_prepared(self, pipeline: LivePipeline, journal: SessionJournal) -> None:
+        self.pipeline = pipeline
+        self.journal = journal
+
+    @Slot(str, str)
+    def _on_state_request(self, state: str, message: str) -> None:
+        if state == "failed" and self.state in ("loading",) and self.journal is not None:
+            self._close_journal()
+        previous, self.state = self.state, state
+        if state == "running" and previous == "loading":
+            self.session.set_status("running", message)
+            self.session_started.emit()
+        elif state in ("failed", "restarting"):
+            self.session.set_status(state, message)
+        self.state_changed.emit(state, message)
+
+    @Slot(list)
+    def _apply_events(self, events: list[StreamEvent]) -> None:
+        now = self.clock()
+        for event in events:
+            if isinstance(event, Delta | SpeechEnd) and event.end_s is not None and self.pipeline is not None:
+                captured = self.pipeline.capture_time(event.end_s)
+                if captured is not None and isinstance(event, Delta):
+                    self.latencies.append(max(0.0, now - captured))
+                    self.session.status = type(self.session.status)(
+                        self.session.status.worker, self.session.status.message, self.latencies[-1],
+                        self.session.status.rtf, self.session.status.backlog_s,
+                    )  # fmt: skip
+        committed_before = len(self.session.segments)
+        self.session.apply(events)
+        if self.journal is not None:
+            self.journal.record(events)
+            for segment in self.session.segments[committed_before:]:
+                if any(isinstance(e, Done) for e in events):
+                    self.journal.record_final_tail(segment.segment_id, segment.text)
+        for event in events:
+            if isinstance(event, ErrorEvent):
+                if event.fatal:
+                    self._set_state("failed", event.message)
+                else:  # a restarted worker or a backlog warning: captions go on, the status says what happened
+                    self.state_changed.emit(self.state, event.message)
+            elif isinstance(event, Done):
+                self._close_journal()
+                self.pipeline = None
+                self._set_state("idle", "stopped")
+                self.session_finished.emit()
+        if self.pipeline is not None and self.pipeline.stream is not None:
+            stats = self.pipeline.stream.stats()
+            self.session.apply([stats])
+
+    @Slot(object)
+    def _on_source_ended(self, reason: object) -> None:
+        if reason:
+            self.session.set_status("failed", str(reason))
+            self._set_state("running", str(reason))
+        self.stop()  # a recording that ended, or a device that went away: finish what was said
+
+    def _close_journal(self) -> None:
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
+
+    def _set_state(self, state: str, message: str) -> None:
+        """Any thread: the state changes on the GUI thread, in order with the events."""
+        self._state_request.emit(state, message)

@@ -1,0 +1,155 @@
+"""Continuous autosave of live sessions, recovery after a crash, and the history of past sessions.
+
+Each session is one JSON-lines file in ``<data dir>/sessions/`` named by its start time
+(``2026-12-01T11-52-03.jsonl``)::
+
+    {"type": "session", "version": 1, "started": 1764589923.1, "model": "Demo", "source": "Microphone"}
+    {"type": "delta", "segment_id": 0, "text": "hello", "start_s": 0.1, "end_s": 1.2, "at": 1764589925.0}
+    {"type": "speech_end", "segment_id": 0, "text": "hello", "start_s": 0.1, "end_s": 1.2, "at": ...}
+    {"type": "closed", "at": 1764589990.0}
+
+Every line is written and flushed when the text is committed, and fsync-ed at least once a second, so a
+crash or a power cut loses at most the last second of committed text. A file without its ``closed``
+line is a session that did not end cleanly: the next start offers to recover it. A line cut off by a
+power cut is skipped; everything else is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from app.live.session import SessionModel
+from inference.contract import Delta, SpeechEnd, StreamEvent
+
+log = logging.getLogger("captioneer.app.journal")
+JOURNAL_VERSION = 1
+FSYNC_INTERVAL_S = 1.0
+
+
+def sessions_dir(data_dir: Path) -> Path:
+    return data_dir / "sessions"
+
+
+class SessionJournal:
+    """Appends a session's committed events to its file. Not thread-safe: call from the model's thread."""
+
+    def __init__(self, directory: Path, model: str, source: str, clock: Callable[[], float] = time.time) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.clock = clock
+        started = clock()
+        stamp = time.strftime("%Y-%m-%dT%H-%M-%S", time.localtime(started))
+        path = directory / f"{stamp}.jsonl"
+        suffix = 1
+        while path.exists():
+            suffix += 1
+            path = directory / f"{stamp}-{suffix}.jsonl"
+        self.path = path
+        self._file: IO[str] | None = path.open("x", encoding="utf-8")
+        self._last_sync = 0.0
+        self._write({"type": "session", "version": JOURNAL_VERSION, "started": started, "model": model,
+                     "source": source})  # fmt: skip
+
+    def record(self, events: list[StreamEvent]) -> None:
+        for event in events:
+            if isinstance(event, Delta):
+                self._write({"type": "delta", "segment_id": event.segment_id, "text": event.text,
+                             "start_s": event.start_s, "end_s": event.end_s, "at": self.clock()})  # fmt: skip
+            elif isinstance(event, SpeechEnd):
+                self._write({"type": "speech_end", "segment_id": event.segment_id, "text": event.text,
+                             "start_s": event.start_s, "end_s": event.end_s, "at": self.clock()})  # fmt: skip
+
+    def record_final_tail(self, segment_id: int, text: str) -> None:
+        """Text the stream's final transcript committed without a delta (see ``SessionModel``)."""
+        self._write({"type": "delta", "segment_id": segment_id, "text": text, "start_s": None, "end_s": None,
+                     "at": self.clock()})  # fmt: skip
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._write({"type": "closed", "at": self.clock()}, force_sync=True)
+            self._file.close()
+            self._file = None
+
+    def _write(self, entry: dict[str, Any], force_sync: bool = False) -> None:
+        if self._file is None:
+            return
+        self._file.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        self._file.flush()
+        now = time.monotonic()
+        if force_sync or now - self._last_sync >= FSYNC_INTERVAL_S:
+            os.fsync(self._file.fileno())
+            self._last_sync = now
+
+
+@dataclass(frozen=True)
+class SavedSession:
+    path: Path
+    started: float
+    model: str
+    source: str
+    closed: bool
+    text: str
+
+    @property
+    def title(self) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started))
+        preview = self.text[:60] + ("…" if len(self.text) > 60 else "")
+        return f"{when} — {self.model} — {preview or '(nothing said)'}"
+
+
+def read_session(path: Path) -> tuple[SavedSession, SessionModel]:
+    """The saved session and a model rebuilt from it (its committed text, segments and times)."""
+    model = SessionModel()
+    header: dict[str, Any] = {}
+    closed = False
+    with path.open(encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            # A line cut off by a crash or power cut (the recovery marker may follow it): skip just that line.
+            log.warning("%s line %d is incomplete; skipped", path.name, number + 1)
+            continue
+        kind = entry.get("type")
+        if kind == "session":
+            header = entry
+        elif kind == "delta":
+            model.apply([Delta(entry["text"], entry["segment_id"], entry.get("start_s"), entry.get("end_s"))])
+        elif kind == "speech_end":
+            model.apply([SpeechEnd(entry["segment_id"], entry["start_s"], entry["end_s"], entry.get("text", ""))])
+        elif kind == "closed":
+            closed = True
+    saved = SavedSession(path, float(header.get("started", path.stat().st_mtime)), str(header.get("model", "?")),
+                         str(header.get("source", "?")), closed, model.committed_text.strip())  # fmt: skip
+    return saved, model
+
+
+def list_sessions(data_dir: Path) -> list[SavedSession]:
+    """Past sessions, newest first; unreadable files are skipped with a log line, never deleted."""
+    sessions = []
+    for path in sorted(sessions_dir(data_dir).glob("*.jsonl"), reverse=True):
+        try:
+            sessions.append(read_session(path)[0])
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("cannot read saved session %s: %s", path, exc)
+    return sessions
+
+
+def unfinished_sessions(data_dir: Path) -> list[SavedSession]:
+    """Sessions that did not end cleanly (the app or the machine stopped) and hold some text."""
+    return [s for s in list_sessions(data_dir) if not s.closed and s.text]
+
+
+def mark_recovered(session: SavedSession) -> None:
+    """Close a recovered session's file so it is not offered again (its text stays as it was)."""
+    with session.path.open("a", encoding="utf-8") as handle:
+        handle.write("\n" + json.dumps({"type": "closed", "at": time.time(), "recovered": True}) + "\n")

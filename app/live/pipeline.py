@@ -1,0 +1,168 @@
+"""The live path on the app side (Qt-free): source → 320 ms chunks → worker stream → events out.
+
+``LivePipeline`` cuts the source's blocks into pushes, measures the input level, remembers when each
+stretch of audio was captured (to measure caption latency: speech end → committed text) and hands the
+stream's events to ``deliver`` — on the client's reader thread; the caller hops to its own thread.
+Stopping drains: the source stops, the last partial chunk is sent, the worker processes everything
+queued, and the final transcript arrives as a ``Done`` event.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from app.live.sources import AudioSource
+from inference.client import BacklogFull, BacklogPolicy, RemoteEngine, RemoteStream
+from inference.contract import SAMPLE_RATE, Done, ErrorEvent, StreamEvent
+from inference.errors import CaptioneerError
+
+log = logging.getLogger("captioneer.app.pipeline")
+CHUNK_S = 0.32
+Deliver = Callable[[list[StreamEvent]], None]
+
+
+def level_dbfs(block: np.ndarray) -> float:
+    """RMS level in dB relative to full scale (-100 for silence)."""
+    if block.size == 0:
+        return -100.0
+    rms = float(np.sqrt(np.mean(np.square(block, dtype=np.float64))))
+    return max(-100.0, 20.0 * math.log10(rms)) if rms > 0 else -100.0
+
+
+class LivePipeline:
+    def __init__(
+        self,
+        engine: RemoteEngine,
+        source: AudioSource,
+        deliver: Deliver,
+        *,
+        on_level: Callable[[float], None] | None = None,
+        on_source_end: Callable[[str | None], None] | None = None,
+        request_options: dict[str, object] | None = None,
+        backlog: BacklogPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.engine = engine
+        self.source = source
+        self.deliver = deliver
+        self.on_level = on_level
+        self.on_source_end = on_source_end
+        self.clock = clock
+        self.request_options = dict(request_options or {})
+        # Live audio never blocks the sound card: queue and coalesce, and say so when the model falls behind.
+        self.backlog = backlog or BacklogPolicy("coalesce", max_in_flight=2, max_backlog_s=30.0)
+        self._lock = threading.Lock()
+        self._pending: list[np.ndarray] = []
+        self._pending_samples = 0
+        self._sent_samples = 0
+        self._capture_marks: list[tuple[int, float]] = []  # (stream sample index, monotonic time captured)
+        self._stream: RemoteStream | None = None
+        self._refused_s = 0.0
+        self.running = False
+
+    # ------------------------------------------------------------------ control
+    def start(self) -> None:
+        self._stream = self.engine.open_stream(on_events=self.deliver, backlog=self.backlog, **self.request_options)
+        self.running = True
+        try:
+            self.source.start(self._on_audio, self._on_end)
+        except BaseException:
+            self.running = False
+            self._stream.cancel()
+            raise
+
+    def stop(self) -> None:
+        """Stop the source and drain: blocks until the worker has processed everything (call off the GUI thread)."""
+        if not self.running:
+            return
+        self.running = False
+        self.source.stop()
+        stream = self._stream
+        assert stream is not None
+        with self._lock:
+            tail = self._take_pending()
+        try:
+            if tail is not None:
+                stream.push(tail)
+            final = stream.finish(timeout=600)
+        except CaptioneerError as exc:
+            self.deliver([ErrorEvent("worker_crashed", exc.message, exc.fix)])
+            return
+        self.deliver([Done(final)])
+
+    def cancel(self) -> None:
+        self.running = False
+        self.source.stop()
+        if self._stream is not None:
+            self._stream.cancel()
+
+    @property
+    def stream(self) -> RemoteStream | None:
+        return self._stream
+
+    def capture_time(self, stream_s: float) -> float | None:
+        """When (monotonic clock) the audio at ``stream_s`` seconds into the stream was captured."""
+        sample = int(stream_s * SAMPLE_RATE)
+        with self._lock:
+            index = bisect.bisect_right(self._capture_marks, (sample, math.inf)) - 1
+            if index < 0:
+                return None
+            start, at = self._capture_marks[index]
+        return at + (sample - start) / SAMPLE_RATE
+
+    # ------------------------------------------------------------------ source thread
+    def _on_audio(self, block: np.ndarray) -> None:
+        if not self.running or block.size == 0:
+            return
+        now = self.clock()
+        if self.on_level is not None:
+            self.on_level(level_dbfs(block))
+        with self._lock:
+            # The block's last sample was captured now; its first one block-length earlier.
+            first = self._sent_samples + self._pending_samples
+            self._capture_marks.append((first, now - block.size / SAMPLE_RATE))
+            if len(self._capture_marks) > 20000:  # about an hour of 20-30 ms blocks
+                del self._capture_marks[:10000]
+            self._pending.append(block)
+            self._pending_samples += block.size
+            chunk = self._take_pending() if self._pending_samples >= CHUNK_S * SAMPLE_RATE else None
+        if chunk is not None:
+            self._push(chunk)
+
+    def _take_pending(self) -> np.ndarray | None:
+        if not self._pending:
+            return None
+        chunk = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
+        self._pending, self._pending_samples = [], 0
+        self._sent_samples += chunk.size
+        return chunk
+
+    def _push(self, chunk: np.ndarray) -> None:
+        stream = self._stream
+        if stream is None:
+            return
+        try:
+            stream.push(chunk)
+        except BacklogFull as exc:
+            # Nothing is dropped silently: the gap is reported where the user sees it. The stream never saw
+            # this audio, so later audio takes its place in stream time.
+            with self._lock:
+                first = self._sent_samples - chunk.size
+                self._capture_marks = [mark for mark in self._capture_marks if mark[0] < first]
+                self._sent_samples = first
+            self._refused_s += chunk.size / SAMPLE_RATE
+            self.deliver([ErrorEvent("backlog", exc.message, exc.fix, fatal=False)])
+        except CaptioneerError as exc:
+            self.running = False
+            self.deliver([ErrorEvent("worker_crashed", exc.message, exc.fix)])
+
+    def _on_end(self, reason: str | None) -> None:
+        if self.on_source_end is not None:
+            self.on_source_end(reason)

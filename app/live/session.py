@@ -1,0 +1,201 @@
+"""The live session model (Qt-free): the single owner of what was said.
+
+Events from the worker are applied here, in order, on one thread; views and exporters only read. A
+``SessionChange`` tells listeners what moved (committed text grew, a provisional text changed, the
+status changed), so a view can append or replace exactly what it shows instead of redrawing.
+
+Rules (``inference.contract``): a ``Delta`` appends committed text to its segment and drops that
+segment's snapshot; a ``Snapshot`` replaces the segment's provisional text; a ``SpeechEnd`` closes the
+segment, its text being authoritative (it replaces what the deltas had added up to when they differ).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from inference.contract import (
+    Delta,
+    Done,
+    ErrorEvent,
+    Segment,
+    Snapshot,
+    SpeechEnd,
+    Stats,
+    StreamEvent,
+    Transcript,
+    Word,
+)
+
+
+@dataclass
+class SessionSegment:
+    """Committed text of one segment with audio-relative (stream) and wall-clock times."""
+
+    segment_id: int
+    text: str = ""
+    start_s: float | None = None
+    end_s: float | None = None
+    started_at: float = 0.0  # wall clock (Unix seconds) of the first committed text
+    committed_at: float = 0.0  # wall clock of the latest committed text
+    language: str | None = None
+    words: tuple[Word, ...] = ()
+    closed: bool = False
+
+
+@dataclass(frozen=True)
+class SessionStatus:
+    """What the status line shows."""
+
+    worker: str = "idle"  # idle | loading | running | restarting | stopped | failed
+    message: str = ""
+    latency_s: float | None = None  # speech end (audio time) → committed text, as measured by the pipeline
+    rtf: float | None = None
+    backlog_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class SessionChange:
+    """``committed``: text appended to the committed transcript (may be ""); ``rewritten``: committed text was
+    replaced (a speech end corrected its segment: redraw); ``provisional``: the provisional text changed."""
+
+    committed: str = ""
+    rewritten: bool = False
+    provisional: bool = False
+    status: bool = False
+
+
+Listener = Callable[[SessionChange], None]
+
+
+@dataclass
+class SessionModel:
+    clock: Callable[[], float] = time.time
+    segments: list[SessionSegment] = field(default_factory=list)
+    provisional: dict[int, Snapshot] = field(default_factory=dict)
+    status: SessionStatus = field(default_factory=SessionStatus)
+    errors: list[ErrorEvent] = field(default_factory=list)
+    final: Transcript | None = None  # the stream's final transcript (its words), once it finished
+    _by_id: dict[int, SessionSegment] = field(default_factory=dict)
+    _listeners: list[Listener] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ listeners
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def _notify(self, change: SessionChange) -> None:
+        for listener in list(self._listeners):
+            listener(change)
+
+    # ------------------------------------------------------------------ events
+    def apply(self, events: list[StreamEvent]) -> None:
+        for event in events:
+            self._notify(self._apply_one(event))
+
+    def _apply_one(self, event: StreamEvent) -> SessionChange:
+        now = self.clock()
+        if isinstance(event, Delta):
+            segment = self._segment(event.segment_id, now)
+            if not segment.text:
+                segment.started_at = now
+                event_text = event.text.lstrip() if not self.committed_text else event.text
+            else:
+                event_text = event.text
+            segment.text += event_text
+            segment.committed_at = now
+            segment.start_s = event.start_s if segment.start_s is None else segment.start_s
+            segment.end_s = event.end_s if event.end_s is not None else segment.end_s
+            segment.language = event.language or segment.language
+            dropped = self.provisional.pop(event.segment_id, None) is not None
+            return SessionChange(committed=event_text, provisional=dropped)
+        if isinstance(event, Snapshot):
+            self.provisional[event.segment_id] = event
+            return SessionChange(provisional=True)
+        if isinstance(event, SpeechEnd):
+            dropped = self.provisional.pop(event.segment_id, None) is not None
+            segment = self._by_id.get(event.segment_id)
+            if segment is None and not event.text:
+                return SessionChange(provisional=dropped)
+            segment = segment or self._segment(event.segment_id, now)
+            segment.start_s, segment.end_s, segment.closed = event.start_s, event.end_s, True
+            segment.language = event.language or segment.language
+            if event.text and event.text.strip() != segment.text.strip():
+                appended = not segment.text  # only the speech end carried this segment's text
+                lead = " " if appended and self.committed_text.strip() else ""
+                segment.text = lead + event.text.strip() if appended else _keep_lead(segment.text, event.text)
+                segment.committed_at = now
+                return SessionChange(committed=segment.text if appended else "", rewritten=not appended,
+                                     provisional=dropped)  # fmt: skip
+            return SessionChange(provisional=dropped)
+        if isinstance(event, ErrorEvent):
+            self.errors.append(event)
+            worker = "restarting" if event.kind == "worker_restarted" else ("failed" if event.fatal else "running")
+            self.status = SessionStatus(worker, event.message, self.status.latency_s, self.status.rtf,
+                                        self.status.backlog_s)  # fmt: skip
+            return SessionChange(status=True)
+        if isinstance(event, Stats):
+            self.status = SessionStatus(self.status.worker, self.status.message, self.status.latency_s,
+                                        event.rtf if event.audio_s else None, event.backlog_s)  # fmt: skip
+            return SessionChange(status=True)
+        if isinstance(event, Done):
+            return self._adopt_final(event.transcript, now)
+        return SessionChange()
+
+    def _segment(self, segment_id: int, now: float) -> SessionSegment:
+        segment = self._by_id.get(segment_id)
+        if segment is None:
+            segment = SessionSegment(segment_id, started_at=now, committed_at=now)
+            self._by_id[segment_id] = segment
+            self.segments.append(segment)
+        return segment
+
+    def _adopt_final(self, final: Transcript, now: float) -> SessionChange:
+        """The stream's final transcript may commit a tail no delta announced: append what is new."""
+        self.provisional.clear()
+        self.final = final
+        committed = self.committed_text.strip()
+        text = final.text.strip()
+        if not text.startswith(committed) or text == committed:
+            return SessionChange(provisional=True)
+        tail = text[len(committed) :].strip()
+        segment = SessionSegment(max(self._by_id, default=-1) + 1, " " + tail if committed else tail,
+                                 started_at=now, committed_at=now, language=final.language, closed=True)  # fmt: skip
+        for source in final.segments:
+            if source.text.strip() and tail.endswith(source.text.strip()):
+                segment.start_s, segment.end_s, segment.words = source.start_s, source.end_s, source.words
+        self._by_id[segment.segment_id] = segment
+        self.segments.append(segment)
+        return SessionChange(committed=segment.text, provisional=True)
+
+    def set_status(self, worker: str, message: str = "", latency_s: float | None = None) -> None:
+        self.status = SessionStatus(worker, message, latency_s if latency_s is not None else self.status.latency_s,
+                                    self.status.rtf, self.status.backlog_s)  # fmt: skip
+        self._notify(SessionChange(status=True))
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def committed_text(self) -> str:
+        return "".join(segment.text for segment in self.segments)
+
+    @property
+    def provisional_text(self) -> str:
+        return " ".join(s.text.strip() for _, s in sorted(self.provisional.items()) if s.text.strip())
+
+    def to_transcript(self) -> Transcript:
+        segments = [
+            Segment(s.text.strip(), s.start_s or 0.0, s.end_s if s.end_s is not None else (s.start_s or 0.0), s.words)
+            for s in self.segments
+            if s.text.strip()
+        ]
+        words = [w for s in self.segments for w in s.words]
+        if not words and self.final is not None and self.final.text.strip() == self.committed_text.strip():
+            words = list(self.final.words)  # live deltas carry no word times; the final transcript does
+        languages = [s.language for s in self.segments if s.language]
+        return Transcript(self.committed_text.strip(), languages[-1] if languages else None, words, segments)
+
+
+def _keep_lead(old: str, new: str) -> str:
+    """``new`` with the leading whitespace ``old`` had (the separator from the previous segment)."""
+    return old[: len(old) - len(old.lstrip())] + new.strip()

@@ -1,0 +1,143 @@
+"""The caption window end to end: a recording played through the live pipeline, the real worker and the
+bundled demo model; real words must appear in the window, the overlay and the exported files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.controller import LiveController
+from app.live.journal import read_session, sessions_dir, unfinished_sessions
+from app.live.sources import ArraySource
+from app.main_window import MainWindow
+from app.settings import SettingsStore
+from app.state import AppState
+from inference.audio.io import load_audio_file
+from inference.client import WorkerClient
+from inference.contract import Delta, Snapshot, SpeechEnd
+from inference.paths import AppPaths
+from tests.conftest import REPO_ROOT
+
+SAMPLES = REPO_ROOT / "resources" / "samples"
+FIRST = "emma quickly closed the early bottle and sang"
+SECOND = "there are twenty hearts in the garden"
+
+
+@pytest.fixture
+def speech() -> np.ndarray:
+    gap = np.zeros(16000, np.float32)
+    one, two = (load_audio_file(SAMPLES / f"demo_sample_{i}.wav") for i in (1, 2))
+    return np.concatenate([gap, one, gap, two, gap])
+
+
+@pytest.fixture
+def window(qtbot, speech: np.ndarray):  # type: ignore[no-untyped-def]
+    paths = AppPaths.from_environment().ensure()
+    controller = LiveController(WorkerClient, paths.data)
+    win = MainWindow(AppState.load(paths), SettingsStore(paths), controller,
+                     source_factory=lambda _device: ArraySource(speech, "test recording", speed=6.0))  # fmt: skip
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.close()
+
+
+def run_session(qtbot, window: MainWindow) -> None:  # type: ignore[no-untyped-def]
+    if window.device_combo.currentData() is None:
+        window.device_combo.addItem("test recording", "test")
+        window.device_combo.setCurrentIndex(window.device_combo.count() - 1)
+    with qtbot.waitSignal(window.controller.session_finished, timeout=60000):
+        window.start()
+        qtbot.waitUntil(lambda: window.controller.state == "running", timeout=30000)
+
+
+def test_live_captions_from_a_recording_reach_the_window_overlay_and_exports(qtbot, window, speech, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from inference.engine import load_engine
+
+    # What the live path must reproduce: the demo model on the same audio, offline in long-form windows
+    # (the demo model itself drops "there are" after "sang" when both sentences are in one clip).
+    with load_engine(REPO_ROOT / "resources" / "demo_model", session_options={"offline_mode": "long_form"}) as engine:  # type: ignore[attr-defined]
+        expected = engine.transcribe(speech).text
+    assert expected.startswith(FIRST) and expected.endswith("hearts in the garden")
+    window.set_overlay_visible(True)
+    run_session(qtbot, window)
+    assert window.caption_text() == expected  # committed live, then completed by the final transcript
+    assert "garden" in window.overlay.displayed_text()
+    session = window.controller.session
+    assert session.committed_text.strip() == expected and session.provisional == {}
+    assert window.start_button.text() == "Start" and "latency p50" in window.status_label.text()
+    p50, p95 = window.controller.latency_summary()  # type: ignore[misc]
+    assert 0 < p50 <= p95 < 10
+
+    srt = window.export_to(tmp_path / "talk.srt").read_text()
+    assert srt.startswith("1\n00:00:0") and "emma quickly" in srt
+    assert window.export_to(tmp_path / "talk.txt").read_text() == expected + "\n"
+    data = json.loads(window.export_to(tmp_path / "talk.json").read_text())
+    assert data["text"] == expected
+    assert data["words"][0]["word"] == "emma" and data["words"][0]["start"] >= 0.9  # stream time, not 0
+
+    saved, model = read_session(next(sessions_dir(window.state.paths.data).glob("*.jsonl")))
+    assert saved.closed and model.committed_text.strip() == expected
+    assert unfinished_sessions(window.state.paths.data) == []
+
+
+def test_provisional_text_is_styled_apart_and_replaced_in_place(qtbot, window) -> None:  # type: ignore[no-untyped-def]
+    session = window.controller.session
+    window._bind(session)
+    session.apply([Delta("hello", 0, 0.0, 0.5), Snapshot(" wor", 1, 0.5, None)])
+    assert window.caption_text() == "hello wor"
+    session.apply([Snapshot(" world and", 1, 0.5, None)])
+    assert window.caption_text() == "hello world and"
+    cursor = window.text_view.textCursor()
+    cursor.setPosition(len("hello w"))
+    assert cursor.charFormat().fontItalic()  # provisional: italic
+    cursor.setPosition(len("hel"))
+    assert not cursor.charFormat().fontItalic()  # committed: plain
+    session.apply([Delta(" world", 1, 0.5, 1.0), Snapshot(" and", 1, 1.0, None), SpeechEnd(1, 0.5, 1.2, "world and")])
+    assert window.caption_text() == "hello world and"
+    assert session.provisional == {}
+
+
+def test_autoscroll_pauses_while_the_user_reads_back(qtbot, window) -> None:  # type: ignore[no-untyped-def]
+    session = window.controller.session
+    window._bind(session)
+    for i in range(200):
+        session.apply([Delta(f" line {i} " + "word " * 12, i)])
+    bar = window.text_view.verticalScrollBar()
+    assert bar.maximum() > 0 and bar.value() == bar.maximum()
+    bar.setValue(0)
+    session.apply([Delta(" more text", 500)])
+    assert bar.value() == 0  # the reader's position is kept
+    bar.setValue(bar.maximum())
+    session.apply([Delta(" and more", 501)])
+    assert bar.value() == bar.maximum()
+
+
+def test_a_session_cut_by_a_crash_is_offered_back(qtbot, window, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtWidgets import QMessageBox
+
+    from app.live.journal import SessionJournal
+
+    journal = SessionJournal(sessions_dir(window.state.paths.data), "Demo", "microphone")
+    journal.record([Delta("saved before the crash", 0, 0.0, 1.0), SpeechEnd(0, 0.0, 1.0, "saved before the crash")])
+    # no close(): the process died here; a half-written last line is what a power cut leaves
+    with journal.path.open("a") as handle:
+        handle.write('{"type": "delta", "segm')
+    asked: list[str] = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *args, **_kw: asked.append(args[2]) or QMessageBox.StandardButton.Yes)
+    window.offer_recovery()
+    assert asked and "did not end cleanly" in asked[0]
+    assert window.caption_text() == "saved before the crash"
+    assert unfinished_sessions(window.state.paths.data) == []  # offered once
+    window.offer_recovery()
+    assert len(asked) == 1
+
+
+def test_a_missing_model_or_input_is_explained_not_raised(qtbot, window) -> None:  # type: ignore[no-untyped-def]
+    window.model_combo.clear()
+    window.model_combo.addItem("(no model)", None)
+    window.start()
+    assert "no model" in window.status_label.text() and window.controller.state == "idle"
