@@ -1,0 +1,145 @@
+"""Overlay settings and placement, audio-source failures, and the session model's rules, headless."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+
+from app.live.pipeline import LivePipeline, level_dbfs
+from app.live.session import SessionModel
+from app.live.sources import ArraySource, AudioSourceError, DeviceSource
+from app.settings import Settings
+from app.views.overlay import CaptionOverlay, _last_lines
+from inference.contract import Delta, Done, ErrorEvent, Snapshot, SpeechEnd, Transcript
+
+
+@pytest.fixture
+def overlay(qtbot):  # type: ignore[no-untyped-def]
+    widget = CaptionOverlay(Settings(overlay_lines=2, overlay_hold_s=0.5))
+    qtbot.addWidget(widget)
+    return widget
+
+
+def test_overlay_never_takes_focus_and_stays_on_top(overlay) -> None:  # type: ignore[no-untyped-def]
+    flags = overlay.windowFlags()
+    for flag in (Qt.WindowType.FramelessWindowHint, Qt.WindowType.WindowStaysOnTopHint,
+                 Qt.WindowType.WindowDoesNotAcceptFocus, Qt.WindowType.Tool):  # fmt: skip
+        assert flags & flag
+    assert overlay.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
+    assert not flags & Qt.WindowType.WindowTransparentForInput
+    settings = Settings(overlay_click_through=True, overlay_opacity=0.5, overlay_font_size=30,
+                        overlay_text_color="#ffff00")  # fmt: skip
+    overlay.apply_settings(settings)
+    assert overlay.windowFlags() & Qt.WindowType.WindowTransparentForInput
+    assert overlay.windowOpacity() == pytest.approx(0.5, abs=0.01)
+    assert overlay.label.font().pointSize() == 30 and "#ffff00" in overlay.label.styleSheet()
+
+
+def test_overlay_position_presets(overlay) -> None:  # type: ignore[no-untyped-def]
+    area = (overlay.screen() or QGuiApplication.primaryScreen()).availableGeometry()
+    overlay.apply_settings(Settings(overlay_position="top"))
+    assert overlay.y() == area.y() + 24
+    overlay.apply_settings(Settings(overlay_position="bottom"))
+    assert overlay.geometry().bottom() <= area.bottom() - 23 and overlay.y() > area.height() // 2
+    name = overlay.screen().name()
+    overlay.apply_settings(Settings(overlay_position="custom", overlay_custom_positions={name: [40, 50]}))
+    assert (overlay.x(), overlay.y()) == (40, 50)
+
+
+def test_overlay_shows_the_last_lines_and_fades(qtbot, overlay) -> None:  # type: ignore[no-untyped-def]
+    session = SessionModel()
+    overlay.bind(session)
+    overlay.show()
+    session.apply([Delta(" ".join(f"w{i}" for i in range(100)), 0), Snapshot(" maybe", 1)])
+    text = overlay.displayed_text()
+    assert "w99" in text and "w0 " not in text and "<i" in text and "maybe" in text
+    assert overlay.windowOpacity() > 0
+    qtbot.waitUntil(lambda: overlay.windowOpacity() == 0.0, timeout=3000)  # hold time 0.5 s, then faded
+    session.apply([Delta(" again", 2)])
+    assert overlay.windowOpacity() > 0
+
+
+def test_last_lines_keeps_whole_words() -> None:
+    committed, provisional = _last_lines("alpha beta gamma delta", "eps", lines=1, width=12)
+    assert (committed, provisional) == ("delta", "eps")
+
+
+def test_session_rules_for_deltas_snapshots_and_speech_ends() -> None:
+    session = SessionModel(clock=lambda: 100.0)
+    session.apply([Delta(" hello", 0, 0.0, 0.5), Snapshot(" wor", 0)])
+    assert session.committed_text == "hello" and session.provisional_text == "wor"
+    session.apply([Delta(" world", 0, 0.5, 1.0)])  # a delta drops its segment's snapshot
+    assert session.provisional == {}
+    session.apply([SpeechEnd(0, 0.0, 1.1, "hello, world")])  # the speech end's text is authoritative
+    assert session.committed_text == "hello, world" and session.segments[0].closed
+    session.apply([SpeechEnd(1, 2.0, 3.0, "second")])  # text that only a speech end carried
+    assert session.committed_text == "hello, world second"
+    session.apply([Done(Transcript("hello, world second and a tail"))])  # finish committed a tail
+    assert session.committed_text == "hello, world second and a tail"
+    assert session.to_transcript().segments[0].text == "hello, world"
+    session.apply([ErrorEvent("worker_restarted", "the worker died", fatal=False)])
+    assert session.status.worker == "restarting" and "died" in session.status.message
+
+
+def test_an_unknown_or_missing_device_is_a_plain_error() -> None:
+    source = DeviceSource("no such microphone 12345")
+    with pytest.raises(AudioSourceError) as info:
+        source.start(lambda _block: None, lambda _reason: None)
+    assert "no such microphone" in str(info.value) or "PortAudio" in str(info.value)
+    assert info.value.fix
+
+
+def test_level_meter_reads_dbfs() -> None:
+    assert level_dbfs(np.zeros(100, np.float32)) == -100.0
+    assert level_dbfs(np.full(100, 0.5, np.float32)) == pytest.approx(-6.02, abs=0.01)
+
+
+class _UnpluggedSource(ArraySource):
+    """Delivers half its audio, then reports the device gone (what PortAudio's finished callback does)."""
+
+    def start(self, sink, on_end) -> None:  # type: ignore[no-untyped-def]
+        half = self.samples[: self.samples.size // 2]
+        super().__init__(half, self.name, self.speed)
+        super().start(sink, lambda _reason: on_end("the input device 'USB mic' stopped delivering audio"))
+
+
+def test_a_device_that_goes_away_ends_the_session_with_its_text_and_a_reason(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from app.controller import LiveController, ModelChoice
+    from inference.audio.io import load_audio_file
+    from inference.client import WorkerClient
+    from inference.paths import AppPaths
+    from tests.conftest import REPO_ROOT
+
+    audio = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav")
+    audio = np.concatenate([np.zeros(8000, np.float32), audio, np.zeros(16000, np.float32)] * 2)
+    controller = LiveController(WorkerClient, AppPaths.from_environment().ensure().data)
+    messages: list[str] = []
+    controller.state_changed.connect(lambda _state, message: messages.append(message))
+    try:
+        with qtbot.waitSignal(controller.session_finished, timeout=60000):
+            controller.start(ModelChoice("Demo", REPO_ROOT / "resources" / "demo_model", "parakeet_tdt"),
+                             _UnpluggedSource(audio, "USB mic", speed=8.0))  # fmt: skip
+        assert any("stopped delivering audio" in m for m in messages)
+        assert controller.session.committed_text.startswith("emma quickly")  # what was said before is kept
+        assert controller.state == "idle"
+        assert Path(controller.data_dir).exists()
+    finally:
+        controller.shutdown()
+
+
+def test_pipeline_capture_times_follow_the_stream() -> None:
+    class _Engine:
+        def open_stream(self, **_kwargs):  # type: ignore[no-untyped-def]
+            raise AssertionError("not used")
+
+    clock = iter([10.0, 10.02, 10.04])
+    pipeline = LivePipeline(_Engine(), ArraySource(np.zeros(1)), lambda _e: None, clock=lambda: next(clock))  # type: ignore[arg-type]
+    pipeline.running = True
+    for _ in range(3):
+        pipeline._on_audio(np.zeros(320, np.float32))  # 20 ms blocks, captured 20 ms apart
+    assert pipeline.capture_time(0.0) == pytest.approx(10.0 - 0.02)
+    assert pipeline.capture_time(0.05) == pytest.approx(10.04 - 0.02 + 0.01)

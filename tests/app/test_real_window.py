@@ -1,0 +1,54 @@
+"""A real X11 window system (Xvfb): the overlay is placed as configured, drawn above the caption window,
+and never takes the keyboard focus from it. Screenshots are kept in the test's temporary folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb (installed by .ci/run)")
+
+
+@pytest.fixture
+def display(tmp_path: Path):  # type: ignore[no-untyped-def]
+    for number in range(90, 140):
+        if not Path(f"/tmp/.X11-unix/X{number}").exists() and not Path(f"/tmp/.X{number}-lock").exists():
+            break
+    server = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 20
+    while not Path(f"/tmp/.X11-unix/X{number}").exists():
+        if server.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"Xvfb :{number} did not start")
+        time.sleep(0.05)
+    yield f":{number}"
+    server.terminate()
+    server.wait(10)
+
+
+def test_overlay_on_a_real_screen(display: str, tmp_path: Path) -> None:
+    env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, "-m", "tests.app.xvfb_overlay_child", str(tmp_path)], cwd=REPO_ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    sx, sy, sw, sh = facts["screen"]
+    ox, oy, ow, oh = facts["overlay"]
+    assert facts["overlay_visible"]
+    assert abs((ox + ow / 2) - (sx + sw / 2)) <= 2  # centred
+    assert sy + sh - 24 - oh - 2 <= oy <= sy + sh - 24 - oh + 2  # the bottom preset, 24 px above the edge
+    assert facts["focus_before_is_window"] and facts["focus_after_is_window"]  # showing it took no focus
+    assert not facts["overlay_is_active"]
+    red, green, blue = facts["pixel_at_overlay"]
+    assert green > 200 and red < 60 and blue < 60  # the overlay's colour, drawn above the window
+    assert "lazy dog" in facts["overlay_text"] and "and then" in facts["overlay_text"]
+    assert (tmp_path / "screen.png").stat().st_size > 1000
