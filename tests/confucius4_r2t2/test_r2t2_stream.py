@@ -187,3 +187,28 @@ def test_an_engine_stream_decodes_every_chunk_of_the_accumulated_audio(engine: R
     transcript = stream.finish()
     assert seen == [1600, 3200, 3500]
     assert transcript.timing is not None and transcript.timing.audio_s == pytest.approx(3500 / 16000)
+
+
+def test_endpointing_session_option_splits_the_stream_with_silero(tmp_path):
+    from r2t2_fixtures import load_audio, stream_variant
+
+    from inference.contract import Delta, SpeechEnd
+    from inference.families.confucius4_r2t2.endpointing import EndpointedStream
+
+    path = stream_variant(HF_CHECKPOINT, tmp_path / "w800", 800)
+    engine = create_engine(EngineRequest(path, FAMILY, {"endpointing": True, "max_segment_seconds": 6}, "cpu", 1))
+    try:
+        stream = engine.open_stream(language="English")
+        assert isinstance(stream, EndpointedStream)
+        clip = load_audio()["clip_a"]
+        audio = np.concatenate([clip, np.zeros(16000, np.float32), clip])
+        events = stream.push(audio)
+        transcript = stream.finish()
+    finally:
+        engine.close()
+    ends = [e for e in events if isinstance(e, SpeechEnd)]
+    assert len(ends) >= 2 and ends[0].segment_id == 0 and ends[0].end_s <= ends[1].start_s
+    assert all(e.end_s - e.start_s <= 6.0 for e in ends)
+    assert transcript.text == " ".join(s.text for s in transcript.segments)
+    assert [s.text for s in transcript.segments][: len(ends)] == [e.text for e in ends]
+    assert all(e.segment_id <= max(x.segment_id for x in ends) + 1 for e in events if isinstance(e, Delta))

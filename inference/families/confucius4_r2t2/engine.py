@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from inference.errors import ModelError, UsageError
 from inference.families.confucius4_r2t2.audio_tower import AudioTower
 from inference.families.confucius4_r2t2.checkpoint import R2T2Checkpoint, load_checkpoint
 from inference.families.confucius4_r2t2.chunk_decoder import EngineChunkDecoder, max_stream_samples
+from inference.families.confucius4_r2t2.endpointing import EndpointedStream, EndpointOptions
 from inference.families.confucius4_r2t2.frontend import log_mel
 from inference.families.confucius4_r2t2.languages import resolve_language, supported_languages
 from inference.families.confucius4_r2t2.lsp import STREAM_OPTIONS, StreamOptions
@@ -202,7 +204,7 @@ class R2T2Engine:
         self.thinker.prefill(prompt_ids, embeddings, positions)
         return self.thinker.decode_greedy(budget, self.checkpoint.special.eos)
 
-    def open_stream(self, sample_rate: int = SAMPLE_RATE, **request_options: Any) -> R2T2Stream:
+    def open_stream(self, sample_rate: int = SAMPLE_RATE, **request_options: Any) -> R2T2Stream | EndpointedStream:
         """A live LSP stream; stream options come from the session, overridden by ``request_options``."""
         if sample_rate != SAMPLE_RATE:
             raise UsageError(f"streams take {SAMPLE_RATE} Hz audio, got sample_rate={sample_rate}",
@@ -212,9 +214,18 @@ class R2T2Engine:
         options.update({name: valid[name] for name in STREAM_OPTIONS if name in valid})
         language = resolve_language(valid.get("language"), self.languages)
         cache = bool(valid.get("stream_cache", self.session_options["stream_cache"]))
-        decoder = EngineChunkDecoder(self, str(valid.get("context") or ""), language, cache)
+        context = str(valid.get("context") or "")
+        stream_options = StreamOptions.from_options(options)
+        if self.session_options["endpointing"]:
+            from inference.audio.vad import SileroVad
+
+            path = str(self.session_options["vad_model_path"] or "")
+            vad = SileroVad(Path(path) if path else None)
+            return EndpointedStream(lambda: EngineChunkDecoder(self, context, language, cache), stream_options,
+                                    EndpointOptions.from_options(self.session_options), vad, language)  # fmt: skip
+        decoder = EngineChunkDecoder(self, context, language, cache)
         limit = max_stream_samples(self.checkpoint.config.audio.max_source_positions)
-        return R2T2Stream(decoder, StreamOptions.from_options(options), language, limit)
+        return R2T2Stream(decoder, stream_options, language, limit)
 
     # ----------------------------------------------------------------- lifetime
     def close(self) -> None:

@@ -122,8 +122,17 @@ class LspRecognizer:
         return truncate_at_pipe(self.rollback_prefix(ids, k))
 
     # ------------------------------------------------------------------ one decode
-    def decode_chunk(self, audio: np.ndarray, final: bool = False) -> ChunkOutcome:
-        """Steps 1-10 of ``decode_chunk`` plus the committed-delta contract (no delta when ``final``)."""
+    def reset(self) -> None:
+        """Start a new utterance (an endpointed segment); the forced language and options stay."""
+        self.raw_decoded = self.text = self.committed = ""
+        self.language = self.forced_language
+        self.chunk_id = self.published_cp = 0
+
+    def decode_chunk(self, audio: np.ndarray, final: bool = False, publish: bool | None = None) -> ChunkOutcome:
+        """Steps 1-10 of ``decode_chunk`` plus the committed-delta contract.
+
+        ``publish`` defaults to ``not final``: ``finish`` publishes nothing, an endpointed segment's flush does.
+        """
         forced = self.forced_language
         prefix = self.build_prefix(final)
         self.decode_calls += 1
@@ -162,7 +171,7 @@ class LspRecognizer:
         self.language = parsed.language
         self.text = truncate_at_pipe(parsed.text)
         self.chunk_id += 1
-        delta = "" if final else self._publish(fixed)
+        delta = self._publish(fixed) if (not final if publish is None else publish) else ""
         return ChunkOutcome(prefix, generated, raw, self.text, fixed, self.language, delta)
 
     def _publish(self, fixed: str) -> str:

@@ -1,0 +1,263 @@
+"""Endpointed R2T2 streams: Silero VAD closes a segment, its text is kept and a fresh LSP state starts.
+
+families.md §1.7 "110 s limit / endpointing": the audio is re-framed into stream-aligned 512-sample frames (32 ms)
+and each frame's speech probability drives a start/end detector whose state carries across segments. While no
+speech is going on, the last ``vad_gap_keep_ms`` (at most ``max_segment_seconds`` minus one frame) are kept as a
+seed and prepended when speech starts. A speech end whose span (padded by ``vad_speech_pad_ms``) lasts at least
+``vad_min_speech_ms``, or a segment reaching ``max_segment_seconds``, flushes the segment: a final-flush decode of
+its audio whose delta *is* published, a :class:`SpeechEnd` carrying the segment's authoritative text (only when
+it has text), then the recognizer is reset. At ``finish`` a leftover seed gets one last decode and an open
+segment is flushed the same way. The final text joins the non-empty segment texts with single spaces; a
+segment's first delta after earlier committed text starts with that space.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from inference.contract import SAMPLE_RATE, Delta, Segment, SpeechEnd, StreamEvent, Timing, Transcript
+from inference.errors import UsageError
+from inference.families.confucius4_r2t2.lsp import ChunkDecoder, LspRecognizer, StreamOptions
+from inference.families.confucius4_r2t2.streaming import _checked
+
+FRAME = 512  # Silero frame at 16 kHz
+NEG_OFFSET = 0.15  # speech continues until the probability drops below threshold - 0.15
+
+
+@dataclass(frozen=True)
+class EndpointOptions:
+    threshold: float = 0.4
+    min_speech_ms: int = 100
+    min_silence_ms: int = 200
+    speech_pad_ms: int = 50
+    gap_keep_ms: int = 2000
+    max_segment_seconds: float = 20.0
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> EndpointOptions:
+        return cls(
+            threshold=float(options.get("vad_threshold", cls.threshold)),
+            min_speech_ms=int(options.get("vad_min_speech_ms", cls.min_speech_ms)),
+            min_silence_ms=int(options.get("vad_min_silence_ms", cls.min_silence_ms)),
+            speech_pad_ms=int(options.get("vad_speech_pad_ms", cls.speech_pad_ms)),
+            gap_keep_ms=int(options.get("vad_gap_keep_ms", cls.gap_keep_ms)),
+            max_segment_seconds=float(options.get("max_segment_seconds", cls.max_segment_seconds)),
+        )
+
+
+class FrameVad(Protocol):
+    def process(self, frame: np.ndarray) -> float: ...
+
+
+class SpeechDetector:
+    """Speech start/end from per-frame probabilities (Silero's streaming iterator rules), in stream samples."""
+
+    def __init__(self, options: EndpointOptions) -> None:
+        self.threshold = options.threshold
+        self.negative = options.threshold - NEG_OFFSET
+        self.min_silence = options.min_silence_ms * SAMPLE_RATE // 1000
+        self.pad = options.speech_pad_ms * SAMPLE_RATE // 1000
+        self.in_speech = False
+        self._start = 0
+        self._silence_from: int | None = None
+
+    def frame(self, probability: float, frame_start: int) -> tuple[bool, tuple[int, int] | None]:
+        """(speech started at this frame, (start, end) span of speech that ended here)."""
+        frame_end = frame_start + FRAME
+        if not self.in_speech:
+            if probability >= self.threshold:
+                self.in_speech = True
+                self._start = max(0, frame_start - self.pad)
+                self._silence_from = None
+                return True, None
+            return False, None
+        if probability >= self.threshold:
+            self._silence_from = None
+        elif probability < self.negative and self._silence_from is None:
+            self._silence_from = frame_end
+        if self._silence_from is not None and frame_end - self._silence_from >= self.min_silence:
+            self.in_speech = False
+            span = (self._start, self._silence_from + self.pad)
+            self._silence_from = None
+            return False, span
+        return False, None
+
+
+class EndpointedStream:
+    """A ``contract.Stream`` of LSP segments split by voice activity. Not thread-safe."""
+
+    def __init__(
+        self,
+        decoder_factory: Callable[[], ChunkDecoder],
+        options: StreamOptions,
+        endpoints: EndpointOptions,
+        vad: FrameVad,
+        forced_language: str = "",
+    ) -> None:
+        self.options = options
+        self.endpoints = endpoints
+        self.vad = vad
+        self._decoder_factory = decoder_factory
+        self.recognizer = LspRecognizer(decoder_factory(), options, forced_language)
+        self.detector = SpeechDetector(endpoints)
+        self._chunk = options.chunk_samples
+        self._max_segment = max(1, int(endpoints.max_segment_seconds * SAMPLE_RATE))
+        self._seed_limit = min(self._max_segment - 1, endpoints.gap_keep_ms * SAMPLE_RATE // 1000)
+        self._min_speech = endpoints.min_speech_ms * SAMPLE_RATE // 1000
+        self._pending = np.zeros(0, dtype=np.float32)  # samples short of a whole VAD frame
+        self._seed = np.zeros(0, dtype=np.float32)
+        self._buffer = np.zeros(0, dtype=np.float32)  # segment audio not yet a whole chunk
+        self._accum = np.zeros(0, dtype=np.float32)  # the open segment's decoded audio
+        self._segment_audio = False
+        self._segment_samples = 0
+        self._segment_start = 0
+        self._segment_id = 0
+        self._consumed = 0  # stream samples through the VAD
+        self._texts: list[str] = []
+        self._segments: list[Segment] = []
+        self._committed_any = False  # some delta went out (the next segment's first one needs a space)
+        self._segment_committed = False
+        self._language = forced_language
+        self._closed = False
+        self._model_wall_s = 0.0
+        self.decode_calls = 0
+
+    # ------------------------------------------------------------------ contract.Stream
+    def push(self, pcm: np.ndarray) -> list[StreamEvent]:
+        if self._closed:
+            raise UsageError("push after finish or cancel", "open a new stream")
+        samples = _checked(pcm)
+        data = np.concatenate([self._pending, samples]) if self._pending.size else samples
+        events: list[StreamEvent] = []
+        whole = data.size // FRAME * FRAME
+        for start in range(0, whole, FRAME):
+            events += self._frame(data[start : start + FRAME])
+        self._pending = data[whole:].copy()
+        return events
+
+    def finish(self) -> Transcript:
+        if self._closed:
+            raise UsageError("the stream was already finished or cancelled", "open a new stream")
+        self._closed = True
+        if self._pending.size:  # less than a VAD frame: it joins whatever is open
+            tail, self._pending = self._pending, np.zeros(0, dtype=np.float32)
+            if self.detector.in_speech or self._segment_audio:
+                self._add_segment_audio(tail)
+            else:
+                self._keep_seed(tail)
+            self._consumed += tail.size
+        if not self.detector.in_speech and not self._segment_audio and self._seed.size:
+            # Quiet speech the VAD ended on would otherwise be lost: the lead-in window gets one decode.
+            self._buffer, self._seed = self._seed, np.zeros(0, dtype=np.float32)
+            self._segment_audio = True
+            self._segment_samples = self._buffer.size
+            self._segment_start = self._consumed - self._segment_samples
+        if self.detector.in_speech or self._segment_audio:
+            self._flush_segment()
+        total_s = self._consumed / SAMPLE_RATE
+        return Transcript(
+            text=" ".join(self._texts),
+            language=self._language or None,
+            segments=list(self._segments),
+            timing=Timing(total_s, self._model_wall_s),
+        )
+
+    def cancel(self) -> None:
+        self._closed = True
+        self._buffer = self._accum = self._seed = self._pending = np.zeros(0, dtype=np.float32)
+
+    # ------------------------------------------------------------------ frames
+    def _frame(self, frame: np.ndarray) -> list[StreamEvent]:
+        started, ended = self.detector.frame(self.vad.process(frame), self._consumed)
+        end_requested = ended is not None and ended[1] - ended[0] >= self._min_speech
+        # Shorter bursts (clicks, coughs) stay absorbed in the open segment.
+        if started and not self._segment_audio:
+            self._segment_audio = True
+            self._buffer = np.concatenate([self._buffer, self._seed])
+            self._segment_samples += self._seed.size
+            self._seed = np.zeros(0, dtype=np.float32)
+            self._segment_start = self._consumed - self._segment_samples
+        events: list[StreamEvent] = []
+        if self.detector.in_speech or self._segment_audio or end_requested:
+            offset = 0
+            while offset < frame.size:
+                if not self._segment_audio:
+                    self._segment_audio = True
+                    self._segment_start = self._consumed + offset
+                take = min(frame.size - offset, self._max_segment - self._segment_samples)
+                self._add_segment_audio(frame[offset : offset + take])
+                offset += take
+                if self._segment_samples == self._max_segment:
+                    events += self._flush_segment()
+        else:
+            self._keep_seed(frame)
+        self._consumed += frame.size
+        if end_requested and self._segment_audio:
+            events += self._flush_segment()
+        events += self._decode_ready_chunks()
+        return events
+
+    def _keep_seed(self, samples: np.ndarray) -> None:
+        seed = np.concatenate([self._seed, samples])
+        self._seed = seed[seed.size - self._seed_limit :] if seed.size > self._seed_limit else seed
+
+    def _add_segment_audio(self, samples: np.ndarray) -> None:
+        self._buffer = np.concatenate([self._buffer, samples])
+        self._segment_samples += samples.size
+
+    def _decode_ready_chunks(self) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        while self._buffer.size >= self._chunk:
+            self._accum = np.concatenate([self._accum, self._buffer[: self._chunk]])
+            self._buffer = self._buffer[self._chunk :]
+            events += self._delta(self._decode(final=False, publish=True))
+        return events
+
+    def _decode(self, final: bool, publish: bool):  # -> ChunkOutcome
+        started = time.perf_counter()
+        outcome = self.recognizer.decode_chunk(self._accum, final, publish)
+        self._model_wall_s += time.perf_counter() - started
+        self.decode_calls += 1
+        return outcome
+
+    def _delta(self, outcome) -> list[StreamEvent]:
+        if not outcome.delta:
+            return []
+        text = (" " if self._committed_any and not self._segment_committed else "") + outcome.delta
+        self._committed_any = self._segment_committed = True
+        start_s = self._segment_start / SAMPLE_RATE
+        return [Delta(text, self._segment_id, start_s, start_s + self._accum.size / SAMPLE_RATE,
+                      outcome.language or None)]  # fmt: skip
+
+    def _flush_segment(self) -> list[StreamEvent]:
+        if self._buffer.size:
+            self._accum = np.concatenate([self._accum, self._buffer])
+            self._buffer = np.zeros(0, dtype=np.float32)
+        start, end = self._segment_start, self._segment_start + self._segment_samples
+        events: list[StreamEvent] = []
+        text = ""
+        if self._accum.size:
+            outcome = self._decode(final=True, publish=True)
+            text = outcome.text
+            events += self._delta(outcome)
+        if self.recognizer.language:
+            self._language = self.recognizer.language
+        language = self.recognizer.language or None
+        if text:
+            self._texts.append(text)
+            self._segments.append(Segment(text, start / SAMPLE_RATE, end / SAMPLE_RATE))
+            events.append(SpeechEnd(self._segment_id, start / SAMPLE_RATE, end / SAMPLE_RATE, text, language))
+        # A fresh recognizer (and decoder caches) for the next segment; the VAD state carries on.
+        forced = self.recognizer.forced_language
+        self.recognizer = LspRecognizer(self._decoder_factory(), self.options, forced)
+        self._segment_committed = False
+        self._accum = np.zeros(0, dtype=np.float32)
+        self._segment_audio = False
+        self._segment_samples = 0
+        self._segment_id += 1
+        return events

@@ -1,0 +1,144 @@
+"""Endpointed R2T2 streams (families.md §1.7 "endpointing") with a fake VAD and a decoder that counts speech."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fake_decoder import FakeTokenizer
+
+from inference.contract import Delta, SpeechEnd
+from inference.families.confucius4_r2t2.endpointing import (
+    FRAME,
+    EndpointedStream,
+    EndpointOptions,
+    SpeechDetector,
+)
+from inference.families.confucius4_r2t2.lsp import StreamOptions
+
+SPEECH = np.float32(0.1)
+
+
+def word(i: int) -> str:
+    return "w" + chr(97 + i % 26) + chr(97 + i // 26)
+
+
+class SpeechCountingDecoder(FakeTokenizer):
+    """Its transcript is one word per 1600 non-zero samples; it continues whatever prefix it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[int] = []
+
+    def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
+        self.calls.append(audio.size)
+        full = " ".join(word(i) for i in range(int(np.count_nonzero(audio)) // 1600))
+        return full[len(prefix) :] if full.startswith(prefix) else full
+
+
+class LevelVad:
+    """Speech probability 0.9 for a frame holding any non-zero sample, else 0."""
+
+    def process(self, frame: np.ndarray) -> float:
+        assert frame.size == FRAME
+        return 0.9 if np.any(frame) else 0.0
+
+
+def frames(*runs: tuple[int, bool]) -> np.ndarray:
+    return np.concatenate([np.full(n * FRAME, SPEECH if speech else 0.0, np.float32) for n, speech in runs])
+
+
+def make(endpoints: EndpointOptions | None = None) -> tuple[EndpointedStream, list[SpeechCountingDecoder]]:
+    made: list[SpeechCountingDecoder] = []
+
+    def factory() -> SpeechCountingDecoder:
+        made.append(SpeechCountingDecoder())
+        return made[-1]
+
+    stream = EndpointedStream(factory, StreamOptions(), endpoints or EndpointOptions(), LevelVad(), "English")
+    return stream, made
+
+
+def test_the_detector_pads_speech_and_waits_for_the_silence():
+    detector = SpeechDetector(EndpointOptions(threshold=0.4, min_silence_ms=200, speech_pad_ms=50))
+    assert detector.frame(0.1, 0) == (False, None)
+    assert detector.frame(0.9, 512) == (True, None)
+    assert detector.frame(0.3, 1024) == (False, None)  # between the thresholds: still speech
+    silence_from = 2048  # the end of the first frame below 0.25
+    assert detector.frame(0.1, 1536) == (False, None)
+    results = [detector.frame(0.0, start) for start in range(2048, 2048 + 10 * 512, 512)]
+    ends = [span for _, span in results if span]
+    assert ends == [(0, silence_from + 800)]  # padded by 50 ms both sides (the start clamps at 0)
+    first_end = next(i for i, (_, span) in enumerate(results) if span)
+    assert 2048 + (first_end + 1) * 512 - silence_from >= 3200 > 2048 + first_end * 512 - silence_from
+
+
+def test_two_utterances_make_two_segments_with_seeds_speech_ends_and_a_joined_text():
+    stream, decoders = make()
+    audio = frames((31, False), (63, True), (37, False), (31, True), (19, False))
+    events = stream.push(audio)
+    transcript = stream.finish()
+    ends = [e for e in events if isinstance(e, SpeechEnd)]
+    # segment 0: the 31 silent frames are its seed; it ends 8 frames after the speech (200 ms of silence)
+    first = " ".join(word(i) for i in range(63 * FRAME // 1600))
+    second = " ".join(word(i) for i in range(31 * FRAME // 1600))
+    assert [(e.segment_id, e.start_s, e.end_s, e.text, e.language) for e in ends] == [
+        (0, 0.0, 102 * FRAME / 16000, first, "English"),
+        (1, 102 * FRAME / 16000, 170 * FRAME / 16000, second, "English"),
+    ]
+    deltas = [e for e in events if isinstance(e, Delta)]
+    assert {d.segment_id for d in deltas} == {0, 1}
+    assert [d.text[0] == " " for d in deltas if d.segment_id == 1][0]  # a new segment's first delta
+    committed = "".join(d.text for d in deltas)
+    assert committed.split(" " + word(0))[0] == " ".join(first.split()[:-5])  # the flush rolled back 5 words
+    assert transcript.text == first + " " + second
+    assert [(s.text, s.start_s) for s in transcript.segments] == [(first, 0.0), (second, 102 * FRAME / 16000)]
+    # each segment has its own decoder; the trailing silence (a seed) was decoded once at finish
+    assert len(decoders) == 4 and decoders[2].calls and not decoders[3].calls
+    assert decoders[2].calls == [11 * FRAME]
+
+
+def test_max_segment_seconds_cuts_continuous_speech():
+    stream, _ = make(EndpointOptions(max_segment_seconds=1.0))
+    events = stream.push(frames((94, True)))
+    transcript = stream.finish()
+    ends = [(e.segment_id, e.start_s, e.end_s) for e in events if isinstance(e, SpeechEnd)]
+    assert ends == [(0, 0.0, 1.0), (1, 1.0, 2.0), (2, 2.0, 3.0)]
+    assert len(transcript.segments) == 3  # the last 128 samples hold no word
+    assert transcript.text == " ".join([" ".join(word(i) for i in range(10))] * 3)
+
+
+def test_a_short_burst_is_absorbed_and_silence_alone_gives_no_text():
+    stream, decoders = make(EndpointOptions(min_speech_ms=500))
+    events = stream.push(frames((20, False), (3, True), (40, False)))
+    assert not [e for e in events if isinstance(e, SpeechEnd)]  # 96 ms of speech: no segment end
+    transcript = stream.finish()
+    assert transcript.text == "" and transcript.segments == []
+    stream, decoders = make()
+    stream.push(frames((70, False)))
+    assert stream.finish().text == ""
+    assert [d.calls for d in decoders] == [[32000], []]  # the last 2 s (the seed), once, at finish
+
+
+def test_pushes_of_any_size_give_the_same_events():
+    audio = frames((31, False), (63, True), (37, False), (31, True), (19, False))
+    whole, _ = make()
+    expected = whole.push(audio)
+    expected_text = whole.finish().text
+    pieces, _ = make()
+    got = []
+    rng = np.random.default_rng(1)
+    start = 0
+    while start < audio.size:
+        size = int(rng.integers(1, 3000))
+        got += pieces.push(audio[start : start + size])
+        start += size
+    assert got == expected and pieces.finish().text == expected_text
+
+
+def test_misuse_is_rejected():
+    stream, _ = make()
+    with pytest.raises(Exception, match="float32"):
+        stream.push(np.zeros(10, np.float64))
+    stream.finish()
+    with pytest.raises(Exception, match="push after finish"):
+        stream.push(np.zeros(10, np.float32))
