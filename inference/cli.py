@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--model", help="model directory, .gguf file or installed package id (default: installed model)")
     tr.add_argument("--family", help="model family (default: inferred from the checkpoint)")
     tr.add_argument("--mode", choices=("offline", "streaming"), default="offline")
+    tr.add_argument("--stream-mode", choices=("auto", "native", "segmented"), default="auto",
+                    help="streaming: the model's own live path (native), VAD segments transcribed at each pause "
+                         "(segmented), or native where the model has one (auto)")
     tr.add_argument("--language", help="language (ISO code or name; family-dependent)")
     tr.add_argument("--context", help="context text (names, terms) for families that take it")
     tr.add_argument("--session-option", action="append", default=[], metavar="K=V", help="engine session option")
@@ -221,7 +224,8 @@ def _run_stream(
                     _emit(out, event_to_json(event))
 
     # A file or a pipe can wait for the model: block instead of refusing audio.
-    stream = engine.open_stream(on_events=print_events, backlog=BacklogPolicy("block"), **request_options)
+    stream = engine.open_stream(on_events=print_events, backlog=BacklogPolicy("block"), mode=args.stream_mode,
+                                **request_options)
     step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
     try:
         if audio is not None:

@@ -183,9 +183,13 @@ class RemoteEngine:
         on_events: EventsCallback | None = None,
         backlog: BacklogPolicy | None = None,
         segmenter: dict[str, Any] | None = None,
+        mode: str = "auto",
         **request_options: Any,
     ) -> RemoteStream:
-        stream = RemoteStream(self, dict(request_options), dict(segmenter or {}), on_events, backlog or BacklogPolicy())
+        """``mode``: "auto" (the engine's own live path when it has one), "native", or "segmented" (Silero VAD
+        closes segments that the engine transcribes offline: final text per pause, with any model)."""
+        stream = RemoteStream(self, dict(request_options), dict(segmenter or {}), on_events,
+                              backlog or BacklogPolicy(), mode)  # fmt: skip
         self.client.open_stream(stream)
         return stream
 
@@ -211,12 +215,14 @@ class RemoteStream:
         segmenter: dict[str, Any],
         on_events: EventsCallback | None,
         backlog: BacklogPolicy,
+        mode: str = "auto",
     ) -> None:
         self.engine = engine
         self.client = engine.client
         self.stream_id = f"s{self.client.next_id()}"
         self.options = options
         self.segmenter = segmenter
+        self.mode = mode
         self.backlog = backlog
         self.kind = ""  # "native" or "segmented", once opened
         self._on_events = on_events
@@ -645,7 +651,7 @@ class WorkerClient:
 
     def _open_remote(self, stream: RemoteStream) -> None:
         message = p.OpenStream(self.next_id(), stream.engine.engine_id, stream.stream_id, stream.options,
-                               stream.segmenter)  # fmt: skip
+                               stream.segmenter, stream.mode)  # fmt: skip
         try:
             opened = self.request(message)
         except CaptioneerError:

@@ -78,6 +78,7 @@ class OpenStream:
     stream_id: str
     options: dict[str, Any] = field(default_factory=dict)
     segmenter: dict[str, Any] = field(default_factory=dict)
+    mode: str = "auto"  # auto: the engine's own live path if it has one; native; segmented (VAD segments)
 
 
 @dataclass(frozen=True)

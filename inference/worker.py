@@ -262,9 +262,15 @@ class Worker:
                 "finish a stream first, or load the model a second time",
             )
         stream: Stream
-        if engine.capabilities.streaming:
+        if message.mode not in ("auto", "native", "segmented"):
+            raise UsageError(f"unknown stream mode {message.mode!r}", "use auto, native or segmented")
+        if message.mode == "native" and not engine.capabilities.streaming:
+            raise UsageError(f"the {engine.family} engine has no live path of its own",
+                             "use stream mode auto or segmented (VAD segments)")  # fmt: skip
+        native = engine.capabilities.streaming and message.mode != "segmented"
+        if native:
             if message.segmenter:
-                raise UsageError("segmenter options apply only to models without a live path of their own")
+                raise UsageError("segmenter options apply to VAD-segmented streams", "add mode=segmented")
             stream, kind = engine.open_stream(**message.options), "native"
         else:
             from inference.audio.vad import SileroVad

@@ -64,8 +64,8 @@ def test_a_killed_worker_is_exit_code_1_with_one_line(tmp_path: Path) -> None:
 def test_a_live_stream_from_stdin_survives_a_killed_worker() -> None:
     audio = load_audio_file(SAMPLE)
     gap = np.zeros(16000, np.float32)
-    proc = cli("-", "--model", str(DEMO), "--mode", "streaming", "--format", "jsonl", "--input-format", "f32le",
-               stdin=subprocess.PIPE)  # fmt: skip
+    proc = cli("-", "--model", str(DEMO), "--mode", "streaming", "--stream-mode", "segmented", "--format", "jsonl",
+               "--input-format", "f32le", stdin=subprocess.PIPE)  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(np.concatenate([audio, gap]).astype("<f4").tobytes())
     proc.stdin.flush()
@@ -91,8 +91,8 @@ def test_ctrl_c_finishes_a_live_stream_with_done() -> None:
     """Ctrl-C in a terminal signals the whole process group, the worker included: the CLI drains and ends
     with `done`, the worker survives until then."""
     audio = load_audio_file(SAMPLE)
-    proc = cli("-", "--model", str(DEMO), "--mode", "streaming", "--format", "jsonl", "--input-format", "f32le",
-               stdin=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    proc = cli("-", "--model", str(DEMO), "--mode", "streaming", "--stream-mode", "segmented", "--format", "jsonl",
+               "--input-format", "f32le", stdin=subprocess.PIPE, start_new_session=True)  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(np.concatenate([audio, np.zeros(16000, np.float32), audio]).astype("<f4").tobytes())
     proc.stdin.flush()

@@ -148,6 +148,8 @@ def test_misuse_is_refused_before_it_reaches_the_worker(client: WorkerClient) ->
     with pytest.raises(UsageError, match="NaN"):
         stream.push(np.array([0.0, np.nan], np.float32))
     stream.finish(timeout=10)
+    with pytest.raises(UsageError, match="unknown stream mode 'bogus'"):
+        client.load("unused", factory=FAULTY).open_stream(mode="bogus")
     with pytest.raises(UsageError, match="finished or cancelled"):
         stream.push(CHUNK)
 
@@ -342,7 +344,6 @@ def test_demo_model_through_the_worker_equals_in_process(client: WorkerClient) -
     audio = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav")
     remote = client.load(DEMO)
     assert remote.family == "parakeet_tdt" and remote.capabilities.word_timestamps
-    assert not remote.capabilities.streaming
     through_worker = remote.transcribe(audio)
     with load_engine(DEMO) as local:  # type: ignore[attr-defined]
         in_process = local.transcribe(audio)
@@ -360,7 +361,7 @@ def test_demo_model_streams_segment_by_segment(client: WorkerClient) -> None:
     remote = client.load(DEMO)
     expected = [remote.transcribe(one).text, remote.transcribe(two).text]
     recorder = Recorder()
-    stream = remote.open_stream(on_events=recorder)
+    stream = remote.open_stream(on_events=recorder, mode="segmented")  # VAD segments, even for a streaming family
     assert stream.kind == "segmented"
     step = int(0.32 * SAMPLE_RATE)
     for start in range(0, audio.size, step):
