@@ -39,6 +39,7 @@ class ModelChoice:
     request_options: tuple[tuple[str, object], ...] = ()
     backend: str = "auto"
     threads: int | None = None
+    stream_mode: str = "auto"  # auto | native | segmented (see RemoteEngine.open_stream)
 
 
 class LiveController(QObject):
@@ -114,7 +115,7 @@ class LiveController(QObject):
             pipeline = LivePipeline(
                 engine, source, self.events_arrived.emit, on_level=self.level_changed.emit,
                 on_source_end=self._source_ended.emit, request_options=dict(choice.request_options),
-                clock=self.clock,
+                clock=self.clock, stream_mode=choice.stream_mode,
             )  # fmt: skip
             journal = SessionJournal(sessions_dir(self.data_dir), choice.label, source.name)
             self._prepared.emit(pipeline, journal)  # queued ahead of any event of this pipeline

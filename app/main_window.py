@@ -156,6 +156,10 @@ class MainWindow(QMainWindow):
         self.click_through_action.setChecked(self.settings.overlay_click_through)
         self.click_through_action.toggled.connect(self._set_click_through)
         view_menu.addAction(self.click_through_action)
+        self.segmented_action = QAction("Final text at each &pause (no revisions)", self, checkable=True)
+        self.segmented_action.setChecked(self.settings.caption_mode == "segmented")
+        self.segmented_action.toggled.connect(self._set_segmented)
+        view_menu.addAction(self.segmented_action)
         self.timestamps_action = QAction("&Timestamps", self, checkable=True)
         self.timestamps_action.setChecked(self.settings.show_timestamps)
         self.timestamps_action.toggled.connect(self._set_timestamps)
@@ -232,8 +236,9 @@ class MainWindow(QMainWindow):
             options["language"] = self.language_edit.text().strip()
         if self.context_edit.isEnabled() and self.context_edit.text().strip():
             options["context"] = self.context_edit.text().strip()
+        mode = self.settings.caption_mode if self.settings.caption_mode in ("auto", "segmented") else "auto"
         choice = ModelChoice(choice.label, choice.path, choice.family, choice.session_options,
-                             tuple(sorted(options.items())), choice.backend, choice.threads)  # fmt: skip
+                             tuple(sorted(options.items())), choice.backend, choice.threads, mode)  # fmt: skip
         try:
             source = self.source_factory(device)
         except CaptioneerError as exc:
@@ -387,6 +392,10 @@ class MainWindow(QMainWindow):
         self.settings.overlay_click_through = enabled
         self.settings_store.save(self.settings)
         self.overlay.apply_settings(self.settings)
+
+    def _set_segmented(self, enabled: bool) -> None:
+        self.settings.caption_mode = "segmented" if enabled else "auto"  # applies from the next start
+        self.settings_store.save(self.settings)
 
     def _set_timestamps(self, enabled: bool) -> None:
         self.settings.show_timestamps = enabled

@@ -31,6 +31,7 @@ class Settings:
     input_device: str | None = None  # sounddevice name; None = the system default
     caption_font_size: int = 14
     show_timestamps: bool = False
+    caption_mode: str = "auto"  # auto (the model's live path) | segmented (final text at each pause)
     overlay_enabled: bool = False
     overlay_opacity: float = 0.85
     overlay_lines: int = 2

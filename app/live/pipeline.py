@@ -48,6 +48,7 @@ class LivePipeline:
         request_options: dict[str, object] | None = None,
         backlog: BacklogPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
+        stream_mode: str = "auto",
     ) -> None:
         self.engine = engine
         self.source = source
@@ -56,6 +57,7 @@ class LivePipeline:
         self.on_source_end = on_source_end
         self.clock = clock
         self.request_options = dict(request_options or {})
+        self.stream_mode = stream_mode
         # Live audio never blocks the sound card: queue and coalesce, and say so when the model falls behind.
         self.backlog = backlog or BacklogPolicy("coalesce", max_in_flight=2, max_backlog_s=30.0)
         self._lock = threading.Lock()
@@ -69,7 +71,8 @@ class LivePipeline:
 
     # ------------------------------------------------------------------ control
     def start(self) -> None:
-        self._stream = self.engine.open_stream(on_events=self.deliver, backlog=self.backlog, **self.request_options)
+        self._stream = self.engine.open_stream(on_events=self.deliver, backlog=self.backlog, mode=self.stream_mode,
+                                               **self.request_options)  # fmt: skip
         self.running = True
         try:
             self.source.start(self._on_audio, self._on_end)

@@ -1,0 +1,100 @@
+"""End-to-end caption latency: speech end → committed text in the session model the window draws from.
+
+A recording is played through the app's live pipeline in real time (the same path as a microphone:
+source → 320 ms pushes → worker → events → session model on the Qt thread). For every delta, latency is
+the time from when the audio at the delta's end was captured to when the text reached the model.
+
+    .venv/bin/python tests/bench/bench_caption_latency.py [--model resources/demo_model] [--modes auto,segmented]
+        [--seconds 60] [--threads 2]
+
+Quote the CPU (printed) with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("CAPTIONEER_HOME", tempfile.mkdtemp(prefix="captioneer-bench-"))
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def speech(seconds: float) -> np.ndarray:
+    from inference.audio.io import load_audio_file
+
+    clips = [load_audio_file(REPO / "resources" / "samples" / f"demo_sample_{i}.wav") for i in (1, 2)]
+    gap = np.zeros(int(0.8 * 16000), np.float32)
+    pieces, total = [], 0
+    while total < seconds * 16000:
+        for clip in clips:
+            pieces += [clip, gap]
+            total += clip.size + gap.size
+    return np.concatenate(pieces)[: int(seconds * 16000)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, default=REPO / "resources" / "demo_model")
+    parser.add_argument("--modes", default="auto,segmented")
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--session-option", action="append", default=[], metavar="K=V")
+    args = parser.parse_args()
+
+    from PySide6.QtCore import QCoreApplication
+
+    from app.controller import LiveController, ModelChoice
+    from app.live.sources import ArraySource
+    from inference.client import WorkerClient
+    from inference.engine import detect_family
+    from inference.paths import AppPaths
+
+    app = QCoreApplication([sys.argv[0]])
+    audio = speech(args.seconds)
+    family = detect_family(args.model)
+    options = tuple(tuple(item.split("=", 1)) for item in args.session_option)
+    print(f"CPU: {cpu_name()}; {args.threads} threads; model {args.model.name} ({family}); "
+          f"{args.seconds:.0f} s played in real time")  # fmt: skip
+    for mode in args.modes.split(","):
+        controller = LiveController(WorkerClient, AppPaths.from_environment().ensure().data)
+        finished: list[bool] = []
+        controller.session_finished.connect(lambda f=finished: f.append(True))
+        choice = ModelChoice(args.model.name, args.model, family, options, threads=args.threads,
+                             stream_mode=mode)  # type: ignore[arg-type]  # fmt: skip
+        started = time.monotonic()
+        controller.start(choice, ArraySource(audio, "benchmark recording", speed=1.0))
+        while not finished and time.monotonic() - started < args.seconds * 3 + 120:
+            app.processEvents()
+            time.sleep(0.002)
+        summary = controller.latency_summary()
+        text = controller.session.committed_text.strip()
+        controller.shutdown()
+        if summary is None:
+            print(f"  {mode:9s} no text committed")
+            continue
+        values = np.array(controller.latencies)
+        print(f"  {mode:9s} latency p50 {summary[0]:.3f} s  p95 {summary[1]:.3f} s  max {values.max():.3f} s  "
+              f"({values.size} deltas, {len(text.split())} words)")
+
+
+if __name__ == "__main__":
+    main()
