@@ -107,7 +107,7 @@ def test_streaming_jsonl_prints_lsp_deltas_through_the_worker(tmp_path: Path) ->
     assert code == 0
     events = [json.loads(line) for line in text.splitlines()]
     done = events[-1]
-    assert done["type"] == "done" and all(e["type"] == "delta" for e in events[:-1])
+    assert done["type"] == "done" and {e["type"] for e in events[:-1]} == {"delta", "snapshot"}
 
     engine = create_engine(EngineRequest(model, "confucius4_r2t2", {}, "cpu", 1))
     try:
@@ -117,8 +117,8 @@ def test_streaming_jsonl_prints_lsp_deltas_through_the_worker(tmp_path: Path) ->
     finally:
         engine.close()
     assert expected, "the fixture should commit text"
-    assert [(e["text"], e["segment_id"], e["language"]) for e in events[:-1]] == [
-        (e.text, e.segment_id, e.language) for e in expected
+    assert [(e["type"], e["text"], e["segment_id"], e["language"]) for e in events[:-1]] == [
+        (e.type, e.text, e.segment_id, e.language) for e in expected
     ]
     assert [e["end_s"] for e in events[:-1]] == [round(e.end_s, 4) for e in expected]
     assert done["text"] == transcript.text and done["language"] == "English"

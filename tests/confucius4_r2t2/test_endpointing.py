@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from fake_decoder import FakeTokenizer
 
-from inference.contract import Delta, SpeechEnd
+from inference.contract import Delta, Snapshot, SpeechEnd
 from inference.families.confucius4_r2t2.endpointing import (
     FRAME,
     EndpointedStream,
@@ -90,6 +90,12 @@ def test_two_utterances_make_two_segments_with_seeds_speech_ends_and_a_joined_te
     assert [d.text[0] == " " for d in deltas if d.segment_id == 1][0]  # a new segment's first delta
     committed = "".join(d.text for d in deltas)
     assert committed.split(" " + word(0))[0] == " ".join(first.split()[:-5])  # the flush rolled back 5 words
+    snapshots = [e for e in events if isinstance(e, Snapshot)]
+    assert {e.segment_id for e in snapshots} == {0, 1}
+    # after earlier committed text, a segment's provisional words start with the joining space
+    assert all(e.text.startswith(" ") for e in snapshots if e.segment_id == 1 and e.text)
+    last_of_first = max(i for i, e in enumerate(events) if isinstance(e, Snapshot) and e.segment_id == 0)
+    assert isinstance(events[last_of_first + 1], Delta | SpeechEnd)  # the flush sends no snapshot
     assert transcript.text == first + " " + second
     assert [(s.text, s.start_s) for s in transcript.segments] == [(first, 0.0), (second, 102 * FRAME / 16000)]
     # each segment has its own decoder; the trailing silence (a seed) was decoded once at finish

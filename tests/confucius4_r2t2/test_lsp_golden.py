@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from fake_decoder import ScriptedDecoder
 
-from inference.contract import Delta
+from inference.contract import Delta, Snapshot
 from inference.families.confucius4_r2t2.lsp import StreamOptions
-from inference.families.confucius4_r2t2.streaming import R2T2Stream
+from inference.families.confucius4_r2t2.streaming import R2T2Stream, provisional_tail
 
 CHUNK_MS = 80.0
 CHUNK = 1280  # samples of one 80 ms chunk
@@ -38,9 +38,9 @@ def run_table(table, language: str = "", **options):
         _, prefix, delta, text = row
         events = stream.push(np.zeros(CHUNK, dtype=np.float32))
         assert decoder.calls[index][1] == prefix, f"row {index}: prefix"
-        assert [e.text for e in events] == ([delta] if delta else []), f"row {index}: delta"
+        assert [e.text for e in events if isinstance(e, Delta)] == ([delta] if delta else []), f"row {index}: delta"
         assert stream.recognizer.text == text, f"row {index}: text"
-        deltas.extend(e.text for e in events)
+        deltas.extend(e.text for e in events if isinstance(e, Delta))
     return stream, deltas, stream.finish()
 
 
@@ -201,5 +201,30 @@ def test_delta_events_carry_segment_times_and_language():
     decoder = ScriptedDecoder(["language German<asr_text>eins zwei drei vier fuenf sechs sieben"])
     stream = R2T2Stream(decoder, StreamOptions(chunk_size_ms=CHUNK_MS), "")
     stream.push(np.zeros(CHUNK - 1, dtype=np.float32))
-    (event,) = stream.push(np.zeros(1, dtype=np.float32))
-    assert event == Delta("eins zwei", 0, 0.0, 0.08, "German")
+    events = stream.push(np.zeros(1, dtype=np.float32))
+    assert events == [
+        Delta("eins zwei", 0, 0.0, 0.08, "German"),
+        Snapshot(" drei vier fuenf sechs sieben", 0, 0.0, 0.08, "German"),
+    ]
+
+
+def test_snapshots_show_the_provisional_words_when_they_change():
+    answers = ["language English", "language English<asr_text>one two", "language English<asr_text>one two",
+               "language English<asr_text>one two three four five six seven", " uno<asr_text>dos"]
+    decoder = ScriptedDecoder(answers)
+    stream = R2T2Stream(decoder, StreamOptions(chunk_size_ms=CHUNK_MS), "")
+    pushes = [stream.push(np.zeros(CHUNK, dtype=np.float32)) for _ in answers]
+    assert pushes[0] == []  # no tag: nothing to show
+    assert pushes[1] == [Snapshot("one two", 0, 0.0, 0.16, "English")]
+    assert pushes[2] == []  # unchanged
+    assert pushes[3] == [Delta("one two", 0, 0.0, 0.32, "English"),
+                         Snapshot(" three four five six seven", 0, 0.0, 0.32, "English")]  # fmt: skip
+    # the running text holds a tag the model emitted itself: snapshots never show it
+    assert stream.recognizer.text == "one two uno<asr_text>dos"
+    assert pushes[4] == [Snapshot(" unodos", 0, 0.0, 0.4, "English")]
+
+
+def test_no_provisional_text_once_the_running_text_leaves_the_committed_text():
+    assert provisional_tail("one two three", "one two") == " three"
+    assert provisional_tail("uno dos", "one two") == ""
+    assert provisional_tail("a<asr_text>b", "") == "ab"

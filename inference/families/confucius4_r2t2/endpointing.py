@@ -20,10 +20,19 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from inference.contract import SAMPLE_RATE, Delta, Segment, SpeechEnd, StreamEvent, Timing, Transcript
+from inference.contract import (
+    SAMPLE_RATE,
+    Delta,
+    Segment,
+    Snapshot,
+    SpeechEnd,
+    StreamEvent,
+    Timing,
+    Transcript,
+)
 from inference.errors import UsageError
 from inference.families.confucius4_r2t2.lsp import ChunkDecoder, LspRecognizer, StreamOptions
-from inference.families.confucius4_r2t2.streaming import _checked
+from inference.families.confucius4_r2t2.streaming import _checked, provisional_tail
 
 FRAME = 512  # Silero frame at 16 kHz
 NEG_OFFSET = 0.15  # speech continues until the probability drops below threshold - 0.15
@@ -122,6 +131,7 @@ class EndpointedStream:
         self._segments: list[Segment] = []
         self._committed_any = False  # some delta went out (the next segment's first one needs a space)
         self._segment_committed = False
+        self._snapshot = ""
         self._language = forced_language
         self._closed = False
         self._model_wall_s = 0.0
@@ -225,14 +235,22 @@ class EndpointedStream:
         self.decode_calls += 1
         return outcome
 
-    def _delta(self, outcome) -> list[StreamEvent]:
-        if not outcome.delta:
-            return []
-        text = (" " if self._committed_any and not self._segment_committed else "") + outcome.delta
-        self._committed_any = self._segment_committed = True
+    def _delta(self, outcome, snapshot: bool = True) -> list[StreamEvent]:
+        """The delta of a decode (a segment's first one after earlier text starts with a space) and the snapshot."""
         start_s = self._segment_start / SAMPLE_RATE
-        return [Delta(text, self._segment_id, start_s, start_s + self._accum.size / SAMPLE_RATE,
-                      outcome.language or None)]  # fmt: skip
+        end_s, language = start_s + self._accum.size / SAMPLE_RATE, outcome.language or None
+        events: list[StreamEvent] = []
+        if outcome.delta:
+            text = (" " if self._committed_any and not self._segment_committed else "") + outcome.delta
+            self._committed_any = self._segment_committed = True
+            events.append(Delta(text, self._segment_id, start_s, end_s, language))
+        tail = provisional_tail(outcome.text, self.recognizer.committed)
+        if tail and self._committed_any and not self._segment_committed:
+            tail = " " + tail
+        if snapshot and (outcome.delta or tail != self._snapshot):
+            events.append(Snapshot(tail, self._segment_id, start_s, end_s, language))
+            self._snapshot = tail
+        return events
 
     def _flush_segment(self) -> list[StreamEvent]:
         if self._buffer.size:
@@ -244,7 +262,7 @@ class EndpointedStream:
         if self._accum.size:
             outcome = self._decode(final=True, publish=True)
             text = outcome.text
-            events += self._delta(outcome)
+            events += self._delta(outcome, snapshot=False)  # the SpeechEnd below retires the snapshot
         if self.recognizer.language:
             self._language = self.recognizer.language
         language = self.recognizer.language or None
@@ -256,6 +274,7 @@ class EndpointedStream:
         forced = self.recognizer.forced_language
         self.recognizer = LspRecognizer(self._decoder_factory(), self.options, forced)
         self._segment_committed = False
+        self._snapshot = ""
         self._accum = np.zeros(0, dtype=np.float32)
         self._segment_audio = False
         self._segment_samples = 0

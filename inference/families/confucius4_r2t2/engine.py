@@ -108,6 +108,7 @@ class R2T2Engine:
         # One KV cache: streams and jobs take turns on the worker's thread (Stream state lives apart).
         self.capabilities = Capabilities(
             streaming=True,
+            snapshots=True,
             language_detection=True,
             context=True,
             streams_per_engine=8,

@@ -4,8 +4,10 @@ Pushed samples collect in a buffer; every complete chunk (``chunk_size_ms``) mov
 triggers one decode of all of it. ``finish`` decodes a leftover tail shorter than one chunk with the fixed final
 rollback, publishes no delta, and returns the running text as the authoritative transcript (families.md §1.7).
 
-Event times are seconds from the start of the stream: a delta spans the segment start to the end of the audio
-decoded when it was committed (word times are not known).
+Events: a :class:`Delta` per growth of the committed text, then a :class:`Snapshot` holding the running text past
+the committed text (the provisional words a caption view shows after it; empty when the running text no longer
+starts with the committed text), sent whenever it changes and after every delta. Times are seconds from the
+start of the stream: both span the segment start to the end of the audio decoded (word times are not known).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import time
 
 import numpy as np
 
-from inference.contract import SAMPLE_RATE, Delta, Segment, StreamEvent, Timing, Transcript
+from inference.contract import SAMPLE_RATE, Delta, Segment, Snapshot, StreamEvent, Timing, Transcript
 from inference.errors import UsageError
 from inference.families.confucius4_r2t2.lsp import ChunkDecoder, LspRecognizer, StreamOptions
+from inference.families.confucius4_r2t2.postprocess import ASR_TEXT_TAG
 
 SEGMENT_ID = 0  # one segment until endpointing splits the stream
 
@@ -41,6 +44,7 @@ class R2T2Stream:
         self._accum_samples = 0
         self._closed = False
         self._model_wall_s = 0.0
+        self._snapshot = ""
 
     # ------------------------------------------------------------------ contract.Stream
     def push(self, pcm: np.ndarray) -> list[StreamEvent]:
@@ -54,9 +58,13 @@ class R2T2Stream:
         while self._buffered >= self._chunk:
             self._move_to_accum(self._take(self._chunk))
             outcome = self._decode(final=False)
+            end_s, language = self._accum_samples / SAMPLE_RATE, outcome.language or None
             if outcome.delta:
-                events.append(Delta(outcome.delta, SEGMENT_ID, 0.0, self._accum_samples / SAMPLE_RATE,
-                                    outcome.language or None))  # fmt: skip
+                events.append(Delta(outcome.delta, SEGMENT_ID, 0.0, end_s, language))
+            tail = provisional_tail(outcome.text, self.recognizer.committed)
+            if outcome.delta or tail != self._snapshot:
+                events.append(Snapshot(tail, SEGMENT_ID, 0.0, end_s, language))
+                self._snapshot = tail
         return events
 
     def finish(self) -> Transcript:
@@ -111,6 +119,11 @@ class R2T2Stream:
         outcome = self.recognizer.decode_chunk(self._accum[0], final)
         self._model_wall_s += time.perf_counter() - started
         return outcome
+
+
+def provisional_tail(text: str, committed: str) -> str:
+    """The running text past the committed text, without tags; "" when the running text no longer starts with it."""
+    return text[len(committed) :].replace(ASR_TEXT_TAG, "") if text.startswith(committed) else ""
 
 
 def _checked(pcm: np.ndarray) -> np.ndarray:
