@@ -148,3 +148,25 @@ def test_misuse_is_rejected():
     stream.finish()
     with pytest.raises(Exception, match="push after finish"):
         stream.push(np.zeros(10, np.float32))
+
+
+def test_a_ten_minute_stream_keeps_its_state_and_work_per_chunk_bounded():
+    # 4 s of speech then 1 s of silence, 120 times; speech runs past max_segment_seconds once in a while
+    endpoints = EndpointOptions(max_segment_seconds=3.0)
+    stream, decoders = make(endpoints)
+    utterance = frames((125, True), (31, False))  # 4.0 s + 0.99 s
+    ends = 0
+    for _ in range(120):
+        for start in range(0, utterance.size, 5120):
+            events = stream.push(utterance[start : start + 5120])
+            ends += sum(isinstance(e, SpeechEnd) for e in events)
+            # nothing the stream holds grows with the length of the stream
+            assert stream._accum.size + stream._buffer.size <= 3 * 16000
+            assert stream._seed.size <= endpoints.gap_keep_ms * 16
+    transcript = stream.finish()
+    assert ends == 240  # every utterance is cut once at 3 s and ends once at the silence
+    calls = [size for d in decoders for size in d.calls]
+    assert max(calls) <= 3 * 16000  # each decode sees at most one segment's audio
+    # one decode per 320 ms of segment audio (each utterance with its seed is at most 5 s) + two flushes
+    assert len(calls) <= 120 * (5.0 / 0.32 + 2)
+    assert len(transcript.segments) == 240 and transcript.timing.audio_s == pytest.approx(120 * 156 * FRAME / 16000)
