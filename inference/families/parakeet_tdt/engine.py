@@ -16,6 +16,10 @@ hallucinate on it. Any non-zero signal, however quiet, is decoded (normalisation
 long-form mode the same holds per window: a window (center plus context) of digital silence is skipped,
 which keeps a live stream (which cannot know whether sound will follow) equal to the offline result.
 
+Live streams (``open_stream``): stock checkpoints run the long-form windows as audio arrives
+(:mod:`streaming`); Phonon-2 checkpoints run the rolling phrase policy (:mod:`rolling`). Phonon-2 requests
+may carry hotwords (:mod:`hotwords`), applied inside every greedy decode.
+
 Weights are loaded once per engine; ``close()`` frees the native memory.
 """
 

@@ -5,6 +5,9 @@ The stream runs exactly the long-form schedule on audio as it arrives: centers o
 ``right_context_sec`` after it) is encoded once all of it has arrived; only the center's encoder frames are
 decoded, continuing one predictor state and one token budget. ``finish`` flushes the tail with the windows
 clipped to the stream's end, so a whole file streamed gives the long-form offline result token for token.
+(Without ``max_tokens`` the offline budget is 10 tokens per frame of the whole clip, which a live stream
+cannot know; each window is then bounded by 10 per decoded frame, which differs only for a model that emits
+10 tokens on nearly every frame.)
 
 Events (``inference.contract``; the whole stream is segment 0):
 

@@ -16,6 +16,9 @@ It writes ``tests/fixtures/parakeet_tdt/``:
   text, the processor's token timestamps, and the long-form window reference (see ``reference_long_form``).
 
 Everything is deterministic for a given torch / espeak-ng / sox version.
+
+The Phonon-style variant (``tiny_a`` with the Phonon-2 runtime config) needs no reference run of its own and
+no second copy of the weights: ``tests/parakeet_tdt/phonon_variant.py`` builds it from these files on demand.
 """
 
 from __future__ import annotations
