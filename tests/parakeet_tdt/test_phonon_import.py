@@ -300,3 +300,39 @@ def test_agrees_with_the_fermion_research_reader(small_container: Path) -> None:
     for name, value in ours.items():
         assert np.array_equal(np.asarray(theirs[name], np.float32).reshape(value.shape), value), name
     assert importlib.util.find_spec("fermion") is not None
+
+
+def test_the_install_hook(tmp_path: Path) -> None:
+    import dataclasses
+    import threading
+
+    from inference.families.parakeet_tdt.install import SIDECAR_DIR, build_phonon2, extra_space
+    from inference.models.conversion import ConversionContext
+    from inference.models.spec import PackageFile, load_family_spec
+
+    packages = {p.id: p for p in load_family_spec("parakeet_tdt").packages}
+    source, stock = packages["phonon2_source"], packages["parakeet_tdt"]
+    assert extra_space(stock) == 0 and extra_space(source) > 2_500_000_000
+    package_dir = tmp_path / "pkg"
+    package_dir.mkdir()
+    noop = ConversionContext(stock, package_dir, lambda *_: None)
+    assert build_phonon2(noop) is None
+    context = ConversionContext(source, package_dir, lambda *_: None, threading.Event())
+    with pytest.raises(ModelError, match=r"one \.tar\.zst archive, found 0"):
+        build_phonon2(context)
+    zstandard = pytest.importorskip("zstandard", reason="reading .tar.zst needs the optional zstandard package")
+    folder, exact = phonon_archive_dir(tmp_path)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name in ("model.fermion", "config.json"):
+            tar.add(folder / name, arcname=name)
+    (package_dir / "phonon-2.bps.tar.zst").write_bytes(zstandard.ZstdCompressor().compress(buffer.getvalue()))
+    shutil.copytree(sidecars_for(tmp_path), package_dir / SIDECAR_DIR)
+    with pytest.raises(ModelError, match="sha256"):  # not the published archive
+        build_phonon2(context)
+    assert not (package_dir / "phonon-2").exists()
+    # With a digest pinned in the catalog (checked by the download), the hook converts.
+    pinned = dataclasses.replace(source, files=(PackageFile("phonon-2.bps.tar.zst", sha256="0" * 64),))
+    result = build_phonon2(ConversionContext(pinned, package_dir, lambda *_: None, threading.Event()))
+    assert result is not None and result.model_path == "phonon-2"
+    assert load_file(str(package_dir / "phonon-2" / "model.safetensors")).keys() == exact.keys()
