@@ -167,3 +167,16 @@ def test_finish_commits_the_tail_and_misuse_errors(phonon: ParakeetEngine) -> No
         fresh.push(audio, start_sample=10)
     empty = phonon.open_stream().finish()
     assert (empty.text, empty.words, empty.language) == ("", [], "en")
+
+
+def test_the_stream_keeps_its_own_copy_of_pushed_audio(phonon: ParakeetEngine) -> None:
+    audio = np.concatenate([load_audio_file(audio_path("short")), np.zeros(16000, np.float32)])
+    _events, expected = stream_all(phonon.open_stream(), audio, 1600)
+    stream = phonon.open_stream()
+    reused = np.empty(1600, np.float32)  # a capture loop that refills one buffer
+    for start in range(0, audio.size, 1600):
+        piece = audio[start : start + 1600]
+        reused[: piece.size] = piece
+        stream.push(reused[: piece.size])
+        reused[:] = 0.5
+    assert stream.finish().token_ids == expected.token_ids

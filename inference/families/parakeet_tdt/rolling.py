@@ -100,7 +100,8 @@ class RollingStream:
             return []
         started = time.perf_counter()
         self._received += samples.size
-        buffered = np.concatenate([self._pending, samples]) if self._pending.size else samples
+        # Own copy: the segment keeps these blocks, and callers may reuse their buffer after the push.
+        buffered = np.concatenate([self._pending, samples]) if self._pending.size else samples.copy()
         whole = buffered.size // BLOCK * BLOCK
         events: list[StreamEvent] = []
         for start in range(0, whole, BLOCK):
