@@ -152,6 +152,9 @@ class MainWindow(QMainWindow):
         self.overlay_action.setChecked(self.settings.overlay_enabled)
         self.overlay_action.toggled.connect(self.set_overlay_visible)
         view_menu.addAction(self.overlay_action)
+        self.overlay_settings_action = QAction("Overlay &settings…", self)
+        self.overlay_settings_action.triggered.connect(self.open_overlay_settings)
+        view_menu.addAction(self.overlay_settings_action)
         self.click_through_action = QAction("Overlay &click-through", self, checkable=True)
         self.click_through_action.setChecked(self.settings.overlay_click_through)
         self.click_through_action.toggled.connect(self._set_click_through)
@@ -388,6 +391,13 @@ class MainWindow(QMainWindow):
         else:
             self.overlay.hide()
 
+    def open_overlay_settings(self) -> None:
+        from app.views.overlay_settings import OverlaySettingsDialog
+
+        self.overlay_settings = OverlaySettingsDialog(self.settings, self.overlay.apply_settings, self)
+        self.overlay_settings.accepted.connect(lambda: self.settings_store.save(self.settings))
+        self.overlay_settings.show()
+
     def _set_click_through(self, enabled: bool) -> None:
         self.settings.overlay_click_through = enabled
         self.settings_store.save(self.settings)
@@ -478,7 +488,13 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt naming
         self.settings_store.save(self.settings)
+        if self._unsubscribe is not None:  # the session outlives the window: stop calling into it
+            self._unsubscribe()
+            self._unsubscribe = None
+        self.overlay.fade_timer.stop()
+        self.overlay.unbind()
         self.overlay.close()
+        self.overlay.deleteLater()  # a top-level widget: nothing else deletes it
         self.controller.shutdown()
         if self.tray is not None:
             self.tray.hide()

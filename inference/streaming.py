@@ -35,7 +35,7 @@ class SegmenterSettings:
     release: float = 0.35  # ... and counts as ended below this one (hysteresis against flicker)
     end_silence_s: float = 0.5
     max_segment_s: float = 20.0
-    pre_roll_s: float = 0.25  # audio kept before the detected start, so the first phoneme is not cut
+    pre_roll_s: float = 0.5  # audio kept before the detected start, so a soft first word is not cut
     min_speech_s: float = 0.1  # shorter blips (clicks, breaths) are dropped without a model call
 
     @classmethod

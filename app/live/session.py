@@ -97,6 +97,9 @@ class SessionModel:
     def _apply_one(self, event: StreamEvent) -> SessionChange:
         now = self.clock()
         if isinstance(event, Delta):
+            if self.status.worker == "restarting":  # text flows again: the new worker is up
+                self.status = SessionStatus("running", "the worker was restarted; captions continue",
+                                            self.status.latency_s, self.status.rtf, self.status.backlog_s)  # fmt: skip
             segment = self._segment(event.segment_id, now)
             if not segment.text:
                 segment.started_at = now

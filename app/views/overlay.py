@@ -105,6 +105,12 @@ class CaptionOverlay(QWidget):
         self._unsubscribe = session.subscribe(self._on_change)
         self.render()
 
+    def unbind(self) -> None:
+        if callable(self._unsubscribe):
+            self._unsubscribe()
+        self._unsubscribe = None
+        self._session = None
+
     def _on_change(self, change: SessionChange) -> None:
         if change.committed or change.rewritten or change.provisional:
             self.render()

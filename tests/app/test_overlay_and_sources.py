@@ -143,3 +143,47 @@ def test_pipeline_capture_times_follow_the_stream() -> None:
         pipeline._on_audio(np.zeros(320, np.float32))  # 20 ms blocks, captured 20 ms apart
     assert pipeline.capture_time(0.0) == pytest.approx(10.0 - 0.02)
     assert pipeline.capture_time(0.05) == pytest.approx(10.04 - 0.02 + 0.01)
+
+
+def test_overlay_settings_apply_live_save_on_ok_and_restore_on_cancel(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.main_window import MainWindow
+    from app.settings import SettingsStore
+    from app.state import AppState
+    from inference.paths import AppPaths
+
+    paths = AppPaths.from_environment().ensure()
+    window = MainWindow(AppState.load(paths), SettingsStore(paths))
+    qtbot.addWidget(window)
+    window.open_overlay_settings()
+    dialog = window.overlay_settings
+    dialog.font_size.setValue(40)
+    dialog.lines.setValue(3)
+    dialog.set_colour("overlay_background", "#123456")
+    assert window.overlay.label.font().pointSize() == 40  # applied while the dialog is open
+    assert "#123456" in window.overlay.label.styleSheet()
+    dialog.accept()
+    saved = SettingsStore(paths).load()
+    assert (saved.overlay_font_size, saved.overlay_lines, saved.overlay_background) == (40, 3, "#123456")
+    window.open_overlay_settings()
+    window.overlay_settings.font_size.setValue(12)
+    window.overlay_settings.reject()
+    assert window.overlay.label.font().pointSize() == 40 and window.settings.overlay_font_size == 40
+
+
+def test_changing_the_model_offers_that_family_s_options(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from app.controller import ModelChoice
+    from app.main_window import MainWindow
+    from app.settings import SettingsStore
+    from app.state import AppState
+    from inference.paths import AppPaths
+
+    paths = AppPaths.from_environment().ensure()
+    window = MainWindow(AppState.load(paths), SettingsStore(paths))
+    qtbot.addWidget(window)
+    window.model_combo.addItem("R2T2", ModelChoice("R2T2", Path(tmp_path), "confucius4_r2t2"))
+    window.model_combo.setCurrentIndex(0)
+    assert not window.language_edit.isEnabled()  # Parakeet picks its language itself
+    window.model_combo.setCurrentIndex(window.model_combo.count() - 1)
+    assert window.language_edit.isEnabled() and window.context_edit.isEnabled()  # R2T2 takes both

@@ -1,0 +1,120 @@
+"""Overlay settings (thin view): opacity, font, colours, lines, hold time, position, click-through.
+
+Changes apply to the overlay at once (so the user sees them) and are saved when the dialog is accepted;
+Cancel restores what was there before.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QColorDialog,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFontComboBox,
+    QFormLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QWidget,
+)
+
+from app.settings import Settings
+from app.views.overlay import wayland_note
+
+POSITIONS = {"bottom": "Bottom of the screen", "top": "Top of the screen", "custom": "Where I drag it"}
+
+
+class OverlaySettingsDialog(QDialog):
+    def __init__(self, settings: Settings, apply: Callable[[Settings], None], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Caption overlay")
+        self.original = copy.deepcopy(settings)
+        self.settings = settings
+        self._apply = apply
+        form = QFormLayout(self)
+        self.opacity = QSlider()
+        self.opacity.setOrientation(self.opacity.orientation().Horizontal)
+        self.opacity.setRange(10, 100)
+        self.opacity.setValue(round(settings.overlay_opacity * 100))
+        form.addRow("Opacity", self.opacity)
+        self.font_family = QFontComboBox()
+        if settings.overlay_font_family:
+            self.font_family.setCurrentFont(QFont(settings.overlay_font_family))
+        form.addRow("Font", self.font_family)
+        self.font_size = QSpinBox()
+        self.font_size.setRange(8, 96)
+        self.font_size.setValue(settings.overlay_font_size)
+        form.addRow("Font size", self.font_size)
+        self.lines = QSpinBox()
+        self.lines.setRange(1, 6)
+        self.lines.setValue(settings.overlay_lines)
+        form.addRow("Lines", self.lines)
+        self.hold = QDoubleSpinBox()
+        self.hold.setRange(0.5, 120.0)
+        self.hold.setSuffix(" s")
+        self.hold.setValue(settings.overlay_hold_s)
+        form.addRow("Fade after", self.hold)
+        self.position = QComboBox()
+        for key, label in POSITIONS.items():
+            self.position.addItem(label, key)
+        self.position.setCurrentIndex(max(0, self.position.findData(settings.overlay_position)))
+        form.addRow("Position", self.position)
+        self.click_through = QCheckBox("Clicks go to the window underneath")
+        self.click_through.setChecked(settings.overlay_click_through)
+        form.addRow("", self.click_through)
+        self.colour_buttons: dict[str, QPushButton] = {}
+        for key, label in (("overlay_text_color", "Text colour"), ("overlay_provisional_color", "Provisional text"),
+                           ("overlay_background", "Background")):  # fmt: skip
+            button = QPushButton(getattr(settings, key))
+            button.clicked.connect(lambda _checked=False, k=key: self._pick_colour(k))
+            self.colour_buttons[key] = button
+            form.addRow(label, button)
+        note = wayland_note()
+        if note:
+            label = QLabel(note)
+            label.setWordWrap(True)
+            form.addRow(label)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        for signal in (self.opacity.valueChanged, self.font_size.valueChanged, self.lines.valueChanged,
+                       self.hold.valueChanged, self.position.currentIndexChanged, self.click_through.toggled,
+                       self.font_family.currentFontChanged):  # fmt: skip
+            signal.connect(self._changed)
+
+    def _pick_colour(self, key: str) -> None:
+        colour = QColorDialog.getColor(QColor(getattr(self.settings, key)), self, "Choose a colour")
+        if colour.isValid():
+            self.set_colour(key, colour.name())
+
+    def set_colour(self, key: str, value: str) -> None:
+        self.colour_buttons[key].setText(value)
+        self._changed()
+
+    def _changed(self, *_args: object) -> None:
+        s = self.settings
+        s.overlay_opacity = self.opacity.value() / 100
+        s.overlay_font_family = self.font_family.currentFont().family()
+        s.overlay_font_size = self.font_size.value()
+        s.overlay_lines = self.lines.value()
+        s.overlay_hold_s = float(self.hold.value())
+        s.overlay_position = str(self.position.currentData())
+        s.overlay_click_through = self.click_through.isChecked()
+        for key, button in self.colour_buttons.items():
+            setattr(s, key, button.text())
+        self._apply(s)
+
+    def reject(self) -> None:
+        for name, value in vars(self.original).items():
+            setattr(self.settings, name, value)
+        self._apply(self.settings)
+        super().reject()
