@@ -87,6 +87,31 @@ def test_bad_language_exits_2_with_the_fix(setup, capsys: pytest.CaptureFixture[
     assert "Klingon" in capsys.readouterr().err
 
 
+def stream_cli_events(model: Path, audio_arg: str, stdin: bytes = b"", *extra: str) -> list[dict]:
+    out = io.StringIO()
+    argv = ["transcribe", audio_arg, "--model", str(model), "--backend", "cpu", "--mode", "streaming", "--format",
+            "jsonl", "--language", "English", *extra]  # fmt: skip
+    assert main(argv, out=out, stdin=io.BytesIO(stdin)) == 0
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_streaming_from_stdin_pcm_equals_streaming_from_the_file(tmp_path: Path) -> None:
+    model = stream_variant(FIXTURE_DIR / "checkpoint_hf", tmp_path / "model", 800)
+    pcm = np.round(load_audio()["clip_b"] * 32768.0).astype("<i2")
+    wav = tmp_path / "clip_b.wav"
+    with wave.open(str(wav), "wb") as handle:
+        handle.setnchannels(1)
+        handle.setsampwidth(2)
+        handle.setframerate(16000)
+        handle.writeframes(pcm.tobytes())
+    from_file = stream_cli_events(model, str(wav))
+    from_stdin = stream_cli_events(model, "-", pcm.tobytes(), "--input-format", "s16le", "--input-rate", "16000")
+    strip = [{k: v for k, v in e.items() if k != "timing"} for e in from_file]
+    assert [{k: v for k, v in e.items() if k != "timing"} for e in from_stdin] == strip
+    deltas = "".join(e["text"] for e in from_file if e["type"] == "delta")
+    assert deltas and from_file[-1]["text"]
+
+
 def test_streaming_jsonl_prints_lsp_deltas_through_the_worker(tmp_path: Path) -> None:
     """R2T2 streams natively (Longest-Stable-Prefix): the CLI's events equal an in-process stream's."""
     from inference.engine import EngineRequest
