@@ -44,7 +44,7 @@ class Settings:
     overlay_hold_s: float = 6.0  # captions fade this long after the last new text
     overlay_position: str = "bottom"  # bottom | top | custom
     overlay_custom_positions: dict[str, list[int]] = field(default_factory=dict)  # screen name -> [x, y]
-    push_to_talk_hotkey: str = "<ctrl>+<alt>+space"
+    push_to_talk_hotkey: str = "<ctrl>+<alt>+<space>"
     push_to_talk_mode: str = "hold"  # hold | toggle | hybrid
     trailing_silence_ms: int = 300
     extra: dict[str, Any] = field(default_factory=dict)  # keys from other versions, kept verbatim

@@ -1,0 +1,144 @@
+"""Dictation for the window (Qt side): the global key, the microphone, the indicator's state, the output.
+
+Key and audio callbacks arrive on foreign threads; they reach the service directly (it is thread-safe)
+and reach widgets only through queued signals. Inserting text happens on the GUI thread, because the
+clipboard is a GUI object.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtNetwork import QLocalServer, QLocalSocket
+
+from app.dictation.capture import CaptureSettings
+from app.dictation.global_hotkey import GlobalHotkey, describe_backend, session_kind
+from app.dictation.hotkey import HotkeyStateMachine
+from app.dictation.output import TextOutput, TextStyle, style_text
+from app.dictation.service import DictationResult, DictationService
+from app.live.sources import AudioSource
+from inference.client import RemoteEngine
+
+log = logging.getLogger("captioneer.app.dictation")
+
+
+def command_server_name() -> str:
+    import getpass
+
+    return f"captioneer-dictation-{getpass.getuser()}"
+
+
+def send_toggle(timeout_ms: int = 2000) -> bool:
+    """``captioneer dictate --toggle``: ask the running app to start or stop dictating."""
+    socket = QLocalSocket()
+    socket.connectToServer(command_server_name())
+    if not socket.waitForConnected(timeout_ms):
+        return False
+    socket.write(b"toggle\n")
+    socket.flush()
+    socket.waitForBytesWritten(timeout_ms)
+    socket.disconnectFromServer()
+    return True
+
+
+class DictationController(QObject):
+    state_changed = Signal(str, str)  # listening / transcribing / done / failed / idle, detail
+    result_ready = Signal(object)  # DictationResult, after the text was inserted
+    _result = Signal(object)
+
+    def __init__(
+        self,
+        engine: Callable[[], RemoteEngine],
+        source: AudioSource,
+        output: TextOutput,
+        *,
+        mode: str = "hold",
+        hotkey: str | None = "<ctrl>+<alt>+<space>",
+        capture: CaptureSettings | None = None,
+        style: TextStyle | None = None,
+        request_options: dict[str, object] | None = None,
+        listen_for_commands: bool = True,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.output = output
+        self.style = style or TextStyle()
+        self.source = source
+        self.history: deque[DictationResult] = deque(maxlen=20)
+        self.service = DictationService(engine, HotkeyStateMachine(mode), capture or CaptureSettings(),
+                                        self.state_changed.emit, self._result.emit, request_options)  # fmt: skip
+        self._result.connect(self._insert)
+        self.backend = session_kind()
+        self.backend_note = describe_backend(self.backend)
+        self.hotkey: GlobalHotkey | None = None
+        if hotkey and self.backend in ("x11", "windows", "macos"):
+            self.hotkey = GlobalHotkey(hotkey, self.service.key_pressed, self.service.key_released)
+        self._ticker = QTimer(self)
+        self._ticker.setInterval(500)
+        self._ticker.timeout.connect(self.service.tick)
+        self._server: QLocalServer | None = None
+        if listen_for_commands:
+            self._listen()
+
+    def start(self) -> None:
+        self.source.start(self.service.feed, self._source_ended)
+        if self.hotkey is not None:
+            self.hotkey.start()
+        self._ticker.start()
+        self.state_changed.emit("idle", self.backend_note)
+
+    def stop(self) -> None:
+        self._ticker.stop()
+        if self.hotkey is not None:
+            self.hotkey.stop()
+        self.source.stop()
+        self.service.close()
+        if self._server is not None:
+            self._server.close()
+
+    def toggle(self) -> None:
+        """Start or stop regardless of the hotkey mode (the desktop shortcut / ``dictate --toggle``)."""
+        self.service.toggle()
+
+    def _source_ended(self, reason: str | None) -> None:
+        self.state_changed.emit("failed", reason or "the audio input ended")
+
+    @Slot(object)
+    def _insert(self, result: DictationResult) -> None:
+        if result.error:
+            self.history.appendleft(result)
+            self.result_ready.emit(result)
+            return
+        text = style_text(result.text, self.style)
+        try:
+            how = self.output.deliver(text)
+        except Exception as exc:  # a desktop without a clipboard or key injection: say so, keep the text
+            log.exception("inserting dictated text failed")
+            result = DictationResult(result.text, result.audio_s, result.latency_s, f"could not insert the text: {exc}")
+            how = "failed"
+        self.history.appendleft(result)
+        self.result_ready.emit(result)
+        if how != "failed":
+            self.state_changed.emit("done", f"{how} · {result.latency_s * 1000:.0f} ms after release")
+
+    def _listen(self) -> None:
+        server = QLocalServer(self)
+        QLocalServer.removeServer(command_server_name())  # a stale socket from a crashed run
+        if not server.listen(command_server_name()):
+            log.warning("dictation command socket unavailable: %s", server.errorString())
+            return
+        server.newConnection.connect(self._on_command)
+        self._server = server
+
+    def _on_command(self) -> None:
+        assert self._server is not None
+        connection = self._server.nextPendingConnection()
+        if connection is None:
+            return
+        connection.waitForReadyRead(1000)
+        if bytes(connection.readAll().data()).strip() == b"toggle":
+            self.toggle()
+        connection.disconnectFromServer()

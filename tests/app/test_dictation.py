@@ -1,0 +1,207 @@
+"""Push-to-talk: the hotkey state machine, the padding arithmetic, text output with clipboard restoration,
+and a whole dictation through the worker with the bundled demo model."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.dictation.capture import CaptureSettings, Utterance, UtteranceRecorder
+from app.dictation.global_hotkey import GlobalHotkey, session_kind
+from app.dictation.hotkey import HotkeyStateMachine
+from app.dictation.output import TextOutput, TextStyle, style_text
+from inference.contract import SAMPLE_RATE
+from inference.errors import UsageError
+from tests.conftest import REPO_ROOT
+
+# ------------------------------------------------------------------------------------------ hotkey
+
+
+def actions(machine: HotkeyStateMachine, events: list[tuple[str, float]]) -> list[str]:
+    out = []
+    for kind, t in events:
+        decision = getattr(machine, kind)(t)
+        out.append(decision.action)
+    return out
+
+
+def test_hold_mode_records_while_the_key_is_down_and_ignores_key_repeat() -> None:
+    m = HotkeyStateMachine("hold")
+    assert actions(m, [("press", 0.0), ("press", 0.1), ("press", 0.2), ("release", 1.0)]) == \
+        ["start", "none", "none", "stop"]  # fmt: skip
+    assert actions(m, [("release", 1.1)]) == ["none"]  # a stray release
+
+
+def test_toggle_mode_starts_and_stops_on_presses() -> None:
+    m = HotkeyStateMachine("toggle")
+    assert actions(m, [("press", 0), ("release", 0.1), ("press", 2), ("release", 2.1)]) == \
+        ["start", "none", "stop", "none"]  # fmt: skip
+
+
+def test_hybrid_mode_a_tap_toggles_a_hold_is_push_to_talk() -> None:
+    tap = HotkeyStateMachine("hybrid", hold_threshold_s=0.35)
+    assert actions(tap, [("press", 0), ("release", 0.1), ("press", 3), ("release", 3.1)]) == \
+        ["start", "none", "stop", "none"]  # fmt: skip
+    hold = HotkeyStateMachine("hybrid", hold_threshold_s=0.35)
+    assert actions(hold, [("press", 0), ("press", 0.2), ("release", 1.5)]) == ["start", "none", "stop"]
+
+
+def test_a_lost_release_is_bounded_and_a_press_while_transcribing_starts_anew() -> None:
+    m = HotkeyStateMachine("hold", max_hold_s=10)
+    assert actions(m, [("press", 0), ("tick", 5), ("tick", 10)]) == ["start", "none", "stop"]
+    assert actions(m, [("press", 11), ("release", 12)]) == ["start", "stop"]  # the next dictation works
+    assert m.toggle(20).action == "start" and m.toggle(21).action == "stop"
+    with pytest.raises(ValueError, match="unknown push-to-talk mode"):
+        HotkeyStateMachine("sometimes")
+
+
+def test_the_global_hotkey_fires_on_the_whole_combination_only() -> None:
+    from types import SimpleNamespace as Key  # stand-ins for pynput keys (the test backend aliases them all)
+
+    events: list[str] = []
+    hotkey = GlobalHotkey("<ctrl>+<alt>+<space>", lambda: events.append("down"), lambda: events.append("up"))
+    ctrl, alt, space = Key(name="ctrl_l"), Key(name="alt"), Key(name="space")
+    hotkey.handle(ctrl, True)
+    hotkey.handle(space, True)
+    assert events == []  # not yet: alt is missing
+    hotkey.handle(alt, True)
+    hotkey.handle(space, True)  # key repeat
+    hotkey.handle(Key(name=None, char="a"), False)  # an unrelated key
+    hotkey.handle(ctrl, False)
+    assert events == ["down", "up"]
+    with pytest.raises(UsageError, match="cannot read the hotkey"):
+        GlobalHotkey("<ctrl>+<nokey>", lambda: None, lambda: None)
+    right = GlobalHotkey("<ctrl>+d", lambda: events.append("d"), lambda: None)
+    right.handle(Key(name="ctrl_r"), True)  # either ctrl key
+    right.handle(Key(name=None, char="D"), True)
+    assert events[-1] == "d"
+
+
+def test_the_session_kind_decides_how_the_hotkey_works() -> None:
+    assert session_kind({"XDG_SESSION_TYPE": "wayland", "WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}) in (
+        "wayland", "windows", "macos")  # fmt: skip
+    assert session_kind({"DISPLAY": ":1"}) in ("x11", "windows", "macos")
+
+
+# ------------------------------------------------------------------------------------------ capture
+
+
+@pytest.mark.parametrize("block", [160, 320, 1000])
+def test_an_utterance_is_exactly_pre_roll_plus_held_plus_trailing_plus_padding(block: int) -> None:
+    settings = CaptureSettings(pre_roll_s=0.5, trailing_s=0.3, padding_s=0.3)
+    done: list[Utterance] = []
+    recorder = UtteranceRecorder(settings, done.append)
+    signal = np.arange(20 * SAMPLE_RATE, dtype=np.float32) / 1e6  # a ramp: every sample is recognisable
+    position = 0
+
+    def feed(seconds: float) -> None:
+        nonlocal position
+        end = position + int(seconds * SAMPLE_RATE)
+        while position < end:
+            step = min(block, end - position)
+            recorder.feed(signal[position : position + step])
+            position += step
+
+    feed(2.0)  # before the key: only the last 0.5 s is kept
+    pressed_at = position
+    recorder.start()
+    feed(1.7)
+    released_at = position
+    recorder.stop(now=123.0)
+    feed(1.0)  # only 0.3 s of this is taken
+    (utterance,) = done
+    assert utterance.pre_roll_samples == 8000 and utterance.trailing_samples == 4800
+    assert utterance.padding_samples == 4800 and utterance.held_samples == released_at - pressed_at
+    assert utterance.audio.size == 8000 + (released_at - pressed_at) + 4800 + 4800
+    np.testing.assert_array_equal(utterance.audio[: utterance.audio.size - 4800],
+                                  signal[pressed_at - 8000 : released_at + 4800])  # fmt: skip
+    assert not utterance.audio[-4800:].any() and utterance.released_at == 123.0
+
+
+def test_capture_settings_have_bounds() -> None:
+    with pytest.raises(UsageError, match="trailing_s must be between 0 and 2"):
+        CaptureSettings(trailing_s=5)
+
+
+# ------------------------------------------------------------------------------------------ output
+
+
+class FakeKeys:
+    def __init__(self, clipboard) -> None:  # type: ignore[no-untyped-def]
+        self.clipboard = clipboard
+        self.pasted: list[str] = []
+        self.typed: list[str] = []
+
+    def paste(self) -> None:
+        self.pasted.append(self.clipboard.text())  # what the focused app reads when it handles Ctrl+V
+
+    def type(self, text: str) -> None:
+        self.typed.append(text)
+
+
+def test_style_capitalises_and_adds_the_separator() -> None:
+    assert style_text("  hello there ", TextStyle()) == "Hello there "
+    assert style_text("hello", TextStyle(capitalize=False, trailing="\n")) == "hello\n"
+    assert style_text("   ", TextStyle()) == ""
+
+
+def test_paste_restores_every_clipboard_format_afterwards(qapp) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtCore import QMimeData
+
+    clipboard = qapp.clipboard()
+    original = QMimeData()
+    original.setText("the user's own text")
+    original.setHtml("<b>the user's own text</b>")
+    original.setData("application/x-captioneer-test", b"\x00\x01binary")
+    clipboard.setMimeData(original)
+    keys = FakeKeys(clipboard)
+    output = TextOutput("paste", clipboard, keys, sleep=lambda _s: None)
+    assert output.deliver("Dictated words ") == "pasted"
+    assert keys.pasted == ["Dictated words "]  # the app pasted the dictation
+    restored = clipboard.mimeData()
+    assert restored.text() == "the user's own text" and "<b>" in restored.html()
+    assert bytes(restored.data("application/x-captioneer-test").data()) == b"\x00\x01binary"
+    assert TextOutput("copy", clipboard, None).deliver("copied only") == "copied"
+    assert clipboard.text() == "copied only"
+    typing = TextOutput("type", None, keys)
+    assert typing.deliver("typed words") == "typed" and keys.typed == ["typed words"]
+
+
+# ------------------------------------------------------------------------------------------ end to end
+
+
+def test_a_dictation_through_the_worker_with_the_demo_model() -> None:
+    from app.dictation.service import DictationResult, DictationService
+    from inference.audio.io import load_audio_file
+    from inference.client import WorkerClient
+
+    speech = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav")
+    with WorkerClient() as client:
+        engine = client.load(Path(REPO_ROOT / "resources" / "demo_model"))
+        results: list[DictationResult] = []
+        got = threading.Event()
+        states: list[str] = []
+
+        def on_result(result: DictationResult) -> None:
+            results.append(result)
+            got.set()
+
+        service = DictationService(lambda: engine, HotkeyStateMachine("hold"), CaptureSettings(),
+                                   lambda state, _detail: states.append(state), on_result)  # fmt: skip
+        silence = np.zeros(SAMPLE_RATE, np.float32)
+        service.feed(silence)
+        service.key_pressed()
+        for start in range(0, speech.size, 480):  # 30 ms blocks, as a sound card delivers them
+            service.feed(speech[start : start + 480])
+        service.key_released()
+        service.feed(silence)  # the trailing 0.3 s comes from here
+        assert got.wait(60)
+        service.close()
+    (result,) = results
+    assert result.text == "emma quickly closed the early bottle and sang" and not result.error
+    assert result.audio_s == pytest.approx(0.5 + speech.size / SAMPLE_RATE + 0.3 + 0.3, abs=0.04)
+    assert 0 < result.latency_s < 10
+    assert states[:2] == ["listening", "transcribing"] and states[-1] == "done"
