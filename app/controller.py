@@ -41,6 +41,11 @@ class ModelChoice:
     threads: int | None = None
     stream_mode: str = "auto"  # auto | native | segmented (see RemoteEngine.open_stream)
 
+    @property
+    def load_key(self) -> tuple[object, ...]:
+        """What makes a loaded engine: request options and stream mode do not (one load serves them all)."""
+        return (self.path, self.family, self.session_options, self.backend, self.threads)
+
 
 class LiveController(QObject):
     events_arrived = Signal(list)  # from the client's reader thread → applied on the GUI thread
@@ -57,7 +62,7 @@ class LiveController(QObject):
         super().__init__(parent)
         self._client_factory = client_factory
         self._client: WorkerClient | None = None
-        self._engines: dict[ModelChoice, RemoteEngine] = {}
+        self._engines: dict[tuple[object, ...], RemoteEngine] = {}
         self.data_dir = data_dir
         self.clock = clock
         self.session = SessionModel()
@@ -129,15 +134,19 @@ class LiveController(QObject):
             return
         self._set_state("running", f"captioning {source.name} with {choice.label}")
 
+    def engine_for(self, choice: ModelChoice) -> RemoteEngine:
+        """The loaded engine for ``choice`` in the shared worker (loading it on first use; call off the GUI thread)."""
+        return self._engine(choice)
+
     def _engine(self, choice: ModelChoice) -> RemoteEngine:
         with self._busy:
             if self._client is None:
                 self._client = self._client_factory().start()
-            engine = self._engines.get(choice)
+            engine = self._engines.get(choice.load_key)
             if engine is None:
                 engine = self._client.load(choice.path, choice.family, dict(choice.session_options), choice.backend,
                                            choice.threads)  # fmt: skip
-                self._engines[choice] = engine
+                self._engines[choice.load_key] = engine
             return engine
 
     # ------------------------------------------------------------------ GUI thread

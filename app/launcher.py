@@ -12,6 +12,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from app.main import run_gui
 
         return run_gui(args[1:] if args and args[0] == "gui" else args)
+    if args[0] == "dictate":
+        from app.dictation.command import main as dictate_main
+
+        return dictate_main(args[1:])
     from inference.cli import main as cli_main
 
     return cli_main(args)

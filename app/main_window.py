@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QFont, QTextCharFormat, QTextCursor
+from PySide6.QtGui import QAction, QCloseEvent, QFont, QGuiApplication, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -167,11 +167,95 @@ class MainWindow(QMainWindow):
         self.timestamps_action.setChecked(self.settings.show_timestamps)
         self.timestamps_action.toggled.connect(self._set_timestamps)
         view_menu.addAction(self.timestamps_action)
+        self._build_dictation_menu()
         note = wayland_note()
         if note:
             wayland = QAction(note, self)
             wayland.setEnabled(False)
             view_menu.addAction(wayland)
+
+    def _build_dictation_menu(self) -> None:
+        menu = self.menuBar().addMenu("&Dictation")
+        self.dictation_action = QAction(f"&Push-to-talk ({self.settings.push_to_talk_hotkey})", self, checkable=True)
+        self.dictation_action.setChecked(False)
+        self.dictation_action.toggled.connect(self.set_dictation_enabled)
+        menu.addAction(self.dictation_action)
+        mode_menu = menu.addMenu("Hotkey &mode")
+        for mode, label in (("hold", "Hold to talk"), ("toggle", "Press to start, press to stop"),
+                            ("hybrid", "Tap to toggle, hold to talk")):  # fmt: skip
+            action = mode_menu.addAction(label)
+            action.setCheckable(True)
+            action.setChecked(self.settings.push_to_talk_mode == mode)
+            action.triggered.connect(lambda _checked=False, m=mode: self._set_setting("push_to_talk_mode", m))
+        output_menu = menu.addMenu("&Insert text by")
+        for mode, label in (("paste", "Pasting (clipboard restored)"), ("type", "Typing"), ("copy", "Copying only")):
+            action = output_menu.addAction(label)
+            action.setCheckable(True)
+            action.setChecked(self.settings.dictation_output == mode)
+            action.triggered.connect(lambda _checked=False, m=mode: self._set_setting("dictation_output", m))
+        self.dictation_history_menu = menu.addMenu("&Recent dictations")
+        self.dictation_history_menu.aboutToShow.connect(self._fill_dictation_history)
+        self.dictation = None
+        self.indicator = None
+
+    def _set_setting(self, name: str, value: object) -> None:
+        setattr(self.settings, name, value)
+        self.settings_store.save(self.settings)
+        if self.dictation is not None:  # takes effect when push-to-talk is switched on again
+            self.status_label.setText("Dictation settings change when push-to-talk is switched on again.")
+
+    def set_dictation_enabled(self, enabled: bool, source: AudioSource | None = None,
+                              output: object | None = None) -> None:  # fmt: skip
+        """Switch push-to-talk on (its own microphone stream, the chosen model in the shared worker) or off."""
+        from app.dictation.capture import CaptureSettings
+        from app.dictation.controller import DictationController
+        from app.dictation.output import PynputKeys, TextOutput, TextStyle
+        from app.views.dictation_indicator import DictationIndicator
+
+        if not enabled:
+            if self.dictation is not None:
+                self.dictation.stop()
+                self.dictation = None
+            return
+        choice = self.model_combo.currentData()
+        if choice is None:
+            self._show_problem("There is no model for dictation.", "Install one from File → Models….")
+            return
+        s = self.settings
+        try:
+            source = source or self.source_factory(self.device_combo.currentData())
+            if output is None:
+                from PySide6.QtGui import QGuiApplication
+
+                keys = PynputKeys() if s.dictation_output in ("paste", "type") else None
+                output = TextOutput(s.dictation_output, QGuiApplication.clipboard(), keys)
+            capture = CaptureSettings(s.dictation_pre_roll_ms / 1000, s.trailing_silence_ms / 1000,
+                                      s.dictation_padding_ms / 1000)  # fmt: skip
+            trailing = {"space": " ", "newline": "\n", "none": ""}.get(s.dictation_trailing, " ")
+            self.dictation = DictationController(
+                lambda: self.controller.engine_for(choice), source, output,  # type: ignore[arg-type]
+                mode=s.push_to_talk_mode, hotkey=s.push_to_talk_hotkey, capture=capture,
+                style=TextStyle(s.dictation_capitalize, trailing), parent=self,
+            )  # fmt: skip
+            if self.indicator is None:
+                self.indicator = DictationIndicator()
+            self.dictation.state_changed.connect(self.indicator.show_state)
+            self.dictation.state_changed.connect(lambda _state, detail: self.status_label.setText(detail))
+            self.dictation.start()
+        except CaptioneerError as exc:
+            self.dictation = None
+            self._show_problem(exc.message, exc.fix or "")
+            self.dictation_action.setChecked(False)
+
+    def _fill_dictation_history(self) -> None:
+        self.dictation_history_menu.clear()
+        history = list(self.dictation.history) if self.dictation is not None else []
+        if not history:
+            self.dictation_history_menu.addAction("(nothing dictated yet)").setEnabled(False)
+        for result in history:
+            label = result.text or result.error or "(no speech)"
+            action = self.dictation_history_menu.addAction(f"{label[:70]} — {result.latency_s * 1000:.0f} ms")
+            action.triggered.connect(lambda _checked=False, t=result.text: QGuiApplication.clipboard().setText(t))
 
     def _fill_models(self) -> None:
         self.model_combo.clear()
@@ -491,6 +575,11 @@ class MainWindow(QMainWindow):
         if self._unsubscribe is not None:  # the session outlives the window: stop calling into it
             self._unsubscribe()
             self._unsubscribe = None
+        if self.dictation is not None:
+            self.dictation.stop()
+        if self.indicator is not None:
+            self.indicator.close()
+            self.indicator.deleteLater()
         self.overlay.fade_timer.stop()
         self.overlay.unbind()
         self.overlay.close()

@@ -46,7 +46,14 @@ class Settings:
     overlay_custom_positions: dict[str, list[int]] = field(default_factory=dict)  # screen name -> [x, y]
     push_to_talk_hotkey: str = "<ctrl>+<alt>+<space>"
     push_to_talk_mode: str = "hold"  # hold | toggle | hybrid
-    trailing_silence_ms: int = 300
+    trailing_silence_ms: int = 300  # real audio kept after the key is released
+    dictation_enabled: bool = False
+    dictation_padding_ms: int = 300  # zero samples appended after the trailing audio
+    dictation_pre_roll_ms: int = 500
+    dictation_output: str = "paste"  # paste | type | copy
+    dictation_capitalize: bool = True
+    dictation_trailing: str = "space"  # space | newline | none
+    dictation_model: str | None = None  # None = the captions model
     extra: dict[str, Any] = field(default_factory=dict)  # keys from other versions, kept verbatim
 
     @classmethod

@@ -162,6 +162,7 @@ class ArraySource:
         self.clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.played_samples = 0  # how far playback got (progress bars, tests)
 
     def start(self, sink: Sink, on_end: Callable[[str | None], None]) -> None:
         step = int(BLOCK_S * SAMPLE_RATE)
@@ -176,6 +177,7 @@ class ArraySource:
                 if delay > 0 and self._stop.wait(delay):
                     return
                 sink(self.samples[start : start + step])
+                self.played_samples = min(self.samples.size, start + step)
             on_end(None)
 
         self._thread = threading.Thread(target=play, name="captioneer-file-source", daemon=True)

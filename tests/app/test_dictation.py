@@ -205,3 +205,39 @@ def test_a_dictation_through_the_worker_with_the_demo_model() -> None:
     assert result.audio_s == pytest.approx(0.5 + speech.size / SAMPLE_RATE + 0.3 + 0.3, abs=0.04)
     assert 0 < result.latency_s < 10
     assert states[:2] == ["listening", "transcribing"] and states[-1] == "done"
+
+
+def test_dictation_in_the_window_toggled_from_the_command_line_tool(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The desktop-shortcut path (`captioneer dictate --toggle`, what Wayland users bind) end to end: a
+    recording plays as the microphone, two toggles bracket the sentence, the text lands on the clipboard."""
+    from PySide6.QtWidgets import QApplication
+
+    from app.dictation.controller import send_toggle
+    from app.live.sources import ArraySource
+    from app.main_window import MainWindow
+    from app.settings import SettingsStore
+    from app.state import AppState
+    from inference.audio.io import load_audio_file
+    from inference.paths import AppPaths
+
+    speech = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav")
+    silence = np.zeros(SAMPLE_RATE, np.float32)
+    source = ArraySource(np.concatenate([silence, speech, silence, silence]), "test microphone", speed=2.0)
+    paths = AppPaths.from_environment().ensure()
+    window = MainWindow(AppState.load(paths), SettingsStore(paths))
+    qtbot.addWidget(window)
+    clipboard = QApplication.clipboard()
+    window.set_dictation_enabled(True, source=source, output=TextOutput("copy", clipboard, None))
+    assert window.dictation is not None
+    qtbot.waitUntil(lambda: source.played_samples >= 0.8 * SAMPLE_RATE, timeout=10000)
+    assert send_toggle()  # start: the pre-roll reaches back before the sentence
+    qtbot.waitUntil(lambda: window.dictation.service.recorder.recording, timeout=5000)
+    qtbot.waitUntil(lambda: source.played_samples >= SAMPLE_RATE + speech.size + 2000, timeout=20000)
+    with qtbot.waitSignal(window.dictation.result_ready, timeout=60000) as blocker:
+        assert send_toggle()  # stop: trailing audio, padding, transcription
+    result = blocker.args[0]
+    assert result.text == "emma quickly closed the early bottle and sang" and not result.error
+    assert clipboard.text() == "Emma quickly closed the early bottle and sang "  # capitalised, spaced
+    assert window.dictation.history[0] is result
+    window.set_dictation_enabled(False)
+    assert not send_toggle()  # nobody listens any more

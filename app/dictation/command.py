@@ -1,0 +1,27 @@
+"""``captioneer dictate --toggle``: start or stop dictation in the running app (for desktop shortcuts, e.g. on
+Wayland, where apps cannot watch the keyboard)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="captioneer dictate", description=__doc__)
+    parser.add_argument("--toggle", action="store_true", help="start dictating, or stop and insert the text")
+    args = parser.parse_args(list(argv))
+    if not args.toggle:
+        parser.print_help()
+        return 2
+    from PySide6.QtCore import QCoreApplication
+
+    from app.dictation.controller import send_toggle
+
+    _app = QCoreApplication.instance() or QCoreApplication([sys.argv[0]])
+    if send_toggle():
+        return 0
+    sys.stderr.write("captioneer: error: Captioneer is not running with push-to-talk on "
+                     "(start the app and switch on Dictation → Push-to-talk)\n")  # fmt: skip
+    return 1
