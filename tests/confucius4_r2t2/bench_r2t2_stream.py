@@ -4,7 +4,9 @@ Random weights of the full Qwen3-ASR-1.7B shape and of the 0.6B shape (audio tow
 Qwen3-0.6B thinker), made once by the torch worker of ``tests/bench/bench_r2t2.py`` in the reference venv. The
 thinker runs as q8_0 and q4_k. A 30 s speech clip (the fixture's long clip) is pushed chunk by chunk; each
 push of one chunk returns after that chunk's decode, so its wall time is the chunk's latency. Configurations
-take turns (cache on, then off, per size/type/chunk) and figures are medians over ``--reps``.
+take turns (cache on and off, the order alternating per repetition, after one untimed warm-up stream that
+builds the tower graphs) and figures are medians over ``--reps``; the 25-30 s stage split (tower, thinker
+prefill, greedy decoding) shows where a late chunk's time goes.
 
     nice -n 10 .venv/bin/python tests/confucius4_r2t2/bench_r2t2_stream.py --ref-python /tmp/refvenv/bin/python \\
         --work /tmp/r2t2-stream-bench [--sizes 1.7b,0.6b] [--types q8_0,q4_k] [--chunks 320,1000] [--reps 1]
@@ -96,36 +98,68 @@ class ScriptedText:
         return full[len(prefix) :] if full.startswith(prefix) else full
 
 
-def run_stream(engine, audio: np.ndarray, chunk_ms: float, cache: bool, max_tokens: int) -> list[tuple[float, float]]:
-    """(audio seconds at the end of the chunk, wall seconds of its decode) for every complete chunk."""
+class StageClock:
+    """Wall seconds spent in the tower, the thinker prefill and greedy decoding (wrapped engine methods)."""
+
+    def __init__(self, engine) -> None:
+        self.totals = {"tower": 0.0, "prefill": 0.0, "decode": 0.0}
+        for name, owner, method in (("tower", engine.tower, "encode"), ("prefill", engine.thinker, "prefill_rows"),
+                                    ("decode", engine.thinker, "decode_greedy")):  # fmt: skip
+            setattr(owner, method, self._timed(name, getattr(owner, method)))
+
+    def _timed(self, name: str, fn):
+        def wrapper(*args, **kwargs):
+            began = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.totals[name] += time.perf_counter() - began
+
+        return wrapper
+
+    def snapshot(self) -> dict[str, float]:
+        return dict(self.totals)
+
+
+def run_stream(engine, audio: np.ndarray, chunk_ms: float, cache: bool, max_tokens: int,
+               clock: StageClock | None = None) -> list[tuple[float, float, dict[str, float]]]:  # fmt: skip
+    """(audio seconds at the end of the chunk, wall seconds of its decode, seconds per stage) for every chunk."""
     stream = engine.open_stream(language="English", chunk_size_ms=chunk_ms, max_tokens=max_tokens,
                                 stream_cache=cache)  # fmt: skip
     stream.recognizer.decoder = ScriptedText(stream.recognizer.decoder)
     step = stream.options.chunk_samples
     out = []
     for start in range(0, audio.size - step + 1, step):
+        before = clock.snapshot() if clock else {}
         began = time.perf_counter()
         stream.push(audio[start : start + step])
-        out.append(((start + step) / 16000, time.perf_counter() - began))
+        wall = time.perf_counter() - began
+        stages = {k: v - before[k] for k, v in clock.snapshot().items()} if clock else {}
+        out.append(((start + step) / 16000, wall, stages))
     stream.cancel()
     return out
 
 
-def summarise(runs: list[list[tuple[float, float]]], seconds: float) -> dict[str, float]:
-    def median_of(select) -> float:
-        return statistics.median(statistics.median([w for t, w in run if select(t)] or [float("nan")]) for run in runs)
+def summarise(runs: list[list[tuple[float, float, dict[str, float]]]], seconds: float) -> dict[str, float]:
+    def median_of(select, value=lambda row: row[1]) -> float:
+        return statistics.median(
+            statistics.median([value(row) for row in run if select(row[0])] or [float("nan")]) for run in runs
+        )
 
     def p95(run):
-        walls = sorted(w for _, w in run)
+        walls = sorted(row[1] for row in run)
         return walls[min(len(walls) - 1, int(round(0.95 * (len(walls) - 1))))]
 
+    late = lambda t: 25.0 <= t <= 30.0  # noqa: E731
     return {
         "p50": median_of(lambda t: True),
         "p95": statistics.median(p95(run) for run in runs),
         "p50_2_5s": median_of(lambda t: 2.0 <= t <= 5.0),
-        "p50_25_30s": median_of(lambda t: 25.0 <= t <= 30.0),
-        "rtf": statistics.median(sum(w for _, w in run) / seconds for run in runs),
-    }
+        "p50_25_30s": median_of(late),
+        "rtf": statistics.median(sum(row[1] for row in run) / seconds for run in runs),
+        **{f"late_{stage}": median_of(late, lambda row, s=stage: row[2].get(s, float("nan")))
+           for stage in ("tower", "prefill", "decode")},
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -156,18 +190,23 @@ def main() -> None:
             engine = create_engine(EngineRequest(model_dir, "confucius4_r2t2", {"thinker_weight_type": storage},
                                                  "cpu", args.threads))  # fmt: skip
             try:
+                clock = StageClock(engine)
                 for chunk_ms in (float(c) for c in args.chunks.split(",")):
+                    # Warm-up: builds the tower graphs of every tail shape this chunk size meets (untimed).
+                    run_stream(engine, audio, chunk_ms, False, args.max_tokens)
                     runs: dict[bool, list] = {True: [], False: []}
-                    for _ in range(args.reps):
-                        for cache in (True, False):
-                            runs[cache].append(run_stream(engine, audio, chunk_ms, cache, args.max_tokens))
+                    for rep in range(args.reps):
+                        for cache in (True, False) if rep % 2 == 0 else (False, True):
+                            runs[cache].append(run_stream(engine, audio, chunk_ms, cache, args.max_tokens, clock))
                     for cache in (True, False):
                         s = summarise(runs[cache], audio.size / 16000)
                         keeps_up = s["rtf"] < 1.0 and s["p95"] < chunk_ms / 1000
                         print(f"{size} {storage} chunk {chunk_ms:.0f} ms cache {'on ' if cache else 'off'}: "
                               f"p50 {s['p50']:.3f} s p95 {s['p95']:.3f} s | p50 2-5 s {s['p50_2_5s']:.3f} "
                               f"25-30 s {s['p50_25_30s']:.3f} | RTF {s['rtf']:.2f} | "
-                              f"{'keeps up' if keeps_up else 'falls behind'}", flush=True)  # fmt: skip
+                              f"{'keeps up' if keeps_up else 'falls behind'} | 25-30 s stages: tower "
+                              f"{s['late_tower']:.3f} prefill {s['late_prefill']:.3f} decode {s['late_decode']:.3f}",
+                              flush=True)  # fmt: skip
             finally:
                 engine.close()
 
