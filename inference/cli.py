@@ -74,10 +74,27 @@ def build_parser() -> argparse.ArgumentParser:
     install.add_argument("--force", action="store_true", help="reinstall even if already installed")
     remove = msub.add_parser("remove", help="delete an installed package")
     remove.add_argument("id")
-    mimport = msub.add_parser("import", help="add a local model folder or .gguf file to the store")
+    mimport = msub.add_parser(
+        "import",
+        help="add a local model folder or .gguf file to the store, or convert a Phonon-2 archive (.tar.zst) "
+        "or unpacked folder (model.fermion + config.json)",
+    )
     mimport.add_argument("path")
-    mimport.add_argument("--id", dest="package_id", help="package id to use (default: from the file/folder name)")
+    mimport.add_argument(
+        "--id", dest="package_id",
+        help="package id to use (default: from the file/folder name; phonon2_source for a Phonon-2 source)",
+    )  # fmt: skip
     mimport.add_argument("--link", action="store_true", help="link to the files instead of copying them")
+    mimport.add_argument(
+        "--sidecars", type=Path, metavar="DIR",
+        help="Phonon-2: folder with the nvidia/parakeet-tdt-0.6b-v3 config.json, tokenizer.json and "
+        "processor_config.json (default: download them at the catalog's pinned revision)",
+    )  # fmt: skip
+    mimport.add_argument(
+        "--sha256", metavar="HEX",
+        help="Phonon-2: the sha256 the archive (or, for a folder, model.fermion) must have "
+        "(default: the published one)",
+    )  # fmt: skip
     verify = msub.add_parser("verify", help="recompute sizes and checksums of an installed package")
     verify.add_argument("id")
     cleanup = msub.add_parser("cleanup", help="delete leftover partial downloads and temporary folders")
@@ -329,7 +346,8 @@ def _cmd_models_store(args: argparse.Namespace, paths: AppPaths, catalog: Any, o
             progress.close()
             out.write(f"{'already installed' if already else 'installed'} {args.id}: {path}\n")
         elif command == "import":
-            path = store.import_local(Path(args.path), args.package_id, link=args.link, progress=progress)
+            path = store.import_local(Path(args.path), args.package_id, link=args.link, progress=progress,
+                                      sidecars=args.sidecars, sha256=args.sha256)  # fmt: skip
             progress.close()
             out.write(f"imported as {path.relative_to(store.root).parts[0]}: {path}\n")
         else:

@@ -41,6 +41,10 @@ Converter = Callable[[ConversionContext], ConversionResult | None]
 # Extra disk space a conversion needs on top of the download (for the free-space preflight).
 SpaceEstimate = Callable[[PackageSpec], int]
 
+# Checked before anything is downloaded: raises, naming the fix, when the conversion cannot run here
+# (e.g. an optional dependency is missing).
+Preflight = Callable[[PackageSpec], None]
+
 
 @dataclass
 class ConversionRegistry:
@@ -48,13 +52,22 @@ class ConversionRegistry:
 
     converters: dict[str, Converter] = field(default_factory=dict)
     space_estimates: dict[str, SpaceEstimate] = field(default_factory=dict)
+    preflights: dict[str, Preflight] = field(default_factory=dict)
 
-    def register(self, family: str, converter: Converter, extra_space: SpaceEstimate | None = None) -> None:
+    def register(
+        self,
+        family: str,
+        converter: Converter,
+        extra_space: SpaceEstimate | None = None,
+        preflight: Preflight | None = None,
+    ) -> None:
         self.converters[family] = converter
+        self.space_estimates.pop(family, None)
+        self.preflights.pop(family, None)
         if extra_space is not None:
             self.space_estimates[family] = extra_space
-        else:
-            self.space_estimates.pop(family, None)
+        if preflight is not None:
+            self.preflights[family] = preflight
 
     def for_package(self, package: PackageSpec) -> Converter | None:
         return self.converters.get(package.family)
@@ -62,6 +75,11 @@ class ConversionRegistry:
     def extra_space(self, package: PackageSpec) -> int:
         estimate = self.space_estimates.get(package.family)
         return int(estimate(package)) if estimate is not None and package.family in self.converters else 0
+
+    def preflight(self, package: PackageSpec) -> None:
+        check = self.preflights.get(package.family)
+        if check is not None and package.family in self.converters:
+            check(package)
 
 
 def _confucius4_r2t2_thinker(context: ConversionContext) -> ConversionResult | None:
@@ -76,8 +94,30 @@ def _confucius4_r2t2_space(package: PackageSpec) -> int:
     return extra_space(package)
 
 
+def _parakeet_tdt_phonon2(context: ConversionContext) -> ConversionResult | None:
+    from inference.families.parakeet_tdt.install import build_phonon2
+
+    return build_phonon2(context)
+
+
+def _parakeet_tdt_space(package: PackageSpec) -> int:
+    from inference.families.parakeet_tdt.install import extra_space
+
+    return extra_space(package)
+
+
+def _parakeet_tdt_preflight(package: PackageSpec) -> None:
+    from inference.models.phonon import preflight
+
+    preflight(package)
+
+
 def default_conversions() -> ConversionRegistry:
-    """The converters this build ships: the confucius4_r2t2 thinker GGUF (llama.cpp) at install time."""
+    """The converters this build ships: the confucius4_r2t2 thinker GGUF (llama.cpp) and the Phonon-2
+    container → dense parakeet_tdt checkpoint (``phonon2-archive`` packages), both at install time."""
     registry = ConversionRegistry()
     registry.register("confucius4_r2t2", _confucius4_r2t2_thinker, extra_space=_confucius4_r2t2_space)
+    registry.register(
+        "parakeet_tdt", _parakeet_tdt_phonon2, extra_space=_parakeet_tdt_space, preflight=_parakeet_tdt_preflight
+    )
     return registry

@@ -14,9 +14,17 @@ Schema (version 1)::
                optional "min"/"max" (numbers), "min_exclusive"/"max_exclusive" (bool),
                "choices" (enum), "aliases" [str], "nullable" (bool), "max_bytes" (string)}
     PACKAGE = {"id": str, "name": str, "format": "gguf"|"safetensors"|"phonon2-archive"|"bundled",
-               "files": [{"path": str, optional "size": int, "sha256": str}], "size_bytes": int,
+               "files": [FILE], "size_bytes": int,
                optional "hf_repo", "revision", "default", "quantization", "languages", "license",
                "strip_prefix", "target_dir", "bundled_path", "size_is_estimate", "notes"}
+    FILE    = {"path": str, optional "size": int, "sha256": str, "hf_repo": str, "revision": str,
+               "target_dir": str}
+
+A file comes from the package's ``hf_repo`` at its ``revision`` (default ``main``) and lands at its repository
+path minus the package's ``strip_prefix``, under the package's ``target_dir``. A file may name its own
+``hf_repo`` (then it needs its own ``revision``, a pinned commit) and its own ``target_dir``; such a file
+lands at ``<its target_dir>/<path>``, the package's ``strip_prefix`` and ``target_dir`` not applying to it
+(e.g. the Phonon-2 archive's sidecars from ``nvidia/parakeet-tdt-0.6b-v3``).
 """
 
 from __future__ import annotations
@@ -108,6 +116,9 @@ class PackageFile:
     path: str
     size: int | None = None
     sha256: str | None = None
+    hf_repo: str | None = None  # None: the package's repository
+    revision: str | None = None  # None: the package's revision
+    target_dir: str | None = None  # None: the package's strip_prefix/target_dir rule
 
 
 @dataclass(frozen=True)
@@ -129,6 +140,16 @@ class PackageSpec:
     bundled_path: str | None = None
     size_is_estimate: bool = False
     notes: str = ""
+
+    def source_of(self, file: PackageFile) -> tuple[str | None, str]:
+        """(repository, revision) a file of this package is downloaded from."""
+        if file.hf_repo and file.hf_repo != self.hf_repo:
+            return file.hf_repo, file.revision or "main"
+        return self.hf_repo, file.revision or self.revision or "main"
+
+    def is_foreign(self, file: PackageFile) -> bool:
+        """Whether the file comes from another repository than the package's own."""
+        return bool(file.hf_repo) and file.hf_repo != self.hf_repo
 
 
 @dataclass(frozen=True)
@@ -204,6 +225,23 @@ def _option(name: str, data: dict[str, Any], where: str) -> OptionSpec:
     return spec
 
 
+def _package_file(data: dict[str, Any], where: str) -> PackageFile:
+    if not isinstance(data, dict) or not isinstance(data.get("path"), str) or not data["path"]:
+        raise ModelError(f"{where} has a file entry without a path: {data!r}")
+    repo, revision = data.get("hf_repo"), data.get("revision")
+    if repo is not None and not revision:
+        raise ModelError(f"{where}: file {data['path']!r} from {repo} needs a pinned revision")
+    sha256 = data.get("sha256")
+    return PackageFile(
+        path=data["path"],
+        size=data.get("size"),
+        sha256=sha256.lower() if isinstance(sha256, str) else None,
+        hf_repo=repo,
+        revision=revision,
+        target_dir=data.get("target_dir"),
+    )
+
+
 def parse_family_spec(data: dict[str, Any], where: str = "spec") -> FamilySpec:
     if data.get("schema_version") != 1:
         raise ModelError(f"{where}: unsupported schema_version {data.get('schema_version')!r}")
@@ -220,7 +258,7 @@ def parse_family_spec(data: dict[str, Any], where: str = "spec") -> FamilySpec:
         seen.add(pid)
         if entry.get("format") not in PACKAGE_FORMATS:
             raise ModelError(f"{where}: package {pid!r} has unknown format {entry.get('format')!r}")
-        files = tuple(PackageFile(f["path"], f.get("size"), f.get("sha256")) for f in entry.get("files", ()))
+        files = tuple(_package_file(f, f"{where}: package {pid!r}") for f in entry.get("files", ()))
         packages.append(
             PackageSpec(
                 id=pid,

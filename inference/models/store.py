@@ -38,6 +38,7 @@ from urllib.parse import quote
 from filelock import FileLock, Timeout
 
 from inference.errors import ModelError, NotImplementedFamilyError, UsageError
+from inference.models import phonon
 from inference.models.catalog import INSTALL_MARKER, Catalog
 from inference.models.conversion import (
     FORMATS_NEEDING_CONVERSION,
@@ -181,6 +182,7 @@ class ModelStore:
                 f"{pkg.name} needs an install-time conversion that this build of Captioneer does not have yet",
                 "install another package of the same family, or update Captioneer",
             )
+        self.conversions.preflight(pkg)  # e.g. an optional dependency the conversion needs: before any download
         self.root.mkdir(parents=True, exist_ok=True)
         with self._package_lock(pkg.id, "install"):
             existing = self.catalog.installed_path(pkg)  # again: another process may have just finished it
@@ -233,23 +235,29 @@ class ModelStore:
         return False
 
     def _plan(self, pkg: PackageSpec, cancel: threading.Event | None) -> list[_Planned]:
-        assert pkg.hf_repo is not None
-        revision = pkg.revision or "main"
         partial_dir = self.root / PARTIAL_DIR / pkg.id
         partial_dir.mkdir(parents=True, exist_ok=True)
-        planned = []
+        planned: list[_Planned] = []
         for spec in pkg.files:
-            remote = self.hub.file_info(pkg.hf_repo, spec.path, revision, cancel)
+            repo, revision = pkg.source_of(spec)
+            if repo is None:
+                raise ModelError(f"catalog entry {pkg.id} does not say which repository {spec.path} comes from")
+            remote = self.hub.file_info(repo, spec.path, revision, cancel)
             expected = spec.sha256.lower() if spec.sha256 else None
             if expected and remote.etag_sha256 and remote.etag_sha256 != expected:
                 # The hub tells us the content hash up front: fail before downloading gigabytes.
                 raise ChecksumMismatchError(
-                    f"{spec.path} in {pkg.hf_repo}@{revision} has sha256 {remote.etag_sha256}, "
+                    f"{spec.path} in {repo}@{revision} has sha256 {remote.etag_sha256}, "
                     f"but the catalog expects {expected}",
                     "the file changed upstream; update Captioneer's catalog or pin the revision",
                 )
-            partial = partial_dir / (quote(spec.path, safe="") + ".part")
-            item = _Planned(spec, remote, _target_path(pkg, spec.path), partial, expected or remote.etag_sha256)
+            target = _file_target(pkg, spec)
+            # Files of another repository are named by their place in the package (their repository paths
+            # may repeat the package's own, e.g. config.json).
+            partial = partial_dir / (quote(target if pkg.is_foreign(spec) else spec.path, safe="") + ".part")
+            if any(p.target == target or p.partial == partial for p in planned):
+                raise ModelError(f"catalog entry {pkg.id} puts two files at {target}")
+            item = _Planned(spec, remote, target, partial, expected or remote.etag_sha256)
             self._adopt_partial(item)
             planned.append(item)
         return planned
@@ -335,6 +343,7 @@ class ModelStore:
         tracker: _Progress,
         cancel: threading.Event | None,
         converter: Any,
+        marker_fields: dict[str, Any] | None = None,
     ) -> Path:
         tmp = self._new_tmp_dir(pkg.id)
         moved: list[_Planned] = []
@@ -359,13 +368,22 @@ class ModelStore:
             tracker.emit("finishing", message="recording checksums", force=True)
             known = {item.target: item.sha256 for item in planned}
             files = self._describe_files(tmp, known, tracker, cancel)
-            commit = next((item.remote.commit for item in planned if item.remote.commit), None)
-            write_marker(tmp, {
+            own = [item for item in planned if not pkg.is_foreign(item.spec)]
+            commit = next((item.remote.commit for item in own if item.remote.commit), None)
+            marker = {
                 "id": pkg.id, "family": pkg.family, "format": pkg.format, "name": pkg.name,
                 "quantization": pkg.quantization, "model_path": model_path, "source": "hub",
                 "hf_repo": pkg.hf_repo, "revision": pkg.revision, "commit": commit,
                 "installed_at": self.clock(), "size_bytes": sum(f["size"] for f in files), "files": files,
-            })
+            }
+            foreign = [item for item in planned if pkg.is_foreign(item.spec)]
+            if foreign:
+                marker["other_sources"] = [
+                    {"path": item.target, "hf_repo": item.remote.repo, "revision": item.remote.revision,
+                     "commit": item.remote.commit}
+                    for item in foreign
+                ]
+            write_marker(tmp, {**marker, **(marker_fields or {})})
             final = self._swap_into_place(tmp, pkg.id)
         except BaseException:
             # Give the downloads back to the partial area so a retry does not fetch them again; they
@@ -423,14 +441,28 @@ class ModelStore:
         link: bool = False,
         progress: ProgressCallback | None = None,
         cancel: threading.Event | None = None,
+        sidecars: Path | None = None,
+        sha256: str | None = None,
     ) -> Path:
-        """Copy (or link) a model folder or file into the store under ``package_id``."""
+        """Copy (or link) a model folder or file into the store under ``package_id``.
+
+        A Phonon-2 source (a ``.tar.zst`` archive, or a folder holding ``model.fermion`` and ``config.json``)
+        is converted instead, see :meth:`_import_phonon2`; ``sidecars`` and ``sha256`` apply to it only.
+        """
         from inference.engine import detect_family
 
         source = Path(source).expanduser()
         if not source.exists():
             raise UsageError(f"nothing to import at {source}", "pass an existing model folder or .gguf file")
         source = source.resolve()
+        if phonon.is_phonon2_source(source):
+            if link:
+                raise UsageError(f"{source.name} cannot be linked: it is converted into a new model",
+                                 "import it without --link")  # fmt: skip
+            return self._import_phonon2(source, package_id, sidecars, sha256, progress, cancel)
+        if sidecars is not None or sha256 is not None:
+            raise UsageError("--sidecars and --sha256 apply to Phonon-2 sources only",
+                             "pass a .tar.zst archive or a folder holding model.fermion")  # fmt: skip
         family = detect_family(source)  # raises ModelError with a fix if it is no model we can load
         pid = package_id or _slug(source.stem if source.is_file() else source.name)
         if not _PACKAGE_ID.match(pid):
@@ -449,6 +481,73 @@ class ModelStore:
         self.root.mkdir(parents=True, exist_ok=True)
         with self._package_lock(pid, "import"):
             return self._import_locked(source, pid, family, known, link, progress, cancel)
+
+    def _import_phonon2(
+        self, source: Path, package_id: str | None, sidecars: Path | None, sha256: str | None,
+        progress: ProgressCallback | None, cancel: threading.Event | None,
+    ) -> Path:  # fmt: skip
+        """Convert a local Phonon-2 source into a package (default id: the catalog's Phonon-2 package).
+
+        The sidecars (nvidia v3 ``config.json``, ``tokenizer.json``, ``processor_config.json``) come from the
+        folder ``sidecars`` or, without it, from the hub as the catalog's Phonon-2 package lists them. The
+        source must hash to ``sha256``, else to the digest the catalog pins or the published one. Everything
+        is assembled in a temporary directory, so a refused or failed import leaves nothing installed.
+        """
+        known = {p.id: p for p in self.catalog.packages()}
+        catalog_pkg = next((p for p in known.values() if p.format == phonon.FORMAT and p.family == phonon.FAMILY
+                            and p.files), None)  # fmt: skip
+        pid = package_id or (catalog_pkg.id if catalog_pkg is not None else "phonon2")
+        if not _PACKAGE_ID.match(pid):
+            raise UsageError(f"{pid!r} cannot be a package id", "use letters, digits, '_', '-' or '.', e.g. --id my_model")
+        if pid in known and known[pid].family != phonon.FAMILY:
+            raise UsageError(f"{pid} is a {known[pid].family} package, but {source} is a Phonon-2 ({phonon.FAMILY}) model",
+                             "choose another id with --id")  # fmt: skip
+        if pid in known and self.catalog.installed_path(known[pid]) is not None:
+            raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
+        expected = phonon.expected_digest(source, catalog_pkg, sha256)
+        if source.is_file():
+            phonon.require_zstandard(f"reading {source.name}")
+        side_files: tuple[PackageFile, ...] = ()
+        if sidecars is not None:
+            sidecars = Path(sidecars).expanduser().resolve()
+            if not sidecars.is_dir():
+                raise UsageError(f"--sidecars {sidecars} is not a folder",
+                                 "pass the folder holding config.json, tokenizer.json and processor_config.json")  # fmt: skip
+        elif catalog_pkg is not None:
+            side_files = phonon.sidecar_files(catalog_pkg, lambda f: _file_target(catalog_pkg, f))
+        if sidecars is None and not side_files:
+            raise UsageError("the catalog does not say where the Phonon-2 sidecars come from",
+                             "pass --sidecars DIR holding config.json, tokenizer.json and processor_config.json of "
+                             "nvidia/parakeet-tdt-0.6b-v3")  # fmt: skip
+        size = source.stat().st_size if source.is_file() else sum(p.stat().st_size for p in _walk_files(source))
+        named = known.get(pid)
+        pkg = PackageSpec(
+            id=pid, family=phonon.FAMILY, name=named.name if named else f"{source.name} (imported Phonon-2)",
+            format=phonon.FORMAT, files=side_files, size_bytes=size,
+            hf_repo=catalog_pkg.hf_repo if catalog_pkg else None, revision=catalog_pkg.revision if catalog_pkg else None,
+            quantization="f32", languages=("en",),
+        )  # fmt: skip
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self._package_lock(pid, "import"):
+            if (self.root / pid / INSTALL_MARKER).exists():
+                raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
+            tracker = _Progress(pid, ThrottledReporter(progress))
+            planned: list[_Planned] = []
+            if side_files:
+                tracker.emit("checking", message=f"asking {self.hub.endpoint} for the sidecars", force=True)
+                planned = self._plan(pkg, cancel)
+            needed = self._remaining(planned) + phonon.extra_space(pkg) + DISK_RESERVE_BYTES
+            self._require_space(needed, f"to import {source.name}")
+            if planned:
+                self._download_all(pkg, planned, tracker, cancel)
+                self._verify_downloads(planned, tracker, cancel)
+            converter = phonon.import_converter(source, sidecars, expected)
+            path = self._assemble(pkg, planned, tracker, cancel, converter, marker_fields={
+                "source": "import", "origin": str(source), "linked": False, "hf_repo": None, "revision": None,
+                "commit": None, "sidecars_origin": str(sidecars) if sidecars is not None else None,
+            })  # fmt: skip
+            tracker.emit("done", message=str(path), force=True)
+            return path
 
     def _import_locked(
         self, source: Path, pid: str, family: str, known: dict[str, PackageSpec], link: bool,
@@ -536,7 +635,7 @@ class ModelStore:
         pkg = next((p for p in self.catalog.packages() if p.id == package_id), None)
         catalog_sha = {}
         if pkg is not None:
-            catalog_sha = {_target_path(pkg, f.path): f.sha256.lower() for f in pkg.files if f.sha256}
+            catalog_sha = {_file_target(pkg, f): f.sha256.lower() for f in pkg.files if f.sha256}
         tracker = _Progress(package_id, ThrottledReporter(progress))
         recorded = marker.get("files") or []
         total = sum(int(f.get("size") or 0) for f in recorded) or None
@@ -632,10 +731,22 @@ def _target_path(pkg: PackageSpec, repo_path: str) -> str:
     rel = repo_path.removeprefix(pkg.strip_prefix) if pkg.strip_prefix else repo_path
     if pkg.target_dir:
         rel = f"{pkg.target_dir.strip('/')}/{rel}"
+    return _safe_relative(pkg, rel, repo_path)
+
+
+def _safe_relative(pkg: PackageSpec, rel: str, repo_path: str) -> str:
     parts = Path(rel).parts
     if not parts or Path(rel).is_absolute() or ".." in parts or rel == INSTALL_MARKER:
         raise ModelError(f"catalog entry {pkg.id} has an unsafe file path {repo_path!r}")
     return Path(rel).as_posix()
+
+
+def _file_target(pkg: PackageSpec, file: PackageFile) -> str:
+    """Where a catalog file goes inside the package directory: its own ``target_dir`` when it names one."""
+    if file.target_dir is None:
+        return _target_path(pkg, file.path)
+    rel = f"{file.target_dir.strip('/')}/{file.path}" if file.target_dir.strip("/") else file.path
+    return _safe_relative(pkg, rel, file.path)
 
 
 def _default_model_path(pkg: PackageSpec, targets: list[str]) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from inference.models.catalog import Catalog
+from inference.models.conversion import ConversionRegistry
 from inference.models.hub import HubClient, RetryPolicy
 from inference.models.spec import load_all_specs
 from inference.models.store import ModelStore
@@ -99,6 +100,9 @@ FAST_RETRY = RetryPolicy(attempts=4, base_delay_s=0.01, max_delay_s=0.05)
 
 
 def make_store(paths: AppPaths, endpoint: str | None = None, token: str | None = None, **kwargs) -> ModelStore:
+    """A store on the local hub. Without ``conversions`` it has none, so the tiny catalog's ``tiny_archive``
+    stands for a package whose conversion this build lacks (the shipped registry would convert it)."""
+    kwargs.setdefault("conversions", ConversionRegistry())
     client = HubClient(endpoint=endpoint or os.environ.get("HF_ENDPOINT"), token=token, retry=FAST_RETRY,
                        chunk_size=32 * 1024, read_timeout_s=5)
     return ModelStore(paths, Catalog(paths, load_all_specs()), hub=client, **kwargs)

@@ -1,0 +1,122 @@
+"""The store's side of Phonon-2 (families.md §3): what a local Phonon source is, what reading it needs, which
+digest it must have, and the conversion step that turns it into an installed package.
+
+The packed container and its converter belong to the parakeet_tdt family
+(``inference.families.parakeet_tdt.phonon_import``); it is imported only when a conversion runs, so the
+store stays light. Reading the published ``.tar.zst`` archive needs the optional ``zstandard`` package
+(``pip install captioneer[phonon]``); a folder holding ``model.fermion`` and ``config.json`` (the archive
+unpacked) needs nothing extra.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from inference.errors import ModelError, UsageError
+from inference.models.conversion import ConversionContext, ConversionResult, Converter
+from inference.models.spec import PackageFile, PackageSpec
+
+FORMAT = "phonon2-archive"
+FAMILY = "parakeet_tdt"
+ARCHIVE_SUFFIX = ".tar.zst"
+CONTAINER = "model.fermion"
+EXTRA = "phonon"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+Digest = str | tuple[str, str]  # a full sha256, or the (head, tail) fragments the public sources give
+
+
+def is_phonon2_source(path: Path) -> bool:
+    """A ``.tar.zst`` archive, or a folder holding a ``model.fermion`` container."""
+    if path.is_file():
+        return path.name.endswith(ARCHIVE_SUFFIX)
+    return path.is_dir() and (path / CONTAINER).is_file()
+
+
+def require_zstandard(what: str) -> None:
+    """Refuse early, naming the extra, when the optional archive reader is missing."""
+    try:
+        import zstandard  # noqa: F401
+    except ImportError:
+        raise ModelError(
+            f"{what} needs the optional zstandard package, which is not installed",
+            f"run `pip install captioneer[{EXTRA}]` (or `pip install 'zstandard>=0.23'`), or unpack the archive "
+            "and import the folder holding model.fermion and config.json",
+        ) from None
+
+
+def preflight(package: PackageSpec) -> None:
+    """Checked before an install downloads anything: a Phonon archive is useless without its reader."""
+    if package.format == FORMAT:
+        require_zstandard(f"installing {package.name}")
+
+
+def parse_sha256(text: str) -> str:
+    digest = text.strip().lower()
+    if not _SHA256.match(digest):
+        raise UsageError(f"--sha256 must be 64 hexadecimal digits, got {text!r}")
+    return digest
+
+
+def expected_digest(source: Path, catalog_package: PackageSpec | None, override: str | None) -> Digest:
+    """What the source must hash to: the one given, else a digest the catalog pins for the archive, else the
+    published fragments of the archive (or of the container, for an unpacked folder)."""
+    if override is not None:
+        return parse_sha256(override)
+    from inference.families.parakeet_tdt.phonon_import import (
+        PUBLISHED_ARCHIVE_SHA256,
+        PUBLISHED_CONTAINER_SHA256,
+    )
+
+    if source.is_dir():
+        return PUBLISHED_CONTAINER_SHA256
+    if catalog_package is not None:
+        pinned = [f.sha256 for f in catalog_package.files if f.path.endswith(ARCHIVE_SUFFIX) and f.sha256]
+        if pinned:
+            return pinned[0]
+    return PUBLISHED_ARCHIVE_SHA256
+
+
+def sidecar_dir() -> str:
+    from inference.families.parakeet_tdt.install import SIDECAR_DIR
+
+    return SIDECAR_DIR
+
+
+def sidecar_files(package: PackageSpec, target_of: Callable[[PackageFile], str]) -> tuple[PackageFile, ...]:
+    """The package's files that land in the sidecar folder (``target_of``: a file's place in the package)."""
+    prefix = sidecar_dir().strip("/") + "/"
+    return tuple(f for f in package.files if target_of(f).startswith(prefix))
+
+
+def extra_space(package: PackageSpec) -> int:
+    """Disk space a conversion needs next to its input: the dense model plus the container unpacked."""
+    from inference.families.parakeet_tdt.install import extra_space as estimate
+
+    return estimate(package)
+
+
+def import_converter(source: Path, sidecars: Path | None, expected: Digest) -> Converter:
+    """A conversion step for an import: ``source`` → ``<package>/phonon-2``, with the sidecars from
+    ``sidecars`` or, when None, from the package's own sidecar folder (downloaded by the store)."""
+
+    def convert(context: ConversionContext) -> ConversionResult:
+        from inference.families.parakeet_tdt.install import MODEL_DIR
+        from inference.families.parakeet_tdt.phonon_import import convert_phonon2
+
+        if source.is_file():
+            require_zstandard(f"reading {source.name}")
+        context.progress(0, None, f"converting {source.name} to the dense layout")
+        convert_phonon2(
+            source,
+            sidecars if sidecars is not None else context.package_dir / sidecar_dir(),
+            context.package_dir / MODEL_DIR,
+            expected_sha256=expected,
+            progress=context.progress,
+            cancel=context.cancel,
+        )
+        return ConversionResult(model_path=MODEL_DIR, notes=f"converted from {source}")
+
+    return convert
