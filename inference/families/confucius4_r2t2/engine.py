@@ -10,7 +10,9 @@ Live path: ``open_stream`` returns an :class:`~inference.families.confucius4_r2t
 (Longest-Stable-Prefix, families.md §1.7). Its options (``chunk_size_ms``, ``unfixed_chunk_num``,
 ``unfixed_token_num``, ``rollback_punctuation``, ``max_tokens``, ``stream_cache``) default to the session options
 and may be overridden per stream through the request options; ``max_tokens`` is then a per-chunk budget
-(default 32). ``stream_cache`` reuses audio-tower windows and thinker KV rows between chunks (same output).
+(default 32). ``stream_cache`` reuses audio-tower windows and thinker KV rows between chunks (same output);
+``rolling_window_seconds`` bounds an endless stream without VAD; the ``endpointing`` session option splits it
+into VAD segments (``endpointing.py``).
 
 Checkpoints: safetensors directories (legacy or HF layout) and audio.cpp GGUF packages; the tower reads the
 package's tensors in place, the thinker runs from a llama.cpp GGUF written next to the model (at install
@@ -61,6 +63,7 @@ FAMILY = "confucius4_r2t2"
 # Prompt (~30 tokens + context) + 390 audio tokens per 30 s span + the default 512-token budget fit in 2048;
 # KV memory at the 1.7B shape is 28 x 2 x 1024 x 2048 x 2 bytes (f16) = 235 MB, twice that for f32.
 THINKER_CONTEXT = 2048
+STREAM_ENGINE_OPTIONS = frozenset({"stream_cache", "rolling_window_seconds"})  # stream options beyond the LSP's
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ class R2T2Engine:
     def _request(self, options: dict[str, Any]) -> tuple[str, int, str]:
         """(resolved language, token budget, context) from canonical or raw request options."""
         valid = self.spec.validate_request_options(dict(options))
-        stream_only = sorted(set(valid) & ((set(STREAM_OPTIONS) | {"stream_cache"}) - {"max_tokens"}))
+        stream_only = sorted(set(valid) & ((set(STREAM_OPTIONS) | STREAM_ENGINE_OPTIONS) - {"max_tokens"}))
         if stream_only:
             raise UsageError(f"option(s) {', '.join(stream_only)} apply to live streams only",
                              "remove them, or transcribe with --mode streaming")  # fmt: skip
@@ -215,8 +218,15 @@ class R2T2Engine:
         options.update({name: valid[name] for name in STREAM_OPTIONS if name in valid})
         language = resolve_language(valid.get("language"), self.languages)
         cache = bool(valid.get("stream_cache", self.session_options["stream_cache"]))
+        rolling = float(valid.get("rolling_window_seconds", self.session_options["rolling_window_seconds"]))
         context = str(valid.get("context") or "")
         stream_options = StreamOptions.from_options(options)
+        if rolling and self.session_options["endpointing"]:
+            raise UsageError("rolling_window_seconds and endpointing both bound a live stream",
+                             "use one of them (endpointing for speech with pauses, the rolling window without)")  # fmt: skip
+        if rolling and rolling * 1000 < 4 * stream_options.chunk_size_ms:
+            raise UsageError(f"rolling_window_seconds {rolling:g} holds fewer than 4 chunks of "
+                             f"{stream_options.chunk_size_ms:g} ms", "use a longer window, e.g. 16")  # fmt: skip
         if self.session_options["endpointing"]:
             from inference.audio.vad import SileroVad
 
@@ -224,9 +234,12 @@ class R2T2Engine:
             vad = SileroVad(Path(path) if path else None)
             return EndpointedStream(lambda: EngineChunkDecoder(self, context, language, cache), stream_options,
                                     EndpointOptions.from_options(self.session_options), vad, language)  # fmt: skip
-        decoder = EngineChunkDecoder(self, context, language, cache)
+        def new_decoder() -> EngineChunkDecoder:
+            return EngineChunkDecoder(self, context, language, cache)
+
         limit = max_stream_samples(self.checkpoint.config.audio.max_source_positions)
-        return R2T2Stream(decoder, stream_options, language, limit)
+        window = round(rolling * SAMPLE_RATE) if rolling else None
+        return R2T2Stream(new_decoder(), stream_options, language, limit, window, new_decoder)
 
     # ----------------------------------------------------------------- lifetime
     def close(self) -> None:

@@ -128,6 +128,20 @@ class LspRecognizer:
         self.language = self.forced_language
         self.chunk_id = self.published_cp = 0
 
+    def restart_from(self, kept_text: str, decoder: ChunkDecoder | None = None) -> None:
+        """Continue on shorter audio whose committed text is ``kept_text`` (a rolling window dropped the rest).
+
+        The next prompt carries ``kept_text`` as its stable prefix (after the language metadata in automatic
+        mode) and deltas continue past it: published text is never revised.
+        """
+        if decoder is not None:
+            self.decoder = decoder
+        parts = split_at_tag(self.raw_decoded)
+        self.raw_decoded = parts[0] + ASR_TEXT_TAG + kept_text if parts is not None else kept_text
+        self.text = self.committed = kept_text
+        self.published_cp = len(kept_text)
+        self.chunk_id = max(self.chunk_id, self.options.unfixed_chunk_num)
+
     def decode_chunk(self, audio: np.ndarray, final: bool = False, publish: bool | None = None) -> ChunkOutcome:
         """Steps 1-10 of ``decode_chunk`` plus the committed-delta contract.
 

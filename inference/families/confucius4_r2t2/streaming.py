@@ -13,6 +13,7 @@ start of the stream: both span the segment start to the end of the audio decoded
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -33,10 +34,17 @@ class R2T2Stream:
         options: StreamOptions,
         forced_language: str = "",
         max_samples: int | None = None,
+        rolling_samples: int | None = None,
+        decoder_factory: Callable[[], ChunkDecoder] | None = None,
     ) -> None:
         self.options = options
         self.recognizer = LspRecognizer(decoder, options, forced_language)
         self.max_samples = max_samples  # the audio tower's limit on accumulated audio (None: unchecked)
+        # Rolling window: keep at most this much audio, dropping the oldest half (and its text) when it is full.
+        self.rolling_samples = rolling_samples
+        self._decoder_factory = decoder_factory  # a fresh decoder after a cut (its caches hold the old audio)
+        self._dropped_samples = 0
+        self._dropped_text = ""  # committed text of the dropped audio
         self._chunk = options.chunk_samples
         self._buffer: list[np.ndarray] = []
         self._buffered = 0
@@ -58,7 +66,8 @@ class R2T2Stream:
         while self._buffered >= self._chunk:
             self._move_to_accum(self._take(self._chunk))
             outcome = self._decode(final=False)
-            end_s, language = self._accum_samples / SAMPLE_RATE, outcome.language or None
+            end_s = (self._dropped_samples + self._accum_samples) / SAMPLE_RATE
+            language = outcome.language or None
             if outcome.delta:
                 events.append(Delta(outcome.delta, SEGMENT_ID, 0.0, end_s, language))
             tail = provisional_tail(outcome.text, self.recognizer.committed)
@@ -75,11 +84,12 @@ class R2T2Stream:
             self._move_to_accum(self._take(self._buffered))
             self._decode(final=True)
         rec = self.recognizer
-        total_s = self._accum_samples / SAMPLE_RATE
+        total_s = (self._dropped_samples + self._accum_samples) / SAMPLE_RATE
+        text = self._dropped_text + rec.text
         return Transcript(
-            text=rec.text,
+            text=text,
             language=rec.language or None,
-            segments=[Segment(rec.text, 0.0, total_s)] if rec.text else [],
+            segments=[Segment(text, 0.0, total_s)] if text else [],
             timing=Timing(total_s, self._model_wall_s),
         )
 
@@ -101,6 +111,8 @@ class R2T2Stream:
         return head
 
     def _move_to_accum(self, samples: np.ndarray) -> None:
+        if self.rolling_samples is not None and self._accum_samples + samples.size > self.rolling_samples:
+            self._roll()
         total = self._accum_samples + samples.size
         if self.max_samples is not None and total > self.max_samples:
             self._closed = True
@@ -111,6 +123,24 @@ class R2T2Stream:
             )
         self._accum.append(samples)
         self._accum_samples = total
+
+    def _roll(self) -> None:
+        """Drop the oldest half of the window and the committed text estimated to belong to it."""
+        audio = np.concatenate(self._accum) if len(self._accum) > 1 else self._accum[0]
+        drop = (self.rolling_samples or 0) // 2
+        rec = self.recognizer
+        # Without word times, the running text (which covers all the audio) is split in proportion to time;
+        # only committed text can be dropped, cut at a word boundary where there is one.
+        committed = rec.committed
+        cut = min(len(committed), round(len(rec.text) * drop / audio.size))
+        space = committed.find(" ", cut)
+        cut = space if space != -1 else cut
+        kept = committed[cut:].lstrip()
+        self._dropped_text += committed[: len(committed) - len(kept)]
+        self._dropped_samples += drop
+        self._accum = [audio[drop:]]
+        self._accum_samples = audio.size - drop
+        rec.restart_from(kept, self._decoder_factory() if self._decoder_factory else None)
 
     def _decode(self, final: bool):  # -> ChunkOutcome
         if len(self._accum) > 1:
