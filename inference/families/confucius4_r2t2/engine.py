@@ -227,16 +227,17 @@ class R2T2Engine:
         if rolling and rolling * 1000 < 4 * stream_options.chunk_size_ms:
             raise UsageError(f"rolling_window_seconds {rolling:g} holds fewer than 4 chunks of "
                              f"{stream_options.chunk_size_ms:g} ms", "use a longer window, e.g. 16")  # fmt: skip
+
+        def new_decoder() -> EngineChunkDecoder:  # one per utterance: its caches hold that utterance's audio
+            return EngineChunkDecoder(self, context, language, cache)
+
         if self.session_options["endpointing"]:
             from inference.audio.vad import SileroVad
 
             path = str(self.session_options["vad_model_path"] or "")
             vad = SileroVad(Path(path) if path else None)
-            return EndpointedStream(lambda: EngineChunkDecoder(self, context, language, cache), stream_options,
-                                    EndpointOptions.from_options(self.session_options), vad, language)  # fmt: skip
-        def new_decoder() -> EngineChunkDecoder:
-            return EngineChunkDecoder(self, context, language, cache)
-
+            endpoints = EndpointOptions.from_options(self.session_options)
+            return EndpointedStream(new_decoder, stream_options, endpoints, vad, language)
         limit = max_stream_samples(self.checkpoint.config.audio.max_source_positions)
         window = round(rolling * SAMPLE_RATE) if rolling else None
         return R2T2Stream(new_decoder(), stream_options, language, limit, window, new_decoder)
