@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 from app.dictation.capture import CaptureSettings
-from app.dictation.global_hotkey import GlobalHotkey, describe_backend, session_kind
+from app.dictation.global_hotkey import describe_backend, make_hotkey, session_kind
 from app.dictation.hotkey import HotkeyStateMachine
 from app.dictation.output import TextOutput, TextStyle, style_text
 from app.dictation.service import DictationResult, DictationService
@@ -73,9 +73,8 @@ class DictationController(QObject):
         self._result.connect(self._insert)
         self.backend = session_kind()
         self.backend_note = describe_backend(self.backend)
-        self.hotkey: GlobalHotkey | None = None
-        if hotkey and self.backend in ("x11", "windows", "macos"):
-            self.hotkey = GlobalHotkey(hotkey, self.service.key_pressed, self.service.key_released)
+        self.hotkey = make_hotkey(hotkey, self.service.key_pressed, self.service.key_released, self.backend) \
+            if hotkey else None  # fmt: skip
         self._ticker = QTimer(self)
         self._ticker.setInterval(500)
         self._ticker.timeout.connect(self.service.tick)

@@ -1,7 +1,9 @@
 """The global push-to-talk key, per platform, behind one small interface.
 
-* X11, Windows, macOS: pynput's keyboard listener sees key presses in every application. macOS asks for
-  the Accessibility (and Input Monitoring) permission the first time; until it is granted no key arrives,
+* X11: the combination is grabbed on the root window (python-xlib, ``XGrabKey``), so the X server gives it
+  to Captioneer alone: the hotkey never leaks into the focused application, and auto-repeat is filtered.
+* Windows, macOS: pynput's keyboard listener sees key presses in every application. macOS asks for the
+  Accessibility (and Input Monitoring) permission the first time; until it is granted no key arrives,
   which ``describe_backend`` explains.
 * Wayland: applications cannot watch the keyboard globally. Bind ``captioneer dictate --toggle`` to a
   shortcut in the desktop's keyboard settings: it toggles dictation in the running app through a local
@@ -17,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -41,7 +44,7 @@ def session_kind(env: dict[str, str] | None = None) -> str:
 
 def describe_backend(kind: str) -> str:
     return {
-        "x11": "Global hotkey: active (X11).",
+        "x11": "Global hotkey: active (X11; grabbed, so it never reaches other apps).",
         "windows": "Global hotkey: active.",
         "macos": "Global hotkey: needs Captioneer to be allowed in System Settings → Privacy & Security → "
         "Accessibility and Input Monitoring.",
@@ -101,6 +104,7 @@ class GlobalHotkey:
 
         listener = keyboard.Listener(on_press=self._press, on_release=self._release)
         listener.start()
+        listener.wait()  # keys pressed before the listener is ready would be lost
         self._listener = listener
 
     def stop(self) -> None:
@@ -129,3 +133,95 @@ class GlobalHotkey:
     def _release(self, key: Any) -> None:
         if key is not None:
             self.handle(key, False)
+
+
+_X11_MODIFIERS = {"ctrl": "ControlMask", "alt": "Mod1Mask", "shift": "ShiftMask", "cmd": "Mod4Mask"}
+
+
+class X11GrabHotkey:
+    """The hotkey grabbed from the X server: nobody else sees it, and auto-repeat is filtered out."""
+
+    def __init__(self, hotkey: str, on_press: Callable[[], None], on_release: Callable[[], None]) -> None:
+        self.names = parse_hotkey(hotkey)
+        keys = [n for n in self.names if n not in _X11_MODIFIERS]
+        if len(keys) != 1:
+            raise UsageError(f"the hotkey {hotkey!r} needs exactly one key besides ctrl/alt/shift/cmd",
+                             "write it like <ctrl>+<alt>+<space> or <f9>")  # fmt: skip
+        self.key = keys[0]
+        self.on_press = on_press
+        self.on_release = on_release
+        self._display: Any = None
+        self._thread: Any = None
+        self._stopping = False
+
+    def start(self) -> None:
+        import threading
+
+        from Xlib import XK, X, display
+
+        self._display = display.Display()
+        root = self._display.screen().root
+        keysym = XK.string_to_keysym(self.key.upper() if self.key.startswith("f") and self.key[1:].isdigit()
+                                     else self.key)  # fmt: skip
+        self._keycode = self._display.keysym_to_keycode(keysym)
+        if not keysym or not self._keycode:
+            raise UsageError(f"this keyboard has no {self.key!r} key", "choose another hotkey")
+        modifiers = 0
+        for name in self.names & _X11_MODIFIERS.keys():
+            modifiers |= getattr(X, _X11_MODIFIERS[name])
+        self._grabs = [modifiers | extra for extra in (0, X.LockMask, X.Mod2Mask, X.LockMask | X.Mod2Mask)]
+        for mask in self._grabs:  # also with Caps Lock / Num Lock on
+            root.grab_key(self._keycode, mask, True, X.GrabModeAsync, X.GrabModeAsync)
+        self._display.sync()
+        self._thread = threading.Thread(target=self._run, name="captioneer-hotkey", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from Xlib import X
+
+        display = self._display
+        down = False
+        try:
+            while not self._stopping:
+                event = display.next_event()
+                if event.type == X.KeyPress and event.detail == self._keycode:
+                    if not down:
+                        down = True
+                        self.on_press()
+                elif event.type == X.KeyRelease and event.detail == self._keycode:
+                    # Auto-repeat sends a release and a press with the same time stamp: not a real release. The
+                    # press follows within microseconds; 20 ms of patience makes sure it has arrived.
+                    time.sleep(0.02)
+                    if display.pending_events():
+                        following = display.next_event()
+                        if following.type == X.KeyPress and following.detail == self._keycode and (
+                            following.time - event.time <= 1
+                        ):
+                            continue
+                    down = False
+                    self.on_release()
+        except Exception:  # the display was closed by stop(), or the X server went away
+            if not self._stopping:
+                log.exception("the X11 hotkey listener stopped")
+
+    def stop(self) -> None:
+        self._stopping = True
+        if self._display is not None:
+            try:
+                root = self._display.screen().root
+                for mask in self._grabs:
+                    root.ungrab_key(self._keycode, mask)
+                self._display.sync()
+                self._display.close()
+            except Exception:
+                log.debug("releasing the X11 hotkey failed", exc_info=True)
+            self._display = None
+
+
+def make_hotkey(hotkey: str, on_press: Callable[[], None], on_release: Callable[[], None], kind: str) -> Any:
+    """The right global hotkey for this session kind (None where only the command-line toggle works)."""
+    if kind == "x11":
+        return X11GrabHotkey(hotkey, on_press, on_release)
+    if kind in ("windows", "macos"):
+        return GlobalHotkey(hotkey, on_press, on_release)
+    return None

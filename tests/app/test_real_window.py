@@ -52,3 +52,24 @@ def test_overlay_on_a_real_screen(display: str, tmp_path: Path) -> None:
     assert green > 200 and red < 60 and blue < 60  # the overlay's colour, drawn above the window
     assert "lazy dog" in facts["overlay_text"] and "and then" in facts["overlay_text"]
     assert (tmp_path / "screen.png").stat().st_size > 1000
+
+
+@pytest.mark.skipif(shutil.which("xdotool") is None, reason="needs xdotool (installed by .ci/run)")
+def test_push_to_talk_with_the_real_hotkey_types_into_the_focused_window(display: str) -> None:
+    env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("PYNPUT_BACKEND", None)  # the real X11 backend: the hotkey is read from the X server
+    child = subprocess.Popen([sys.executable, "-m", "tests.app.xvfb_dictation_child"], cwd=REPO_ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert child.stdout is not None
+        ready = json.loads(child.stdout.readline() or "{}")
+        assert ready.get("ready"), child.stderr.read() if child.stderr else ""
+        xdotool = ["xdotool"]
+        subprocess.run([*xdotool, "keydown", "ctrl+alt+space"], env=env, check=True)
+        time.sleep(1.0 + ready["speech_s"] + 0.2)  # real time: the recording plays as a microphone would
+        subprocess.run([*xdotool, "keyup", "ctrl+alt+space"], env=env, check=True)
+        result = json.loads(child.stdout.readline() or "{}")
+    finally:
+        child.wait(90)
+    assert result["result"] == ["emma quickly closed the early bottle and sang"]
+    assert result["field"] == "Emma quickly closed the early bottle and sang"  # typed into the focused window
