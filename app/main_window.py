@@ -193,6 +193,8 @@ class MainWindow(QMainWindow):
             action.setCheckable(True)
             action.setChecked(self.settings.dictation_output == mode)
             action.triggered.connect(lambda _checked=False, m=mode: self._set_setting("dictation_output", m))
+        settings_action = menu.addAction("Dictation &settings…")
+        settings_action.triggered.connect(self.open_dictation_settings)
         self.dictation_history_menu = menu.addMenu("&Recent dictations")
         self.dictation_history_menu.aboutToShow.connect(self._fill_dictation_history)
         self.dictation = None
@@ -246,6 +248,20 @@ class MainWindow(QMainWindow):
             self.dictation = None
             self._show_problem(exc.message, exc.fix or "")
             self.dictation_action.setChecked(False)
+
+    def open_dictation_settings(self) -> None:
+        from app.views.dictation_settings import DictationSettingsDialog
+
+        self.dictation_settings = DictationSettingsDialog(self.settings, self)
+        self.dictation_settings.accepted.connect(self._dictation_settings_saved)
+        self.dictation_settings.show()
+
+    def _dictation_settings_saved(self) -> None:
+        self.settings_store.save(self.settings)
+        self.dictation_action.setText(f"&Push-to-talk ({self.settings.push_to_talk_hotkey})")
+        if self.dictation is not None:  # restart with the new hotkey and times
+            self.set_dictation_enabled(False)
+            self.set_dictation_enabled(True)
 
     def _fill_dictation_history(self) -> None:
         self.dictation_history_menu.clear()

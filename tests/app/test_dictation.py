@@ -241,3 +241,30 @@ def test_dictation_in_the_window_toggled_from_the_command_line_tool(qtbot) -> No
     assert window.dictation.history[0] is result
     window.set_dictation_enabled(False)
     assert not send_toggle()  # nobody listens any more
+
+
+def test_the_hotkey_is_captured_from_a_key_press_and_saved(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtGui import QKeySequence
+
+    from app.main_window import MainWindow
+    from app.settings import SettingsStore
+    from app.state import AppState
+    from app.views.dictation_settings import hotkey_from_sequence, sequence_from_hotkey
+    from inference.paths import AppPaths
+
+    assert hotkey_from_sequence(QKeySequence("Ctrl+Alt+Space")) == "<ctrl>+<alt>+<space>"
+    assert hotkey_from_sequence(QKeySequence("F9")) == "<f9>"
+    assert hotkey_from_sequence(QKeySequence("Ctrl+Shift+D")) == "<ctrl>+<shift>+d"
+    assert hotkey_from_sequence(sequence_from_hotkey("<ctrl>+<alt>+<space>")) == "<ctrl>+<alt>+<space>"
+    paths = AppPaths.from_environment().ensure()
+    window = MainWindow(AppState.load(paths), SettingsStore(paths))
+    qtbot.addWidget(window)
+    window.open_dictation_settings()
+    dialog = window.dictation_settings
+    dialog.hotkey.setKeySequence(QKeySequence("Ctrl+F8"))
+    dialog.trailing.setValue(450)
+    dialog.padding.setValue(5000)  # clamped by the spin box's bounds
+    dialog.accept()
+    saved = SettingsStore(paths).load()
+    assert (saved.push_to_talk_hotkey, saved.trailing_silence_ms, saved.dictation_padding_ms) == ("<ctrl>+<f8>", 450, 2000)
+    assert "<ctrl>+<f8>" in window.dictation_action.text()

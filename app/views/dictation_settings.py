@@ -1,0 +1,102 @@
+"""Dictation settings (thin view): the hotkey (captured from a key press), capture times, text style."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QKeySequenceEdit,
+    QLabel,
+    QSpinBox,
+    QWidget,
+)
+
+from app.dictation.global_hotkey import describe_backend, parse_hotkey, session_kind
+from app.settings import Settings
+from inference.errors import UsageError
+
+_QT_TO_HOTKEY = {"Ctrl": "<ctrl>", "Alt": "<alt>", "Shift": "<shift>", "Meta": "<cmd>", "Space": "<space>"}
+
+
+def hotkey_from_sequence(sequence: QKeySequence) -> str:
+    """``Ctrl+Alt+Space`` (Qt) → ``<ctrl>+<alt>+<space>`` (the hotkey format); "" for an empty sequence."""
+    text = sequence.toString(QKeySequence.SequenceFormat.PortableText).split(",")[0].strip()
+    if not text:
+        return ""
+    parts = []
+    for part in text.split("+"):
+        if part in _QT_TO_HOTKEY:
+            parts.append(_QT_TO_HOTKEY[part])
+        elif len(part) == 1:
+            parts.append(part.lower())
+        else:
+            parts.append(f"<{part.lower()}>")
+    return "+".join(parts)
+
+
+def sequence_from_hotkey(hotkey: str) -> QKeySequence:
+    reverse = {v: k for k, v in _QT_TO_HOTKEY.items()}
+    parts = [reverse.get(p, p.strip("<>").capitalize() if p.startswith("<") else p.upper()) for p in hotkey.split("+")]
+    return QKeySequence("+".join(parts))
+
+
+class DictationSettingsDialog(QDialog):
+    def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Dictation")
+        self.settings = settings
+        form = QFormLayout(self)
+        self.hotkey = QKeySequenceEdit(sequence_from_hotkey(settings.push_to_talk_hotkey))
+        self.hotkey.setMaximumSequenceLength(1)
+        form.addRow("Hotkey (press it)", self.hotkey)
+        form.addRow("", QLabel(describe_backend(session_kind())))
+        self.pre_roll = self._ms(settings.dictation_pre_roll_ms)
+        form.addRow("Audio kept from before the key", self.pre_roll)
+        self.trailing = self._ms(settings.trailing_silence_ms)
+        form.addRow("Audio kept after release", self.trailing)
+        self.padding = self._ms(settings.dictation_padding_ms)
+        form.addRow("Silence added at the end", self.padding)
+        self.capitalize = QCheckBox("Capitalise the first word")
+        self.capitalize.setChecked(settings.dictation_capitalize)
+        form.addRow("", self.capitalize)
+        self.separator = QComboBox()
+        for key, label in (("space", "a space"), ("newline", "a new line"), ("none", "nothing")):
+            self.separator.addItem(label, key)
+        self.separator.setCurrentIndex(max(0, self.separator.findData(settings.dictation_trailing)))
+        form.addRow("After the text, add", self.separator)
+        self.error = QLabel("")
+        self.error.setStyleSheet("color: #c62828")
+        form.addRow(self.error)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    @staticmethod
+    def _ms(value: int) -> QSpinBox:
+        box = QSpinBox()
+        box.setRange(0, 2000)  # CaptureSettings' bounds
+        box.setSingleStep(50)
+        box.setSuffix(" ms")
+        box.setValue(value)
+        return box
+
+    def accept(self) -> None:
+        hotkey = hotkey_from_sequence(self.hotkey.keySequence())
+        try:
+            parse_hotkey(hotkey)
+        except UsageError as exc:
+            self.error.setText(f"{exc.message} — {exc.fix}")
+            return
+        s = self.settings
+        s.push_to_talk_hotkey = hotkey
+        s.dictation_pre_roll_ms = self.pre_roll.value()
+        s.trailing_silence_ms = self.trailing.value()
+        s.dictation_padding_ms = self.padding.value()
+        s.dictation_capitalize = self.capitalize.isChecked()
+        s.dictation_trailing = str(self.separator.currentData())
+        super().accept()
