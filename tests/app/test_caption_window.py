@@ -141,3 +141,10 @@ def test_a_missing_model_or_input_is_explained_not_raised(qtbot, window) -> None
     window.model_combo.addItem("(no model)", None)
     window.start()
     assert "no model" in window.status_label.text() and window.controller.state == "idle"
+
+
+def test_input_file_option(capsys) -> None:  # type: ignore[no-untyped-def]
+    from app.launcher import main
+
+    assert main(["--input-file", "/no/such/recording.wav"]) == 2
+    assert "input file not found: /no/such/recording.wav" in capsys.readouterr().err
