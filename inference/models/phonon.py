@@ -11,11 +11,13 @@ unpacked) needs nothing extra.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from inference.errors import ModelError, UsageError
 from inference.models.conversion import ConversionContext, ConversionResult, Converter
+from inference.models.hashing import sha256_file
 from inference.models.spec import PackageFile, PackageSpec
 
 FORMAT = "phonon2-archive"
@@ -79,6 +81,26 @@ def expected_digest(source: Path, catalog_package: PackageSpec | None, override:
     return PUBLISHED_ARCHIVE_SHA256
 
 
+def check_digest(
+    path: Path, expected: Digest, on_bytes: Callable[[int], None] | None = None, cancel: threading.Event | None = None
+) -> None:
+    """Refuse a source that does not hash to ``expected``, saying what to do for a published or a given digest."""
+    actual = sha256_file(path, on_bytes, cancel)
+    if isinstance(expected, str):
+        if actual == expected:
+            return
+        raise ModelError(f"{path.name} has sha256 {actual}, expected {expected}",
+                         "the file is damaged or incomplete (copy or download it again), or --sha256 is wrong")  # fmt: skip
+    head, tail = expected
+    if actual.startswith(head) and actual.endswith(tail):
+        return
+    raise ModelError(
+        f"{path.name} has sha256 {actual}, expected {head}…{tail} (the published Phonon-2 {path.name})",
+        f"download the published file again if this copy is incomplete; to import another build on purpose, "
+        f"pass --sha256 {actual}",
+    )
+
+
 def sidecar_dir() -> str:
     from inference.families.parakeet_tdt.install import SIDECAR_DIR
 
@@ -98,9 +120,10 @@ def extra_space(package: PackageSpec) -> int:
     return estimate(package)
 
 
-def import_converter(source: Path, sidecars: Path | None, expected: Digest) -> Converter:
-    """A conversion step for an import: ``source`` → ``<package>/phonon-2``, with the sidecars from
-    ``sidecars`` or, when None, from the package's own sidecar folder (downloaded by the store)."""
+def import_converter(source: Path, sidecars: Path | None) -> Converter:
+    """A conversion step for an import: ``source`` (its digest already checked, :func:`check_digest`) →
+    ``<package>/phonon-2``, with the sidecars from ``sidecars`` or, when None, from the package's own sidecar
+    folder (downloaded by the store)."""
 
     def convert(context: ConversionContext) -> ConversionResult:
         from inference.families.parakeet_tdt.install import MODEL_DIR
@@ -113,7 +136,7 @@ def import_converter(source: Path, sidecars: Path | None, expected: Digest) -> C
             source,
             sidecars if sidecars is not None else context.package_dir / sidecar_dir(),
             context.package_dir / MODEL_DIR,
-            expected_sha256=expected,
+            expected_sha256=None,
             progress=context.progress,
             cancel=context.cancel,
         )

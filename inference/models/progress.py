@@ -13,7 +13,11 @@ from inference.models.errors import InstallCancelled
 
 @dataclass(frozen=True)
 class InstallProgress:
-    """One report. ``phase`` is checking, downloading, verifying, converting, finishing or done."""
+    """One report. ``phase`` is checking, downloading, verifying, converting, finishing or done.
+
+    ``done``/``total`` count bytes, except while converting: a conversion counts its own steps (tensors,
+    percent), so only their ratio means something to a reader.
+    """
 
     package_id: str
     phase: str
@@ -121,9 +125,11 @@ def describe(report: InstallProgress) -> str:
     """One line for a terminal or a status label, e.g. ``downloading x.gguf: 1.2 GB of 2.5 GB, 12.0 MB/s, 1 min 48 s left``."""
     parts = [report.phase + (f" {report.file}" if report.file else "")]
     detail = []
-    if report.total:
+    if report.total and report.phase == "converting":
+        detail.append(f"{min(1.0, report.done / report.total) * 100:.0f}%")
+    elif report.total:
         detail.append(f"{human_bytes(report.done)} of {human_bytes(report.total)}")
-    elif report.done:
+    elif report.done and report.phase != "converting":
         detail.append(human_bytes(report.done))
     if report.speed_bps:
         detail.append(f"{human_bytes(report.speed_bps)}/s")

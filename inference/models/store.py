@@ -532,6 +532,10 @@ class ModelStore:
             if (self.root / pid / INSTALL_MARKER).exists():
                 raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
             tracker = _Progress(pid, ThrottledReporter(progress))
+            checked = source if source.is_file() else source / phonon.CONTAINER
+            total = checked.stat().st_size
+            phonon.check_digest(checked, expected, lambda done: tracker.emit("verifying", done, total, checked.name),
+                                cancel)  # fmt: skip
             planned: list[_Planned] = []
             if side_files:
                 tracker.emit("checking", message=f"asking {self.hub.endpoint} for the sidecars", force=True)
@@ -541,7 +545,7 @@ class ModelStore:
             if planned:
                 self._download_all(pkg, planned, tracker, cancel)
                 self._verify_downloads(planned, tracker, cancel)
-            converter = phonon.import_converter(source, sidecars, expected)
+            converter = phonon.import_converter(source, sidecars)
             path = self._assemble(pkg, planned, tracker, cancel, converter, marker_fields={
                 "source": "import", "origin": str(source), "linked": False, "hf_repo": None, "revision": None,
                 "commit": None, "sidecars_origin": str(sidecars) if sidecars is not None else None,

@@ -102,3 +102,11 @@ def test_no_network_fails_fast_with_default_retries(app_paths, monkeypatch, caps
     assert code == 1
     assert time.monotonic() - started < 10
     assert "cannot connect" in capsys.readouterr().err
+
+
+def test_conversion_progress_reads_as_a_percentage_not_bytes():
+    from inference.models.progress import describe
+
+    report = InstallProgress("p", "converting", 41, 82, message="converting joint.head.weight")
+    assert describe(report) == "converting: 50%, converting joint.head.weight"
+    assert describe(InstallProgress("p", "verifying", 512, 1024, "a.bin")) == "verifying a.bin: 512 B of 1.0 KB"
