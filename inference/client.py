@@ -51,16 +51,7 @@ from inference.contract import (
     Transcript,
     event_from_json,
 )
-from inference.errors import (
-    BackendError,
-    Cancelled,
-    CaptioneerError,
-    InputFileError,
-    ModelError,
-    NotImplementedFamilyError,
-    UsageError,
-    WorkerError,
-)
+from inference.errors import CaptioneerError, UsageError, WorkerError, error_class
 
 log = logging.getLogger("captioneer.client")
 
@@ -102,21 +93,10 @@ class BacklogFull(CaptioneerError):
     exit_code = 1
 
 
-_KIND_ERRORS: dict[str, type[CaptioneerError]] = {
-    "usage": UsageError,
-    "input": InputFileError,
-    "model": ModelError,
-    "backend": BackendError,
-    "unsupported": NotImplementedFamilyError,
-    "cancelled": Cancelled,
-}
-
-
 def error_from_failure(failed: p.Failed) -> CaptioneerError:
     if failed.kind == "out_of_memory":
         return WorkerError(f"out of memory: {failed.message}", failed.fix)
-    cls = _KIND_ERRORS.get(failed.kind, WorkerError)
-    return cls(failed.message, failed.fix)
+    return error_class(failed.kind)(failed.message, failed.fix)
 
 
 def describe_exit(exitcode: int | None) -> str:

@@ -61,3 +61,30 @@ class WorkerError(CaptioneerError):
     """The inference worker process crashed, hung or could not be started."""
 
     exit_code = 1
+
+
+def error_kind(exc: BaseException) -> str:
+    """The machine-readable kind (``contract.ERROR_KINDS``) of an exception, as events and the wire carry it."""
+    for cls, kind in _KINDS:
+        if isinstance(exc, cls):
+            return kind
+    return "out_of_memory" if isinstance(exc, MemoryError) else "internal"
+
+
+def error_class(kind: str) -> type[CaptioneerError]:
+    """The exception class that stands for ``kind`` on the receiving side (WorkerError for the rest)."""
+    for cls, known in _KINDS:
+        if known == kind:
+            return cls
+    return WorkerError
+
+
+# Subclasses first: the first match wins.
+_KINDS: tuple[tuple[type[CaptioneerError], str], ...] = (
+    (Cancelled, "cancelled"),
+    (UsageError, "usage"),
+    (InputFileError, "input"),
+    (ModelError, "model"),
+    (NotImplementedFamilyError, "unsupported"),
+    (BackendError, "backend"),
+)

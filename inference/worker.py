@@ -34,33 +34,9 @@ from typing import Any
 
 from inference import protocol as p
 from inference.contract import CancelToken, Engine, JobControl, Progress, Stream, event_to_json
-from inference.errors import (
-    BackendError,
-    Cancelled,
-    CaptioneerError,
-    InputFileError,
-    ModelError,
-    NotImplementedFamilyError,
-    UsageError,
-)
+from inference.errors import CaptioneerError, UsageError, error_kind
 
 log = logging.getLogger("captioneer.worker")
-
-
-def error_kind(exc: BaseException) -> str:
-    """The ``contract.ERROR_KINDS`` entry for an exception raised inside the worker."""
-    for cls, kind in (
-        (Cancelled, "cancelled"),
-        (UsageError, "usage"),
-        (InputFileError, "input"),
-        (ModelError, "model"),
-        (NotImplementedFamilyError, "unsupported"),
-        (BackendError, "backend"),
-        (MemoryError, "out_of_memory"),
-    ):
-        if isinstance(exc, cls):
-            return kind
-    return "internal"
 
 
 def failure(exc: BaseException, request_id: int | None = None, stream_id: str | None = None) -> p.Failed:

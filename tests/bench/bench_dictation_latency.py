@@ -13,7 +13,6 @@ Quote the CPU (printed) with the figures.
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import sys
 import threading
@@ -31,18 +30,9 @@ from app.dictation.service import DictationResult, DictationService  # noqa: E40
 from inference.audio.io import load_audio_file  # noqa: E402
 from inference.client import WorkerClient  # noqa: E402
 from inference.contract import SAMPLE_RATE  # noqa: E402
+from tests.bench.machine import cpu_name  # noqa: E402
 
 BLOCK = 480  # 30 ms, as a sound card delivers
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def play(service: DictationService, audio: np.ndarray) -> None:

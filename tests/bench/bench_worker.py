@@ -16,7 +16,6 @@ Quote the CPU (printed) with the figures.
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import sys
 import time
@@ -31,20 +30,11 @@ from inference.audio.io import load_audio_file  # noqa: E402
 from inference.client import BacklogPolicy, RemoteStream, WorkerClient  # noqa: E402
 from inference.contract import SAMPLE_RATE  # noqa: E402
 from inference.engine import EngineRequest, load_engine  # noqa: E402
+from tests.bench.machine import cpu_name  # noqa: E402
 
 DEMO = REPO / "resources" / "demo_model"
 FAULTY = "tests.worker.faulty_engine:create_engine"
 CHUNK_S = 0.32
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def speech_clip(seconds: float) -> np.ndarray:
