@@ -14,6 +14,11 @@ needs it, given the marker, and renamed into place, so a half-done install never
 Two processes (or two windows) working on the same package would fight over its partial files, so
 install, import and remove hold a per-package file lock and refuse, naming the problem, when it is taken;
 ``cleanup`` leaves a busy package's leftovers alone.
+
+A catalog file may come from another repository than its package's (``spec.py``): the Phonon-2 archive's
+sidecars come from nvidia's Parakeet repository. ``import_local`` copies a model as it is, except a Phonon-2
+source (``.tar.zst`` or a folder with ``model.fermion``), which it converts like an install would
+(``phonon.py``), downloading the sidecars unless a local folder of them is given.
 """
 
 from __future__ import annotations
