@@ -8,8 +8,6 @@ from collections import namedtuple
 
 import pytest
 
-pytest.importorskip("pytestqt")
-
 from app.models_dialog import COLUMNS, ModelsDialog, offer_models_on_first_run  # noqa: E402
 from app.models_manager import explain, needs_first_run_offer  # noqa: E402
 from inference.models.catalog import Catalog  # noqa: E402

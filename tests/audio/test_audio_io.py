@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import soundfile
 
 from inference.audio.io import (
     TARGET_RATE,
@@ -262,7 +263,6 @@ CONTAINERS = [
 
 @pytest.mark.parametrize(("container", "subtype", "exact_tolerance"), CONTAINERS)
 def test_compressed_containers_decode(container, subtype, exact_tolerance):
-    soundfile = pytest.importorskip("soundfile")
     rate = 48000
     tone = sine(1.0, rate, 1000.0, amplitude=0.4)
     stereo = np.stack([tone, tone], axis=1)
@@ -281,7 +281,6 @@ def test_compressed_containers_decode(container, subtype, exact_tolerance):
 
 
 def test_truncated_flac_keeps_the_decoded_part(caplog):
-    soundfile = pytest.importorskip("soundfile")
     buffer = io.BytesIO()
     soundfile.write(buffer, sine(4.0, 16000, 300.0), 16000, format="FLAC", subtype="PCM_16")
     data = buffer.getvalue()
@@ -293,7 +292,6 @@ def test_truncated_flac_keeps_the_decoded_part(caplog):
 
 
 def test_mulaw_wav_falls_back_to_soundfile():
-    soundfile = pytest.importorskip("soundfile")
     buffer = io.BytesIO()
     tone = sine(0.5, 8000, 400.0)
     soundfile.write(buffer, tone, 8000, format="WAV", subtype="ULAW")
@@ -332,7 +330,6 @@ def test_float_format_tag_is_recognised_without_extensible():
     shutil.which("espeak-ng") is None or shutil.which("sox") is None, reason="needs espeak-ng and sox"
 )
 def test_speech_reads_the_same_from_wav_and_flac(tmp_path):
-    pytest.importorskip("soundfile")
     wav = tmp_path / "speech.wav"
     flac = tmp_path / "speech.flac"
     subprocess.run(["espeak-ng", "-v", "en-us", "-w", str(wav), "Testing one two three."], check=True)
