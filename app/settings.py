@@ -27,7 +27,6 @@ class Settings:
     backend: str = "auto"
     threads: int | None = None
     language: str | None = None
-    hf_token: str | None = None
     input_device: str | None = None  # sounddevice name; None = the system default
     caption_font_size: int = 14
     show_timestamps: bool = False
@@ -58,6 +57,10 @@ class Settings:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:
+        if data.get("hf_token"):  # older versions kept it here in plain text; never log its value
+            log.warning("settings.json held a Hugging Face token; it is no longer stored there and is removed on the "
+                        "next save: set HF_TOKEN or run `huggingface-cli login` instead")  # fmt: skip
+        data = {k: v for k, v in data.items() if k != "hf_token"}
         known = {f.name for f in fields(cls)} - {"extra"}
         defaults = cls()
         values: dict[str, Any] = {}

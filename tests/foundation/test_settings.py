@@ -41,3 +41,20 @@ def test_wrong_types_fall_back_to_defaults() -> None:
     store.path.write_text(json.dumps({"overlay_lines": "three", "overlay_opacity": 1}))
     settings = store.load()
     assert settings.overlay_lines == 2 and settings.overlay_opacity == 1.0
+
+
+def test_a_plaintext_token_from_an_old_version_is_dropped_and_not_logged(tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
+    import json as _json
+
+    from app.settings import SettingsStore
+    from inference.paths import AppPaths
+
+    paths = AppPaths.from_environment().ensure()
+    store = SettingsStore(paths)
+    store.path.parent.mkdir(parents=True, exist_ok=True)
+    store.path.write_text(_json.dumps({"hf_token": "hf_secret123", "overlay_lines": 3}))
+    settings = store.load()
+    assert settings.overlay_lines == 3 and "hf_token" not in settings.extra
+    store.save(settings)
+    assert "hf_secret123" not in store.path.read_text()
+    assert "Hugging Face token" in caplog.text and "hf_secret123" not in caplog.text
