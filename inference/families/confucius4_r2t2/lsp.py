@@ -95,7 +95,7 @@ class LspRecognizer:
         self.language = forced_language
         self.chunk_id = 0
         self.published_cp = 0
-        self.committed = ""  # concatenation of the published deltas
+        self.committed = ""  # the published deltas joined (less what a rolling window dropped)
         self.decode_calls = 0
 
     # ------------------------------------------------------------------ prefix
@@ -122,12 +122,6 @@ class LspRecognizer:
         return truncate_at_pipe(self.rollback_prefix(ids, k))
 
     # ------------------------------------------------------------------ one decode
-    def reset(self) -> None:
-        """Start a new utterance (an endpointed segment); the forced language and options stay."""
-        self.raw_decoded = self.text = self.committed = ""
-        self.language = self.forced_language
-        self.chunk_id = self.published_cp = 0
-
     def restart_from(self, kept_text: str, decoder: ChunkDecoder | None = None) -> None:
         """Continue on shorter audio whose committed text is ``kept_text`` (a rolling window dropped the rest).
 
