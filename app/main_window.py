@@ -193,6 +193,8 @@ class MainWindow(QMainWindow):
             action.setCheckable(True)
             action.setChecked(self.settings.dictation_output == mode)
             action.triggered.connect(lambda _checked=False, m=mode: self._set_setting("dictation_output", m))
+        self.dictation_model_menu = menu.addMenu("Dictation m&odel")
+        self.dictation_model_menu.aboutToShow.connect(self._fill_dictation_models)
         settings_action = menu.addAction("Dictation &settings…")
         settings_action.triggered.connect(self.open_dictation_settings)
         self.dictation_history_menu = menu.addMenu("&Recent dictations")
@@ -219,7 +221,7 @@ class MainWindow(QMainWindow):
                 self.dictation.stop()
                 self.dictation = None
             return
-        choice = self.model_combo.currentData()
+        choice = self.dictation_choice()
         if choice is None:
             self._show_problem("There is no model for dictation.", "Install one from File → Models….")
             return
@@ -248,6 +250,25 @@ class MainWindow(QMainWindow):
             self.dictation = None
             self._show_problem(exc.message, exc.fix or "")
             self.dictation_action.setChecked(False)
+
+    def _fill_dictation_models(self) -> None:
+        """Dictation may use another model than captions (e.g. R2T2 for accuracy, Parakeet for speed)."""
+        self.dictation_model_menu.clear()
+        labels = [None] + [self.model_combo.itemData(i).label for i in range(self.model_combo.count())
+                           if self.model_combo.itemData(i) is not None]  # fmt: skip
+        for label in labels:
+            action = self.dictation_model_menu.addAction(label or "Same as captions")
+            action.setCheckable(True)
+            action.setChecked(self.settings.dictation_model == label)
+            action.triggered.connect(lambda _checked=False, value=label: self._set_setting("dictation_model", value))
+
+    def dictation_choice(self) -> ModelChoice | None:
+        """The model dictation uses: the one chosen for it, else the captions model."""
+        for index in range(self.model_combo.count()):
+            choice = self.model_combo.itemData(index)
+            if choice is not None and choice.label == self.settings.dictation_model:
+                return choice
+        return self.model_combo.currentData()
 
     def open_dictation_settings(self) -> None:
         from app.views.dictation_settings import DictationSettingsDialog

@@ -268,3 +268,24 @@ def test_the_hotkey_is_captured_from_a_key_press_and_saved(qtbot) -> None:  # ty
     saved = SettingsStore(paths).load()
     assert (saved.push_to_talk_hotkey, saved.trailing_silence_ms, saved.dictation_padding_ms) == ("<ctrl>+<f8>", 450, 2000)
     assert "<ctrl>+<f8>" in window.dictation_action.text()
+
+
+def test_dictation_can_use_another_model_than_captions(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.controller import ModelChoice
+    from app.main_window import MainWindow
+    from app.settings import SettingsStore
+    from app.state import AppState
+    from inference.paths import AppPaths
+
+    paths = AppPaths.from_environment().ensure()
+    window = MainWindow(AppState.load(paths), SettingsStore(paths))
+    qtbot.addWidget(window)
+    captions = window.model_combo.currentData()
+    other = ModelChoice("Other model", REPO_ROOT / "resources" / "demo_model", "parakeet_tdt", threads=1)
+    window.model_combo.addItem(other.label, other)
+    assert window.dictation_choice() is captions  # default: same as captions
+    window._fill_dictation_models()
+    labels = [a.text() for a in window.dictation_model_menu.actions()]
+    assert labels == ["Same as captions", captions.label, "Other model"]
+    window.dictation_model_menu.actions()[2].trigger()
+    assert window.dictation_choice() is other and SettingsStore(paths).load().dictation_model == "Other model"
