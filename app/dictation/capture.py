@@ -89,6 +89,18 @@ class UtteranceRecorder:
         if done is not None:
             self.on_utterance(done)
 
+    def finish_now(self, now: float) -> None:
+        """The audio input ended: finish a recording at once with what it has (no audio will come to wait for)."""
+        done = None
+        with self._lock:
+            if self._parts is None:
+                return
+            if self._trailing_left < 0:
+                self._released_at = now
+            self._trailing_left = 0
+            done = self._finish()
+        self.on_utterance(done)
+
     def cancel(self) -> None:
         with self._lock:
             self._parts = None

@@ -83,6 +83,7 @@ class DictationController(QObject):
             self._listen()
 
     def start(self) -> None:
+        self._source_alive = True
         self.source.start(self.service.feed, self._source_ended)
         if self.hotkey is not None:
             self.hotkey.start()
@@ -101,8 +102,12 @@ class DictationController(QObject):
     def toggle(self) -> None:
         """Start or stop regardless of the hotkey mode (the desktop shortcut / ``dictate --toggle``)."""
         self.service.toggle()
+        if not self._source_alive:  # no more audio will come: do not wait for the trailing capture
+            self.service.recorder.finish_now(self.service.clock())
 
     def _source_ended(self, reason: str | None) -> None:
+        self._source_alive = False
+        self.service.recorder.finish_now(self.service.clock())  # what was said is still transcribed
         self.state_changed.emit("failed", reason or "the audio input ended")
 
     @Slot(object)

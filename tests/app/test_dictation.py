@@ -222,7 +222,7 @@ def test_dictation_in_the_window_toggled_from_the_command_line_tool(qtbot) -> No
 
     speech = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav")
     silence = np.zeros(SAMPLE_RATE, np.float32)
-    source = ArraySource(np.concatenate([silence, speech, silence, silence]), "test microphone", speed=2.0)
+    source = ArraySource(np.concatenate([silence, speech, *[silence] * 8]), "test microphone", speed=2.0)
     paths = AppPaths.from_environment().ensure()
     window = MainWindow(AppState.load(paths), SettingsStore(paths))
     qtbot.addWidget(window)
@@ -289,3 +289,18 @@ def test_dictation_can_use_another_model_than_captions(qtbot) -> None:  # type: 
     assert labels == ["Same as captions", captions.label, "Other model"]
     window.dictation_model_menu.actions()[2].trigger()
     assert window.dictation_choice() is other and SettingsStore(paths).load().dictation_model == "Other model"
+
+
+def test_an_input_that_ends_mid_utterance_still_delivers_what_was_said() -> None:
+    done: list[Utterance] = []
+    recorder = UtteranceRecorder(CaptureSettings(pre_roll_s=0.0, trailing_s=0.3, padding_s=0.3), done.append)
+    recorder.start()
+    recorder.feed(np.ones(1600, np.float32))
+    recorder.stop(now=5.0)  # waiting for 0.3 s of trailing audio that will never come
+    recorder.feed(np.ones(800, np.float32))
+    recorder.finish_now(now=6.0)
+    (utterance,) = done
+    assert utterance.held_samples == 1600 and utterance.trailing_samples == 800
+    assert utterance.audio.size == 1600 + 800 + 4800 and utterance.released_at == 5.0
+    recorder.finish_now(now=7.0)  # nothing recording: nothing happens
+    assert len(done) == 1
