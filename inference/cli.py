@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--request-option", action="append", default=[], metavar="K=V", help="per-request option")
     tr.add_argument("--backend", choices=BACKENDS, default="auto")
     tr.add_argument("--threads", type=int, help="CPU threads (default: physical cores)")
-    tr.add_argument("--format", choices=FORMATS, default="text")
+    tr.add_argument("--format", choices=FORMATS, default="text",
+                    help="with --mode streaming, text prints committed text as it grows, then the final text")
     tr.add_argument("--output", "-o", help="write the result to this file instead of stdout")
     tr.add_argument("--input-format", choices=("s16le", "f32le"), default="s16le")
     tr.add_argument("--input-rate", type=int, default=16000)
@@ -228,17 +229,22 @@ def _run_stream(
     import threading
 
     from inference.client import BacklogPolicy
-    from inference.contract import SAMPLE_RATE, Stats, event_to_json
+    from inference.contract import SAMPLE_RATE, Delta, Stats, event_to_json
 
     lock = threading.Lock()
 
+    printed: list[str] = []
+
     def print_events(events: list[Any]) -> None:
-        if args.format != "jsonl":
-            return
         with lock:
             for event in events:
-                if not isinstance(event, Stats):
+                if args.format == "jsonl" and not isinstance(event, Stats):
                     _emit(out, event_to_json(event))
+                elif args.format == "text" and isinstance(event, Delta) and event.text:
+                    # Committed text as it grows, on one line; the final text follows on its own line.
+                    out.write(event.text if printed else event.text.lstrip())
+                    out.flush()
+                    printed.append(event.text)
 
     # A file or a pipe can wait for the model: block instead of refusing audio.
     stream = engine.open_stream(on_events=print_events, backlog=BacklogPolicy("block"), mode=args.stream_mode,
@@ -262,7 +268,10 @@ def _run_stream(
                     break
     except KeyboardInterrupt:
         sys.stderr.write("captioneer: interrupted; finishing the transcript\n")
-    return stream.finish()
+    final = stream.finish()
+    if printed:
+        out.write("\n")
+    return final
 
 
 def _read_some(stdin: IO[bytes], size: int) -> bytes:

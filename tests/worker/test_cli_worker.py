@@ -104,3 +104,20 @@ def test_ctrl_c_finishes_a_live_stream_with_done() -> None:
     assert [e["type"] for e in rest][-1] == "done" and "error" not in [e["type"] for e in rest]
     assert rest[-1]["text"].startswith(first["text"].strip())
     proc.stdin.close()
+
+
+def test_streaming_text_prints_committed_text_as_it_grows_then_the_final_text(tmp_path: Path) -> None:
+    import io
+
+    from inference.cli import main
+
+    gap = np.zeros(16000, np.float32)
+    two = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_2.wav")
+    wav = tmp_path / "two_sentences.wav"
+    soundfile.write(wav, np.concatenate([gap, load_audio_file(SAMPLE), gap, two, gap]), 16000, subtype="FLOAT")
+    out = io.StringIO()
+    code = main(["transcribe", str(wav), "--model", str(DEMO), "--mode", "streaming"], out=out, stdin=io.BytesIO(b""))
+    assert code == 0
+    growing, final = out.getvalue().splitlines()
+    assert final.startswith("emma quickly closed the early bottle and sang") and final.endswith("garden")
+    assert growing and final.startswith(growing)  # committed text is never revised by the final text

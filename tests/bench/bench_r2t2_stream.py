@@ -8,7 +8,7 @@ take turns (cache on and off, the order alternating per repetition, after one un
 builds the tower graphs) and figures are medians over ``--reps``; the 25-30 s stage split (tower, thinker
 prefill, greedy decoding) shows where a late chunk's time goes.
 
-    nice -n 10 .venv/bin/python tests/confucius4_r2t2/bench_r2t2_stream.py --ref-python /tmp/refvenv/bin/python \\
+    nice -n 10 .venv/bin/python tests/bench/bench_r2t2_stream.py --ref-python REFVENV/bin/python \\
         --work /tmp/r2t2-stream-bench [--sizes 1.7b,0.6b] [--types q8_0,q4_k] [--chunks 320,1000] [--reps 1]
     (--tiny: a small model, to check the script itself)
 

@@ -12,7 +12,7 @@
 Weight types are interleaved round by round (the machine is shared and noisy) and medians are reported.
 The random checkpoint (numpy, no torch needed) is written once to the user cache dir (2.5 GB f32):
 
-    .venv/bin/python tests/parakeet_tdt/bench_parakeet_stream.py --rounds 3 --types q8_0,f16 --seconds 20
+    .venv/bin/python tests/bench/bench_parakeet_stream.py --rounds 3 --types q8_0,f16 --seconds 20
 
 Greedy decoding of random weights emits about one token per step, more than real speech does, so the
 decode share of each figure is pessimistic; the encoder share is what real weights cost.
