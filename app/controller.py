@@ -28,6 +28,13 @@ from inference.errors import CaptioneerError
 log = logging.getLogger("captioneer.app.controller")
 
 
+def default_reconnect(lost: AudioSource) -> AudioSource | None:
+    """A lost sound card → the system's default input (a recording that ended is not replaced)."""
+    from app.live.sources import DeviceSource
+
+    return DeviceSource(None) if isinstance(lost, DeviceSource) else None
+
+
 @dataclass(frozen=True)
 class ModelChoice:
     """What to load: a label for people, the path, and the family options the user picked."""
@@ -58,8 +65,12 @@ class LiveController(QObject):
     _state_request = Signal(str, str)
 
     def __init__(self, client_factory: Callable[[], WorkerClient], data_dir: Path, parent: QObject | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+                 clock: Callable[[], float] = time.monotonic,
+                 reconnect: Callable[[AudioSource], AudioSource | None] | None = None) -> None:  # fmt: skip
+        """``reconnect(lost)``: the source to continue with when a device goes away mid-session (None: stop).
+        By default a lost sound card is replaced by the system's default input."""
         super().__init__(parent)
+        self._reconnect = reconnect or default_reconnect
         self._client_factory = client_factory
         self._client: WorkerClient | None = None
         self._engines: dict[tuple[object, ...], RemoteEngine] = {}
@@ -203,10 +214,24 @@ class LiveController(QObject):
 
     @Slot(object)
     def _on_source_ended(self, reason: object) -> None:
+        pipeline = self.pipeline
+        if reason and pipeline is not None and self.state == "running":
+            # A device went away (unplugged, taken by another program): continue on another input if there is
+            # one, in the same session and stream; the gap is silence, and nothing said before is lost.
+            try:
+                replacement = self._reconnect(pipeline.source)
+                if replacement is not None:
+                    pipeline.swap_source(replacement)
+                    message = f"{reason}; now listening on {replacement.name}"
+                    self.session.set_status("running", message)
+                    self.state_changed.emit(self.state, message)
+                    return
+            except CaptioneerError as exc:
+                reason = f"{reason}; no other input could be opened ({exc.message})"
         if reason:
             self.session.set_status("failed", str(reason))
             self._set_state("running", str(reason))
-        self.stop()  # a recording that ended, or a device that went away: finish what was said
+        self.stop()  # a recording that ended, or a device that is gone for good: finish what was said
 
     def _close_journal(self) -> None:
         if self.journal is not None:

@@ -100,6 +100,12 @@ class LivePipeline:
             return
         self.deliver([Done(final)])
 
+    def swap_source(self, source: AudioSource) -> None:
+        """Continue the same stream from another input (the old one is gone); raises if it cannot start."""
+        self.source.stop()
+        source.start(self._on_audio, self._on_end)
+        self.source = source
+
     def cancel(self) -> None:
         self.running = False
         self.source.stop()

@@ -187,3 +187,40 @@ def test_changing_the_model_offers_that_family_s_options(qtbot, tmp_path) -> Non
     assert not window.language_edit.isEnabled()  # Parakeet picks its language itself
     window.model_combo.setCurrentIndex(window.model_combo.count() - 1)
     assert window.language_edit.isEnabled() and window.context_edit.isEnabled()  # R2T2 takes both
+
+
+def test_a_device_that_goes_away_is_replaced_and_the_session_goes_on(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.controller import LiveController, ModelChoice
+    from inference.audio.io import load_audio_file
+    from inference.client import WorkerClient
+    from inference.paths import AppPaths
+    from tests.conftest import REPO_ROOT
+
+    one = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav")
+    two = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_2.wav")
+    gap = np.zeros(16000, np.float32)
+    replacements: list[ArraySource] = []
+
+    def reconnect(_lost):  # type: ignore[no-untyped-def]
+        replacements.append(ArraySource(np.concatenate([two, gap, gap]), "built-in microphone", speed=8.0))
+        return replacements[-1]
+
+    controller = LiveController(WorkerClient, AppPaths.from_environment().ensure().data, reconnect=reconnect)
+    messages: list[str] = []
+    controller.state_changed.connect(lambda _state, message: messages.append(message))
+
+    class Unplugged(ArraySource):
+        def start(self, sink, on_end) -> None:  # type: ignore[no-untyped-def]
+            super().start(sink, lambda _reason: on_end("the input device 'USB mic' stopped delivering audio"))
+
+    try:
+        with qtbot.waitSignal(controller.session_finished, timeout=90000):
+            controller.start(ModelChoice("Demo", REPO_ROOT / "resources" / "demo_model", "parakeet_tdt",
+                                         stream_mode="segmented"),
+                             Unplugged(np.concatenate([gap, one, gap]), "USB mic", speed=8.0))  # fmt: skip
+        assert any("now listening on built-in microphone" in m for m in messages)
+        assert replacements and replacements[0].played_samples == replacements[0].samples.size
+        text = controller.session.committed_text.strip()
+        assert text == "emma quickly closed the early bottle and sang there are twenty hearts in the garden"
+    finally:
+        controller.shutdown()
