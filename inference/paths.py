@@ -7,6 +7,7 @@ platform's conventional locations come from platformdirs.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,11 +52,20 @@ class AppPaths:
         return self
 
 
+def data_root() -> Path:
+    """Where ``model_specs/`` and ``resources/`` are: the checkout (editable installs, tests) or, for an
+    installed wheel, ``<prefix>/share/captioneer`` (pyproject's data-files)."""
+    if (REPO_ROOT / "model_specs").is_dir():
+        return REPO_ROOT
+    installed = Path(sys.prefix) / "share" / "captioneer"
+    return installed if installed.is_dir() else REPO_ROOT
+
+
 def model_specs_dir() -> Path:
-    """The directory holding ``<family>.json`` catalog files (repository checkout or override)."""
+    """The directory holding ``<family>.json`` catalog files (checkout, installed copy, or override)."""
     override = os.environ.get("CAPTIONEER_MODEL_SPECS")
-    return Path(override) if override else REPO_ROOT / "model_specs"
+    return Path(override) if override else data_root() / "model_specs"
 
 
 def resources_dir() -> Path:
-    return REPO_ROOT / "resources"
+    return data_root() / "resources"

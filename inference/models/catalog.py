@@ -8,7 +8,7 @@ from pathlib import Path
 
 from inference.errors import ModelError, UsageError
 from inference.models.spec import FamilySpec, PackageSpec, load_all_specs
-from inference.paths import REPO_ROOT, AppPaths
+from inference.paths import AppPaths, data_root
 
 INSTALL_MARKER = "captioneer-package.json"
 
@@ -73,7 +73,7 @@ class Catalog:
 
     def package_dir(self, pkg: PackageSpec) -> Path:
         if pkg.format == "bundled" and pkg.bundled_path:
-            return REPO_ROOT / pkg.bundled_path
+            return data_root() / pkg.bundled_path
         return self.paths.models / pkg.id
 
     def installed_path(self, pkg: PackageSpec) -> Path | None:
