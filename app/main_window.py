@@ -360,7 +360,8 @@ class MainWindow(QMainWindow):
             options["language"] = self.language_edit.text().strip()
         if self.context_edit.isEnabled() and self.context_edit.text().strip():
             options["context"] = self.context_edit.text().strip()
-        mode = self.settings.caption_mode if self.settings.caption_mode in ("auto", "segmented") else "auto"
+        # "auto" keeps the model's own preference (the demo model prefers segments); "segmented" forces them.
+        mode = "segmented" if self.settings.caption_mode == "segmented" else choice.stream_mode
         choice = ModelChoice(choice.label, choice.path, choice.family, choice.session_options,
                              tuple(sorted(options.items())), choice.backend, choice.threads, mode)  # fmt: skip
         try:
