@@ -13,6 +13,9 @@ standard library and :mod:`inference.errors` are imported; numpy appears in anno
 * Every event carries the segment it belongs to and audio-relative times (seconds from the start of
   the stream) where known, so a view replaces exactly the provisional text it showed.
 * Every event and result survives a JSON round trip (``event_to_json`` / ``event_from_json``).
+* Engines and streams take finite float32 samples and refuse NaN/Inf with a ``UsageError``; decoding a file
+  (``inference.audio.io``) replaces such samples with silence and logs a warning, so a damaged recording
+  still gives a transcript while a programming error upstream is not hidden.
 """
 
 from __future__ import annotations

@@ -412,10 +412,8 @@ def _mono_16k(audio: np.ndarray) -> np.ndarray:
             "downmix and resample first (inference.audio.io.to_mono_16k)",
         )
     samples = samples.astype(np.float32, copy=False)
-    bad = ~np.isfinite(samples)
-    if bad.any():
-        log.warning("replacing %d non-finite samples (NaN/Inf) with silence", int(bad.sum()))
-        samples = np.where(bad, np.float32(0.0), samples)
+    if not np.isfinite(samples).all():  # the contract: engines refuse them; file decoding already replaced them
+        raise UsageError("the audio holds NaN or infinite samples", "check the decoder or the input file")
     return np.ascontiguousarray(samples)
 
 
