@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QGuiApplication, QTextCharFormat, QTextCursor
@@ -39,6 +40,11 @@ from app.state import AppState, installed_models
 from app.views.overlay import CaptionOverlay, wayland_note
 from inference.client import WorkerClient
 from inference.errors import CaptioneerError
+
+if TYPE_CHECKING:
+    from app.dictation.controller import DictationController
+    from app.dictation.service import DictationResult
+    from app.views.dictation_indicator import DictationIndicator
 
 log = logging.getLogger("captioneer.app.window")
 SourceFactory = Callable[[str | None], AudioSource]
@@ -128,7 +134,7 @@ class MainWindow(QMainWindow):
         self.controller.state_changed.connect(self._on_state)
         self.controller.level_changed.connect(self._on_level)
         self.controller.session_finished.connect(self._on_finished)
-        self.models_dialog = None
+        self.models_dialog: Any = None  # the models dialog, while open
         self.tray = self._make_tray()
         self._render_all()
 
@@ -199,8 +205,8 @@ class MainWindow(QMainWindow):
         settings_action.triggered.connect(self.open_dictation_settings)
         self.dictation_history_menu = menu.addMenu("&Recent dictations")
         self.dictation_history_menu.aboutToShow.connect(self._fill_dictation_history)
-        self.dictation = None
-        self.indicator = None
+        self.dictation: DictationController | None = None
+        self.indicator: DictationIndicator | None = None
 
     def _set_setting(self, name: str, value: object) -> None:
         setattr(self.settings, name, value)
@@ -286,7 +292,7 @@ class MainWindow(QMainWindow):
 
     def _fill_dictation_history(self) -> None:
         self.dictation_history_menu.clear()
-        history = list(self.dictation.history) if self.dictation is not None else []
+        history: list[DictationResult] = list(self.dictation.history) if self.dictation is not None else []
         if not history:
             self.dictation_history_menu.addAction("(nothing dictated yet)").setEnabled(False)
         for result in history:

@@ -553,7 +553,7 @@ class WorkerClient:
     ) -> p.Message:
         """Send a request with a ``request_id`` and wait for its answer (raising its failure)."""
         self._raise_if_dead()
-        request_id: int = message.request_id  # type: ignore[union-attr]
+        request_id = int(getattr(message, "request_id"))  # noqa: B009 - every request type has one
         pending = _Pending(Future(), message, progress)
         with self._lock:
             self._pending[request_id] = pending

@@ -42,12 +42,12 @@ class StreamContinuity:
     def adopt(self, event: StreamEvent) -> StreamEvent:
         """The event as this stream reports it (shifted, renumbered); records committed text."""
         if isinstance(event, Delta | Snapshot | SpeechEnd) and self.restarted:
-            event = dataclasses.replace(
-                event,
-                segment_id=event.segment_id + self._id_offset,
-                start_s=None if event.start_s is None else event.start_s + self._time_offset_s,
-                end_s=None if event.end_s is None else event.end_s + self._time_offset_s,
-            )
+            changes: dict[str, object] = {"segment_id": event.segment_id + self._id_offset}
+            if event.start_s is not None:
+                changes["start_s"] = event.start_s + self._time_offset_s
+            if event.end_s is not None:
+                changes["end_s"] = event.end_s + self._time_offset_s
+            event = dataclasses.replace(event, **changes)  # type: ignore[arg-type]
         if isinstance(event, Delta | Snapshot | SpeechEnd):
             self._max_id = max(self._max_id, event.segment_id)
         if isinstance(event, Delta) and event.text:

@@ -251,7 +251,8 @@ def decode(frame: bytes | memoryview) -> Message:
         header["pcm"] = np.frombuffer(payload, dtype="<f4").astype(np.float32, copy=False)
     unknown = set(header) - names
     if unknown:
-        raise WorkerError(f"a {cls.type} message has unknown fields {sorted(unknown)}", "client and worker must match")
+        raise WorkerError(f"a {getattr(cls, 'type', '?')} message has unknown fields {sorted(unknown)}",
+                          "client and worker must match")  # fmt: skip
     return cls(**header)  # type: ignore[no-any-return]
 
 

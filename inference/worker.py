@@ -159,9 +159,9 @@ class Worker:
             transcript = slot.stream.finish()
             self.send(p.Result(message.request_id, transcript.to_json(), time.perf_counter() - started))
         elif isinstance(message, p.CancelStream):
-            slot = self.streams.pop(message.stream_id, None)
-            if slot is not None:
-                slot.stream.cancel()
+            cancelled = self.streams.pop(message.stream_id, None)
+            if cancelled is not None:
+                cancelled.stream.cancel()
         elif isinstance(message, p.UnloadModel):
             for stream_id in [s for s, slot in self.streams.items() if slot.engine_id == message.engine_id]:
                 self.streams.pop(stream_id).stream.cancel()

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from app.dictation.capture import CaptureSettings, Utterance, UtteranceRecorder
 from app.dictation.hotkey import HotkeyDecision, HotkeyStateMachine
@@ -40,7 +41,7 @@ class DictationService:
         capture: CaptureSettings,
         on_state: Callable[[str, str], None],
         on_result: Callable[[DictationResult], None],
-        request_options: dict[str, object] | None = None,
+        request_options: dict[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._engine = engine

@@ -15,6 +15,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class LivePipeline:
         *,
         on_level: Callable[[float], None] | None = None,
         on_source_end: Callable[[str | None], None] | None = None,
-        request_options: dict[str, object] | None = None,
+        request_options: dict[str, Any] | None = None,
         backlog: BacklogPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
         stream_mode: str = "auto",

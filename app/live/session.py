@@ -118,10 +118,10 @@ class SessionModel:
             return SessionChange(provisional=True)
         if isinstance(event, SpeechEnd):
             dropped = self.provisional.pop(event.segment_id, None) is not None
-            segment = self._by_id.get(event.segment_id)
-            if segment is None and not event.text:
+            existing = self._by_id.get(event.segment_id)
+            if existing is None and not event.text:
                 return SessionChange(provisional=dropped)
-            segment = segment or self._segment(event.segment_id, now)
+            segment = existing or self._segment(event.segment_id, now)
             segment.start_s, segment.end_s, segment.closed = event.start_s, event.end_s, True
             segment.language = event.language or segment.language
             if event.text and event.text.strip() != segment.text.strip():

@@ -76,7 +76,7 @@ class CaptionOverlay(QWidget):
             "border-radius: 8px; padding: 8px;"
         )
         self.fade_timer.setInterval(int(max(0.5, settings.overlay_hold_s) * 1000))
-        self.render()
+        self.refresh_text()
         self.place()
         if visible:
             self.show()
@@ -103,7 +103,7 @@ class CaptionOverlay(QWidget):
             self._unsubscribe()
         self._session = session
         self._unsubscribe = session.subscribe(self._on_change)
-        self.render()
+        self.refresh_text()
 
     def unbind(self) -> None:
         if callable(self._unsubscribe):
@@ -113,12 +113,12 @@ class CaptionOverlay(QWidget):
 
     def _on_change(self, change: SessionChange) -> None:
         if change.committed or change.rewritten or change.provisional:
-            self.render()
+            self.refresh_text()
             if self.isVisible() and self.windowOpacity() < self.settings.overlay_opacity:
                 self.setWindowOpacity(self.settings.overlay_opacity)
             self.fade_timer.start()
 
-    def render(self) -> None:
+    def refresh_text(self) -> None:
         committed = self._session.committed_text.strip() if self._session else ""
         provisional = self._session.provisional_text if self._session else ""
         committed_lines, provisional_lines = _last_lines(committed, provisional, self.settings.overlay_lines)

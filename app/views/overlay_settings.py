@@ -79,9 +79,9 @@ class OverlaySettingsDialog(QDialog):
             form.addRow(label, button)
         note = wayland_note()
         if note:
-            label = QLabel(note)
-            label.setWordWrap(True)
-            form.addRow(label)
+            note_label = QLabel(note)
+            note_label.setWordWrap(True)
+            form.addRow(note_label)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)

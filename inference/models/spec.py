@@ -177,10 +177,10 @@ class FamilySpec:
 def _validate(family: str, kind: str, specs: dict[str, OptionSpec], raw: dict[str, Any]) -> dict[str, Any]:
     """Canonicalise names (aliases, ``family.`` prefixes), reject unknown keys, coerce values."""
     lookup: dict[str, OptionSpec] = {}
-    for spec in specs.values():
-        lookup[spec.name] = spec
-        for alias in spec.aliases:
-            lookup[alias] = spec
+    for option in specs.values():
+        lookup[option.name] = option
+        for alias in option.aliases:
+            lookup[alias] = option
     out: dict[str, Any] = {}
     for key, value in raw.items():
         name = key.removeprefix(f"{family}.")

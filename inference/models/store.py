@@ -327,9 +327,7 @@ class ModelStore:
             name = item.spec.path.rsplit("/", 1)[-1]
             size = item.partial.stat().st_size
             if item.sha256 is None:
-                item.sha256 = sha256_file(
-                    item.partial, lambda done, b=before, n=name: tracker.emit("verifying", b + done, total, n), cancel
-                )
+                item.sha256 = sha256_file(item.partial, _reporter(tracker, "verifying", before, total, name), cancel)
             before += size
             if item.expected_sha256 and item.sha256 != item.expected_sha256:
                 item.partial.unlink(missing_ok=True)
@@ -433,7 +431,7 @@ class ModelStore:
                 continue
             digest = known.get(rel)
             if digest is None and (hash_links or not _is_linked(path, directory)):
-                digest = sha256_file(path, lambda d, n=rel: tracker.emit("finishing", d, None, n), cancel)
+                digest = sha256_file(path, _reporter(tracker, "finishing", 0, None, rel), cancel)
             files.append({"path": rel, "size": path.stat().st_size, "sha256": digest})
         return files
 
@@ -671,7 +669,7 @@ class ModelStore:
                 checks.append(FileCheck(rel, True, "size only (no checksum recorded)"))
                 done += size
                 continue
-            digest = sha256_file(path, lambda d, b=done, n=rel: tracker.emit("verifying", b + d, total, n), cancel)
+            digest = sha256_file(path, _reporter(tracker, "verifying", done, total, rel), cancel)
             done += size
             if digest != wanted or (rel in catalog_sha and digest != catalog_sha[rel]):
                 checks.append(FileCheck(rel, False, f"sha256 is {digest}, expected {wanted}"))
@@ -824,3 +822,12 @@ def _copy_hashing(
         raise
     shutil.copystat(source, destination)
     return digest.hexdigest()
+
+
+def _reporter(tracker: Any, stage: str, offset: int, total: int | None, name: str) -> Callable[[int], None]:
+    """Progress of hashing one file, counted from ``offset`` bytes into a larger job."""
+
+    def report(done: int) -> None:
+        tracker.emit(stage, offset + done, total, name)
+
+    return report

@@ -182,7 +182,7 @@ class GraphCache:
     """
 
     def __init__(
-        self, backend: Backend, build: Callable[[GraphBuilder, Hashable], None], max_graphs: int = 4,
+        self, backend: Backend, build: Callable[[GraphBuilder, Any], None], max_graphs: int = 4,
         max_nodes: int = DEFAULT_MAX_NODES, max_buffer_bytes: int | None = None,
     ) -> None:  # fmt: skip
         if max_graphs < 1:

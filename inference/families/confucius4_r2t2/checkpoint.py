@@ -278,9 +278,9 @@ class R2T2Checkpoint:
 def load_checkpoint(path: Path) -> R2T2Checkpoint:
     """Read and cross-check configs, tokenizer and tensor inventory (no weights are loaded here)."""
     files = locate_model_files(Path(path))
-    config = parse_model_config(files.read_json("config.json"), f"{files.root}/config.json")
+    config = parse_model_config(files.read_json("config.json") or {}, f"{files.root}/config.json")
     generation = parse_generation_config(
-        files.read_json("generation_config.json"), f"{files.root}/generation_config.json"
+        files.read_json("generation_config.json") or {}, f"{files.root}/generation_config.json"
     )
     preprocessor = files.read_json("preprocessor_config.json", required=False)
     name = "preprocessor_config.json"

@@ -111,6 +111,10 @@ def _int(obj: Mapping[str, Any], key: str, where: str, default: int | None = Non
     return default
 
 
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _float(obj: Mapping[str, Any], key: str, default: float) -> float:
     value = obj.get(key)
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
@@ -150,9 +154,9 @@ def parse_text_config(obj: Mapping[str, Any], where: str) -> TextConfig:
     activation = obj.get("hidden_act", "silu")
     if activation != "silu":
         raise ModelError(f"{where}: hidden_act is {activation!r}; the Qwen3 thinker needs 'silu'", _FIX)
-    rope_parameters = obj.get("rope_parameters") if isinstance(obj.get("rope_parameters"), Mapping) else {}
+    rope_parameters: Mapping[str, Any] = _mapping(obj.get("rope_parameters"))
     rope_theta = _float(obj, "rope_theta", _float(rope_parameters, "rope_theta", 5e6))
-    rope_scaling = obj.get("rope_scaling") if isinstance(obj.get("rope_scaling"), Mapping) else {}
+    rope_scaling: Mapping[str, Any] = _mapping(obj.get("rope_scaling"))
     mrope = rope_scaling.get("mrope_section") or [24, 20, 20]
     return TextConfig(
         vocab_size=_int(obj, "vocab_size", where),
@@ -206,7 +210,10 @@ def parse_model_config(config: Mapping[str, Any], where: str = "config.json") ->
 
 def parse_generation_config(config: Mapping[str, Any], where: str = "generation_config.json") -> GenerationConfig:
     eos = config.get("eos_token_id")
-    eos_ids = (eos,) if isinstance(eos, int) and not isinstance(eos, bool) else tuple(eos or ())
+    if isinstance(eos, int) and not isinstance(eos, bool):
+        eos_ids: tuple[Any, ...] = (eos,)
+    else:
+        eos_ids = tuple(eos) if isinstance(eos, list | tuple) else ()
     if not eos_ids or not all(isinstance(v, int) and not isinstance(v, bool) for v in eos_ids):
         raise ModelError(f"{where} has no usable eos_token_id (got {eos!r})", _FIX)
     pad = config.get("pad_token_id")
@@ -219,7 +226,8 @@ def parse_generation_config(config: Mapping[str, Any], where: str = "generation_
 
 def parse_feature_config(config: Mapping[str, Any], audio: AudioConfig, where: str) -> FeatureConfig:
     """``preprocessor_config.json`` or ``processor_config.json`` (its ``feature_extractor`` object if present)."""
-    obj = config.get("feature_extractor") if isinstance(config.get("feature_extractor"), Mapping) else config
+    extractor = config.get("feature_extractor")
+    obj: Mapping[str, Any] = extractor if isinstance(extractor, Mapping) else config
     features = FeatureConfig(
         sampling_rate=_int(obj, "sampling_rate", where, 16000),
         feature_size=_int(obj, "feature_size", where, audio.num_mel_bins),

@@ -49,7 +49,7 @@ FINGERPRINT_KEY = "captioneer.thinker.source_fingerprint"
 STORAGE_TYPES = ("native", "f32", "f16", "bf16", "q8_0", "q4_k")
 
 FLOAT_TYPES = ("f32", "f16", "bf16")
-_ST_DTYPES = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}  # bf16 kept as bits
+_ST_DTYPES: dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}  # bf16 kept as bits
 # Block-quantized types an audio.cpp package may store (q8_0 packages, the community Q4_K_M mix).
 _QUANT_DTYPES = {name: gguf.GGMLQuantizationType[name] for name in ("Q8_0", "Q2_K", "Q4_K", "Q6_K")}
 _FILE_TYPES = {
@@ -396,18 +396,19 @@ def read_vocabulary(source: Path | Callable[[str], bytes | None], vocab_size: in
         raise ModelError(
             f"no tokenizer in {where} (need tokenizer.json or vocab.json + merges.txt)", "re-download the model"
         )
-    by_id: dict[int, tuple[str, int]] = {i: (tok, gguf.TokenType.NORMAL) for tok, i in vocab.items()}
+    by_id: dict[int, tuple[str, int]] = {i: (tok, int(gguf.TokenType.NORMAL)) for tok, i in vocab.items()}
     for i, (content, special) in added.items():
-        kind = gguf.TokenType.CONTROL if special or _looks_special(content) else gguf.TokenType.USER_DEFINED
-        by_id[i] = (content, kind)
+        added_kind = gguf.TokenType.CONTROL if special or _looks_special(content) else gguf.TokenType.USER_DEFINED
+        by_id[i] = (content, int(added_kind))
     if by_id and max(by_id) >= vocab_size:
         raise ModelError(
             f"the tokenizer has ids up to {max(by_id)} but the config's vocab_size is {vocab_size}",
             "the tokenizer does not belong to these weights",
         )
-    tokens, types = [], []
+    tokens: list[str] = []
+    types: list[int] = []
     for i in range(vocab_size):
-        token, kind = by_id.get(i, (f"[PAD{i}]", gguf.TokenType.UNUSED))
+        token, kind = by_id.get(i, (f"[PAD{i}]", int(gguf.TokenType.UNUSED)))
         tokens.append(token)
         types.append(int(kind))
     if not merges:
@@ -443,7 +444,7 @@ def _special_ids(checkpoint: ThinkerCheckpoint) -> tuple[int | None, int | None]
 # writing
 
 
-_GGML_OF_STORAGE = {
+_GGML_OF_STORAGE: dict[str, tuple[np.dtype, gguf.GGMLQuantizationType]] = {
     "f32": (np.dtype(np.float32), gguf.GGMLQuantizationType.F32),
     "f16": (np.dtype(np.float16), gguf.GGMLQuantizationType.F16),
     "bf16": (np.dtype(np.uint16), gguf.GGMLQuantizationType.BF16),  # raw bits

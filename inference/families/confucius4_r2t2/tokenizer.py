@@ -114,10 +114,10 @@ def load_tokenizer(model_dir: Path, files: Mapping[str, bytes] | None = None) ->
         )
     try:
         vocab = json.loads(vocab_raw.decode("utf-8"))
-        merges = [
-            tuple(line.split(" ", 1))
-            for line in merges_raw.decode("utf-8").splitlines()
-            if line and not line.startswith("#version")
+        merges: list[tuple[str, str]] = [
+            (left, right)
+            for left, _, right in (line.partition(" ") for line in merges_raw.decode("utf-8").splitlines())
+            if left and not left.startswith("#version")
         ]
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelError(f"cannot read {where}/vocab.json or merges.txt: {exc}", "re-download them") from exc

@@ -162,6 +162,7 @@ class TdtDecoder:
         fi, last_label_frame, count = 0, -1, 0
         max_symbols = self.config.max_symbols_per_step
         while fi < n_frames and len(tokens) < budget:
+            assert state.pred is not None  # set by _advance above and after every emitted token
             logits = self.joint(enc_proj[fi], state.pred)
             if bias is None:
                 token = int(np.argmax(logits[: self.vocab]))

@@ -73,8 +73,8 @@ def _check_bytes(text: str, what: str) -> str:
 
 def _json_term(item: Any, index: int) -> Hotword | None:
     if isinstance(item, str):
-        word = _collapse(item)
-        return Hotword(_check_bytes(word, "term")) if word else None
+        term = _collapse(item)
+        return Hotword(_check_bytes(term, "term")) if term else None
     if not isinstance(item, dict):
         raise UsageError(
             f"hotwords item {index} is {type(item).__name__}; items are strings or {{\"word\", \"spoken\"}} objects",
