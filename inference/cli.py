@@ -100,6 +100,22 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("id")
     cleanup = msub.add_parser("cleanup", help="delete leftover partial downloads and temporary folders")
     cleanup.add_argument("--all", action="store_true", help="also recent ones (no install may be running)")
+
+    serve = sub.add_parser("serve", help="a local HTTP transcription server with OpenAI-compatible routes")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1; any other needs --api-key)")
+    serve.add_argument("--port", type=int, default=8488)
+    serve.add_argument("--model", action="append", default=[], metavar="ID|PATH",
+                       help="model to serve (repeat for several, each in its own worker; default: installed model)")
+    serve.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $CAPTIONEER_API_KEY)")
+    serve.add_argument("--max-concurrent", type=int, default=4,
+                       help="requests running at once per model; more get 429 with Retry-After (default 4)")
+    serve.add_argument("--max-upload-mb", type=float, default=100.0, help="largest file upload (default 100 MB)")
+    serve.add_argument("--max-audio-s", type=float, default=3600.0, help="longest file, in seconds (default 3600)")
+    serve.add_argument("--request-timeout-s", type=float, default=600.0,
+                       help="longest time one file may take to transcribe (default 600)")
+    serve.add_argument("--backend", choices=BACKENDS, default="auto")
+    serve.add_argument("--threads", type=int, help="CPU threads per model (default: physical cores)")
     return parser
 
 
@@ -377,6 +393,18 @@ def _cmd_models_store(args: argparse.Namespace, paths: AppPaths, catalog: Any, o
     return 0
 
 
+def cmd_serve(args: argparse.Namespace, paths: AppPaths) -> int:
+    from inference.server.config import ServerConfig, api_key_from
+    from inference.server.run import serve
+
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {args.threads}")
+    config = ServerConfig(host=args.host, port=args.port, api_key=api_key_from(args.api_key),
+                          max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), max_audio_s=args.max_audio_s,
+                          max_concurrent=args.max_concurrent, request_timeout_s=args.request_timeout_s)  # fmt: skip
+    return serve(config, args.model, paths, backend=args.backend, threads=args.threads)
+
+
 def _human_size(size: int, estimate: bool) -> str:
     if size <= 0:
         return "bundled"
@@ -409,6 +437,8 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, stdin: I
             return cmd_transcribe(args, paths, out, stdin)
         if args.command == "models":
             return cmd_models(args, paths, out)
+        if args.command == "serve":
+            return cmd_serve(args, paths)
         parser.print_help(out)
         return 0
     except CaptioneerError as exc:

@@ -1,0 +1,93 @@
+"""The Starlette application: routes, the API key check and OpenAI-shaped errors for everything."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from inference.errors import CaptioneerError
+from inference.server.config import ServerConfig
+from inference.server.errors import ApiError, from_captioneer
+from inference.server.live import live
+from inference.server.registry import ModelRegistry
+from inference.server.routes import health, list_models, transcription_details, transcriptions
+
+log = logging.getLogger("captioneer.server")
+
+
+class ApiKeyMiddleware:
+    """With an API key configured, every request needs ``Authorization: Bearer <key>`` (401 otherwise)."""
+
+    def __init__(self, app: ASGIApp, api_key: str | None) -> None:
+        self.app = app
+        self.api_key = api_key
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.api_key is None:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        given = headers.get(b"authorization", b"").decode("latin-1")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self.api_key.encode()):
+            problem = "missing" if not given else "wrong"
+            error = ApiError(401, f"the API key is {problem}: send 'Authorization: Bearer <key>' with the key "
+                             "the server was started with", "invalid_api_key")  # fmt: skip
+            await error.response()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+async def _api_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return exc.response()
+
+
+async def _captioneer_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, CaptioneerError)
+    return from_captioneer(exc).response()
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = f"no route {request.url.path}; see GET /v1/models and POST /v1/audio/transcriptions"
+        code = "not_found"
+    elif exc.status_code == 405:
+        message = f"{request.method} is not allowed on {request.url.path}"
+        code = "method_not_allowed"
+    else:
+        message, code = str(exc.detail), "http_error"
+    error = ApiError(exc.status_code, message, code, headers=dict(exc.headers or {}))
+    return error.response()
+
+
+async def _unexpected(_request: Request, exc: Exception) -> Response:
+    log.exception("unexpected failure in a request", exc_info=exc)
+    return ApiError(500, f"internal error: {type(exc).__name__}: {exc}; see the server log",
+                    "internal_error").response()  # fmt: skip
+
+
+def create_app(config: ServerConfig, registry: ModelRegistry) -> Any:
+    routes = [
+        Route("/v1/models", list_models, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/v1/audio/transcriptions", transcriptions, methods=["POST"]),
+        Route("/v1/audio/transcriptions/details", transcription_details, methods=["POST"]),
+        Route("/v1/audio/transcriptions/live", live, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={
+        ApiError: _api_error, CaptioneerError: _captioneer_error, HTTPException: _http_error,
+        Exception: _unexpected,
+    })  # fmt: skip
+    app.state.config = config
+    app.state.registry = registry
+    return ApiKeyMiddleware(app, config.api_key)

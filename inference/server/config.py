@@ -1,0 +1,66 @@
+"""Settings of ``captioneer serve`` and the check that keeps it off the network unless protected."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass, field
+
+from inference.errors import UsageError
+
+API_KEY_ENV = "CAPTIONEER_API_KEY"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8488
+
+
+@dataclass(frozen=True)
+class LiveLimits:
+    """Limits of one ``/v1/audio/transcriptions/live`` upload (seconds and bytes)."""
+
+    idle_timeout_s: float = 30.0  # no body bytes for this long: the upload is abandoned
+    total_timeout_s: float = 600.0
+    max_body_bytes: int = 512 * 1024 * 1024
+    max_chunk_bytes: int = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    api_key: str | None = None
+    max_upload_bytes: int = 100 * 1024 * 1024  # a file upload (multipart or JSON body)
+    max_audio_s: float = 3600.0  # decoded duration of one file
+    max_concurrent: int = 4  # requests (files, streams, live) running at once on one model
+    request_timeout_s: float = 600.0  # one file transcription
+    live: LiveLimits = field(default_factory=LiveLimits)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise UsageError(f"--port must be in [0, 65535], got {self.port}")
+        if self.max_concurrent < 1:
+            raise UsageError(f"--max-concurrent must be at least 1, got {self.max_concurrent}")
+        if self.max_upload_bytes < 1 or self.max_audio_s <= 0 or self.request_timeout_s <= 0:
+            raise UsageError("upload, duration and timeout limits must be positive")
+        if self.api_key is not None and not self.api_key.strip():
+            raise UsageError("the API key is empty", f"pass a non-empty --api-key or unset {API_KEY_ENV}")
+        if self.api_key is None and not is_loopback(self.host):
+            raise UsageError(
+                f"refusing to serve on {self.host} without an API key: anyone who can reach it could use it",
+                f"pass --api-key KEY (or set {API_KEY_ENV}), or keep the default --host {DEFAULT_HOST}",
+            )
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def api_key_from(flag: str | None) -> str | None:
+    """``--api-key`` wins; otherwise the environment variable; None when neither is set."""
+    if flag is not None:
+        return flag
+    return os.environ.get(API_KEY_ENV) or None

@@ -1,0 +1,107 @@
+"""Server-sent events: Captioneer stream events → the OpenAI transcription stream events.
+
+* ``transcript.text.delta`` {"delta"}: committed text; the deltas concatenate to the committed text;
+* ``transcript.text.partial`` {"text"}: the whole current hypothesis (committed text + the provisional
+  tail), which replaces the previous one; only models with provisional text send it;
+* ``transcript.text.done`` {"text", "timing"}: the final text (a tail never committed arrives here only);
+* ``error`` {"error": {...}, "fatal"}: a fatal one ends the stream; a non-fatal one (a worker restart) not;
+* then ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.types import Receive, Scope, Send
+
+from inference.contract import Delta, Done, ErrorEvent, Snapshot, StreamEvent, Transcript
+from inference.errors import error_class
+from inference.server.errors import ApiError, error_event, from_captioneer
+
+DONE_LINE = b"data: [DONE]\n\n"
+
+
+def sse(data: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n\n"
+
+
+class EventTranslator:
+    """Keeps what the translation needs: the committed text (for partials) and the time to first text."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.committed = ""
+        self.first_text_at: float | None = None
+
+    def _saw_text(self) -> None:
+        if self.first_text_at is None:
+            self.first_text_at = time.monotonic()
+
+    def translate(self, event: StreamEvent) -> dict[str, Any] | None:
+        if isinstance(event, Delta):
+            if not event.text:
+                return None
+            self._saw_text()
+            self.committed += event.text
+            return {"type": "transcript.text.delta", "delta": event.text}
+        if isinstance(event, Snapshot):
+            if not event.text:
+                return None
+            self._saw_text()
+            return {"type": "transcript.text.partial", "text": self.committed + event.text}
+        if isinstance(event, ErrorEvent):
+            error = from_captioneer(error_class(event.kind)(event.message, event.fix))
+            if event.kind == "worker_restarted":
+                error = ApiError(503, f"{event.message} ({event.fix})" if event.fix else event.message,
+                                 "worker_restarted")  # fmt: skip
+            return error_event(error, fatal=event.fatal)
+        if isinstance(event, Done):
+            return self.done(event.transcript)
+        return None  # speech ends, progress and stats are not part of the OpenAI stream
+
+    def done(self, transcript: Transcript) -> dict[str, Any]:
+        timing: dict[str, Any] = {"wall_ms": round((time.monotonic() - self.started) * 1000)}
+        if self.first_text_at is not None:
+            timing["ttft_ms"] = round((self.first_text_at - self.started) * 1000)
+        if transcript.timing is not None:
+            timing["audio_duration_ms"] = round(transcript.timing.audio_s * 1000)
+        return {"type": "transcript.text.done", "text": transcript.text.strip(), "timing": timing}
+
+
+class SSEResponse:
+    """A ``text/event-stream`` response from an async iterator of ready frames.
+
+    Unlike Starlette's StreamingResponse it never reads from ``receive`` itself, so a handler can go on
+    reading the request body (the live route) while events are sent. ``on_close`` runs when the stream
+    ends for any reason (the client went away included).
+    """
+
+    media_type = "text/event-stream"
+
+    def __init__(self, frames: AsyncIterator[bytes], headers: dict[str, str] | None = None,
+                 on_close: Callable[[], None] | None = None) -> None:  # fmt: skip
+        self.frames = frames
+        self.on_close = on_close
+        self.headers = {"cache-control": "no-cache", "x-accel-buffering": "no", **(headers or {})}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = [(b"content-type", b"text/event-stream; charset=utf-8")]
+        raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": raw})
+            async for frame in self.frames:
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass  # the client went away
+        finally:
+            try:
+                aclose = getattr(self.frames, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+            finally:
+                if self.on_close is not None:
+                    self.on_close()

@@ -1,0 +1,192 @@
+"""``POST /v1/audio/transcriptions/live``: raw PCM in a chunked body, events back while it still arrives.
+
+The query names the model and the PCM layout. The first piece of the body is checked before the answer
+starts (an audio file instead of raw PCM, or f32 samples sent as s16le and the reverse, are 400s); from
+then on the answer is an SSE stream, and problems found later (a partial last frame, a stalled upload,
+the limits) arrive as an ``error`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio.to_thread
+import numpy as np
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+
+from inference.audio.io import PcmStreamDecoder
+from inference.contract import SAMPLE_RATE
+from inference.errors import UsageError
+from inference.server.config import LiveLimits, ServerConfig
+from inference.server.errors import ApiError
+from inference.server.events import EventTranslator, SSEResponse
+from inference.server.registry import ModelRegistry, ServedModel
+from inference.server.requests import request_options
+from inference.server.routes import closer
+from inference.server.transcribe import EventPipe, finish_into, open_stream, sse_frames
+
+PUSH_SAMPLES = int(0.16 * SAMPLE_RATE)  # decoded audio is handed to the model in pieces of at least this
+_QUERY = {"model", "sample_rate", "channels", "sample_format", "language", "prompt", "busy_timeout_ms"}
+_CONTAINERS = {b"RIFF": "WAV", b"RIFX": "WAV", b"OggS": "Ogg", b"fLaC": "FLAC", b"ID3": "MP3"}
+
+
+def _int(query: Any, name: str, default: int, low: int, high: int) -> int:
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, f"'{name}' must be an integer, got {raw!r}", "invalid_value", param=name) from None
+    if not low <= value <= high:
+        raise ApiError(400, f"'{name}' must be in [{low}, {high}], got {value}", "invalid_value", param=name)
+    return value
+
+
+def check_first_piece(data: bytes, sample_format: str) -> None:
+    """Catch the usual mistakes before the stream starts: a container file, or the other sample format."""
+    for magic, kind in _CONTAINERS.items():
+        if data.startswith(magic):
+            raise ApiError(400, f"the body is a {kind} file, not raw PCM; send the samples alone, or upload the "
+                           "file to POST /v1/audio/transcriptions", "invalid_audio")  # fmt: skip
+    usable = len(data) // 4 * 4
+    if usable < 256:
+        return  # too little to judge
+    as_f32 = np.frombuffer(data[:usable], dtype="<f4")
+    finite = np.isfinite(as_f32)
+    if sample_format == "f32le":
+        if not finite.all() or float(np.max(np.abs(as_f32[finite]), initial=0.0)) > 64.0:
+            raise ApiError(400, "the body does not look like f32le PCM (values that are not numbers or far "
+                           "outside [-1, 1]); if it holds 16-bit samples, pass sample_format=s16le",
+                           "sample_format_mismatch", param="sample_format")  # fmt: skip
+    elif finite.all():
+        magnitude = np.abs(as_f32)
+        if float(magnitude.max()) <= 1.0 and float(np.median(magnitude)) > 1e-7:
+            raise ApiError(400, "the body looks like 32-bit float samples in [-1, 1], not s16le; pass "
+                           "sample_format=f32le", "sample_format_mismatch", param="sample_format")  # fmt: skip
+
+
+async def _wait_for_slot(model: ServedModel, busy_timeout_s: float) -> None:
+    deadline = time.monotonic() + busy_timeout_s
+    while True:
+        try:
+            model.acquire()
+            return
+        except ApiError:
+            if time.monotonic() >= deadline:
+                raise
+        await asyncio.sleep(0.05)
+
+
+async def live(request: Request) -> Response:
+    config: ServerConfig = request.app.state.config
+    registry: ModelRegistry = request.app.state.registry
+    query = request.query_params
+    unknown = sorted(set(query.keys()) - _QUERY)
+    if unknown:
+        raise ApiError(400, f"unknown query parameter(s) {', '.join(unknown)}; this route takes "
+                       f"{', '.join(sorted(_QUERY))}", "unknown_parameter", param=unknown[0])  # fmt: skip
+    if not query.get("model"):
+        raise ApiError(400, "the 'model' query parameter is required", "missing_model", param="model")
+    model = registry.get(query["model"])
+    rate = _int(query, "sample_rate", SAMPLE_RATE, 1000, 384000)
+    channels = _int(query, "channels", 1, 1, 16)
+    sample_format = query.get("sample_format") or "s16le"
+    if sample_format not in ("s16le", "f32le"):
+        raise ApiError(400, f"'sample_format' must be s16le or f32le, got {sample_format!r}", "invalid_value",
+                       param="sample_format")  # fmt: skip
+    busy_timeout_s = _int(query, "busy_timeout_ms", 0, 0, 600_000) / 1000
+    options = request_options(model, language=query.get("language"), context=query.get("prompt"), extra={})
+    limits = config.live
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise ApiError(413, f"the body is larger than this server's limit ({declared} > {limits.max_body_bytes} "
+                       "bytes)", "upload_too_large")  # fmt: skip
+
+    body = request.stream().__aiter__()
+    first = await _next(body, limits.idle_timeout_s)
+    if not first:
+        raise ApiError(400, "the body is empty: send raw PCM samples", "invalid_audio")
+    check_first_piece(first, sample_format)
+    try:
+        decoder = PcmStreamDecoder(sample_format, rate, channels)
+    except UsageError as exc:
+        raise ApiError(400, str(exc), "invalid_value") from None
+
+    await _wait_for_slot(model, busy_timeout_s)
+    pipe = EventPipe()
+    try:
+        stream = await open_stream(model, pipe, options)
+    except BaseException:
+        model.release()
+        raise
+    frame_bytes = (2 if sample_format == "s16le" else 4) * channels
+
+    async def feed() -> None:
+        await feed_body(pipe, stream, body, first, decoder, frame_bytes, limits)
+
+    frames = sse_frames(pipe, EventTranslator(), feed)
+    return SSEResponse(frames, on_close=closer(stream, model))  # type: ignore[return-value]
+
+
+async def _next(body: AsyncIterator[bytes], timeout_s: float) -> bytes:
+    """The next piece of the body; b"" at its end."""
+    try:
+        return await asyncio.wait_for(body.__anext__(), timeout_s)
+    except StopAsyncIteration:
+        return b""
+    except TimeoutError:
+        raise ApiError(408, f"no audio arrived for {timeout_s:g} s; the upload was abandoned",
+                       "idle_timeout") from None  # fmt: skip
+    except ClientDisconnect:
+        raise ApiError(400, "the client closed the connection before the end of the body (the terminating "
+                       "zero-length chunk)", "incomplete_body") from None  # fmt: skip
+
+
+async def feed_body(pipe: EventPipe, stream: Any, body: AsyncIterator[bytes], first: bytes,
+                            decoder: PcmStreamDecoder, frame_bytes: int, limits: LiveLimits) -> None:  # fmt: skip
+    """Decode and push the body as it arrives; at its end, the final transcript (or an error) goes to the pipe."""
+    started = time.monotonic()
+    received = 0
+    pending: list[np.ndarray] = []
+    pending_samples = 0
+
+    async def push(samples: np.ndarray, force: bool = False) -> None:
+        nonlocal pending_samples
+        if samples.size:
+            pending.append(samples)
+            pending_samples += samples.size
+        if pending_samples and (force or pending_samples >= PUSH_SAMPLES):
+            chunk = np.concatenate(pending) if len(pending) > 1 else pending[0]
+            pending.clear()
+            pending_samples = 0
+            await anyio.to_thread.run_sync(stream.push, chunk)
+
+    async def run() -> None:
+        nonlocal received
+        piece = first
+        while piece:
+            received += len(piece)
+            if received > limits.max_body_bytes:
+                raise ApiError(413, f"the body passed this server's limit of {limits.max_body_bytes} bytes",
+                               "upload_too_large")  # fmt: skip
+            if time.monotonic() - started > limits.total_timeout_s:
+                raise ApiError(408, f"the upload lasted longer than this server's limit of "
+                               f"{limits.total_timeout_s:g} s", "total_timeout")  # fmt: skip
+            await push(decoder.feed(piece))
+            piece = await _next(body, limits.idle_timeout_s)
+        if received % frame_bytes:
+            raise ApiError(400, f"the body ends with a partial frame: {received} bytes is not a whole number of "
+                           f"{frame_bytes}-byte frames; check sample_format and channels", "partial_frame",
+                           param="sample_format")  # fmt: skip
+        await push(decoder.feed(b"", last=True), force=True)
+
+    async def fed() -> Any:
+        await run()
+        return await anyio.to_thread.run_sync(stream.finish)
+
+    await finish_into(pipe, fed)

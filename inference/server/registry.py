@@ -1,0 +1,152 @@
+"""The models a server offers: one inference worker process per model, each with a bounded number of slots.
+
+A model is named by the ``--model`` value it was given (a package id or a path) and, for a path, also by
+the folder or file name. Every request on a model holds one of its slots while it runs; past
+``max_concurrent`` the server answers 429 rather than queueing without bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inference.client import RemoteEngine, WorkerClient, WorkerPolicy
+from inference.errors import UsageError
+from inference.models.spec import FamilySpec
+from inference.paths import AppPaths
+from inference.server.errors import ApiError
+
+log = logging.getLogger("captioneer.server")
+
+
+@dataclass
+class ServedModel:
+    """One loaded model and its worker."""
+
+    id: str
+    path: Path
+    family: str
+    spec: FamilySpec | None  # None: a custom engine (factory) whose options are not validated
+    languages: tuple[str, ...]
+    max_concurrent: int
+    factory: str | None = None
+    session_options: dict[str, Any] = field(default_factory=dict)
+    default_request_options: dict[str, Any] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    created: int = field(default_factory=lambda: int(time.time()))
+    client: WorkerClient | None = None
+    engine: RemoteEngine | None = None
+    _active: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self, backend: str = "auto", threads: int | None = None) -> None:
+        self.client = WorkerClient(WorkerPolicy()).start()
+        try:
+            self.engine = self.client.load(self.path, self.family, self.session_options, backend, threads,
+                                           factory=self.factory)  # fmt: skip
+        except BaseException:
+            self.client.close()
+            raise
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self.client.pid if self.client is not None else None
+
+    @property
+    def active(self) -> int:
+        with self._lock:
+            return self._active
+
+    def acquire(self) -> None:
+        """Take a slot or raise 429 (with Retry-After) when all are busy."""
+        with self._lock:
+            if self._active >= self.max_concurrent:
+                raise ApiError(
+                    429,
+                    f"model {self.id!r} is already running {self._active} requests (the limit is "
+                    f"{self.max_concurrent}); retry shortly, or start the server with a higher --max-concurrent",
+                    "too_many_requests",
+                    headers={"Retry-After": "1"},
+                )
+            self._active += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._active = max(0, self._active - 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "object": "model", "created": self.created, "owned_by": "captioneer",
+                "family": self.family, "aliases": list(self.aliases)}  # fmt: skip
+
+
+class ModelRegistry:
+    def __init__(self, models: list[ServedModel]) -> None:
+        if not models:
+            raise UsageError("no model to serve", "pass --model ID|PATH")
+        self.models = models
+        self._by_name: dict[str, ServedModel] = {}
+        for model in models:
+            for name in (model.id, *model.aliases):
+                if name in self._by_name and self._by_name[name] is not model:
+                    raise UsageError(f"two served models are both called {name!r}", "pass each model once")
+                self._by_name[name] = model
+
+    def get(self, name: str | None) -> ServedModel:
+        if not name:
+            if len(self.models) == 1:
+                return self.models[0]
+            raise ApiError(400, "the 'model' field is required when the server has several models "
+                           f"({', '.join(m.id for m in self.models)})", "missing_model", param="model")  # fmt: skip
+        model = self._by_name.get(name)
+        if model is None:
+            raise ApiError(404, f"model {name!r} is not served here; GET /v1/models lists the models of this "
+                           f"server ({', '.join(m.id for m in self.models)})", "model_not_found",
+                           param="model")  # fmt: skip
+        return model
+
+    def start(self, backend: str = "auto", threads: int | None = None) -> None:
+        started: list[ServedModel] = []
+        try:
+            for model in self.models:
+                log.info("loading %s (%s) from %s", model.id, model.family, model.path)
+                model.start(backend, threads)
+                started.append(model)
+        except BaseException:
+            for model in started:
+                model.close()
+            raise
+
+    def close(self) -> None:
+        for model in self.models:
+            model.close()
+
+
+def resolve_models(names: list[str], paths: AppPaths, max_concurrent: int) -> list[ServedModel]:
+    """``--model`` values (package ids or paths; none: the installed default) → models to serve."""
+    from inference.engine import detect_family
+    from inference.models.catalog import Catalog
+    from inference.models.spec import load_family_spec
+
+    catalog = Catalog(paths)
+    out: list[ServedModel] = []
+    for name in names or [None]:
+        path, package = catalog.resolve_model(name)
+        family = package.family if package is not None else detect_family(path)
+        spec = load_family_spec(family)
+        if package is not None:
+            model_id, aliases = package.id, ()
+            languages = package.languages or spec.languages
+        else:
+            model_id = name or path.name
+            aliases = (path.name,) if path.name != model_id else ()
+            languages = spec.languages
+        out.append(ServedModel(model_id, path, family, spec, tuple(languages), max_concurrent, aliases=aliases))
+    return out

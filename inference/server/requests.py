@@ -1,0 +1,235 @@
+"""Reading a transcription request (multipart form or the JSON form) into audio and checked options.
+
+The body is read with a size limit before it is parsed, the audio is decoded and checked against the
+duration limit, and every field is checked here so that a bad request is a 400 naming the field.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from starlette.datastructures import UploadFile
+from starlette.requests import ClientDisconnect, Request
+
+from inference.contract import SAMPLE_RATE
+from inference.errors import CaptioneerError, UsageError
+from inference.server.errors import ApiError, from_captioneer
+from inference.server.registry import ModelRegistry, ServedModel
+
+RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
+_FORM_FIELDS = {"file", "model", "language", "prompt", "response_format", "temperature", "stream",
+                "timestamp_granularities[]", "timestamp_granularities", "include[]", "chunking_strategy"}  # fmt: skip
+_JSON_FIELDS = {"model", "audio", "language", "text", "prompt", "options", "response_format", "stream",
+                "temperature"}  # fmt: skip
+
+
+@dataclass
+class TranscriptionRequest:
+    model: ServedModel
+    audio: np.ndarray  # mono float32 at SAMPLE_RATE
+    options: dict[str, Any]  # validated request options for the engine
+    response_format: str = "json"
+    stream: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def duration_s(self) -> float:
+        return self.audio.size / SAMPLE_RATE
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The whole body, refused with 413 as soon as it passes ``limit`` bytes (Content-Length first)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(int(declared), limit)
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(size, limit)
+            parts.append(chunk)
+    except ClientDisconnect:
+        raise ApiError(400, "the client closed the connection before the body was complete",
+                       "incomplete_body") from None  # fmt: skip
+    body = b"".join(parts)
+    request._body = body  # Request.form() and .json() parse what was read here
+    return body
+
+
+def _too_large(size: int, limit: int) -> ApiError:
+    return ApiError(413, f"the upload is larger than this server's limit ({size} > {limit} bytes)",
+                    "upload_too_large", param="file")  # fmt: skip
+
+
+def parse_bool(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ApiError(400, f"'{name}' must be true or false, got {value!r}", "invalid_value", param=name)
+
+
+async def read_transcription_request(
+    request: Request, registry: ModelRegistry, *, max_bytes: int, max_audio_s: float, details: bool = False
+) -> TranscriptionRequest:
+    """A multipart form (``file`` and fields) or a JSON object (``audio`` in base64 and ``options``)."""
+    await read_body(request, max_bytes)
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/json":
+        return await _from_json(request, registry, max_audio_s, details)
+    if content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        return await _from_form(request, registry, max_audio_s, details)
+    raise ApiError(415, f"unsupported Content-Type {content_type or '(none)'!r}: send multipart/form-data with "
+                   "a 'file' field, or application/json with base64 'audio'", "unsupported_media_type")
+
+
+async def _from_form(request: Request, registry: ModelRegistry, max_audio_s: float,
+                     details: bool) -> TranscriptionRequest:  # fmt: skip
+    try:
+        form = await request.form(max_files=1, max_fields=64)
+    except Exception as exc:  # multipart parse errors (malformed body, too many parts)
+        raise ApiError(400, f"cannot read the form: {exc}", "invalid_form") from None
+    unknown = sorted(set(form.keys()) - _FORM_FIELDS)
+    if unknown:
+        raise ApiError(400, f"unknown form field(s) {', '.join(unknown)}; this route takes "
+                       f"{', '.join(sorted(_FORM_FIELDS))}", "unknown_parameter", param=unknown[0])  # fmt: skip
+    model = registry.get(_text_field(form.get("model"), "model"))
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile):
+        raise ApiError(400, "the 'file' field is required and must be an uploaded audio file",
+                       "missing_file", param="file")  # fmt: skip
+    data = await upload.read()
+    audio = decode_audio(data, upload.filename or "file", max_audio_s)
+    notes = []
+    if form.get("temperature") is not None:
+        _number(form.get("temperature"), "temperature")
+        notes.append("temperature is accepted and ignored: decoding is greedy")
+    options = request_options(model, language=_text_field(form.get("language"), "language"),
+                              context=_text_field(form.get("prompt"), "prompt"), extra={})  # fmt: skip
+    return TranscriptionRequest(model, audio, options, _response_format(form.get("response_format"), details),
+                                parse_bool(form.get("stream") or "false", "stream"), notes)  # fmt: skip
+
+
+async def _from_json(request: Request, registry: ModelRegistry, max_audio_s: float,
+                     details: bool) -> TranscriptionRequest:  # fmt: skip
+    try:
+        data = json.loads(request._body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ApiError(400, f"the body is not valid JSON: {exc}", "invalid_json") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "the JSON body must be an object", "invalid_json")
+    if "audio_path" in data or "file" in data:
+        key = "audio_path" if "audio_path" in data else "file"
+        raise ApiError(400, f"'{key}' (a file on the server) is not accepted by this server; send the audio "
+                       "itself as base64 in 'audio', or as a multipart upload", "unsupported_parameter",
+                       param=key)  # fmt: skip
+    unknown = sorted(set(data) - _JSON_FIELDS)
+    if unknown:
+        raise ApiError(400, f"unknown field(s) {', '.join(unknown)}; the JSON form takes "
+                       f"{', '.join(sorted(_JSON_FIELDS))}", "unknown_parameter", param=unknown[0])  # fmt: skip
+    model = registry.get(_json_text(data, "model"))
+    encoded = data.get("audio")
+    if not isinstance(encoded, str) or not encoded:
+        raise ApiError(400, "'audio' is required: the audio file's bytes in base64", "missing_audio",
+                       param="audio")  # fmt: skip
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiError(400, "'audio' is not valid base64", "invalid_audio", param="audio") from None
+    audio = decode_audio(raw, "audio", max_audio_s)
+    extra = data.get("options") or {}
+    if not isinstance(extra, dict):
+        raise ApiError(400, "'options' must be an object of the model family's request options",
+                       "invalid_value", param="options")  # fmt: skip
+    context = _json_text(data, "text") or _json_text(data, "prompt")
+    options = request_options(model, language=_json_text(data, "language"), context=context, extra=extra)
+    return TranscriptionRequest(model, audio, options, _response_format(data.get("response_format"), details),
+                                parse_bool(data.get("stream", False), "stream"))  # fmt: skip
+
+
+def decode_audio(data: bytes, name: str, max_audio_s: float) -> np.ndarray:
+    from inference.audio.io import decode_audio_bytes, to_mono_16k
+
+    if not data:
+        raise ApiError(400, f"the audio {name!r} is empty", "invalid_audio", param="file")
+    try:
+        decoded = decode_audio_bytes(data, name)
+        if decoded.duration_s > max_audio_s:
+            raise ApiError(413, f"the audio lasts {decoded.duration_s:.1f} s, more than this server's limit of "
+                           f"{max_audio_s:g} s; split it", "audio_too_long", param="file")  # fmt: skip
+        audio = to_mono_16k(decoded.samples, decoded.sample_rate)
+    except CaptioneerError as exc:
+        raise from_captioneer(exc, param="file") from None
+    if audio.size == 0:
+        raise ApiError(400, f"the audio {name!r} has no samples", "invalid_audio", param="file")
+    return audio
+
+
+def request_options(model: ServedModel, *, language: str | None, context: str | None,
+                    extra: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """The engine options of a request, validated by the model family's spec (400 naming the option)."""
+    raw = dict(model.default_request_options)
+    raw.update(extra)
+    spec = model.spec
+    if language:
+        if spec is not None and "language" in spec.request_options:
+            raw["language"] = language
+        elif model.languages and language.lower() not in model.languages:
+            raise ApiError(400, f"model {model.id!r} does not transcribe language {language!r}; it knows "
+                           f"{', '.join(model.languages)}", "unsupported_language", param="language")  # fmt: skip
+        # otherwise: the model finds the language itself, and this one is among those it knows
+    if context:
+        if spec is not None and "context" not in spec.request_options:
+            raise ApiError(400, f"model {model.id!r} takes no prompt (context)", "unsupported_parameter",
+                           param="prompt")  # fmt: skip
+        raw["context"] = context
+    if spec is None:
+        return raw
+    try:
+        return spec.validate_request_options(raw)
+    except UsageError as exc:
+        raise ApiError(400, str(exc), "invalid_option", param="options") from None
+
+
+def _response_format(value: Any, details: bool) -> str:
+    if value is None or value == "":
+        return "verbose_json" if details else "json"
+    text = str(value)
+    if text not in RESPONSE_FORMATS:
+        raise ApiError(400, f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, got {text!r}",
+                       "invalid_value", param="response_format")  # fmt: skip
+    return text
+
+
+def _text_field(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, UploadFile):
+        raise ApiError(400, f"'{name}' must be a text field, not a file", "invalid_value", param=name)
+    return str(value).strip() or None
+
+
+def _json_text(data: dict[str, Any], name: str) -> str | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ApiError(400, f"'{name}' must be a string", "invalid_value", param=name)
+    return value.strip() or None
+
+
+def _number(value: Any, name: str) -> float:
+    try:
+        return float(str(value))
+    except ValueError:
+        raise ApiError(400, f"'{name}' must be a number, got {value!r}", "invalid_value", param=name) from None

@@ -1,0 +1,157 @@
+"""The file routes: ``GET /v1/models``, ``POST /v1/audio/transcriptions`` (and ``/details``), ``GET /health``."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+
+from inference.contract import SAMPLE_RATE, Transcript
+from inference.formats import render
+from inference.server.config import ServerConfig
+from inference.server.errors import ApiError
+from inference.server.events import EventTranslator, SSEResponse
+from inference.server.registry import ModelRegistry, ServedModel
+from inference.server.requests import TranscriptionRequest, read_transcription_request
+from inference.server.transcribe import EventPipe, feed_file, open_stream, sse_frames, transcribe_file
+
+
+def _state(request: Request) -> tuple[ServerConfig, ModelRegistry]:
+    return request.app.state.config, request.app.state.registry
+
+
+async def list_models(request: Request) -> Response:
+    _, registry = _state(request)
+    return JSONResponse({"object": "list", "data": [m.to_json() for m in registry.models]})
+
+
+async def health(request: Request) -> Response:
+    _, registry = _state(request)
+    return JSONResponse({"status": "ok", "models": {m.id: {"active": m.active, "limit": m.max_concurrent}
+                                                    for m in registry.models}})  # fmt: skip
+
+
+async def transcriptions(request: Request) -> Response:
+    return await _transcribe(request, details=False)
+
+
+async def transcription_details(request: Request) -> Response:
+    return await _transcribe(request, details=True)
+
+
+async def _transcribe(request: Request, *, details: bool) -> Response:
+    config, registry = _state(request)
+    job = await read_transcription_request(request, registry, max_bytes=config.max_upload_bytes,
+                                           max_audio_s=config.max_audio_s, details=details)  # fmt: skip
+    if job.stream and details:
+        raise ApiError(400, "/v1/audio/transcriptions/details does not stream; drop stream=true or use "
+                       "/v1/audio/transcriptions", "invalid_value", param="stream")  # fmt: skip
+    headers = {"x-captioneer-notes": "; ".join(job.notes)} if job.notes else {}
+    job.model.acquire()
+    if job.stream:
+        return await _stream(job, headers)
+    try:
+        started = time.monotonic()
+        transcript = await transcribe_file(job.model, job.audio, job.options, config.request_timeout_s)
+        wall_s = time.monotonic() - started
+    finally:
+        job.model.release()
+    return _render(job, transcript, wall_s, details, headers)
+
+
+async def _stream(job: TranscriptionRequest, headers: dict[str, str]) -> Response:
+    """``stream=true``: the file goes through the model's live path and its events come back as SSE."""
+    pipe = EventPipe()
+    try:
+        stream = await open_stream(job.model, pipe, job.options)
+    except BaseException:
+        job.model.release()
+        raise
+    frames = sse_frames(pipe, EventTranslator(), lambda: feed_file(stream, job.audio, pipe))
+    return SSEResponse(frames, headers, on_close=closer(stream, job.model))  # type: ignore[return-value]
+
+
+def closer(stream: Any, model: ServedModel) -> Callable[[], None]:
+    """Whatever happened to the response: the worker stream is dropped (if unfinished), the slot freed once."""
+    done = False
+
+    def close() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            stream.cancel()
+            model.release()
+
+    return close
+
+
+def _timing(transcript: Transcript, duration_s: float, wall_s: float) -> dict[str, Any]:
+    return {"wall_ms": round(wall_s * 1000), "audio_duration_ms": round(duration_s * 1000),
+            "rtf": round(wall_s / duration_s, 4) if duration_s > 0 else 0.0}  # fmt: skip
+
+
+def _render(job: TranscriptionRequest, transcript: Transcript, wall_s: float, details: bool,
+            headers: dict[str, str]) -> Response:  # fmt: skip
+    text = transcript.text.strip()
+    timing = _timing(transcript, job.duration_s, wall_s)
+    if details:
+        return JSONResponse(details_json(job, transcript, timing), headers=headers)
+    fmt = job.response_format
+    if fmt == "json":
+        usage = {"type": "duration", "seconds": math.ceil(job.duration_s)}
+        return JSONResponse({"text": text, "usage": usage, "timing": timing}, headers=headers)
+    if fmt == "verbose_json":
+        return JSONResponse(verbose_json(job, transcript, timing), headers=headers)
+    if fmt == "text":
+        return PlainTextResponse(text + "\n", headers=headers)
+    media = "text/vtt" if fmt == "vtt" else "application/x-subrip"
+    return Response(render(transcript, fmt), media_type=media, headers=headers)
+
+
+def _language(job: TranscriptionRequest, transcript: Transcript) -> str | None:
+    if transcript.language:
+        return transcript.language
+    return job.model.languages[0] if len(job.model.languages) == 1 else None
+
+
+def verbose_json(job: TranscriptionRequest, transcript: Transcript, timing: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's verbose_json: words and segments with times in seconds."""
+    return {
+        "task": "transcribe",
+        "language": _language(job, transcript),
+        "duration": round(job.duration_s, 3),
+        "text": transcript.text.strip(),
+        "words": [{"word": w.text.strip(), "start": round(w.start_s, 3), "end": round(w.end_s, 3)}
+                  for w in transcript.words],  # fmt: skip
+        "segments": [
+            {"id": i, "start": round(s.start_s, 3), "end": round(s.end_s, 3), "text": s.text.strip(),
+             "words": [{"word": w.text.strip(), "start": round(w.start_s, 3), "end": round(w.end_s, 3)}
+                       for w in s.words]}  # fmt: skip
+            for i, s in enumerate(transcript.segments)
+        ],
+        "timing": timing,
+    }
+
+
+def details_json(job: TranscriptionRequest, transcript: Transcript, timing: dict[str, Any]) -> dict[str, Any]:
+    """The seeds' details answer: words and segments in samples at ``sample_rate``, with confidences."""
+
+    def word(w: Any) -> dict[str, Any]:
+        return {"word": w.text.strip(), "start_sample": round(w.start_s * SAMPLE_RATE),
+                "end_sample": round(w.end_s * SAMPLE_RATE), "confidence": w.confidence}  # fmt: skip
+
+    return {
+        "text": transcript.text.strip(),
+        "language": _language(job, transcript),
+        "sample_rate": SAMPLE_RATE,
+        "duration": round(job.duration_s, 3),
+        "words": [word(w) for w in transcript.words],
+        "segments": [{"id": i, "text": s.text.strip(), "start_sample": round(s.start_s * SAMPLE_RATE),
+                      "end_sample": round(s.end_s * SAMPLE_RATE), "words": [word(w) for w in s.words]}
+                     for i, s in enumerate(transcript.segments)],  # fmt: skip
+        "timing": timing,
+    }

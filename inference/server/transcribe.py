@@ -1,0 +1,156 @@
+"""Running requests on a model's worker, off the event loop: a whole file, or a file as a stream."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio.to_thread
+import numpy as np
+
+from inference.client import BacklogPolicy
+from inference.contract import SAMPLE_RATE, CancelToken, ErrorEvent, StreamEvent, Transcript
+from inference.errors import Cancelled, CaptioneerError
+from inference.server.errors import ApiError, error_event, from_captioneer
+from inference.server.events import DONE_LINE, EventTranslator, sse
+from inference.server.registry import ServedModel
+
+PUSH_SECONDS = 0.32  # a file streamed through the live path is pushed in pieces of this length
+
+
+def _engine(model: ServedModel) -> Any:
+    if model.engine is None:
+        raise ApiError(503, f"model {model.id!r} is not loaded yet", "model_not_ready", headers={"Retry-After": "1"})
+    return model.engine
+
+
+async def transcribe_file(model: ServedModel, audio: np.ndarray, options: dict[str, Any],
+                          timeout_s: float) -> Transcript:  # fmt: skip
+    """The whole clip at once; past ``timeout_s`` the worker is told to stop and the answer is 504."""
+    engine = _engine(model)
+    cancel = CancelToken()
+    timed_out = threading.Event()
+
+    def expire() -> None:
+        timed_out.set()
+        cancel.cancel()
+
+    def run() -> Transcript:
+        timer = threading.Timer(timeout_s, expire)
+        timer.daemon = True
+        timer.start()
+        try:
+            return engine.transcribe(audio, cancel=cancel, **options)  # type: ignore[no-any-return]
+        finally:
+            timer.cancel()
+
+    try:
+        return await anyio.to_thread.run_sync(run)
+    except Cancelled:
+        if timed_out.is_set():
+            raise ApiError(504, f"the transcription took longer than this server's limit of {timeout_s:g} s; "
+                           "send shorter audio", "timeout") from None  # fmt: skip
+        raise
+    except CaptioneerError as exc:
+        raise from_captioneer(exc) from None
+
+
+class EventPipe:
+    """Stream events from the client's reader thread to an async consumer, in order."""
+
+    _END = object()
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    def from_thread(self, events: list[StreamEvent]) -> None:
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, list(events))
+
+    def put(self, item: Any) -> None:
+        self.queue.put_nowait(item)
+
+    def end(self) -> None:
+        self.queue.put_nowait(self._END)
+
+    async def items(self) -> AsyncIterator[Any]:
+        while True:
+            item = await self.queue.get()
+            if item is self._END:
+                return
+            yield item
+
+
+async def open_stream(model: ServedModel, pipe: EventPipe, options: dict[str, Any]) -> Any:
+    engine = _engine(model)
+
+    def run() -> Any:
+        # The body can wait for the model: pushes block (backpressure on the upload), nothing is dropped.
+        return engine.open_stream(on_events=pipe.from_thread, backlog=BacklogPolicy("block"), mode="auto",
+                                  **options)  # fmt: skip
+
+    try:
+        return await anyio.to_thread.run_sync(run)
+    except CaptioneerError as exc:
+        raise from_captioneer(exc) from None
+
+
+async def sse_frames(pipe: EventPipe, translator: EventTranslator,
+                     work: Callable[[], Any]) -> AsyncIterator[bytes]:
+    """Run ``work`` (a coroutine function that feeds the stream and puts its final transcript or an
+    ``ApiError`` into the pipe) and yield the SSE frames of everything the pipe carries."""
+    task = asyncio.ensure_future(work())
+    try:
+        async for item in pipe.items():
+            if isinstance(item, list):
+                for event in item:
+                    if isinstance(event, ErrorEvent) and event.fatal:
+                        continue  # the failure also ends the work, which reports it once
+                    data = translator.translate(event)
+                    if data is not None:
+                        yield sse(data)
+            elif isinstance(item, Transcript):
+                yield sse(translator.done(item))
+                yield DONE_LINE
+            elif isinstance(item, ApiError):
+                yield sse(error_event(item))
+                yield DONE_LINE
+        await task
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+async def feed_file(stream: Any, audio: np.ndarray, pipe: EventPipe) -> None:
+    """A whole file through the live path, in PUSH_SECONDS pieces; then the final transcript."""
+
+    def run() -> Transcript:
+        step = int(PUSH_SECONDS * SAMPLE_RATE)
+        try:
+            for start in range(0, audio.size, step):
+                stream.push(audio[start : start + step])
+            return stream.finish()  # type: ignore[no-any-return]
+        except BaseException:
+            stream.cancel()
+            raise
+
+    await finish_into(pipe, lambda: anyio.to_thread.run_sync(run))
+
+
+async def finish_into(pipe: EventPipe, work: Callable[[], Awaitable[Transcript]]) -> None:
+    """Await ``work``; put its transcript, or its failure as an ``ApiError``, then the end, in the pipe."""
+    try:
+        pipe.put(await work())
+    except ApiError as exc:
+        pipe.put(exc)
+    except CaptioneerError as exc:
+        pipe.put(from_captioneer(exc))
+    except Exception as exc:  # a bug: still end the stream with an error event
+        pipe.put(ApiError(500, f"internal error: {type(exc).__name__}: {exc}", "internal_error"))
+    finally:
+        pipe.end()

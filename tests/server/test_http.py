@@ -1,0 +1,168 @@
+"""``httpx`` against a real server: the JSON form, the details route, limits, the API key and every 4xx."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+
+import httpx
+import numpy as np
+import pytest
+
+from inference.errors import UsageError
+from inference.server.config import ServerConfig
+from inference.server.registry import ModelRegistry
+from tests.server.harness import SAMPLE_1, TEXT_1, running_server, two_sentences, wav_bytes
+
+
+@pytest.fixture
+def http(base_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=base_url, timeout=60) as client:
+        yield client
+
+
+def _error(response: httpx.Response, status: int, code: str) -> str:
+    """The OpenAI error body of ``response`` after checking its status and code; returns the message."""
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["code"] == code, error
+    assert error["type"] == ("invalid_request_error" if status < 500 and status not in (401, 429) else error["type"])
+    return str(error["message"])
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def test_json_form_with_options_and_timing(http: httpx.Client) -> None:
+    body = {"model": "demo", "audio": _b64(SAMPLE_1.read_bytes()), "language": "en",
+            "options": {"max_tokens": 200, "audio_chunk_mode": "none"}}  # fmt: skip
+    response = http.post("/v1/audio/transcriptions", json=body)
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["text"] == TEXT_1
+    timing = result["timing"]
+    assert timing["audio_duration_ms"] == 3970 and timing["wall_ms"] > 0 and timing["rtf"] > 0
+
+
+def test_json_form_options_are_validated_by_the_family_spec(http: httpx.Client) -> None:
+    audio = _b64(SAMPLE_1.read_bytes())
+    response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio,
+                                                           "options": {"beam_size": 4}})  # fmt: skip
+    assert "unknown request option 'beam_size'" in _error(response, 400, "invalid_option")
+    response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio,
+                                                           "options": {"hotwords_score": 500}})  # fmt: skip
+    assert "hotwords_score" in _error(response, 400, "invalid_option")
+    response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio, "audio_path": "/etc"})
+    assert "audio_path" in _error(response, 400, "unsupported_parameter")
+    response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": "not base64!"})
+    _error(response, 400, "invalid_audio")
+    response = http.post("/v1/audio/transcriptions", json={"model": "demo"})
+    _error(response, 400, "missing_audio")
+    response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio, "colour": "red"})
+    assert "colour" in _error(response, 400, "unknown_parameter")
+    response = http.post("/v1/audio/transcriptions", content=b"{not json", headers={"content-type": "application/json"})
+    _error(response, 400, "invalid_json")
+
+
+def test_details_gives_samples_and_rejects_stream(http: httpx.Client) -> None:
+    files = {"file": ("a.wav", SAMPLE_1.read_bytes(), "audio/wav")}
+    response = http.post("/v1/audio/transcriptions/details", files=files, data={"model": "demo"})
+    assert response.status_code == 200, response.text
+    details = response.json()
+    assert details["text"] == TEXT_1 and details["sample_rate"] == 16000 and details["language"] == "en"
+    assert [w["word"] for w in details["words"]] == TEXT_1.split()
+    starts = [w["start_sample"] for w in details["words"]]
+    assert starts == sorted(starts) and all(isinstance(s, int) for s in starts)
+    assert all(w["end_sample"] <= 3970 * 16 for w in details["words"])
+    response = http.post("/v1/audio/transcriptions/details", files=files, data={"model": "demo", "stream": "true"})
+    assert "does not stream" in _error(response, 400, "invalid_value")
+
+
+def test_stream_json_form_over_sse(http: httpx.Client) -> None:
+    body = {"model": "demo", "audio": _b64(wav_bytes(two_sentences())), "stream": True}
+    with http.stream("POST", "/v1/audio/transcriptions", json=body) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        lines = [line for line in response.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]"
+    events = [json.loads(line.removeprefix("data: ")) for line in lines[:-1]]
+    assert events[-1]["type"] == "transcript.text.done" and "ttft_ms" in events[-1]["timing"]
+    partials = [e["text"] for e in events if e["type"] == "transcript.text.partial"]
+    committed = ""
+    for event in events[:-1]:  # every partial is the whole hypothesis: it starts with what is committed
+        if event["type"] == "transcript.text.delta":
+            committed += event["delta"]
+        else:
+            assert event["text"].startswith(committed)
+    assert committed.strip() and partials
+
+
+def test_bad_requests_are_openai_errors(http: httpx.Client) -> None:
+    wav = SAMPLE_1.read_bytes()
+    post = "/v1/audio/transcriptions"
+    _error(http.post(post, data={"model": "demo"}, files={"nofile": ("x", b"1")}), 400, "unknown_parameter")
+    _error(http.post(post, data={"model": "demo", "language": "en"}), 400, "missing_file")
+    assert "empty" in _error(http.post(post, data={"model": "demo"}, files={"file": ("e.wav", b"")}), 400,
+                             "invalid_audio")  # fmt: skip
+    assert "response_format" in _error(http.post(post, data={"model": "demo", "response_format": "xml"},
+                                                 files={"file": ("a.wav", wav)}), 400, "invalid_value")  # fmt: skip
+    _error(http.post(post, data={"model": "demo", "temperature": "hot"}, files={"file": ("a.wav", wav)}), 400,
+           "invalid_value")  # fmt: skip
+    _error(http.post(post, data={"model": "demo", "stream": "maybe"}, files={"file": ("a.wav", wav)}), 400,
+           "invalid_value")  # fmt: skip
+    _error(http.post(post, content=wav, headers={"content-type": "audio/wav"}), 415, "unsupported_media_type")
+    # Several models: 'model' is required.
+    _error(http.post(post, files={"file": ("a.wav", wav)}), 400, "missing_model")
+    # A prompt goes to the family's context option, which the worker's engine checks (Phonon-2 only).
+    message = _error(http.post(post, data={"model": "demo", "prompt": "Emma"}, files={"file": ("a.wav", wav)}),
+                     400, "invalid_value")  # fmt: skip
+    assert "Phonon-2" in message
+    _error(http.get("/v1/nothing"), 404, "not_found")
+    _error(http.get(post), 405, "method_not_allowed")
+
+
+def test_temperature_is_accepted_with_a_note(http: httpx.Client) -> None:
+    response = http.post("/v1/audio/transcriptions", data={"model": "demo", "temperature": "0.7"},
+                         files={"file": ("a.wav", SAMPLE_1.read_bytes())})  # fmt: skip
+    assert response.status_code == 200 and response.json()["text"] == TEXT_1
+    assert "temperature is accepted and ignored" in response.headers["x-captioneer-notes"]
+
+
+def test_upload_and_duration_limits(registry: ModelRegistry) -> None:
+    config = ServerConfig(max_upload_bytes=200_000, max_audio_s=3.0)
+    with running_server(config, registry) as url, httpx.Client(base_url=url, timeout=60) as http:
+        big = np.zeros(16000 * 10, np.float32)  # 320 kB as 16-bit WAV
+        response = http.post("/v1/audio/transcriptions", data={"model": "demo"},
+                             files={"file": ("big.wav", wav_bytes(big))})  # fmt: skip
+        assert "limit" in _error(response, 413, "upload_too_large")
+        response = http.post("/v1/audio/transcriptions", data={"model": "demo"},
+                             files={"file": ("a.wav", SAMPLE_1.read_bytes())})  # fmt: skip
+        message = _error(response, 413, "audio_too_long")
+        assert "lasts 4.0 s" in message and "limit of 3 s" in message
+        short = wav_bytes(np.zeros(16000 * 2, np.float32))
+        ok = http.post("/v1/audio/transcriptions", data={"model": "demo"}, files={"file": ("s.wav", short)})
+        assert ok.status_code == 200, ok.text
+
+
+def test_api_key(registry: ModelRegistry) -> None:
+    with running_server(ServerConfig(api_key="s3cret"), registry) as url:
+        response = httpx.get(f"{url}/v1/models")
+        assert "missing" in _error(response, 401, "invalid_api_key")
+        response = httpx.get(f"{url}/v1/models", headers={"Authorization": "Bearer wrong"})
+        assert "wrong" in _error(response, 401, "invalid_api_key")
+        response = httpx.get(f"{url}/v1/models", headers={"Authorization": "Bearer s3cret"})
+        assert response.status_code == 200 and len(response.json()["data"]) == 2
+
+
+def test_other_addresses_need_an_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(UsageError, match="without an API key"):
+        ServerConfig(host="0.0.0.0")
+    with pytest.raises(UsageError, match="without an API key"):
+        ServerConfig(host="my-laptop.local")
+    assert ServerConfig(host="::1").api_key is None and ServerConfig(host="localhost").host == "localhost"
+    assert ServerConfig(host="0.0.0.0", api_key="k").api_key == "k"
+    with pytest.raises(UsageError, match="empty"):
+        ServerConfig(api_key=" ")
