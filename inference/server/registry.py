@@ -7,6 +7,7 @@ the folder or file name. Every request on a model holds one of its slots while i
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -21,6 +22,8 @@ from inference.paths import AppPaths
 from inference.server.errors import ApiError
 
 log = logging.getLogger("captioneer.server")
+RESTARTED = "the inference worker was restarted"  # WorkerClient's status once a new worker has its models
+RESTORE_WAIT_S = 180.0  # a restart respawns the worker and loads the model again
 
 
 @dataclass
@@ -42,9 +45,11 @@ class ServedModel:
     engine: RemoteEngine | None = None
     _active: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _restored: threading.Event = field(default_factory=threading.Event)
 
     def start(self, backend: str = "auto", threads: int | None = None) -> None:
-        self.client = WorkerClient(WorkerPolicy()).start()
+        self._restored.set()
+        self.client = WorkerClient(WorkerPolicy(), on_status=self._on_status).start()
         try:
             self.engine = self.client.load(self.path, self.family, self.session_options, backend, threads,
                                            factory=self.factory)  # fmt: skip
@@ -55,6 +60,24 @@ class ServedModel:
     def close(self) -> None:
         if self.client is not None:
             self.client.close()
+
+    def _on_status(self, text: str) -> None:
+        """The client reports a lost worker first and "the inference worker was restarted" once the new one
+        has the model again. In between, a request sent to the new worker would find no model there."""
+        if text == RESTARTED:
+            self._restored.set()
+        else:
+            log.warning("model %s: %s", self.id, text)
+            self._restored.clear()
+
+    async def wait_until_restored(self, timeout_s: float = RESTORE_WAIT_S) -> None:
+        """Return at once unless the worker is being restarted; then wait for it (503 past ``timeout_s``)."""
+        deadline = time.monotonic() + timeout_s
+        while not self._restored.is_set():
+            if time.monotonic() > deadline:
+                raise ApiError(503, f"the worker of model {self.id!r} is being restarted after a failure and is "
+                               "not back yet; retry shortly", "worker_restarting", headers={"Retry-After": "5"})
+            await asyncio.sleep(0.05)
 
     @property
     def worker_pid(self) -> int | None:

@@ -31,6 +31,7 @@ async def transcribe_file(model: ServedModel, audio: np.ndarray, options: dict[s
                           timeout_s: float) -> Transcript:  # fmt: skip
     """The whole clip at once; past ``timeout_s`` the worker is told to stop and the answer is 504."""
     engine = _engine(model)
+    await model.wait_until_restored()
     cancel = CancelToken()
     timed_out = threading.Event()
 
@@ -86,6 +87,7 @@ class EventPipe:
 
 async def open_stream(model: ServedModel, pipe: EventPipe, options: dict[str, Any]) -> Any:
     engine = _engine(model)
+    await model.wait_until_restored()
 
     def run() -> Any:
         # The body can wait for the model: pushes block (backpressure on the upload), nothing is dropped.

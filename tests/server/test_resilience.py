@@ -1,0 +1,136 @@
+"""Busy models answer 429, slow ones 504, and a worker that dies is a 5xx naming it, not a dead server."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+from inference.server.config import ServerConfig
+from inference.server.registry import ModelRegistry, ServedModel
+from tests.server.harness import SAMPLE_1, TEXT_1, running_server, s16le, wav_bytes
+from tests.server.live_client import post_live, split
+
+THREE_SECONDS = base64.b64encode(wav_bytes(np.full(48000, 0.01, np.float32))).decode()
+
+
+@pytest.fixture
+def http(base_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=base_url, timeout=60) as client:
+        yield client
+
+
+def _slow_job(http: httpx.Client, delay_s: float) -> tuple[threading.Thread, list[httpx.Response]]:
+    """A faulty-engine transcription of 3 s of audio taking 3 × ``delay_s``, running on a thread."""
+    out: list[httpx.Response] = []
+    body = {"model": "faulty", "audio": THREE_SECONDS, "options": {"delay_s": delay_s}}
+    thread = threading.Thread(target=lambda: out.append(http.post("/v1/audio/transcriptions", json=body)))
+    thread.start()
+    return thread, out
+
+
+def _wait(condition: Any, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def _restarted(model: ServedModel, old_pid: int | None) -> bool:
+    return model.worker_pid is not None and model.worker_pid != old_pid
+
+
+def test_past_the_concurrency_limit_is_429_with_retry_after(http: httpx.Client, base_url: str,
+                                                            registry: ModelRegistry) -> None:  # fmt: skip
+    faulty = registry.get("faulty")
+    thread, out = _slow_job(http, 0.4)
+    _wait(lambda: faulty.active == 1)
+    busy = http.post("/v1/audio/transcriptions", json={"model": "faulty", "audio": THREE_SECONDS})
+    assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
+    error = busy.json()["error"]
+    assert error["type"] == "rate_limit_error" and "--max-concurrent" in error["message"]
+    live = post_live(base_url, {"model": "faulty"}, [s16le(np.zeros(1600, np.float32))])
+    assert live.status == 429
+    # Another model is not affected.
+    demo = http.post("/v1/audio/transcriptions", data={"model": "demo"}, files={"file": SAMPLE_1.read_bytes()})
+    assert demo.status_code == 200 and demo.json()["text"] == TEXT_1
+    thread.join(30)
+    assert out[0].status_code == 200 and out[0].json()["text"].startswith("48000 samples")
+    assert faulty.active == 0
+    # A live client that says it can wait (busy_timeout_ms) gets the slot when it frees up.
+    thread, out = _slow_job(http, 0.1)
+    _wait(lambda: faulty.active == 1)
+    waited = post_live(base_url, {"model": "faulty", "busy_timeout_ms": 5000}, [s16le(np.zeros(3200, np.float32))])
+    thread.join(30)
+    assert waited.status == 200 and waited.events[-1]["type"] == "transcript.text.done"
+
+
+def test_a_slow_transcription_is_504_and_frees_its_slot(registry: ModelRegistry) -> None:
+    with running_server(ServerConfig(request_timeout_s=0.5), registry) as url, httpx.Client(base_url=url) as http:
+        response = http.post("/v1/audio/transcriptions", json={"model": "faulty", "audio": THREE_SECONDS,
+                                                               "options": {"delay_s": 0.5}})  # fmt: skip
+        assert response.status_code == 504 and response.json()["error"]["code"] == "timeout"
+        assert registry.get("faulty").active == 0
+
+
+def test_a_worker_killed_during_a_request_is_a_503_naming_it(http: httpx.Client, registry: ModelRegistry) -> None:
+    faulty = registry.get("faulty")
+    old_pid = faulty.worker_pid
+    assert old_pid is not None
+    thread, out = _slow_job(http, 1.0)
+    _wait(lambda: faulty.active == 1)
+    time.sleep(0.3)
+    os.kill(old_pid, signal.SIGKILL)
+    thread.join(30)
+    response = out[0]
+    assert response.status_code == 503, response.text
+    error = response.json()["error"]
+    assert error["code"] == "worker_crashed" and error["type"] == "server_error"
+    assert "SIGKILL" in error["message"] and "the request was lost" in error["message"]
+    assert faulty.active == 0
+    again = http.post("/v1/audio/transcriptions", json={"model": "faulty", "audio": THREE_SECONDS})
+    assert again.status_code == 200, again.text
+    assert again.json()["text"].startswith("48000 samples")
+    assert _restarted(faulty, old_pid)
+
+
+def test_the_server_answers_again_after_its_worker_is_killed(http: httpx.Client, registry: ModelRegistry) -> None:
+    demo = registry.get("demo")
+    old_pid = demo.worker_pid
+    assert old_pid is not None
+    os.kill(old_pid, signal.SIGKILL)
+    _wait(lambda: _restarted(demo, old_pid), 60)
+    response = http.post("/v1/audio/transcriptions", data={"model": "demo"}, files={"file": SAMPLE_1.read_bytes()})
+    assert response.status_code == 200 and response.json()["text"] == TEXT_1
+    assert http.get("/v1/models").status_code == 200
+
+
+def test_a_live_stream_goes_on_after_a_worker_restart(base_url: str, registry: ModelRegistry) -> None:
+    faulty = registry.get("faulty")
+    old_pid = faulty.worker_pid
+    assert old_pid is not None
+    pieces = split(s16le(np.full(16000 * 3, 0.01, np.float32)), 3200)  # 0.1 s pieces, 30 of them
+
+    def pieces_killing_at_10() -> Iterator[bytes]:
+        for index, piece in enumerate(pieces):
+            if index == 10:
+                os.kill(old_pid, signal.SIGKILL)
+            yield piece
+
+    result = post_live(base_url, {"model": "faulty"}, pieces_killing_at_10(), pace_s=0.03)
+    assert result.status == 200 and result.done_marker
+    kinds = [e["type"] for e in result.events]
+    restarts = [e for e in result.events if e["type"] == "error"]
+    assert len(restarts) == 1 and restarts[0]["fatal"] is False
+    assert restarts[0]["error"]["code"] == "worker_restarted" and "SIGKILL" in restarts[0]["error"]["message"]
+    assert kinds[-1] == "transcript.text.done"
+    assert kinds.index("error") < len(kinds) - 2 and "transcript.text.delta" in kinds[kinds.index("error"):]
+    assert _restarted(faulty, old_pid)
