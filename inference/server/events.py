@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import anyio
 from starlette.types import Receive, Scope, Send
 
 from inference.contract import Delta, Done, ErrorEvent, Snapshot, StreamEvent, Transcript
@@ -74,22 +75,42 @@ class EventTranslator:
 class SSEResponse:
     """A ``text/event-stream`` response from an async iterator of ready frames.
 
-    Unlike Starlette's StreamingResponse it never reads from ``receive`` itself, so a handler can go on
-    reading the request body (the live route) while events are sent. ``on_close`` runs when the stream
-    ends for any reason (the client went away included).
+    Starlette's StreamingResponse reads ``receive`` to notice a client that went away, which would take the
+    body from a handler still reading it (the live route). Here ``watch_disconnect`` says whether the body is
+    already read, so that ``receive`` can be watched: a client that leaves then stops the work at once.
+    Without it (live), a client that leaves ends the body, which ends the work. ``on_close`` runs when the
+    response ends for any reason.
     """
 
     media_type = "text/event-stream"
 
-    def __init__(self, frames: AsyncIterator[bytes], headers: dict[str, str] | None = None,
-                 on_close: Callable[[], None] | None = None) -> None:  # fmt: skip
+    def __init__(self, frames: AsyncIterator[bytes], headers: dict[str, str] | None = None, *,
+                 on_close: Callable[[], None] | None = None, watch_disconnect: bool = False) -> None:  # fmt: skip
         self.frames = frames
         self.on_close = on_close
+        self.watch_disconnect = watch_disconnect
         self.headers = {"cache-control": "no-cache", "x-accel-buffering": "no", **(headers or {})}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = [(b"content-type", b"text/event-stream; charset=utf-8")]
         raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
+        try:
+            async with anyio.create_task_group() as group:
+                if self.watch_disconnect:
+                    group.start_soon(self._watch, receive, group.cancel_scope)
+                await self._send_all(send, raw)
+                group.cancel_scope.cancel()
+        finally:
+            try:
+                if self.on_close is not None:
+                    self.on_close()  # first: a cancelled stream also unblocks a push waiting for the model
+            finally:
+                aclose = getattr(self.frames, "aclose", None)
+                if aclose is not None:
+                    with anyio.CancelScope(shield=True):
+                        await aclose()
+
+    async def _send_all(self, send: Send, raw: list[tuple[bytes, bytes]]) -> None:
         try:
             await send({"type": "http.response.start", "status": 200, "headers": raw})
             async for frame in self.frames:
@@ -97,11 +118,9 @@ class SSEResponse:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass  # the client went away
-        finally:
-            try:
-                aclose = getattr(self.frames, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-            finally:
-                if self.on_close is not None:
-                    self.on_close()
+
+    @staticmethod
+    async def _watch(receive: Receive, scope: anyio.CancelScope) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        scope.cancel()

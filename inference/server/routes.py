@@ -72,7 +72,7 @@ async def _stream(job: TranscriptionRequest, headers: dict[str, str]) -> Respons
         job.model.release()
         raise
     frames = sse_frames(pipe, EventTranslator(), lambda: feed_file(stream, job.audio, pipe))
-    return SSEResponse(frames, headers, on_close=closer(stream, job.model))  # type: ignore[return-value]
+    return SSEResponse(frames, headers, on_close=closer(stream, job.model), watch_disconnect=True)  # type: ignore[return-value]
 
 
 def closer(stream: Any, model: ServedModel) -> Callable[[], None]:

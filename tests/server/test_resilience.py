@@ -134,3 +134,18 @@ def test_a_live_stream_goes_on_after_a_worker_restart(base_url: str, registry: M
     assert kinds[-1] == "transcript.text.done"
     assert kinds.index("error") < len(kinds) - 2 and "transcript.text.delta" in kinds[kinds.index("error"):]
     assert _restarted(faulty, old_pid)
+
+
+def test_a_stream_client_that_leaves_frees_the_model(base_url: str, registry: ModelRegistry) -> None:
+    faulty = registry.get("faulty")
+    long_clip = base64.b64encode(wav_bytes(np.full(16000 * 120, 0.01, np.float32))).decode()
+    body = {"model": "faulty", "audio": long_clip, "stream": True, "options": {"delay_s": 0.05}}
+    started = time.monotonic()
+    with httpx.Client(base_url=base_url, timeout=60) as http, http.stream("POST", "/v1/audio/transcriptions",
+                                                                          json=body) as response:  # fmt: skip
+        assert response.status_code == 200
+        first = next(line for line in response.iter_lines() if line)
+        assert '"transcript.text.delta"' in first and faulty.active == 1
+    # 375 pushes of 0.05 s each would keep the model busy for ~19 s; leaving frees it at once.
+    _wait(lambda: faulty.active == 0, 8)
+    assert time.monotonic() - started < 10
