@@ -1,6 +1,7 @@
 """Server-sent events: Captioneer stream events → the OpenAI transcription stream events.
 
-* ``transcript.text.delta`` {"delta"}: committed text; the deltas concatenate to the committed text;
+* ``transcript.text.delta`` {"delta", "start", "end"}: committed text (times: where it lies in the audio,
+  in seconds, when the model knows); the deltas concatenate to the committed text;
 * ``transcript.text.partial`` {"text"}: the whole current hypothesis (committed text + the provisional
   tail), which replaces the previous one; only models with provisional text send it;
 * ``transcript.text.done`` {"text", "timing"}: the final text (a tail never committed arrives here only);
@@ -29,6 +30,16 @@ def sse(data: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n\n"
 
 
+def _times(event: Delta | Snapshot) -> dict[str, float]:
+    """Where the text lies in the audio (seconds from the start of the stream), when the model says."""
+    out = {}
+    if event.start_s is not None:
+        out["start"] = round(event.start_s, 3)
+    if event.end_s is not None:
+        out["end"] = round(event.end_s, 3)
+    return out
+
+
 class EventTranslator:
     """Keeps what the translation needs: the committed text (for partials) and the time to first text."""
 
@@ -47,12 +58,12 @@ class EventTranslator:
                 return None
             self._saw_text()
             self.committed += event.text
-            return {"type": "transcript.text.delta", "delta": event.text}
+            return {"type": "transcript.text.delta", "delta": event.text, **_times(event)}
         if isinstance(event, Snapshot):
             if not event.text:
                 return None
             self._saw_text()
-            return {"type": "transcript.text.partial", "text": self.committed + event.text}
+            return {"type": "transcript.text.partial", "text": self.committed + event.text, **_times(event)}
         if isinstance(event, ErrorEvent):
             error = from_captioneer(error_class(event.kind)(event.message, event.fix))
             if event.kind == "worker_restarted":

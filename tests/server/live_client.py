@@ -22,6 +22,7 @@ class LiveResult:
     raw_body: bytes = b""
     done_marker: bool = False
     upload_done_at: float | None = None
+    started_at: float = 0.0  # time.monotonic() when the request began; "_at" and upload_done_at count from it
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e.get("type") == kind]
@@ -87,7 +88,7 @@ def post_live(base_url: str, query: dict[str, Any], pieces: Iterable[bytes], *, 
         while line := reader.line():
             key, _, value = line.decode().partition(":")
             headers[key.strip().lower()] = value.strip()
-        result = LiveResult(status, headers)
+        result = LiveResult(status, headers, started_at=started)
         if headers.get("transfer-encoding") == "chunked":
             text = b""
             while True:

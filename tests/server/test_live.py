@@ -26,6 +26,9 @@ def test_events_arrive_while_the_upload_goes_on(base_url: str) -> None:
     assert deltas, result.events
     assert result.upload_done_at is not None
     assert deltas[0]["_at"] < result.upload_done_at - 0.5  # the first sentence was committed mid-upload
+    duration_s = audio.size / 16000
+    assert all(0 <= d["start"] <= d["end"] <= duration_s for d in deltas)  # where each lies in the audio
+    assert deltas[0]["end"] < 4.5  # the first delta is in the first sentence (sample 1 lasts 3.97 s)
     done = result.events[-1]
     assert done["type"] == "transcript.text.done"
     committed = "".join(d["delta"] for d in deltas).strip()
