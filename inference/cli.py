@@ -114,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-audio-s", type=float, default=3600.0, help="longest file, in seconds (default 3600)")
     serve.add_argument("--request-timeout-s", type=float, default=600.0,
                        help="longest time one file may take to transcribe (default 600)")
+    serve.add_argument("--audio-dir", type=Path, metavar="DIR",
+                       help="let JSON requests name files under DIR in 'audio_path' (default: off)")
     serve.add_argument("--backend", choices=BACKENDS, default="auto")
     serve.add_argument("--threads", type=int, help="CPU threads per model (default: physical cores)")
     return parser
@@ -401,7 +403,8 @@ def cmd_serve(args: argparse.Namespace, paths: AppPaths) -> int:
         raise UsageError(f"--threads must be at least 1, got {args.threads}")
     config = ServerConfig(host=args.host, port=args.port, api_key=api_key_from(args.api_key),
                           max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), max_audio_s=args.max_audio_s,
-                          max_concurrent=args.max_concurrent, request_timeout_s=args.request_timeout_s)  # fmt: skip
+                          max_concurrent=args.max_concurrent, request_timeout_s=args.request_timeout_s,
+                          audio_dir=args.audio_dir)  # fmt: skip
     return serve(config, args.model, paths, backend=args.backend, threads=args.threads)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from inference.errors import UsageError
 
@@ -33,6 +34,7 @@ class ServerConfig:
     max_concurrent: int = 4  # requests (files, streams, live) running at once on one model
     request_timeout_s: float = 600.0  # one file transcription
     live: LiveLimits = field(default_factory=LiveLimits)
+    audio_dir: Path | None = None  # the JSON form's audio_path may name files under it (off when None)
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -43,6 +45,8 @@ class ServerConfig:
             raise UsageError("upload, duration and timeout limits must be positive")
         if self.api_key is not None and not self.api_key.strip():
             raise UsageError("the API key is empty", f"pass a non-empty --api-key or unset {API_KEY_ENV}")
+        if self.audio_dir is not None and not self.audio_dir.is_dir():
+            raise UsageError(f"--audio-dir {self.audio_dir} is not a directory", "pass an existing directory")
         if self.api_key is None and not is_loopback(self.host):
             raise UsageError(
                 f"refusing to serve on {self.host} without an API key: anyone who can reach it could use it",

@@ -24,8 +24,8 @@ from inference.errors import UsageError
 from inference.server.config import LiveLimits, ServerConfig
 from inference.server.errors import ApiError
 from inference.server.events import EventTranslator, SSEResponse
-from inference.server.registry import ModelRegistry, ServedModel
-from inference.server.requests import request_options
+from inference.server.registry import ModelRegistry
+from inference.server.requests import busy_timeout_s, request_options
 from inference.server.routes import closer
 from inference.server.transcribe import EventPipe, finish_into, open_stream, sse_frames
 
@@ -70,18 +70,6 @@ def check_first_piece(data: bytes, sample_format: str) -> None:
                            "sample_format=f32le", "sample_format_mismatch", param="sample_format")  # fmt: skip
 
 
-async def _wait_for_slot(model: ServedModel, busy_timeout_s: float) -> None:
-    deadline = time.monotonic() + busy_timeout_s
-    while True:
-        try:
-            model.acquire()
-            return
-        except ApiError:
-            if time.monotonic() >= deadline:
-                raise
-        await asyncio.sleep(0.05)
-
-
 async def live(request: Request) -> Response:
     config: ServerConfig = request.app.state.config
     registry: ModelRegistry = request.app.state.registry
@@ -99,7 +87,7 @@ async def live(request: Request) -> Response:
     if sample_format not in ("s16le", "f32le"):
         raise ApiError(400, f"'sample_format' must be s16le or f32le, got {sample_format!r}", "invalid_value",
                        param="sample_format")  # fmt: skip
-    busy_timeout_s = _int(query, "busy_timeout_ms", 0, 0, 600_000) / 1000
+    wait_s = busy_timeout_s(query.get("busy_timeout_ms"))
     options = request_options(model, language=query.get("language"), context=query.get("prompt"), extra={})
     limits = config.live
     declared = request.headers.get("content-length")
@@ -117,7 +105,7 @@ async def live(request: Request) -> Response:
     except UsageError as exc:
         raise ApiError(400, str(exc), "invalid_value") from None
 
-    await _wait_for_slot(model, busy_timeout_s)
+    await model.acquire_within(wait_s)
     pipe = EventPipe()
     try:
         stream = await open_stream(model, pipe, options)

@@ -101,6 +101,18 @@ class ServedModel:
                 )
             self._active += 1
 
+    async def acquire_within(self, busy_timeout_s: float) -> None:
+        """Take a slot, waiting up to ``busy_timeout_s`` for one to free up (the client's busy_timeout_ms)."""
+        deadline = time.monotonic() + busy_timeout_s
+        while True:
+            try:
+                self.acquire()
+                return
+            except ApiError:
+                if time.monotonic() >= deadline:
+                    raise
+            await asyncio.sleep(0.05)
+
     def release(self) -> None:
         with self._lock:
             self._active = max(0, self._active - 1)

@@ -18,14 +18,16 @@ from starlette.requests import ClientDisconnect, Request
 
 from inference.contract import SAMPLE_RATE
 from inference.errors import CaptioneerError, UsageError
+from inference.server.config import ServerConfig
 from inference.server.errors import ApiError, from_captioneer
 from inference.server.registry import ModelRegistry, ServedModel
 
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
+MAX_BUSY_TIMEOUT_MS = 600_000
 _FORM_FIELDS = {"file", "model", "language", "prompt", "response_format", "temperature", "stream",
-                "timestamp_granularities[]", "timestamp_granularities", "include[]", "chunking_strategy"}  # fmt: skip
-_JSON_FIELDS = {"model", "audio", "language", "text", "prompt", "options", "response_format", "stream",
-                "temperature"}  # fmt: skip
+                "timestamp_granularities[]", "timestamp_granularities", "include[]", "chunking_strategy", "busy_timeout_ms"}  # fmt: skip
+_JSON_FIELDS = {"model", "audio", "audio_path", "file", "language", "text", "prompt", "options", "response_format",
+                "stream", "temperature", "busy_timeout_ms"}  # fmt: skip
 
 
 @dataclass
@@ -36,6 +38,7 @@ class TranscriptionRequest:
     response_format: str = "json"
     stream: bool = False
     notes: list[str] = field(default_factory=list)
+    busy_timeout_s: float = 0.0  # how long the client will wait for a busy model before a 429
 
     @property
     def duration_s(self) -> float:
@@ -80,15 +83,15 @@ def parse_bool(value: Any, name: str) -> bool:
 
 
 async def read_transcription_request(
-    request: Request, registry: ModelRegistry, *, max_bytes: int, max_audio_s: float, details: bool = False
+    request: Request, registry: ModelRegistry, config: ServerConfig, *, details: bool = False
 ) -> TranscriptionRequest:
     """A multipart form (``file`` and fields) or a JSON object (``audio`` in base64 and ``options``)."""
-    await read_body(request, max_bytes)
+    body = await read_body(request, config.max_upload_bytes)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "application/json":
-        return await _from_json(request, registry, max_audio_s, details)
+        return _from_json(body, registry, config, details)
     if content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
-        return await _from_form(request, registry, max_audio_s, details)
+        return await _from_form(request, registry, config.max_audio_s, details)
     raise ApiError(415, f"unsupported Content-Type {content_type or '(none)'!r}: send multipart/form-data with "
                    "a 'file' field, or application/json with base64 'audio'", "unsupported_media_type")
 
@@ -117,36 +120,39 @@ async def _from_form(request: Request, registry: ModelRegistry, max_audio_s: flo
     options = request_options(model, language=_text_field(form.get("language"), "language"),
                               context=_text_field(form.get("prompt"), "prompt"), extra={})  # fmt: skip
     return TranscriptionRequest(model, audio, options, _response_format(form.get("response_format"), details),
-                                parse_bool(form.get("stream") or "false", "stream"), notes)  # fmt: skip
+                                parse_bool(form.get("stream") or "false", "stream"), notes,
+                                busy_timeout_s(form.get("busy_timeout_ms")))  # fmt: skip
 
 
-async def _from_json(request: Request, registry: ModelRegistry, max_audio_s: float,
-                     details: bool) -> TranscriptionRequest:  # fmt: skip
+def _from_json(body: bytes, registry: ModelRegistry, config: ServerConfig, details: bool) -> TranscriptionRequest:
     try:
-        data = json.loads(request._body)
+        data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(400, f"the body is not valid JSON: {exc}", "invalid_json") from None
     if not isinstance(data, dict):
         raise ApiError(400, "the JSON body must be an object", "invalid_json")
-    if "audio_path" in data or "file" in data:
-        key = "audio_path" if "audio_path" in data else "file"
-        raise ApiError(400, f"'{key}' (a file on the server) is not accepted by this server; send the audio "
-                       "itself as base64 in 'audio', or as a multipart upload", "unsupported_parameter",
-                       param=key)  # fmt: skip
     unknown = sorted(set(data) - _JSON_FIELDS)
     if unknown:
         raise ApiError(400, f"unknown field(s) {', '.join(unknown)}; the JSON form takes "
                        f"{', '.join(sorted(_JSON_FIELDS))}", "unknown_parameter", param=unknown[0])  # fmt: skip
     model = registry.get(_json_text(data, "model"))
-    encoded = data.get("audio")
-    if not isinstance(encoded, str) or not encoded:
-        raise ApiError(400, "'audio' is required: the audio file's bytes in base64", "missing_audio",
-                       param="audio")  # fmt: skip
-    try:
-        raw = base64.b64decode(encoded, validate=True)
-    except (binascii.Error, ValueError):
-        raise ApiError(400, "'audio' is not valid base64", "invalid_audio", param="audio") from None
-    audio = decode_audio(raw, "audio", max_audio_s)
+    path_key = next((key for key in ("audio_path", "file") if key in data), None)
+    if path_key is not None:
+        if "audio" in data:
+            raise ApiError(400, f"give either 'audio' or '{path_key}', not both", "invalid_value", param=path_key)
+        raw = read_allowed_file(config, data[path_key], path_key)
+        name = str(data[path_key])
+    else:
+        encoded = data.get("audio")
+        if not isinstance(encoded, str) or not encoded:
+            raise ApiError(400, "'audio' is required: the audio file's bytes in base64", "missing_audio",
+                           param="audio")  # fmt: skip
+        try:
+            raw = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise ApiError(400, "'audio' is not valid base64", "invalid_audio", param="audio") from None
+        name = "audio"
+    audio = decode_audio(raw, name, config.max_audio_s)
     extra = data.get("options") or {}
     if not isinstance(extra, dict):
         raise ApiError(400, "'options' must be an object of the model family's request options",
@@ -154,7 +160,46 @@ async def _from_json(request: Request, registry: ModelRegistry, max_audio_s: flo
     context = _json_text(data, "text") or _json_text(data, "prompt")
     options = request_options(model, language=_json_text(data, "language"), context=context, extra=extra)
     return TranscriptionRequest(model, audio, options, _response_format(data.get("response_format"), details),
-                                parse_bool(data.get("stream", False), "stream"))  # fmt: skip
+                                parse_bool(data.get("stream", False), "stream"),
+                                busy_timeout_s=busy_timeout_s(data.get("busy_timeout_ms")))  # fmt: skip
+
+
+def read_allowed_file(config: ServerConfig, value: Any, key: str) -> bytes:
+    """A file on the server named by the JSON form: only inside ``--audio-dir``, and only when it is set."""
+    if config.audio_dir is None:
+        raise ApiError(400, f"'{key}' (a file on the server) is off: start the server with --audio-dir DIR to "
+                       "allow files under DIR, or send the audio itself (base64 'audio' or a multipart upload)",
+                       "unsupported_parameter", param=key)  # fmt: skip
+    if not isinstance(value, str) or not value.strip():
+        raise ApiError(400, f"'{key}' must be a file path", "invalid_value", param=key)
+    root = config.audio_dir.resolve()
+    path = (root / value).resolve()  # an absolute value replaces root; resolve() follows links and ".."
+    if not path.is_relative_to(root):
+        raise ApiError(403, f"'{key}' must name a file inside the server's --audio-dir", "path_not_allowed",
+                       param=key)  # fmt: skip
+    if not path.is_file():
+        raise ApiError(400, f"no file {value!r} in the server's --audio-dir", "file_not_found", param=key)
+    size = path.stat().st_size
+    if size > config.max_upload_bytes:
+        raise _too_large(size, config.max_upload_bytes)
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ApiError(400, f"cannot read {value!r}: {exc.strerror}", "file_not_readable", param=key) from None
+
+
+def busy_timeout_s(value: Any) -> float:
+    """``busy_timeout_ms``: how long a request may wait for a busy model (default: not at all)."""
+    if value is None or value == "":
+        return 0.0
+    try:
+        millis = int(str(value))
+    except ValueError:
+        millis = -1
+    if not 0 <= millis <= MAX_BUSY_TIMEOUT_MS:
+        raise ApiError(400, f"'busy_timeout_ms' must be an integer in [0, {MAX_BUSY_TIMEOUT_MS}], got {value!r}",
+                       "invalid_value", param="busy_timeout_ms")  # fmt: skip
+    return millis / 1000
 
 
 def decode_audio(data: bytes, name: str, max_audio_s: float) -> np.ndarray:

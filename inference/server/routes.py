@@ -45,13 +45,12 @@ async def transcription_details(request: Request) -> Response:
 
 async def _transcribe(request: Request, *, details: bool) -> Response:
     config, registry = _state(request)
-    job = await read_transcription_request(request, registry, max_bytes=config.max_upload_bytes,
-                                           max_audio_s=config.max_audio_s, details=details)  # fmt: skip
+    job = await read_transcription_request(request, registry, config, details=details)
     if job.stream and details:
         raise ApiError(400, "/v1/audio/transcriptions/details does not stream; drop stream=true or use "
                        "/v1/audio/transcriptions", "invalid_value", param="stream")  # fmt: skip
     headers = {"x-captioneer-notes": "; ".join(job.notes)} if job.notes else {}
-    job.model.acquire()
+    await job.model.acquire_within(job.busy_timeout_s)
     if job.stream:
         return await _stream(job, headers)
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -55,8 +56,8 @@ def test_json_form_options_are_validated_by_the_family_spec(http: httpx.Client) 
     response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio,
                                                            "options": {"hotwords_score": 500}})  # fmt: skip
     assert "hotwords_score" in _error(response, 400, "invalid_option")
-    response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio, "audio_path": "/etc"})
-    assert "audio_path" in _error(response, 400, "unsupported_parameter")
+    response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio_path": "/etc/passwd"})
+    assert "--audio-dir" in _error(response, 400, "unsupported_parameter")
     response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": "not base64!"})
     _error(response, 400, "invalid_audio")
     response = http.post("/v1/audio/transcriptions", json={"model": "demo"})
@@ -166,3 +167,24 @@ def test_other_addresses_need_an_api_key(monkeypatch: pytest.MonkeyPatch) -> Non
     assert ServerConfig(host="0.0.0.0", api_key="k").api_key == "k"
     with pytest.raises(UsageError, match="empty"):
         ServerConfig(api_key=" ")
+
+
+def test_audio_path_only_inside_the_audio_dir(registry: ModelRegistry, tmp_path: Path) -> None:
+    allowed = tmp_path / "audio"
+    (allowed / "sub").mkdir(parents=True)
+    (allowed / "sub" / "one.wav").write_bytes(SAMPLE_1.read_bytes())
+    (tmp_path / "secret.wav").write_bytes(SAMPLE_1.read_bytes())
+    (allowed / "link.wav").symlink_to(tmp_path / "secret.wav")
+    with running_server(ServerConfig(audio_dir=allowed), registry) as url, httpx.Client(base_url=url) as http:
+        def post(**body: object) -> httpx.Response:
+            return http.post("/v1/audio/transcriptions", json={"model": "demo", **body}, timeout=60)
+
+        ok = post(audio_path="sub/one.wav")
+        assert ok.status_code == 200 and ok.json()["text"] == TEXT_1
+        assert post(file=str(allowed / "sub" / "one.wav")).json()["text"] == TEXT_1  # the seeds' other name
+        for escape in ("../secret.wav", str(tmp_path / "secret.wav"), "link.wav"):
+            _error(post(audio_path=escape), 403, "path_not_allowed")
+        _error(post(audio_path="sub/none.wav"), 400, "file_not_found")
+        _error(post(audio_path="sub/one.wav", audio=_b64(b"x")), 400, "invalid_value")
+    with pytest.raises(UsageError, match="not a directory"):
+        ServerConfig(audio_dir=tmp_path / "missing")

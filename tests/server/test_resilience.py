@@ -65,7 +65,16 @@ def test_past_the_concurrency_limit_is_429_with_retry_after(http: httpx.Client, 
     thread.join(30)
     assert out[0].status_code == 200 and out[0].json()["text"].startswith("48000 samples")
     assert faulty.active == 0
-    # A live client that says it can wait (busy_timeout_ms) gets the slot when it frees up.
+    # Clients that say they can wait (busy_timeout_ms) get the slot when it frees up.
+    thread, out = _slow_job(http, 0.1)
+    _wait(lambda: faulty.active == 1)
+    waited_file = http.post("/v1/audio/transcriptions", data={"model": "faulty", "busy_timeout_ms": "5000"},
+                            files={"file": SAMPLE_1.read_bytes()})  # fmt: skip
+    thread.join(30)
+    assert waited_file.status_code == 200 and out[0].status_code == 200
+    bad = http.post("/v1/audio/transcriptions", data={"model": "faulty", "busy_timeout_ms": "-1"},
+                    files={"file": SAMPLE_1.read_bytes()})  # fmt: skip
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "busy_timeout_ms"
     thread, out = _slow_job(http, 0.1)
     _wait(lambda: faulty.active == 1)
     waited = post_live(base_url, {"model": "faulty", "busy_timeout_ms": 5000}, [s16le(np.zeros(3200, np.float32))])
