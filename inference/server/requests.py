@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio.to_thread
 import numpy as np
 from starlette.datastructures import UploadFile
 from starlette.requests import ClientDisconnect, Request
@@ -88,8 +89,8 @@ async def read_transcription_request(
     """A multipart form (``file`` and fields) or a JSON object (``audio`` in base64 and ``options``)."""
     body = await read_body(request, config.max_upload_bytes)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type == "application/json":
-        return _from_json(body, registry, config, details)
+    if content_type == "application/json":  # parsing and decoding run off the event loop
+        return await anyio.to_thread.run_sync(_from_json, body, registry, config, details)
     if content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
         return await _from_form(request, registry, config.max_audio_s, details)
     raise ApiError(415, f"unsupported Content-Type {content_type or '(none)'!r}: send multipart/form-data with "
@@ -102,26 +103,30 @@ async def _from_form(request: Request, registry: ModelRegistry, max_audio_s: flo
         form = await request.form(max_files=1, max_fields=64)
     except Exception as exc:  # multipart parse errors (malformed body, too many parts)
         raise ApiError(400, f"cannot read the form: {exc}", "invalid_form") from None
-    unknown = sorted(set(form.keys()) - _FORM_FIELDS)
-    if unknown:
-        raise ApiError(400, f"unknown form field(s) {', '.join(unknown)}; this route takes "
-                       f"{', '.join(sorted(_FORM_FIELDS))}", "unknown_parameter", param=unknown[0])  # fmt: skip
-    model = registry.get(_text_field(form.get("model"), "model"))
-    upload = form.get("file")
-    if not isinstance(upload, UploadFile):
-        raise ApiError(400, "the 'file' field is required and must be an uploaded audio file",
-                       "missing_file", param="file")  # fmt: skip
-    data = await upload.read()
-    audio = decode_audio(data, upload.filename or "file", max_audio_s)
-    notes = []
-    if form.get("temperature") is not None:
-        _number(form.get("temperature"), "temperature")
-        notes.append("temperature is accepted and ignored: decoding is greedy")
-    options = request_options(model, language=_text_field(form.get("language"), "language"),
-                              context=_text_field(form.get("prompt"), "prompt"), extra={})  # fmt: skip
-    return TranscriptionRequest(model, audio, options, _response_format(form.get("response_format"), details),
-                                parse_bool(form.get("stream") or "false", "stream"), notes,
-                                busy_timeout_s(form.get("busy_timeout_ms")))  # fmt: skip
+    try:
+        unknown = sorted(set(form.keys()) - _FORM_FIELDS)
+        if unknown:
+            raise ApiError(400, f"unknown form field(s) {', '.join(unknown)}; this route takes "
+                           f"{', '.join(sorted(_FORM_FIELDS))}", "unknown_parameter", param=unknown[0])  # fmt: skip
+        model = registry.get(_text_field(form.get("model"), "model"))
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise ApiError(400, "the 'file' field is required and must be an uploaded audio file",
+                           "missing_file", param="file")  # fmt: skip
+        notes = []
+        if form.get("temperature") is not None:
+            _number(form.get("temperature"), "temperature")
+            notes.append("temperature is accepted and ignored: decoding is greedy")
+        options = request_options(model, language=_text_field(form.get("language"), "language"),
+                                  context=_text_field(form.get("prompt"), "prompt"), extra={})  # fmt: skip
+        response_format = _response_format(form.get("response_format"), details)
+        stream = parse_bool(form.get("stream") or "false", "stream")
+        wait_s = busy_timeout_s(form.get("busy_timeout_ms"))
+        data = await upload.read()
+    finally:
+        await form.close()
+    audio = await anyio.to_thread.run_sync(decode_audio, data, upload.filename or "file", max_audio_s)
+    return TranscriptionRequest(model, audio, options, response_format, stream, notes, wait_s)
 
 
 def _from_json(body: bytes, registry: ModelRegistry, config: ServerConfig, details: bool) -> TranscriptionRequest:

@@ -52,7 +52,7 @@ async def _transcribe(request: Request, *, details: bool) -> Response:
     headers = {"x-captioneer-notes": "; ".join(job.notes)} if job.notes else {}
     await job.model.acquire_within(job.busy_timeout_s)
     if job.stream:
-        return await _stream(job, headers)
+        return await _stream(job, headers, config.request_timeout_s)
     try:
         started = time.monotonic()
         transcript = await transcribe_file(job.model, job.audio, job.options, config.request_timeout_s)
@@ -62,7 +62,7 @@ async def _transcribe(request: Request, *, details: bool) -> Response:
     return _render(job, transcript, wall_s, details, headers)
 
 
-async def _stream(job: TranscriptionRequest, headers: dict[str, str]) -> Response:
+async def _stream(job: TranscriptionRequest, headers: dict[str, str], timeout_s: float) -> Response:
     """``stream=true``: the file goes through the model's live path and its events come back as SSE."""
     pipe = EventPipe()
     try:
@@ -70,7 +70,7 @@ async def _stream(job: TranscriptionRequest, headers: dict[str, str]) -> Respons
     except BaseException:
         job.model.release()
         raise
-    frames = sse_frames(pipe, EventTranslator(), lambda: feed_file(stream, job.audio, pipe))
+    frames = sse_frames(pipe, EventTranslator(), lambda: feed_file(stream, job.audio, pipe, timeout_s))
     return SSEResponse(frames, headers, on_close=closer(stream, job.model), watch_disconnect=True)  # type: ignore[return-value]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from inference.client import BacklogPolicy
 from inference.contract import SAMPLE_RATE, CancelToken, ErrorEvent, StreamEvent, Transcript
-from inference.errors import Cancelled, CaptioneerError
+from inference.errors import Cancelled, CaptioneerError, WorkerError
 from inference.server.errors import ApiError, error_event, from_captioneer
 from inference.server.events import DONE_LINE, EventTranslator, sse
 from inference.server.registry import ServedModel
@@ -52,11 +53,15 @@ async def transcribe_file(model: ServedModel, audio: np.ndarray, options: dict[s
         return await anyio.to_thread.run_sync(run)
     except Cancelled:
         if timed_out.is_set():
-            raise ApiError(504, f"the transcription took longer than this server's limit of {timeout_s:g} s; "
-                           "send shorter audio", "timeout") from None  # fmt: skip
+            raise _timeout(timeout_s) from None
         raise
     except CaptioneerError as exc:
         raise from_captioneer(exc) from None
+
+
+def _timeout(timeout_s: float) -> ApiError:
+    return ApiError(504, f"the transcription took longer than this server's limit of {timeout_s:g} s; "
+                    "send shorter audio", "timeout")
 
 
 class EventPipe:
@@ -128,17 +133,23 @@ async def sse_frames(pipe: EventPipe, translator: EventTranslator,
                 await task
 
 
-async def feed_file(stream: Any, audio: np.ndarray, pipe: EventPipe) -> None:
-    """A whole file through the live path, in PUSH_SECONDS pieces; then the final transcript."""
+async def feed_file(stream: Any, audio: np.ndarray, pipe: EventPipe, timeout_s: float) -> None:
+    """A whole file through the live path, in PUSH_SECONDS pieces; then the final transcript. Past
+    ``timeout_s`` the stream is dropped and the answer ends with a 504 error event."""
 
     def run() -> Transcript:
         step = int(PUSH_SECONDS * SAMPLE_RATE)
+        deadline = time.monotonic() + timeout_s
         try:
             for start in range(0, audio.size, step):
+                if time.monotonic() > deadline:
+                    raise _timeout(timeout_s)
                 stream.push(audio[start : start + step])
-            return stream.finish()  # type: ignore[no-any-return]
-        except BaseException:
+            return stream.finish(timeout=max(deadline - time.monotonic(), 0.001))  # type: ignore[no-any-return]
+        except BaseException as exc:
             stream.cancel()
+            if isinstance(exc, WorkerError) and time.monotonic() > deadline:  # finish() ran out of time
+                raise _timeout(timeout_s) from None
             raise
 
     await finish_into(pipe, lambda: anyio.to_thread.run_sync(run))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import signal
 import threading
@@ -158,3 +159,16 @@ def test_a_stream_client_that_leaves_frees_the_model(base_url: str, registry: Mo
     # 375 pushes of 0.05 s each would keep the model busy for ~19 s; leaving frees it at once.
     _wait(lambda: faulty.active == 0, 8)
     assert time.monotonic() - started < 10
+
+
+def test_a_slow_stream_ends_with_a_504_event(registry: ModelRegistry) -> None:
+    body = {"model": "faulty", "audio": THREE_SECONDS, "stream": True, "options": {"delay_s": 0.2}}
+    with running_server(ServerConfig(request_timeout_s=0.5), registry) as url, httpx.Client(base_url=url) as http:
+        with http.stream("POST", "/v1/audio/transcriptions", json=body, timeout=30) as response:
+            assert response.status_code == 200
+            lines = [line for line in response.iter_lines() if line]
+        assert lines[-1] == "data: [DONE]"
+        last = json.loads(lines[-2].removeprefix("data: "))
+        assert last["type"] == "error" and last["error"]["code"] == "timeout" and last["fatal"] is True
+        assert any('"transcript.text.delta"' in line for line in lines)  # what was done before the limit came
+        _wait(lambda: registry.get("faulty").active == 0, 5)
