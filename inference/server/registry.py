@@ -172,12 +172,14 @@ def resolve_models(names: list[str], paths: AppPaths, max_concurrent: int) -> li
 
     catalog = Catalog(paths)
     out: list[ServedModel] = []
-    for name in names or [None]:
+    wanted: list[str | None] = list(names) or [None]
+    for name in wanted:
         path, package = catalog.resolve_model(name)
         family = package.family if package is not None else detect_family(path)
         spec = load_family_spec(family)
+        aliases: tuple[str, ...] = ()
         if package is not None:
-            model_id, aliases = package.id, ()
+            model_id = package.id
             languages = package.languages or spec.languages
         else:
             model_id = name or path.name
