@@ -136,7 +136,7 @@ async def _next(body: AsyncIterator[bytes], timeout_s: float) -> bytes:
 
 
 async def feed_body(pipe: EventPipe, stream: Any, body: AsyncIterator[bytes], first: bytes,
-                            decoder: PcmStreamDecoder, frame_bytes: int, limits: LiveLimits) -> None:  # fmt: skip
+                    decoder: PcmStreamDecoder, frame_bytes: int, limits: LiveLimits) -> None:  # fmt: skip
     """Decode and push the body as it arrives; at its end, the final transcript (or an error) goes to the pipe."""
     started = time.monotonic()
     received = 0
