@@ -14,7 +14,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 import numpy as np
 
@@ -28,7 +28,7 @@ STREAM_PUSH_SECONDS = 0.32
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse exits 2 as well; keep our one-line format
+    def error(self, message: str) -> NoReturn:  # argparse exits 2 as well; keep our one-line format
         raise UsageError(message, f"see `{self.prog} --help`")
 
 

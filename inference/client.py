@@ -489,6 +489,11 @@ class WorkerClient:
         return process.pid if process is not None else None
 
     @property
+    def restarting(self) -> bool:
+        """A dead worker is being replaced (requests made meanwhile wait for it)."""
+        return self._restarting
+
+    @property
     def generation(self) -> int:
         """How many worker processes this client has started (1 + restarts)."""
         return self._generation
@@ -551,8 +556,14 @@ class WorkerClient:
         cancel: CancelToken | None = None,
         timeout: float | None = None,
     ) -> p.Message:
-        """Send a request with a ``request_id`` and wait for its answer (raising its failure)."""
+        """Send a request with a ``request_id`` and wait for its answer (raising its failure).
+
+        While a restarted worker is being restored (models reloaded, streams reopened), callers wait: a
+        request sent earlier would reach a worker that does not have its model yet.
+        """
         self._raise_if_dead()
+        if self._restarting and threading.current_thread() is not self._supervisor:
+            self._wait_for_worker()
         request_id = int(getattr(message, "request_id"))  # noqa: B009 - every request type has one
         pending = _Pending(Future(), message, progress)
         with self._lock:

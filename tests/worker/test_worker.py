@@ -219,6 +219,19 @@ def test_audio_that_crashes_the_worker_twice_is_given_up_and_the_gap_reported(cl
     assert client.generation == 3
 
 
+def test_a_request_made_while_the_worker_is_restored_waits_for_its_model() -> None:
+    policy = WorkerPolicy(ping_interval_s=0.2, backoff_s=(0.5,))  # a restart that takes a moment
+    with WorkerClient(policy) as client:
+        engine = client.load("unused", session_options={"load_steps": 10, "load_delay_s": 0.1}, factory=FAULTY)
+        first = client.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        wait_until(lambda: client.generation == 2 and client.restarting, what="a new worker still loading")
+        # Sent while the new worker has no model yet: it must wait for the reload, not fail.
+        assert engine.transcribe(np.zeros(SAMPLE_RATE, np.float32)).text.startswith("16000 samples")
+        assert client.generation == 2
+
+
 def test_a_hung_worker_is_killed_and_replaced(client: WorkerClient, tmp_path: Path) -> None:
     recorder = Recorder()
     stream = open_faulty(client, recorder, fault="hang", fault_at=2, fault_once=str(tmp_path / "fired"))
