@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from inference.audio.io import checked_samples
 from inference.audio.vad import FRAME_SAMPLES, SileroVad
 from inference.contract import (
     SAMPLE_RATE,
@@ -88,14 +89,7 @@ class SegmentedStream:
     def push(self, pcm: np.ndarray) -> list[StreamEvent]:
         if self._closed:
             raise UsageError("push after finish or cancel", "open a new stream")
-        samples = np.asarray(pcm)
-        if samples.ndim != 1 or samples.dtype != np.float32:
-            raise UsageError(
-                f"a stream takes 1-D float32 samples at {SAMPLE_RATE} Hz, got {samples.dtype} {samples.shape}",
-                "convert and resample first (inference.audio.io.to_mono_16k)",
-            )
-        if not np.isfinite(samples).all():
-            raise UsageError("the audio holds NaN or infinite samples", "check the audio source")
+        samples = checked_samples(pcm)
         self._samples_seen += samples.size
         buffered = np.concatenate([self._pending, samples]) if self._pending.size else samples
         complete = buffered.size // FRAME_SAMPLES

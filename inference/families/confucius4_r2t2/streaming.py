@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from inference.audio.io import checked_samples
 from inference.contract import SAMPLE_RATE, Delta, Segment, Snapshot, StreamEvent, Timing, Transcript
 from inference.errors import UsageError
 from inference.families.confucius4_r2t2.lsp import ChunkDecoder, LspRecognizer, StreamOptions
@@ -157,12 +158,4 @@ def provisional_tail(text: str, committed: str) -> str:
 
 
 def _checked(pcm: np.ndarray) -> np.ndarray:
-    samples = np.asarray(pcm)
-    if samples.ndim != 1 or samples.dtype != np.float32:
-        raise UsageError(
-            f"a stream takes 1-D float32 samples at {SAMPLE_RATE} Hz, got {samples.dtype} {samples.shape}",
-            "convert and resample first (inference.audio.io.to_mono_16k)",
-        )
-    if not np.isfinite(samples).all():
-        raise UsageError("the audio holds NaN or infinite samples", "check the audio source")
-    return samples
+    return checked_samples(pcm)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from inference.audio.io import checked_samples
 from inference.audio.spans import LongFormWindow, Span, encoder_valid_frames, seconds_to_samples
 from inference.contract import SAMPLE_RATE, Delta, Snapshot, StreamEvent, Timing, Transcript
 from inference.errors import UsageError
@@ -66,20 +67,13 @@ def check_pcm(pcm: np.ndarray, sample_rate: int, start_sample: int | None, recei
             f"Parakeet-TDT streams take {SAMPLE_RATE} Hz audio, got a chunk at {sample_rate} Hz",
             "resample first (inference.audio.io.to_mono_16k)",
         )
-    samples = np.asarray(pcm)
-    if samples.ndim != 1 or samples.dtype != np.float32:
-        raise UsageError(
-            f"a stream takes 1-D float32 mono samples, got {samples.dtype} with shape {samples.shape}",
-            "downmix and convert first (inference.audio.io.to_mono_16k)",
-        )
+    samples = checked_samples(pcm)
     if start_sample is not None and start_sample != received:
         what = "a gap" if start_sample > received else "an overlap"
         raise UsageError(
             f"the chunk starts at sample {start_sample} but {received} samples were received: {what} in the audio",
             "push contiguous audio; open a new stream after a dropout",
         )
-    if not np.isfinite(samples).all():
-        raise UsageError("the audio holds NaN or infinite samples", "check the audio source")
     return samples
 
 
