@@ -24,23 +24,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from tests.bench.clips import speech_clip  # noqa: E402
 from tests.bench.machine import cpu_name  # noqa: E402
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("CAPTIONEER_HOME", tempfile.mkdtemp(prefix="captioneer-bench-"))
-
-
-def speech(seconds: float) -> np.ndarray:
-    from inference.audio.io import load_audio_file
-
-    clips = [load_audio_file(REPO / "resources" / "samples" / f"demo_sample_{i}.wav") for i in (1, 2)]
-    gap = np.zeros(int(0.8 * 16000), np.float32)
-    pieces, total = [], 0
-    while total < seconds * 16000:
-        for clip in clips:
-            pieces += [clip, gap]
-            total += clip.size + gap.size
-    return np.concatenate(pieces)[: int(seconds * 16000)]
 
 
 def start_dictation(controller, choice, audio, dictated: list[float], finished: list[bool]) -> None:  # type: ignore[no-untyped-def]
@@ -93,7 +81,7 @@ def main() -> None:
     from inference.paths import AppPaths
 
     app = QCoreApplication([sys.argv[0]])
-    audio = speech(args.seconds)
+    audio = speech_clip(args.seconds, gap_s=0.8)
     family = detect_family(args.model)
     options = tuple(tuple(item.split("=", 1)) for item in args.session_option)
     print(f"CPU: {cpu_name()}; {args.threads} threads; model {args.model.name} ({family}); "

@@ -28,24 +28,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from inference.audio.io import load_audio_file  # noqa: E402
 from inference.contract import SAMPLE_RATE  # noqa: E402
+from tests.bench.clips import speech_clip  # noqa: E402
 from tests.bench.machine import cpu_name  # noqa: E402
 
 DEMO = REPO / "resources" / "demo_model"
 LIVE_CHUNK_S = 0.1
-
-
-def speech_clip(seconds: float) -> np.ndarray:
-    """The two bundled sentences with 0.7 s pauses, repeated to ``seconds``."""
-    samples = [load_audio_file(REPO / "resources" / "samples" / f"demo_sample_{i}.wav") for i in (1, 2)]
-    gap = np.zeros(int(0.7 * SAMPLE_RATE), np.float32)
-    pieces, total = [], 0
-    while total < seconds * SAMPLE_RATE:
-        for clip in samples:
-            pieces += [clip, gap]
-            total += clip.size + gap.size
-    return np.concatenate(pieces)[: int(seconds * SAMPLE_RATE)]
 
 
 def percentile(values: list[float], q: float) -> float:

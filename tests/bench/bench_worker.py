@@ -26,26 +26,15 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from inference.audio.io import load_audio_file  # noqa: E402
 from inference.client import BacklogPolicy, RemoteStream, WorkerClient  # noqa: E402
 from inference.contract import SAMPLE_RATE  # noqa: E402
 from inference.engine import EngineRequest, load_engine  # noqa: E402
+from tests.bench.clips import speech_clip  # noqa: E402
 from tests.bench.machine import cpu_name  # noqa: E402
 
 DEMO = REPO / "resources" / "demo_model"
 FAULTY = "tests.worker.faulty_engine:create_engine"
 CHUNK_S = 0.32
-
-
-def speech_clip(seconds: float) -> np.ndarray:
-    samples = [load_audio_file(REPO / "resources" / "samples" / f"demo_sample_{i}.wav") for i in (1, 2)]
-    gap = np.zeros(int(0.7 * SAMPLE_RATE), np.float32)
-    pieces, total = [], 0
-    while total < seconds * SAMPLE_RATE:
-        for clip in samples:
-            pieces += [clip, gap]
-            total += clip.size + gap.size
-    return np.concatenate(pieces)[: int(seconds * SAMPLE_RATE)]
 
 
 def remote_chunks(stream: RemoteStream, audio: np.ndarray, chunks: int) -> tuple[list[float], list[float]]:
