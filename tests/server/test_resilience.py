@@ -155,7 +155,9 @@ def test_a_stream_client_that_leaves_frees_the_model(base_url: str, registry: Mo
                                                                           json=body) as response:  # fmt: skip
         assert response.status_code == 200
         first = next(line for line in response.iter_lines() if line)
-        assert '"transcript.text.delta"' in first and faulty.active == 1
+        # (The model's slot is normally still held here; on a loaded machine queued audio is coalesced into few
+        # pushes and the stream may already be done, so the check that matters is the one below.)
+        assert '"transcript.text.delta"' in first
     # 375 pushes of 0.05 s each would keep the model busy for ~19 s; leaving frees it at once.
     _wait(lambda: faulty.active == 0, 8)
     assert time.monotonic() - started < 10
