@@ -174,7 +174,7 @@ class LiveController(QObject):
         if state == "running" and previous == "loading":
             self.session.set_status("running", message)
             self.session_started.emit()
-        elif state in ("failed", "restarting"):
+        elif state in ("failed", "restarting", "idle"):
             self.session.set_status(state, message)
         self.state_changed.emit(state, message)
 

@@ -88,7 +88,10 @@ class CaptionOverlay(QWidget):
             return
         area = screen.availableGeometry()
         width = min(area.width() - 2 * MARGIN, 1000)
-        self.resize(width, self.sizeHint().height())
+        layout = self.layout()
+        # Tall enough for the wrapped text at this width (the size hint assumes one unwrapped line).
+        height = layout.totalHeightForWidth(width) if layout is not None else -1
+        self.resize(width, height if height > 0 else self.sizeHint().height())
         custom = self.settings.overlay_custom_positions.get(screen.name())
         if self.settings.overlay_position == "custom" and custom:
             self.move(custom[0], custom[1])
@@ -127,6 +130,7 @@ class CaptionOverlay(QWidget):
             parts.append(f'<i style="color:{self.settings.overlay_provisional_color}">'
                          f"{html.escape(provisional_lines)}</i>")  # fmt: skip
         self.label.setText(" ".join(p for p in parts if p))
+        self.place()  # the text may need another line (bottom preset: the overlay grows upwards)
 
     def displayed_text(self) -> str:
         return self.label.text()

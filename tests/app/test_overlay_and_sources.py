@@ -55,6 +55,8 @@ def test_overlay_shows_the_last_lines_and_fades(qtbot, overlay) -> None:  # type
     session.apply([Delta(" ".join(f"w{i}" for i in range(100)), 0), Snapshot(" maybe", 1)])
     text = overlay.displayed_text()
     assert "w99" in text and "w0 " not in text and "<i" in text and "maybe" in text
+    # Tall enough for both wrapped lines (it was sized for one line when it was created).
+    assert overlay.label.height() >= 2 * overlay.label.fontMetrics().lineSpacing()
     assert overlay.windowOpacity() > 0
     qtbot.waitUntil(lambda: overlay.windowOpacity() == 0.0, timeout=3000)  # hold time 0.5 s, then faded
     session.apply([Delta(" again", 2)])
