@@ -20,6 +20,7 @@ from functools import cache
 
 import numpy as np
 
+from inference.audio.mel import slaney_filterbank
 from inference.contract import SAMPLE_RATE
 
 N_FFT = 400
@@ -39,37 +40,9 @@ class MelFeatures:
         return int(self.mask.sum())
 
 
-def _hz_to_mel_slaney(hz: np.ndarray) -> np.ndarray:
-    hz = np.asarray(hz, dtype=np.float64)
-    mel = hz / (200.0 / 3.0)
-    log_region = hz >= 1000.0
-    mel[log_region] = 15.0 + np.log(hz[log_region] / 1000.0) / (np.log(6.4) / 27.0)
-    return mel
-
-
-def _mel_to_hz_slaney(mel: np.ndarray) -> np.ndarray:
-    mel = np.asarray(mel, dtype=np.float64)
-    hz = mel * (200.0 / 3.0)
-    log_region = mel >= 15.0
-    hz[log_region] = 1000.0 * np.exp((np.log(6.4) / 27.0) * (mel[log_region] - 15.0))
-    return hz
-
-
-@cache
 def mel_filterbank(num_mel_bins: int = 128, n_fft: int = N_FFT, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """Slaney-scale, Slaney-normalised triangular filters, shape (n_fft//2 + 1, num_mel_bins), 0-8000 Hz."""
-    fft_freqs = np.linspace(0.0, sample_rate / 2, n_fft // 2 + 1)
-    mel_edges = np.linspace(_hz_to_mel_slaney(np.array([0.0]))[0], _hz_to_mel_slaney(np.array([8000.0]))[0],
-                            num_mel_bins + 2)
-    edges_hz = _mel_to_hz_slaney(mel_edges)
-    widths = np.diff(edges_hz)
-    slopes = edges_hz[None, :] - fft_freqs[:, None]
-    falling = -slopes[:, :-2] / widths[:-1]
-    rising = slopes[:, 2:] / widths[1:]
-    filters = np.maximum(0.0, np.minimum(falling, rising))
-    filters *= 2.0 / (edges_hz[2 : num_mel_bins + 2] - edges_hz[:num_mel_bins])
-    filters.setflags(write=False)
-    return filters
+    return slaney_filterbank(n_fft, num_mel_bins, sample_rate, 8000.0)
 
 
 @cache

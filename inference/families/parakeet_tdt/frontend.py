@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from inference.audio.mel import slaney_filterbank
 from inference.families.parakeet_tdt.config import FeatureConfig
 
 LOG_ZERO_GUARD = 2.0**-24
@@ -32,34 +33,11 @@ class Features:
         return np.arange(self.values.shape[0]) < self.valid_frames
 
 
-def _hz_to_mel_slaney(freq: np.ndarray) -> np.ndarray:
-    mels = 3.0 * freq / 200.0
-    log_region = freq >= 1000.0
-    mels[log_region] = 15.0 + np.log(freq[log_region] / 1000.0) * (27.0 / np.log(6.4))
-    return mels
-
-
-def _mel_to_hz_slaney(mels: np.ndarray) -> np.ndarray:
-    freq = 200.0 * mels / 3.0
-    log_region = mels >= 15.0
-    freq[log_region] = 1000.0 * np.exp((np.log(6.4) / 27.0) * (mels[log_region] - 15.0))
-    return freq
-
-
 @lru_cache(maxsize=4)
 def mel_filterbank(n_fft: int, n_mels: int, sample_rate: int) -> np.ndarray:
-    """(n_mels, n_fft//2+1) Slaney filterbank, built in float64 and rounded to float32 before the area
-    normalisation, exactly as transformers' ``mel_filter_bank(..., dtype=np.float32)`` does."""
-    n_bins = n_fft // 2 + 1
-    mel_edges = np.linspace(_hz_to_mel_slaney(np.array([0.0]))[0], _hz_to_mel_slaney(np.array([sample_rate / 2]))[0], n_mels + 2)
-    edges_hz = _mel_to_hz_slaney(mel_edges)
-    fft_freqs = np.linspace(0, sample_rate // 2, n_bins)
-    widths = np.diff(edges_hz)
-    slopes = edges_hz[None, :] - fft_freqs[:, None]
-    down = -slopes[:, :-2] / widths[:-1]
-    up = slopes[:, 2:] / widths[1:]
-    filters = np.maximum(0.0, np.minimum(down, up)).astype(np.float32)
-    filters *= (2.0 / (edges_hz[2 : n_mels + 2] - edges_hz[:n_mels]))[None, :]
+    """(n_mels, n_fft//2+1) Slaney filterbank to Nyquist, rounded to float32 before the area normalisation,
+    exactly as transformers' ``mel_filter_bank(..., dtype=np.float32)`` does."""
+    filters = slaney_filterbank(n_fft, n_mels, sample_rate, sample_rate / 2, float32_before_norm=True)
     return np.ascontiguousarray(filters.T)
 
 
