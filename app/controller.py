@@ -7,6 +7,7 @@ session model is updated on the GUI thread, in event order, and views redraw fro
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import statistics
 import threading
@@ -186,16 +187,13 @@ class LiveController(QObject):
                 captured = self.pipeline.capture_time(event.end_s)
                 if captured is not None and isinstance(event, Delta):
                     self.latencies.append(max(0.0, now - captured))
-                    self.session.status = type(self.session.status)(
-                        self.session.status.worker, self.session.status.message, self.latencies[-1],
-                        self.session.status.rtf, self.session.status.backlog_s,
-                    )  # fmt: skip
+                    self.session.status = dataclasses.replace(self.session.status, latency_s=self.latencies[-1])
         committed_before = len(self.session.segments)
         self.session.apply(events)
         if self.journal is not None:
             self.journal.record(events)
-            for segment in self.session.segments[committed_before:]:
-                if any(isinstance(e, Done) for e in events):
+            if any(isinstance(e, Done) for e in events):  # text the final transcript committed without a delta
+                for segment in self.session.segments[committed_before:]:
                     self.journal.record_final_tail(segment.segment_id, segment.text)
         for event in events:
             if isinstance(event, ErrorEvent):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from inference.contract import (
     Delta,
@@ -98,8 +98,8 @@ class SessionModel:
         now = self.clock()
         if isinstance(event, Delta):
             if self.status.worker == "restarting":  # text flows again: the new worker is up
-                self.status = SessionStatus("running", "the worker was restarted; captions continue",
-                                            self.status.latency_s, self.status.rtf, self.status.backlog_s)  # fmt: skip
+                self.status = replace(self.status, worker="running",
+                                      message="the worker was restarted; captions continue")  # fmt: skip
             segment = self._segment(event.segment_id, now)
             if not segment.text:
                 segment.started_at = now
@@ -135,12 +135,10 @@ class SessionModel:
         if isinstance(event, ErrorEvent):
             self.errors.append(event)
             worker = "restarting" if event.kind == "worker_restarted" else ("failed" if event.fatal else "running")
-            self.status = SessionStatus(worker, event.message, self.status.latency_s, self.status.rtf,
-                                        self.status.backlog_s)  # fmt: skip
+            self.status = replace(self.status, worker=worker, message=event.message)
             return SessionChange(status=True)
         if isinstance(event, Stats):
-            self.status = SessionStatus(self.status.worker, self.status.message, self.status.latency_s,
-                                        event.rtf if event.audio_s else None, event.backlog_s)  # fmt: skip
+            self.status = replace(self.status, rtf=event.rtf if event.audio_s else None, backlog_s=event.backlog_s)
             return SessionChange(status=True)
         if isinstance(event, Done):
             return self._adopt_final(event.transcript, now)
@@ -173,8 +171,9 @@ class SessionModel:
         return SessionChange(committed=segment.text, provisional=True)
 
     def set_status(self, worker: str, message: str = "", latency_s: float | None = None) -> None:
-        self.status = SessionStatus(worker, message, latency_s if latency_s is not None else self.status.latency_s,
-                                    self.status.rtf, self.status.backlog_s)  # fmt: skip
+        self.status = replace(self.status, worker=worker, message=message)
+        if latency_s is not None:
+            self.status = replace(self.status, latency_s=latency_s)
         self._notify(SessionChange(status=True))
 
     # ------------------------------------------------------------------ reading
