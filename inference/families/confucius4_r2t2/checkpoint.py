@@ -17,10 +17,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from inference.errors import ModelError
 from inference.families.confucius4_r2t2.config import (
@@ -33,6 +31,7 @@ from inference.families.confucius4_r2t2.config import (
 )
 from inference.families.confucius4_r2t2.tokenizer import R2T2Tokenizer, load_tokenizer
 from inference.native import Checkpoint, GgmlType, TensorRecord, open_checkpoint
+from inference.native.embedded_files import embedded_files
 from inference.native.gguf_file import GgufFile
 
 AUDIO = "thinker.audio_tower."
@@ -217,36 +216,12 @@ def _gguf_files(path: Path) -> ModelFiles:
         for name, tensor in zip(logical, package.tensors, strict=True):
             canonical = canonical_tensor_name(name)
             tensors[canonical] = TensorInfo(canonical, tensor.name, tensor.shape, tensor.type_name)
-        embedded = _embedded_files(fields, path)
+        embedded = embedded_files(fields, path.name)
 
     def read(name: str) -> bytes | None:
         return embedded.get(name)
 
     return ModelFiles(path, "gguf", [path], read, tensors)
-
-
-def _embedded_files(fields: dict[str, Any], path: Path) -> dict[str, bytes]:
-    """The sidecar files of a package, copied out of the map (they are small next to the weights)."""
-    names = fields.get("audiocpp.embedded_files.names")
-    if names is None:
-        return {}
-    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        raise ModelError(f"{path.name} has a malformed embedded-file list", "re-download the package")
-    for name in names:
-        pure = PurePosixPath(name)
-        if pure.is_absolute() or ".." in pure.parts or "\\" in name:
-            raise ModelError(f"{path.name} embeds a file with an unsafe path {name!r}", "use a trusted package")
-    offsets, data = fields.get("audiocpp.embedded_files.offsets"), fields.get("audiocpp.embedded_files.data")
-    if offsets is not None and isinstance(data, np.ndarray):
-        offsets = np.asarray(offsets, dtype=np.int64)
-        blob = data.view(np.uint8)
-        if len(offsets) != len(names) + 1 or offsets[0] != 0 or offsets[-1] != blob.size or np.any(np.diff(offsets) < 0):
-            raise ModelError(f"{path.name} has inconsistent embedded-file offsets", "re-download the package")
-        return {n: blob[offsets[i] : offsets[i + 1]].tobytes() for i, n in enumerate(names)}
-    contents = fields.get("audiocpp.embedded_files.contents")  # legacy layout: two string arrays
-    if not isinstance(contents, list) or len(contents) != len(names):
-        raise ModelError(f"{path.name} names embedded files but holds no data for them", "re-download the package")
-    return {name: value.encode("utf-8", "surrogateescape") for name, value in zip(names, contents, strict=True)}
 
 
 # --------------------------------------------------------------------------------------------- loading

@@ -12,10 +12,11 @@ Both give a :class:`ParakeetCheckpoint`: the typed config, the tokenizer.json te
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from inference.errors import InputFileError, ModelError
 from inference.families.parakeet_tdt.config import ParakeetConfig, parse_config
 from inference.native.checkpoint import Checkpoint, TensorRecord, open_checkpoint
 from inference.native.dtypes import GgmlType
+from inference.native.embedded_files import embedded_files
 from inference.native.gguf_file import GgufFile
 
 CONFIG_FILE = "config.json"
@@ -121,7 +123,7 @@ def _open_folder(folder: Path) -> ParakeetCheckpoint:
         raise ModelError(exc.message, "re-download model.safetensors") from exc
     try:
         validate_tensors(tensors, config, str(weights))
-    except ModelError:
+    except BaseException:
         tensors.close()
         raise
     return ParakeetCheckpoint(config, tensors, tokenizer_json, folder, "safetensors")
@@ -134,58 +136,28 @@ def _field_value(gguf_file: GgufFile, key: str):
     return gguf_file.fields.get(key)
 
 
-def embedded_files(reader: GgufFile, source: str) -> dict[str, bytes]:
-    """Sidecar files embedded in an audio.cpp GGUF (both layouts); unsafe names are rejected."""
-    names = _field_value(reader, "audiocpp.embedded_files.names") or []
-    files: dict[str, bytes] = {}
-    offsets = _field_value(reader, "audiocpp.embedded_files.offsets")
-    if offsets is not None:
-        blob = np.asarray(reader.fields["audiocpp.embedded_files.data"], dtype=np.uint8).tobytes()
-        offsets = [int(v) for v in offsets]
-        if len(offsets) != len(names) + 1 or offsets[0] != 0 or offsets[-1] != len(blob):
-            raise ModelError(f"{source}: embedded file table is inconsistent", "re-create the GGUF package")
-        contents = [blob[offsets[i] : offsets[i + 1]] for i in range(len(names))]
-    else:
-        legacy = _field_value(reader, "audiocpp.embedded_files.contents") or []
-        if len(legacy) != len(names):
-            raise ModelError(f"{source}: embedded file table is inconsistent", "re-create the GGUF package")
-        contents = [text.encode("utf-8") for text in legacy]
-    for name, data in zip(names, contents, strict=True):
-        pure = PurePosixPath(name)
-        if pure.is_absolute() or ".." in pure.parts or not name:
-            raise ModelError(f"{source}: embedded file name {name!r} is not a safe relative path", "re-create the GGUF package")
-        files[name] = data
-    return files
-
-
 def _open_gguf(path: Path) -> ParakeetCheckpoint:
     source = str(path)
-    reader = GgufFile(path)  # ModelError naming the file on corrupt or truncated input
-    try:
-        files = embedded_files(reader, source)
-    except ModelError:
-        reader.close()
-        raise
-    if CONFIG_FILE not in files:
-        arch = _field_value(reader, "general.architecture")
-        raise ModelError(
-            f"{path} has no embedded config.json (general.architecture={arch!r})",
-            "use an audio.cpp Parakeet-TDT GGUF package (not a llama.cpp GGUF)",
-        )
-    try:
-        raw_config = json.loads(files[CONFIG_FILE])
-        processor = json.loads(files[PROCESSOR_FILE]) if PROCESSOR_FILE in files else None
-    except ValueError as exc:
-        raise ModelError(f"{path}: an embedded JSON file is invalid: {exc}", "re-create the GGUF package") from exc
-    config = parse_config(raw_config, processor, f"{source}:{CONFIG_FILE}", f"{source}:{PROCESSOR_FILE}")
-    if TOKENIZER_FILE not in files:
-        raise ModelError(f"{path} has no embedded {TOKENIZER_FILE}", "re-create the GGUF package with the tokenizer sidecar")
-    tensors = Checkpoint(_logical_records(reader, source), [reader])
-    try:
+    with contextlib.ExitStack() as on_error:  # the map is closed on every failure below
+        reader = on_error.enter_context(GgufFile(path))  # ModelError naming the file on corrupt input
+        files = embedded_files(reader.fields, source)
+        if CONFIG_FILE not in files:
+            arch = _field_value(reader, "general.architecture")
+            raise ModelError(
+                f"{path} has no embedded config.json (general.architecture={arch!r})",
+                "use an audio.cpp Parakeet-TDT GGUF package (not a llama.cpp GGUF)",
+            )
+        try:
+            raw_config = json.loads(files[CONFIG_FILE])
+            processor = json.loads(files[PROCESSOR_FILE]) if PROCESSOR_FILE in files else None
+        except ValueError as exc:
+            raise ModelError(f"{path}: an embedded JSON file is invalid: {exc}", "re-create the GGUF package") from exc
+        config = parse_config(raw_config, processor, f"{source}:{CONFIG_FILE}", f"{source}:{PROCESSOR_FILE}")
+        if TOKENIZER_FILE not in files:
+            raise ModelError(f"{path} has no embedded {TOKENIZER_FILE}", "re-create the GGUF package with the tokenizer sidecar")
+        tensors = Checkpoint(_logical_records(reader, source), [reader])
         validate_tensors(tensors, config, source)
-    except ModelError:
-        tensors.close()
-        raise
+        on_error.pop_all()
     return ParakeetCheckpoint(config, tensors, files[TOKENIZER_FILE].decode("utf-8"), path, "gguf")
 
 
