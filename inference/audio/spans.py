@@ -1,4 +1,5 @@
-"""Planning which stretches of a clip a model decodes: fixed offline spans, long-form windows, VAD chunks.
+"""Planning which stretches of a clip a model decodes: fixed offline spans (the R2T2 30 s spans), long-form
+windows, VAD chunks.
 
 Pure functions over sample counts (16 kHz unless the caller says otherwise); no audio is touched.
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from inference.errors import UsageError
 from inference.families.confucius4_r2t2.spans import join_span_texts, plan_offline_spans
 
 
@@ -28,9 +29,9 @@ def test_span_length_uses_llround_of_the_input_rate():
 
 
 def test_invalid_arguments():
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError, match="audio length must not be negative"):
         plan_offline_spans(-1)
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError, match="span length must be positive"):
         plan_offline_spans(10, sample_rate=1, span_seconds=0.1)
 
 

@@ -1,17 +1,14 @@
-"""Offline span planning (families.md §1.6): consecutive, non-overlapping 30 s spans, the last one shorter."""
+"""Offline span planning (families.md §1.6): consecutive, non-overlapping 30 s spans, the last one shorter.
+
+The planner itself is :func:`inference.audio.spans.plan_fixed_spans`; this module fixes the family's span length.
+"""
 
 from __future__ import annotations
 
-import math
-
+from inference.audio.spans import plan_fixed_spans, seconds_to_samples
 from inference.contract import SAMPLE_RATE
 
 OFFLINE_SPAN_SECONDS = 30.0
-
-
-def _llround(value: float) -> int:
-    """C ``llround``: halves round away from zero."""
-    return int(math.copysign(math.floor(abs(value) + 0.5), value))
 
 
 def plan_offline_spans(
@@ -21,12 +18,8 @@ def plan_offline_spans(
 
     Only the valid samples of the last span are returned (no padding); no samples give no spans.
     """
-    if num_samples < 0:
-        raise ValueError(f"num_samples must be >= 0, got {num_samples}")
-    span = _llround(span_seconds * sample_rate)
-    if span <= 0:
-        raise ValueError(f"a span of {span_seconds} s at {sample_rate} Hz has no samples")
-    return [(start, min(start + span, num_samples)) for start in range(0, num_samples, span)]
+    span_samples = seconds_to_samples(span_seconds, sample_rate)
+    return [(span.start, span.end) for span in plan_fixed_spans(num_samples, span_samples)]
 
 
 def join_span_texts(texts: list[str]) -> str:
