@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import CPU_FEATURES, GgmlApi, load_api
 from inference.native.lib import PINNED_LLAMA_CPP_VERSION
 from inference.native.owner import NativeOwner
+
+if TYPE_CHECKING:
+    from inference.native.graph import OpProfiler
 
 BACKEND_NAMES = ("auto", "cpu", "cuda", "metal", "vulkan")
 # ggml registry names of the GPU backends, and the CMake switch that builds each one in.
@@ -122,6 +125,8 @@ class Backend(NativeOwner):
         self.threads = threads
         self.is_cpu = bool(api.ggml_backend_is_cpu(handle))
         self.buffer_type = api.ggml_backend_get_default_buffer_type(handle)
+        # Set to an OpProfiler to time every graph node computed on this backend (tests/bench/profile_ops.py).
+        self.profiler: OpProfiler | None = None
         if self.is_cpu:
             api.ggml_backend_cpu_set_n_threads(handle, threads)
 

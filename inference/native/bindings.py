@@ -38,6 +38,28 @@ class TensorHead(ctypes.Structure):
     _fields_ = [("type", I32), ("buffer", P), ("ne", I64 * 4), ("nb", SZ * 4)]
 
 
+GGML_MAX_SRC = 10
+GGML_MAX_NAME = 64
+GGML_TENSOR_FLAG_INPUT = 1
+
+
+class TensorNode(ctypes.Structure):
+    """``struct ggml_tensor`` up to its name, for the op profiler only (read-only; checked by
+    :func:`check_node_layout` before first use, so a changed struct fails loudly instead of misreading)."""
+
+    _fields_ = [
+        *TensorHead._fields_,
+        ("op", I32),
+        ("op_params", I32 * 16),  # GGML_MAX_OP_PARAMS = 64 bytes
+        ("flags", I32),
+        ("src", P * GGML_MAX_SRC),
+        ("view_src", P),
+        ("view_offs", SZ),
+        ("data", P),
+        ("name", ctypes.c_char * GGML_MAX_NAME),
+    ]
+
+
 ToFloat = ctypes.CFUNCTYPE(None, P, P, I64)
 
 
@@ -193,6 +215,9 @@ OPTIONAL: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "ggml_flash_attn_ext": (P, (P, P, P, P, P, F32, F32, F32)),
     "ggml_prec_set_acc": (B, (P, I32)),
     "ggml_conv_2d_dw_direct": _binary(I32, I32, I32, I32, I32, I32),
+    # the op profiler (inference.native.graph.OpProfiler): one-node graphs computed one at a time
+    "ggml_graph_add_node": (None, (P, P)),
+    "ggml_graph_clear": (None, (P,)),
 }
 
 CPU_FEATURES = (
@@ -242,6 +267,30 @@ class GgmlApi:
                 raise BackendError("struct ggml_tensor has an unexpected layout", f"reinstall: {INSTALL_FIX}")
         finally:
             self.ggml_free(ctx)
+
+
+def check_node_layout(api: GgmlApi) -> None:
+    """Make sure :class:`TensorNode` matches ``struct ggml_tensor`` (op, src, view_src, name)."""
+    if not (api.has("ggml_graph_add_node") and api.has("ggml_graph_clear")):
+        raise BackendError("this ggml build lacks ggml_graph_add_node/ggml_graph_clear (needed by the op profiler)")
+    ctx = api.ggml_init(InitParams(1 << 16, None, True))
+    try:
+        a = api.ggml_new_tensor_2d(ctx, 0, 4, 3)
+        b = api.ggml_new_tensor_2d(ctx, 0, 4, 3)
+        api.ggml_set_input(a)
+        total = api.ggml_add(ctx, a, b)
+        api.ggml_set_name(total, b"layout-check")
+        view = api.ggml_view_1d(ctx, total, 4, 8)
+        node = TensorNode.from_address(total)
+        ok = (
+            node.src[0] == a and node.src[1] == b and not node.src[2] and node.name == b"layout-check"
+            and api.ggml_op_desc(total) == b"ADD" and TensorNode.from_address(view).view_src == total
+            and TensorNode.from_address(view).view_offs == 8 and TensorNode.from_address(a).flags & GGML_TENSOR_FLAG_INPUT
+        )  # fmt: skip
+        if not ok:
+            raise BackendError("struct ggml_tensor has an unexpected layout (op profiler)", f"reinstall: {INSTALL_FIX}")
+    finally:
+        api.ggml_free(ctx)
 
 
 def _lookup(libs: GgmlLibraries, name: str) -> Any:
