@@ -180,3 +180,110 @@ def test_the_stream_keeps_its_own_copy_of_pushed_audio(phonon: ParakeetEngine) -
         stream.push(reused[: piece.size])
         reused[:] = 0.5
     assert stream.finish().token_ids == expected.token_ids
+
+
+# ------------------------------------------------------------------ bounded snapshots (snapshot_window_sec)
+
+
+class ScriptedEngine:
+    """Stands in for the engine where the stitching is the subject: every 80 ms frame of audio carries one
+    token id in its amplitude (id = amplitude x 100; even ids begin a word). A decode that does not start at
+    the phrase start garbles its first ``blind`` frames, as a decode without left context would."""
+
+    samples_per_frame = 1280
+    blind = 10
+
+    def __init__(self) -> None:
+        self.decoded_lengths: list[int] = []
+        self.tokenizer = self
+
+    # tokenizer side
+    def starts_word(self, token_id: int) -> bool:
+        return token_id % 2 == 0
+
+    def decode(self, ids: list[int], keep_language_tags: bool = False) -> str:
+        return "".join((" w" if self.starts_word(i) else "-") + str(i) for i in ids).strip()
+
+    # engine side
+    def decode_full_context(self, samples, span, budget, bias=None):  # type: ignore[no-untyped-def]
+        from inference.families.parakeet_tdt.decoder import TokenStep
+        from inference.families.parakeet_tdt.engine import SpanDecode
+
+        audio = samples[span.start : span.end]
+        self.decoded_lengths.append(audio.size)
+        tokens = []
+        for frame in range(audio.size // self.samples_per_frame):
+            token = round(float(audio[frame * self.samples_per_frame]) * 100)
+            if frame < self.blind and audio.size < self.phrase_len:
+                token = 99  # no left context: garbage
+            tokens.append(TokenStep(token, frame, 1))
+        return SpanDecode(span, tokens[:budget] if budget is not None else tokens)
+
+    def render(self, decoded, keep_language_tags):  # type: ignore[no-untyped-def]
+        return self.decode([t.token_id for t in decoded.tokens]), []
+
+
+def scripted_phrase(frames: int) -> np.ndarray:
+    ids = [20 + (i * 7) % 25 for i in range(frames)]  # ids 20..44: amplitudes 0.20..0.44, always voiced
+    return np.repeat(np.array(ids, np.float32) / 100, 1280)
+
+
+def snapshots_of(engine: ScriptedEngine, audio: np.ndarray, window: float) -> list[str]:
+    from inference.families.parakeet_tdt.options import RequestSettings
+
+    stream = RollingStream(engine, RequestSettings.from_options({"snapshot_window_sec": window}), None)  # type: ignore[arg-type]
+    texts = []
+    for start in range(0, audio.size, 800):
+        engine.phrase_len = start + 800  # the open phrase so far: a decode shorter than it lacks context
+        texts += [e.text for e in stream.push(audio[start : start + 800]) if isinstance(e, Snapshot)]
+    return texts
+
+
+def test_bounded_snapshots_cost_a_window_and_stitch_without_losing_words() -> None:
+    audio = scripted_phrase(250)  # 20 s of one unbroken phrase
+    exact, bounded = ScriptedEngine(), ScriptedEngine()
+    full = snapshots_of(exact, audio, 0.0)
+    windowed = snapshots_of(bounded, audio, 4.0)
+    # The reference policy re-decodes the whole phrase every 500 ms; bounded snapshots never decode more
+    # than the 4 s window (64000 samples; its start is frame-aligned, so up to one 80 ms frame more).
+    assert max(exact.decoded_lengths) > 300_000
+    assert len(bounded.decoded_lengths) == len(exact.decoded_lengths) > 30
+    assert max(bounded.decoded_lengths) < 64000 + 1280
+    assert sum(bounded.decoded_lengths) < sum(exact.decoded_lengths) / 2  # 20 s: 2.3 M samples vs 6.5 M
+    # Stitching loses, repeats and garbles nothing: the left-context half of each window (where the scripted
+    # decoder garbles 10 frames) is never used, so every bounded snapshot equals the whole-phrase one.
+    assert windowed == full and "99" not in " ".join(windowed)
+
+
+def test_bounded_snapshots_keep_the_token_budget() -> None:
+    from inference.families.parakeet_tdt.options import RequestSettings
+
+    audio = scripted_phrase(150)
+    texts = []
+    for window in (0.0, 4.0):
+        engine = ScriptedEngine()
+        stream = RollingStream(engine, RequestSettings.from_options({"snapshot_window_sec": window, "max_tokens": 70}), None)  # type: ignore[arg-type]
+        snapshots = []
+        for start in range(0, audio.size, 800):
+            engine.phrase_len = start + 800
+            snapshots += [e.text for e in stream.push(audio[start : start + 800]) if isinstance(e, Snapshot)]
+        texts.append(snapshots)
+    token_counts = [len(text.replace("-", " ").split()) for text in texts[1]]
+    assert max(token_counts) == 70 and texts[1][-1] == texts[0][-1]  # never past the budget; same last text
+
+
+def test_bounded_snapshots_on_the_model_leave_commits_unchanged(phonon: ParakeetEngine, decodes: list[int]) -> None:
+    speech = load_audio_file(audio_path("medium"))
+    # Low noise under the speech keeps every block above the gate: one phrase, committed at finish.
+    peak = max(float(np.sqrt(np.mean(b**2))) for b in np.array_split(speech, speech.size // BLOCK))
+    noise = np.random.default_rng(1).normal(0, 1, 3 * speech.size).astype(np.float32)
+    audio = np.tile(speech, 3) + 0.3 * peak * noise
+    _events, reference = stream_all(phonon.open_stream(snapshot_window_sec=0), audio, 1600)
+    whole = list(decodes)
+    decodes.clear()
+    events, bounded = stream_all(phonon.open_stream(snapshot_window_sec=2.0), audio, 1600)
+    assert bounded.text == reference.text and bounded.token_ids == reference.token_ids
+    window = 2.0 * 16000 // 1280 * 1280
+    assert max(whole[:-1]) > 2 * window and max(decodes[:-1]) < window + 1280  # snapshots; the last: commit
+    assert decodes[-1] == whole[-1] == audio.size
+    assert any(isinstance(e, Snapshot) and e.text for e in events)

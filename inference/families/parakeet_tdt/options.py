@@ -76,6 +76,7 @@ class RequestSettings:
     hotwords: str | None  # None: not given (the context text stands in on Phonon-2)
     hotwords_score: float
     context: str
+    snapshot_window_sec: float  # Phonon-2 live snapshots: audio re-decoded per update; 0 = the whole phrase
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> RequestSettings:
@@ -90,6 +91,7 @@ class RequestSettings:
             hotwords=None if values["hotwords"] is None else str(values["hotwords"]),
             hotwords_score=float(values["hotwords_score"]),
             context=str(values["context"]),
+            snapshot_window_sec=float(values["snapshot_window_sec"]),
         )
 
 

@@ -8,6 +8,15 @@ peak being the loudest block of the open phrase (the segment). After each block,
 3. snapshot, when the segment is voiced and has reached the next snapshot point (350 ms first, then every
    500 ms): the whole segment is decoded again in full context.
 
+Bounded snapshots (a project decision, request option ``snapshot_window_sec``, default 4 s; 0 restores the
+reference's whole-phrase re-decode): re-encoding the whole open phrase every 500 ms costs more the longer
+the speaker talks (about 2.2 s per update 25 s into a phrase for the full v3 model on 2 cores, so the
+stream falls behind). Once a phrase is longer than the window, a snapshot decodes only its last
+``snapshot_window_sec`` seconds; the first half of that window is left context, and from the first word
+that starts in the second half on, the new tokens replace the previous snapshot's. Words before that cut
+stay as earlier snapshots heard them. Snapshots are provisional; **commits always decode the whole phrase
+exactly as specified**, so deltas and the final text do not depend on this option.
+
 A commit decodes the segment and appends its text. Events, in the terms of ``inference.contract`` (one
 ``segment_id`` per phrase):
 
@@ -39,7 +48,7 @@ from inference.contract import (
     Word,
 )
 from inference.errors import UsageError
-from inference.families.parakeet_tdt.decoder import TokenBias
+from inference.families.parakeet_tdt.decoder import TokenBias, TokenStep
 from inference.families.parakeet_tdt.options import RequestSettings
 from inference.families.parakeet_tdt.streaming import check_pcm
 
@@ -88,6 +97,7 @@ class RollingStream:
         self._last_voice = 0  # segment length at the end of its last voiced block
         self._next_snapshot = FIRST_SNAPSHOT
         self._snapshot: str | None = None  # the open segment's snapshot text, None before the first
+        self._hypothesis: list[TokenStep] = []  # the last snapshot's tokens; frames count from the segment start
 
     # ------------------------------------------------------------------ contract.Stream
     def push(
@@ -169,19 +179,50 @@ class RollingStream:
         self._segment_start += drop
         self._segment_len = KEEP_UNVOICED
         self._last_voice = max(0, self._last_voice - drop)
+        self._hypothesis = []
+
+    def _budget(self, used: int = 0) -> int | None:
+        max_tokens = self._request.max_tokens
+        return max_tokens - self._committed_tokens - used if max_tokens > 0 else None
 
     def _decode(self) -> SpanDecode:
         audio = np.concatenate(self._blocks)
-        max_tokens = self._request.max_tokens
-        budget = max_tokens - self._committed_tokens if max_tokens > 0 else None
-        return self._engine.decode_full_context(audio, Span(0, audio.size), budget, self._bias)
+        return self._engine.decode_full_context(audio, Span(0, audio.size), self._budget(), self._bias)
+
+    def _snapshot_tokens(self) -> list[TokenStep]:
+        """The open phrase's provisional tokens: a whole-phrase decode, or, past the snapshot window, the
+        earlier snapshot up to the cut followed by a decode of the window's tail (see the module doc)."""
+        frame = self._engine.samples_per_frame
+        window = round(self._request.snapshot_window_sec * SAMPLE_RATE) // frame * frame
+        if window <= 0 or self._segment_len <= window or not self._hypothesis:
+            return list(self._decode().tokens)
+        start = (self._segment_len - window) // frame * frame
+        context_end = (start + window // 2) // frame  # frames before this only serve as left context
+        is_word_start = self._engine.tokenizer.starts_word
+        kept_words_end = next(  # the previous hypothesis is kept up to its first word starting at the cut
+            (i for i, t in enumerate(self._hypothesis) if t.frame >= context_end and is_word_start(t.token_id)),
+            len(self._hypothesis),
+        )
+        left = self._budget(kept_words_end)
+        if left is not None and left <= 0:
+            return list(self._hypothesis[:kept_words_end])
+        audio = np.concatenate(self._blocks)[start:]
+        # No budget inside the window: tokens of its context half are dropped, so it applies after the cut.
+        fresh = self._engine.decode_full_context(audio, Span(0, audio.size), None, self._bias).tokens
+        offset = start // frame
+        fresh = [TokenStep(t.token_id, t.frame + offset, t.duration) for t in fresh]
+        cut = next((i for i, t in enumerate(fresh) if t.frame >= context_end and is_word_start(t.token_id)), None)
+        if cut is None:  # nothing new starts after the context: the earlier hypothesis stands
+            return list(self._hypothesis)
+        tail = fresh[cut:] if left is None else fresh[cut : cut + left]
+        return self._hypothesis[:kept_words_end] + tail
 
     def _times(self) -> tuple[float, float]:
         return self._segment_start / SAMPLE_RATE, (self._segment_start + self._segment_len) / SAMPLE_RATE
 
     def _snapshot_event(self) -> list[StreamEvent]:
-        decoded = self._decode()
-        ids = [t.token_id for t in decoded.tokens]
+        self._hypothesis = self._snapshot_tokens()
+        ids = [t.token_id for t in self._hypothesis]
         hypothesis = self._engine.tokenizer.decode(ids, keep_language_tags=self._request.keep_language_tags)
         text = (" " if self._committed and hypothesis else "") + hypothesis
         if text == (self._snapshot or ""):

@@ -61,6 +61,10 @@ class ParakeetTokenizer:
     def piece(self, token_id: int) -> str:
         return self._pieces[token_id] if 0 <= token_id < self.vocab_size else ""
 
+    def starts_word(self, token_id: int) -> bool:
+        """Whether the piece begins a new word (SentencePiece marks those with a leading U+2581)."""
+        return self.piece(token_id).startswith("\u2581")
+
     def is_text_token(self, token_id: int, keep_language_tags: bool = False) -> bool:
         if not 0 <= token_id < self.vocab_size or token_id in (self.blank_id, self.pad_id):
             return False
