@@ -77,7 +77,13 @@ def test_limits_at_their_edges() -> None:
     assert words("x" * 256) == ["x" * 256]
     assert parse_hotwords(json.dumps([{"word": "x", "spoken": [f"s{i}" for i in range(8)]}]))[0].spoken[-1] == "s7"
     many = ", ".join(f"term{i}" for i in range(30))
-    assert words(many) == [f"term{i}" for i in range(25)]  # the first 25 distinct terms are kept
+    with pytest.raises(UsageError, match="30 distinct hotwords were given; the limit is 25"):
+        parse_hotwords(many)
+    assert words(", ".join(f"term{i}" for i in range(25)) + ", TERM3") == [f"term{i}" for i in range(25)]
+    # Context text stands in as prose: its first 25 distinct words are kept, as the reference does.
+    assert [t.word for t in resolve_terms(None, many)] == [f"term{i}" for i in range(25)]
+    with pytest.raises(UsageError, match="the limit is 25"):
+        resolve_terms(many, "")
     assert len(parse_hotwords(("ab, " * 4096)[:16384])) == 1
 
 

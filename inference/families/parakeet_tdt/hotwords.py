@@ -2,9 +2,11 @@
 
 Parsing: a JSON array (strings or ``{"word", "spoken": [...]}`` objects) when the text starts with ``[``;
 otherwise terms separated by ``,`` ``\\n`` ``;`` or, when none of those occurs, by whitespace. Whitespace in a
-term collapses, duplicates go case-insensitively, and the first 25 distinct terms are kept. Past the
-other limits (16 KiB input, 256-byte terms and spoken forms, 8 spoken forms, strength in [0, 100]) the
-request is refused with the limit named.
+term collapses and duplicates go case-insensitively. Past the limits (25 distinct terms, 16 KiB input,
+256-byte terms and spoken forms, 8 spoken forms, strength in [0, 100]) the request is refused with the limit
+named. One exception, a project decision: when the recognition context stands in for missing hotwords, it
+is prose (an OpenAI ``prompt``), so its first 25 distinct words are kept as the reference does, with a
+warning, rather than failing the request.
 
 Automaton: every surface (word and spoken forms) is spelled as vocabulary pieces in a few variants
 (as-is, lower case, word-initial capitals), the shortest segmentations go into a token trie with failure
@@ -98,8 +100,9 @@ def _json_term(item: Any, index: int) -> Hotword | None:
     return Hotword(word, forms) if word else None
 
 
-def parse_hotwords(text: str) -> list[Hotword]:
-    """Hotword terms from the request text; an empty list when it holds none."""
+def parse_hotwords(text: str, *, truncate: bool = False) -> list[Hotword]:
+    """Hotword terms from the request text; an empty list when it holds none. More than 25 distinct terms
+    are refused, or (``truncate``, for context text) cut to the first 25."""
     size = len(text.encode("utf-8"))
     if size > MAX_INPUT_BYTES:
         raise UsageError(f"the hotwords text is {size} bytes; the limit is {MAX_INPUT_BYTES}", "send fewer terms")
@@ -128,7 +131,12 @@ def parse_hotwords(text: str) -> list[Hotword]:
         seen.add(term.word.casefold())
         terms.append(term)
     if len(terms) > MAX_TERMS:
-        log.warning("%d hotwords given; only the first %d are used", len(terms), MAX_TERMS)
+        if not truncate:
+            raise UsageError(
+                f"{len(terms)} distinct hotwords were given; the limit is {MAX_TERMS}",
+                f"keep the {MAX_TERMS} terms that matter most (names, jargon the model gets wrong)",
+            )
+        log.warning("the context holds %d distinct words; only the first %d are used as hotwords", len(terms), MAX_TERMS)
         terms = terms[:MAX_TERMS]
     return terms
 
@@ -294,5 +302,8 @@ class HotwordBias:
 
 def resolve_terms(hotwords: str | None, context: str) -> list[Hotword]:
     """The request's hotwords; without a ``hotwords`` option the context text stands in (an explicit
-    empty list still wins)."""
-    return parse_hotwords(hotwords if hotwords is not None else context)
+    empty list still wins). Only the context is cut to the first 25 terms; explicit hotwords past the
+    limit are refused."""
+    if hotwords is not None:
+        return parse_hotwords(hotwords)
+    return parse_hotwords(context, truncate=True)
