@@ -113,20 +113,21 @@ class DictationController(QObject):
     @Slot(object)
     def _insert(self, result: DictationResult) -> None:
         if result.error:
-            self.history.appendleft(result)
-            self.result_ready.emit(result)
+            self._delivered(result, "", "")
             return
-        text = style_text(result.text, self.style)
-        try:
-            how = self.output.deliver(text)
-        except Exception as exc:  # a desktop without a clipboard or key injection: say so, keep the text
-            log.exception("inserting dictated text failed")
-            result = DictationResult(result.text, result.audio_s, result.latency_s, f"could not insert the text: {exc}")
-            how = "failed"
+        self.output.deliver(style_text(result.text, self.style),
+                            lambda how, error: self._delivered(result, how, error))  # fmt: skip
+
+    def _delivered(self, result: DictationResult, how: str, error: str) -> None:
+        """The text is in (or could not be inserted: the text is kept in the history, with the reason)."""
+        if error:
+            result = DictationResult(result.text, result.audio_s, result.latency_s, error)
         self.history.appendleft(result)
         self.result_ready.emit(result)
-        if how != "failed":
+        if how and not error:
             self.state_changed.emit("done", f"{how} · {result.latency_s * 1000:.0f} ms after release")
+        elif error and result.text:
+            self.state_changed.emit("failed", error)
 
     def _listen(self) -> None:
         server = QLocalServer(self)

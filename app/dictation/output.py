@@ -1,21 +1,49 @@
 """Putting dictated text into the focused application: paste, type, or copy.
 
 * ``paste``: the clipboard is saved (every format it holds), set to the text, Ctrl+V (Cmd+V on macOS) is
-  sent to the focused app, and only after the paste was consumed is the old clipboard put back;
-* ``type``: the text is typed key by key (works where pasting is blocked; slower);
+  sent to the focused app, and the old clipboard is put back only **after the paste was consumed**;
+* ``type``: the text is typed key by key (works where pasting is blocked; slower), on a thread of its own;
 * ``copy``: the text is only copied, for the user to paste.
+
+How consumption is seen: the text goes on the clipboard inside a ``QMimeData`` subclass whose
+``retrieveData()`` reports each read. Qt renders clipboard data lazily, when another client asks for it:
+on X11 from the ``SelectionRequest`` the pasting app sends, on Wayland from the data source's ``send``,
+on Windows from ``IDataObject::GetData`` (``OleSetClipboard`` with delayed rendering; Qt flushes only
+when the app quits), on macOS from the pasteboard's promise keeper (``QCocoaClipboard`` sets the data with
+``LazyRequest``; the one eager call, for ``application/x-qt-mime-type-name``, is not a format we offer and
+is not counted). So a read of the text after the paste keys were sent is the focused app taking it. The
+old clipboard comes back ``grace_s`` after the last such read (apps may ask for several formats in a row),
+or after ``timeout_s`` if nobody reads (a terminal, where Ctrl+V does not paste). Reads during the short
+``settle_s`` between setting the clipboard and sending the keys are clipboard managers and history
+viewers (Klipper, GPaste, Windows' Win+V history) noticing the change, not the paste, and are ignored.
+If someone else sets the clipboard meanwhile, nothing is restored over it. Only the Windows and macOS
+statements above come from reading Qt's sources; they are not run on those systems here.
+
+Nothing here blocks the GUI thread for long: waiting is done with timers, typing on a thread. Saving the
+old clipboard still asks its owner for each format synchronously (Qt's clipboard API is synchronous).
+Dictations are delivered one after the other, each after the previous one finished (and restored).
 
 The Qt clipboard and the key sender are passed in, so the logic is tested without a desktop.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from PySide6.QtCore import QMimeData, QObject, QTimer, Signal, Slot
+
+log = logging.getLogger("captioneer.app.dictation")
+
 OUTPUT_MODES = ("paste", "type", "copy")
+
+#: ``on_done(how, error)``: how the text went in ("pasted", "typed", "copied"; "" on failure), error or "".
+DoneCallback = Callable[[str, str], None]
 
 
 @dataclass(frozen=True)
@@ -62,6 +90,8 @@ class PynputKeys:
 
 
 class ClipboardLike(Protocol):
+    dataChanged: Any  # noqa: N815 - Qt naming (a signal)
+
     def mimeData(self) -> Any: ...  # noqa: N802 - Qt naming
 
     def setMimeData(self, data: Any) -> None: ...  # noqa: N802
@@ -69,10 +99,8 @@ class ClipboardLike(Protocol):
     def setText(self, text: str) -> None: ...  # noqa: N802
 
 
-def snapshot_clipboard(clipboard: ClipboardLike) -> Any:
+def snapshot_clipboard(clipboard: ClipboardLike) -> QMimeData:
     """A copy of every format the clipboard holds (text, HTML, images, files...)."""
-    from PySide6.QtCore import QMimeData
-
     saved = QMimeData()
     current = clipboard.mimeData()
     if current is not None:
@@ -81,35 +109,180 @@ def snapshot_clipboard(clipboard: ClipboardLike) -> Any:
     return saved
 
 
-class TextOutput:
-    def __init__(self, mode: str, clipboard: ClipboardLike | None, keys: Keys | None,
-                 paste_settle_s: float = 0.25, sleep: Callable[[float], None] = time.sleep) -> None:  # fmt: skip
+class WatchedMimeData(QMimeData):
+    """Clipboard data that reports every time someone reads one of its formats."""
+
+    def __init__(self, text: str, on_read: Callable[[str], None]) -> None:
+        super().__init__()
+        self.setText(text)
+        self._offered = {fmt.split(";")[0] for fmt in self.formats()}
+        self._on_read = on_read
+
+    def retrieveData(self, mimetype: str, preferred_type: Any) -> Any:  # noqa: N802 - Qt override
+        if mimetype.split(";")[0] in self._offered:
+            self._on_read(mimetype)
+        return super().retrieveData(mimetype, preferred_type)
+
+
+@dataclass
+class _Paste:
+    text: str
+    on_done: DoneCallback
+    saved: QMimeData
+    phase: str = "settling"  # settling → pasting → finished
+    reads_after_keys: int = 0
+    keys_sent_at: float = 0.0
+
+
+class TextOutput(QObject):
+    """Inserts texts one after the other; ``deliver`` returns at once and ``on_done`` reports the outcome
+    on the GUI thread."""
+
+    _typed = Signal(str, object)  # error ("" if fine), the on_done callback; from the typing thread
+
+    def __init__(self, mode: str, clipboard: ClipboardLike | None, keys: Keys | None, *,
+                 settle_s: float = 0.05, grace_s: float = 0.15, timeout_s: float = 3.0,
+                 parent: QObject | None = None) -> None:  # fmt: skip
+        super().__init__(parent)
         if mode not in OUTPUT_MODES:
             raise ValueError(f"unknown output mode {mode!r}; use one of {', '.join(OUTPUT_MODES)}")
         self.mode = mode
         self.clipboard = clipboard
         self.keys = keys
-        self.paste_settle_s = paste_settle_s
-        self.sleep = sleep
+        self.settle_s, self.grace_s, self.timeout_s = settle_s, grace_s, timeout_s
+        self.last_paste: dict[str, Any] = {}  # how the last paste ended (for tests and logs)
+        self._queue: deque[tuple[str, DoneCallback]] = deque()
+        self._busy = False
+        self._paste: _Paste | None = None
+        self._setting_clipboard = False
+        self._settle = self._timer(self._send_paste_keys)
+        self._grace = self._timer(lambda: self._restore("read"))
+        self._fallback = self._timer(lambda: self._restore("timeout"))
+        self._typed.connect(self._typing_finished)
+        if clipboard is not None and mode == "paste":
+            clipboard.dataChanged.connect(self._clipboard_changed)
 
-    def deliver(self, text: str) -> str:
-        """Insert ``text``; returns how (for the indicator)."""
-        if not text:
-            return "nothing to insert"
+    def _timer(self, slot: Callable[[], None]) -> QTimer:
+        timer = QTimer(self)
+        timer.setSingleShot(True)
+        timer.timeout.connect(slot)
+        return timer
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def deliver(self, text: str, on_done: DoneCallback | None = None) -> None:
+        """Insert ``text`` (GUI thread); ``on_done(how, error)`` follows when it is in."""
+        self._queue.append((text, on_done or (lambda _how, _error: None)))
+        if not self._busy:
+            self._next()
+
+    def _next(self) -> None:
+        while self._queue and not self._busy:
+            text, on_done = self._queue.popleft()
+            if not text:
+                on_done("nothing to insert", "")
+                continue
+            self._busy = True
+            try:
+                self._start(text, on_done)
+            except Exception as exc:  # a desktop without a clipboard or key injection: say so
+                log.exception("inserting dictated text failed")
+                self._finish(on_done, "", f"could not insert the text: {exc}")
+
+    def _start(self, text: str, on_done: DoneCallback) -> None:
         if self.mode == "type":
-            assert self.keys is not None
-            self.keys.type(text)
-            return "typed"
-        assert self.clipboard is not None
+            if self.keys is None:
+                raise RuntimeError("no key sender")
+            threading.Thread(target=self._type, args=(text, on_done), name="captioneer-typing", daemon=True).start()
+            return
+        if self.clipboard is None:
+            raise RuntimeError("no clipboard")
         if self.mode == "copy":
             self.clipboard.setText(text)
-            return "copied"
+            self._finish(on_done, "copied", "")
+            return
+        if self.keys is None:
+            raise RuntimeError("no key sender")
+        self._paste = _Paste(text, on_done, snapshot_clipboard(self.clipboard))
+        self._set_clipboard(WatchedMimeData(text, self._read))
+        self._settle.start(round(self.settle_s * 1000))
+
+    def _finish(self, on_done: DoneCallback, how: str, error: str) -> None:
+        self._busy = False
+        try:
+            on_done(how, error)
+        finally:
+            self._next()
+
+    # ------------------------------------------------------------------ typing (on its own thread)
+    def _type(self, text: str, on_done: DoneCallback) -> None:
         assert self.keys is not None
-        saved = snapshot_clipboard(self.clipboard)
-        self.clipboard.setText(text)
-        self.keys.paste()
-        # The focused app reads the clipboard when it handles Ctrl+V, after our key events: give it time
-        # before the user's own clipboard comes back, or it would paste that instead.
-        self.sleep(self.paste_settle_s)
-        self.clipboard.setMimeData(saved)
-        return "pasted"
+        try:
+            self.keys.type(text)
+            error = ""
+        except Exception as exc:
+            log.exception("typing dictated text failed")
+            error = f"could not type the text: {exc}"
+        self._typed.emit(error, on_done)
+
+    @Slot(str, object)
+    def _typing_finished(self, error: str, on_done: DoneCallback) -> None:
+        self._finish(on_done, "" if error else "typed", error)
+
+    # ------------------------------------------------------------------ paste
+    def _set_clipboard(self, data: QMimeData) -> None:
+        assert self.clipboard is not None
+        self._setting_clipboard = True  # Qt reports our own change synchronously; it is not someone else's
+        try:
+            self.clipboard.setMimeData(data)  # Qt owns (and later deletes) ``data`` from here on
+        finally:
+            self._setting_clipboard = False
+
+    def _send_paste_keys(self) -> None:
+        paste = self._paste
+        if paste is None or paste.phase != "settling":
+            return
+        paste.phase = "pasting"  # from now on a read is the focused app pasting (even one inside keys.paste)
+        paste.keys_sent_at = time.monotonic()
+        self._fallback.start(round(self.timeout_s * 1000))
+        assert self.keys is not None
+        try:
+            self.keys.paste()
+        except Exception as exc:
+            log.exception("sending the paste keys failed")
+            self._restore("failed", f"could not send the paste keys: {exc}")
+
+    def _read(self, _mimetype: str) -> None:
+        paste = self._paste
+        if paste is None or paste.phase != "pasting":
+            return  # before the keys: a clipboard manager noticing the change
+        paste.reads_after_keys += 1
+        self._grace.start(round(self.grace_s * 1000))  # restarted by each read: several formats in a row
+
+    def _restore(self, reason: str, error: str = "") -> None:
+        paste = self._paste
+        if paste is None or paste.phase == "finished":
+            return
+        self._settle.stop()
+        self._grace.stop()
+        self._fallback.stop()
+        paste.phase = "finished"
+        self._paste = None
+        if reason != "replaced":
+            self._set_clipboard(paste.saved)
+        elif not paste.keys_sent_at:
+            error = "another application set the clipboard before the paste; nothing was pasted"
+        self.last_paste = {"reason": reason, "reads": paste.reads_after_keys,
+                           "restored_after_s": time.monotonic() - paste.keys_sent_at if paste.keys_sent_at else 0.0}  # fmt: skip
+        if reason == "timeout":
+            log.info("nobody read the dictated text within %.1f s of the paste keys; clipboard restored", self.timeout_s)
+        self._finish(paste.on_done, "" if error else "pasted", error)
+
+    @Slot()
+    def _clipboard_changed(self) -> None:
+        if self._setting_clipboard or self._paste is None:
+            return
+        log.info("the clipboard was set by someone else during a dictation paste; it is left as it is")
+        self._restore("replaced")

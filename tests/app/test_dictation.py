@@ -148,26 +148,140 @@ def test_style_capitalises_and_adds_the_separator() -> None:
     assert style_text("   ", TextStyle()) == ""
 
 
-def test_paste_restores_every_clipboard_format_afterwards(qapp) -> None:  # type: ignore[no-untyped-def]
+def _users_clipboard(clipboard):  # type: ignore[no-untyped-def]
     from PySide6.QtCore import QMimeData
 
-    clipboard = qapp.clipboard()
     original = QMimeData()
     original.setText("the user's own text")
     original.setHtml("<b>the user's own text</b>")
     original.setData("application/x-captioneer-test", b"\x00\x01binary")
     clipboard.setMimeData(original)
-    keys = FakeKeys(clipboard)
-    output = TextOutput("paste", clipboard, keys, sleep=lambda _s: None)
-    assert output.deliver("Dictated words ") == "pasted"
-    assert keys.pasted == ["Dictated words "]  # the app pasted the dictation
+
+
+def _assert_users_clipboard_is_back(clipboard) -> None:  # type: ignore[no-untyped-def]
     restored = clipboard.mimeData()
     assert restored.text() == "the user's own text" and "<b>" in restored.html()
     assert bytes(restored.data("application/x-captioneer-test").data()) == b"\x00\x01binary"
-    assert TextOutput("copy", clipboard, None).deliver("copied only") == "copied"
+
+
+def _deliver(qtbot, output: TextOutput, text: str) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    done: list[tuple[str, str]] = []
+    output.deliver(text, lambda how, error: done.append((how, error)))
+    qtbot.waitUntil(lambda: bool(done), timeout=10000)
+    return done[0]
+
+
+def test_paste_restores_every_clipboard_format_after_the_paste_was_read(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]
+    clipboard = qapp.clipboard()
+    _users_clipboard(clipboard)
+    keys = FakeKeys(clipboard)
+    output = TextOutput("paste", clipboard, keys, timeout_s=5.0)
+    assert _deliver(qtbot, output, "Dictated words ") == ("pasted", "")
+    assert keys.pasted == ["Dictated words "]  # the app pasted the dictation
+    assert output.last_paste["reason"] == "read" and output.last_paste["restored_after_s"] < 2.0
+    _assert_users_clipboard_is_back(clipboard)
+    assert _deliver(qtbot, TextOutput("copy", clipboard, None), "copied only") == ("copied", "")
     assert clipboard.text() == "copied only"
     typing = TextOutput("type", None, keys)
-    assert typing.deliver("typed words") == "typed" and keys.typed == ["typed words"]
+    assert _deliver(qtbot, typing, "typed words") == ("typed", "") and keys.typed == ["typed words"]
+
+
+class DelayedReader:
+    """Ctrl+V reaches an app that reads the clipboard only ``delay_ms`` later (a busy app)."""
+
+    def __init__(self, clipboard, delay_ms: int) -> None:  # type: ignore[no-untyped-def]
+        self.clipboard, self.delay_ms = clipboard, delay_ms
+        self.pasted: list[str] = []
+
+    def paste(self) -> None:
+        from PySide6.QtCore import QTimer
+
+        QTimer.singleShot(self.delay_ms, lambda: self.pasted.append(self.clipboard.text()))
+
+    def type(self, text: str) -> None:
+        raise AssertionError("not used")
+
+
+def test_the_clipboard_is_not_restored_before_a_slow_app_reads_the_paste(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]
+    clipboard = qapp.clipboard()
+    _users_clipboard(clipboard)
+    slow = DelayedReader(clipboard, delay_ms=900)  # far longer than the grace after a read
+    output = TextOutput("paste", clipboard, slow, grace_s=0.1, timeout_s=5.0)
+    assert _deliver(qtbot, output, "Dictated words") == ("pasted", "")
+    assert slow.pasted == ["Dictated words"]  # a fixed 250 ms wait would have pasted the user's text
+    assert output.last_paste["reason"] == "read" and 0.9 <= output.last_paste["restored_after_s"] < 2.0
+    _assert_users_clipboard_is_back(clipboard)
+
+
+def test_a_clipboard_manager_reading_before_the_keys_does_not_count_as_the_paste(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtCore import QTimer
+
+    clipboard = qapp.clipboard()
+    _users_clipboard(clipboard)
+    manager_saw: list[str] = []
+    clipboard.dataChanged.connect(lambda: QTimer.singleShot(0, lambda: manager_saw.append(clipboard.text())))
+    slow = DelayedReader(clipboard, delay_ms=500)
+    output = TextOutput("paste", clipboard, slow, settle_s=0.3, grace_s=0.1, timeout_s=5.0)
+    assert _deliver(qtbot, output, "Dictated words") == ("pasted", "")
+    # Had the manager's read (at once) counted, the clipboard would have been restored 0.1 s later, long
+    # before the app read it.
+    assert manager_saw[0] == "Dictated words" and slow.pasted == ["Dictated words"]
+    assert output.last_paste["restored_after_s"] >= 0.5
+    _assert_users_clipboard_is_back(clipboard)
+
+
+def test_an_app_that_never_reads_gets_the_clipboard_back_after_the_timeout(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]
+    clipboard = qapp.clipboard()
+    _users_clipboard(clipboard)
+    deaf = DelayedReader(clipboard, delay_ms=60_000)  # a terminal: Ctrl+V does not paste there
+    output = TextOutput("paste", clipboard, deaf, timeout_s=0.4)
+    assert _deliver(qtbot, output, "Dictated words") == ("pasted", "")
+    assert output.last_paste["reason"] == "timeout" and output.last_paste["reads"] == 0
+    _assert_users_clipboard_is_back(clipboard)
+
+
+def test_a_clipboard_set_by_someone_else_meanwhile_is_not_overwritten(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]
+    clipboard = qapp.clipboard()
+    _users_clipboard(clipboard)
+
+    class CopiesDuringThePaste(FakeKeys):
+        def paste(self) -> None:
+            super().paste()
+            self.clipboard.setText("copied by the user meanwhile")
+
+    output = TextOutput("paste", clipboard, CopiesDuringThePaste(clipboard), timeout_s=5.0)
+    assert _deliver(qtbot, output, "Dictated words") == ("pasted", "")
+    assert output.last_paste["reason"] == "replaced" and clipboard.text() == "copied by the user meanwhile"
+
+
+def test_deliver_returns_at_once_and_dictations_go_in_one_after_the_other(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    clipboard = qapp.clipboard()
+    _users_clipboard(clipboard)
+    slow = DelayedReader(clipboard, delay_ms=300)
+    output = TextOutput("paste", clipboard, slow, grace_s=0.05, timeout_s=5.0)
+    done: list[tuple[str, str]] = []
+    started = time.monotonic()
+    output.deliver("first", lambda how, error: done.append((how, error)))
+    output.deliver("second", lambda how, error: done.append((how, error)))
+    assert time.monotonic() - started < 0.1 and output.busy  # the GUI thread is not held while waiting
+    qtbot.waitUntil(lambda: len(done) == 2, timeout=10000)
+    assert slow.pasted == ["first", "second"] and done == [("pasted", ""), ("pasted", "")]
+    _assert_users_clipboard_is_back(clipboard)  # the user's clipboard, not the first dictation
+
+
+def test_a_failing_key_sender_restores_the_clipboard_and_says_why(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]
+    clipboard = qapp.clipboard()
+    _users_clipboard(clipboard)
+
+    class NoInjection(FakeKeys):
+        def paste(self) -> None:
+            raise OSError("no XTest extension")
+
+    how, error = _deliver(qtbot, TextOutput("paste", clipboard, NoInjection(clipboard)), "Dictated words")
+    assert how == "" and "could not send the paste keys: no XTest extension" in error
+    _assert_users_clipboard_is_back(clipboard)
 
 
 # ------------------------------------------------------------------------------------------ end to end
@@ -283,7 +397,7 @@ def test_dictation_can_use_another_model_than_captions(qtbot) -> None:  # type: 
     captions = window.model_combo.currentData()
     other = ModelChoice("Other model", REPO_ROOT / "resources" / "demo_model", "parakeet_tdt", threads=1)
     window.model_combo.addItem(other.label, other)
-    assert window.dictation_choice() is captions  # default: same as captions
+    assert captions is not None and window.dictation_choice() is captions  # default: same as captions
     window._fill_dictation_models()
     labels = [a.text() for a in window.dictation_model_menu.actions()]
     assert labels == ["Same as captions", captions.label, "Other model"]

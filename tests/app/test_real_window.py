@@ -73,3 +73,43 @@ def test_push_to_talk_with_the_real_hotkey_types_into_the_focused_window(display
         child.wait(90)
     assert result["result"] == ["emma quickly closed the early bottle and sang"]
     assert result["field"] == "Emma quickly closed the early bottle and sang"  # typed into the focused window
+
+
+@pytest.mark.parametrize("reader_delay_ms", [0, 1200])
+def test_paste_restores_the_users_clipboard_only_after_another_app_read_the_dictation(
+    display: str, reader_delay_ms: int
+) -> None:
+    """Two real X clients: one owns the user's clipboard (text, HTML, a custom binary format) and has focus;
+    the other pastes a dictation with real Ctrl+V events. The reader takes the text ``reader_delay_ms``
+    after the key (a busy app): it must get the dictation, and only then the user's clipboard comes back,
+    every format intact."""
+    env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("PYNPUT_BACKEND", None)
+    child = [sys.executable, "-m", "tests.app.xvfb_dictation_child"]
+    reader = subprocess.Popen([*child, "clipboard-reader", str(reader_delay_ms)], cwd=REPO_ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    owner = None
+    try:
+        assert reader.stdout is not None
+        assert json.loads(reader.stdout.readline() or "{}").get("ready"), reader.stderr.read() if reader.stderr else ""
+        owner = subprocess.Popen([*child, "paste-owner", "Dictated words "], cwd=REPO_ROOT, env=env, text=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        assert owner.stdout is not None and owner.stdin is not None
+        pasted = json.loads(owner.stdout.readline() or "{}")
+        assert pasted, owner.stderr.read() if owner.stderr else ""
+        found = json.loads(reader.stdout.readline() or "{}")
+        assert found, reader.stderr.read() if reader.stderr else ""
+        owner.stdin.write("quit\n")
+        owner.stdin.flush()
+    finally:
+        reader.wait(30)
+        if owner is not None:
+            owner.wait(30)
+    assert pasted["how"] == "pasted" and not pasted["error"] and pasted["reason"] == "read"
+    assert found["pasted"] == "Dictated words "  # the reader got the dictation, not the user's text
+    assert found["key_at"] - pasted["started_at"] < 2.0
+    assert pasted["restored_at"] > found["pasted_at"]  # restored after the read, not before
+    assert pasted["restored_at"] - found["pasted_at"] < 1.0  # and soon after it
+    assert found["text"] == "the user's own text"
+    assert "<b>the user's own text</b>" in found["html"]
+    assert bytes.fromhex(found["binary"]) == b"\x00\x01binary\xff"

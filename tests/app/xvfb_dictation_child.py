@@ -1,8 +1,14 @@
-"""Child process for ``test_real_window.py``: push-to-talk with the real global hotkey under X11.
+"""Child processes for ``test_real_window.py``: dictation against a real X server.
 
-A focused text field waits in its own window; dictation listens on Ctrl+Alt+Space through pynput and
-types the result. The parent presses and releases the hotkey with xdotool while a recording plays as the
-microphone. Prints ``ready`` when listening, then one JSON line with the field's text.
+* no argument: push-to-talk with the real global hotkey. A focused text field waits in its own window;
+  dictation listens on Ctrl+Alt+Space (grabbed from the X server) and types the result. The parent presses
+  and releases the hotkey with xdotool while a recording plays as the microphone. Prints ``ready`` when
+  listening, then one JSON line with the field's text.
+* ``clipboard-reader DELAY_MS``: owns the user's clipboard (text, HTML, a custom binary format) and shows a
+  focused window that, on Ctrl+V, reads the clipboard only DELAY_MS later (a busy app); then waits for the
+  clipboard to change back and reads every format. JSON lines: ready, then what it pasted and found.
+* ``paste-owner TEXT``: pastes TEXT through ``TextOutput("paste")`` with real Ctrl+V key events (XTest) and
+  reports when and why it restored the clipboard; stays the clipboard's owner until stdin closes.
 """
 
 from __future__ import annotations
@@ -27,7 +33,89 @@ from inference.contract import SAMPLE_RATE
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def main() -> None:
+def emit(facts: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(facts) + "\n")
+    sys.stdout.flush()
+
+
+USERS_HTML = "<b>the user's own text</b>"
+USERS_BINARY = b"\x00\x01binary\xff"
+
+
+def clipboard_reader(delay_ms: int) -> None:
+    from PySide6.QtCore import QMimeData, QTimer
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtWidgets import QWidget
+
+    app = QApplication([sys.argv[0]])
+    clipboard = app.clipboard()
+    original = QMimeData()
+    original.setText("the user's own text")
+    original.setHtml(USERS_HTML)
+    original.setData("application/x-captioneer-test", USERS_BINARY)
+    clipboard.setMimeData(original)
+    pasted: dict[str, object] = {}
+    finished = False
+
+    def read_the_paste() -> None:
+        pasted.update(text=clipboard.text(), at=time.monotonic())
+        QTimer.singleShot(8000, read_everything)  # if the clipboard never changes back
+
+    def read_everything() -> None:
+        nonlocal finished
+        if finished:
+            return
+        finished = True
+        data = clipboard.mimeData()
+        emit({"pasted": pasted.get("text"), "pasted_at": pasted.get("at"), "key_at": pasted.get("key_at"),
+              "restored_seen_at": time.monotonic(), "text": data.text(), "html": data.html(),
+              "binary": bytes(data.data("application/x-captioneer-test").data()).hex()})  # fmt: skip
+        app.quit()
+
+    def changed() -> None:  # the owner changed: XFixes says so without anybody reading the data
+        if "text" in pasted:
+            QTimer.singleShot(0, read_everything)
+
+    class BusyApp(QWidget):
+        def keyPressEvent(self, event) -> None:  # type: ignore[no-untyped-def]  # noqa: N802 - Qt override
+            if event.matches(QKeySequence.StandardKey.Paste):
+                pasted["key_at"] = time.monotonic()
+                QTimer.singleShot(delay_ms, read_the_paste)
+
+    clipboard.dataChanged.connect(changed)
+    window = BusyApp()
+    window.setWindowTitle("paste target")
+    window.resize(300, 100)
+    window.show()
+    window.activateWindow()
+    window.setFocus()
+    QTimer.singleShot(300, lambda: emit({"ready": True}))
+    QTimer.singleShot(30_000, app.quit)
+    app.exec()
+
+
+def paste_owner(text: str) -> None:
+    import threading
+
+    from PySide6.QtCore import QMetaObject, Qt, QTimer
+
+    app = QApplication([sys.argv[0]])
+    output = TextOutput("paste", app.clipboard(), PynputKeys(), timeout_s=5.0)
+    started = time.monotonic()
+
+    def done(how: str, error: str) -> None:
+        emit({"how": how, "error": error, "started_at": started, "restored_at": time.monotonic(), **output.last_paste})
+
+    def wait_for_the_parent() -> None:  # keep owning (and serving) the restored clipboard until then
+        sys.stdin.readline()
+        QMetaObject.invokeMethod(app, "quit", Qt.ConnectionType.QueuedConnection)
+
+    threading.Thread(target=wait_for_the_parent, daemon=True).start()
+    QTimer.singleShot(0, lambda: output.deliver(text, done))
+    app.exec()
+
+
+def type_into_field() -> None:
     app = QApplication([sys.argv[0]])
     field = QLineEdit()
     field.setWindowTitle("dictation target")
@@ -63,4 +151,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["clipboard-reader"]:
+        clipboard_reader(int(sys.argv[2]))
+    elif sys.argv[1:2] == ["paste-owner"]:
+        paste_owner(sys.argv[2])
+    else:
+        type_into_field()
