@@ -397,10 +397,12 @@ def test_dictation_can_use_another_model_than_captions(qtbot) -> None:  # type: 
     captions = window.model_combo.currentData()
     other = ModelChoice("Other model", REPO_ROOT / "resources" / "demo_model", "parakeet_tdt", threads=1)
     window.model_combo.addItem(other.label, other)
-    assert captions is not None and window.dictation_choice() is captions  # default: same as captions
+    assert captions is not None
+    captions_label = captions.label
+    assert window.dictation_choice() is captions  # default: same as captions
     window._fill_dictation_models()
     labels = [a.text() for a in window.dictation_model_menu.actions()]
-    assert labels == ["Same as captions", captions.label, "Other model"]
+    assert labels == ["Same as captions", captions_label, "Other model"]
     window.dictation_model_menu.actions()[2].trigger()
     assert window.dictation_choice() is other and SettingsStore(paths).load().dictation_model == "Other model"
 
