@@ -7,6 +7,7 @@ with a family-supplied build function and rebuilds only when a new bucket is ask
 
 from __future__ import annotations
 
+import ctypes
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
@@ -36,12 +37,13 @@ _EMPTY_OPS = frozenset({"NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
 
 @dataclass(frozen=True)
 class Operand:
-    """One source of a profiled node: ggml type name, ne (ggml order), and whether it is a weight
-    (a leaf that is not a graph input, possibly seen through views)."""
+    """One source of a profiled node: ggml type name, ne (ggml order), whether it is a weight
+    (a leaf that is not a graph input, possibly seen through views), and its op."""
 
     type: str
     ne: tuple[int, ...]
     weight: bool
+    op: str  # the op that made it, seen through views/reshapes (NONE for leaves, IM2COL for a conv's columns)
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,8 @@ def node_flops(op: str, ne: tuple[int, ...], srcs: tuple[Operand, ...]) -> float
         return 2.0 * q[1] * q[2] * q[3] * k[1] * (q[0] + v[0])
     if op == "SSM_CONV":  # taps (d_conv, channels)
         return 2.0 * srcs[1].ne[0] * elements
-    if op == "CONV_2D_DW":  # kernel (KW, KH, 1, C)
-        return 2.0 * srcs[1].ne[0] * srcs[1].ne[1] * elements
+    if op == "CONV_2D_DW":  # kernel first: (KW, KH, 1, C)
+        return 2.0 * srcs[0].ne[0] * srcs[0].ne[1] * elements
     return 0.0
 
 
@@ -117,7 +119,8 @@ class _NodeRunner:
             while root.view_src:
                 root = TensorNode.from_address(root.view_src)
             weight = root.op == 0 and not root.flags & GGML_TENSOR_FLAG_INPUT
-            srcs.append(Operand(api.ggml_type_name(head.type).decode(), tuple(head.ne), weight))
+            made_by = api.ggml_op_desc(ctypes.addressof(root)).decode()
+            srcs.append(Operand(api.ggml_type_name(head.type).decode(), tuple(head.ne), weight, made_by))
         op = api.ggml_op_desc(ptr).decode()
         return op, node.name.decode(errors="replace"), api.ggml_type_name(node.type).decode(), tuple(node.ne), tuple(srcs)
 

@@ -69,3 +69,23 @@ def test_profiler_off_records_nothing(cpu_backend):
     assert len(profiler.records) == 1 and len(profiler.graph_seconds) == 1
     profiler.clear()
     assert not profiler.records and not profiler.graph_seconds
+
+
+def test_conv_products_are_traced_to_their_columns(cpu_backend):
+    x = rand(1, 2, 6, 6, seed=5)
+    with load_weights(cpu_backend, arrays={"k": rand(4, 2, 3, 3, seed=6)}) as store:
+
+        def build(g: GraphBuilder) -> None:
+            g.output("y", g.conv2d(g.input("x", x.shape), store["k"], padding=(1, 1)))
+
+        with Graph(cpu_backend, build) as graph:
+            profiler = OpProfiler()
+            cpu_backend.profiler = profiler
+            try:
+                graph.run(x=x)
+            finally:
+                cpu_backend.profiler = None
+    (product,) = [r for r in profiler.records if r.op == "MUL_MAT"]
+    kernel, columns = product.srcs
+    assert kernel.weight and kernel.op == "NONE" and kernel.ne[:2] == (18, 4)  # reshaped weight, still a weight
+    assert not columns.weight and columns.op == "IM2COL" and columns.ne[:2] == (18, 36)
