@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from tests.bench.clips import speech_clip  # noqa: E402
-from tests.bench.machine import cpu_name  # noqa: E402
+from tests.bench.machine import print_machine_header  # noqa: E402
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("CAPTIONEER_HOME", tempfile.mkdtemp(prefix="captioneer-bench-"))
@@ -84,7 +84,8 @@ def main() -> None:
     audio = speech_clip(args.seconds, gap_s=0.8)
     family = detect_family(args.model)
     options = tuple(tuple(item.split("=", 1)) for item in args.session_option)
-    print(f"CPU: {cpu_name()}; {args.threads} threads; model {args.model.name} ({family}); "
+    print_machine_header(args.threads)
+    print(f"{args.threads} threads; model {args.model.name} ({family}); "
           f"{args.seconds:.0f} s played in real time")  # fmt: skip
     for mode in args.modes.split(","):
         controller = LiveController(WorkerClient, AppPaths.from_environment().ensure().data)

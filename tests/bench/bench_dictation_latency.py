@@ -30,7 +30,7 @@ from app.dictation.service import DictationResult, DictationService  # noqa: E40
 from inference.audio.io import load_audio_file  # noqa: E402
 from inference.client import WorkerClient  # noqa: E402
 from inference.contract import SAMPLE_RATE  # noqa: E402
-from tests.bench.machine import cpu_name  # noqa: E402
+from tests.bench.machine import print_machine_header  # noqa: E402
 
 BLOCK = 480  # 30 ms, as a sound card delivers
 
@@ -57,7 +57,8 @@ def main() -> None:
     utterances = [clips[i % 2] if i % 3 else np.concatenate([clips[0], gap, clips[1]][: 1 + i % 2])
                   for i in range(args.utterances)]  # fmt: skip
     options = dict(item.split("=", 1) for item in args.session_option)
-    print(f"CPU: {cpu_name()}; {args.threads} threads; model {args.model.name}; "
+    print_machine_header(args.threads)
+    print(f"{args.threads} threads; model {args.model.name}; "
           f"utterances {min(u.size for u in utterances) / SAMPLE_RATE:.1f}–{max(u.size for u in utterances) / SAMPLE_RATE:.1f} s")  # fmt: skip
     with WorkerClient() as client:
         engine = client.load(args.model, session_options=options, threads=args.threads)

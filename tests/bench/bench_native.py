@@ -18,6 +18,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 # OpenBLAS worker threads spin for a while after each call; in an A/B loop that spinning steals a core from
 # the ggml run that follows (measured: ggml f32 fell from ~236 to ~130 GF/s with 2 threads). Make them sleep
@@ -32,7 +33,9 @@ if __name__ == "__main__" and "--threads" in sys.argv:
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from inference.native import Graph, load_weights, open_backend  # noqa: E402
+from tests.bench import machine  # noqa: E402
 
 BATCHED = ((1024, 4096), (64, 128, 256, 512))
 VECTOR = ((2048, 6144), (1, 2, 4))
@@ -121,8 +124,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--backend", default="cpu")
     args = parser.parse_args()
+    machine.print_machine_header(args.threads)
     with open_backend(args.backend, threads=args.threads) as backend:
-        print(f"{backend}; numpy {np.__version__}")
+        print(f"{backend}; numpy {np.__version__}; numpy BLAS pools: {machine.blas_threads()}")
+        if args.threads is not None:
+            print(machine.check_threads("numpy", args.threads, {"pools": machine.blas_threads()}))
         print(
             f"{'storage':8} {'weight':10} {'rows':>5} {'ggml GF/s':>10} {'numpy GF/s':>11} {'ratio':>6} {'overhead':>9}"
         )

@@ -3,21 +3,24 @@
 Both run the same deterministic random weights (speed does not depend on the values) in the exact
 Hugging Face layout, cached under the user cache dir. Each implementation lives in its own worker
 process (so peak RSS is per implementation); the parent alternates between them round by round
-(A/B interleaving: these machines are noisy) and reports medians.
+(A/B interleaving: these machines are noisy) and reports medians. The torch side (and the one-time
+checkpoint build) runs in the reference python: ``--reference-python`` or ``$CAPTIONEER_REFERENCE_PYTHON``
+(a venv with torch 2.13 CPU + transformers 5.23, e.g. ``pip install -e ".[reference]"``).
 
-    pip install -e ".[reference]"          # torch 2.13 CPU + transformers 5.23
-    python tests/bench/bench_parakeet.py --rounds 5 --threads 2 --clips 10,60 --types f32,q8_0
+    .venv/bin/python tests/bench/bench_parakeet.py --reference-python REFVENV/bin/python \
+        --rounds 5 --threads 2 --clips 10,60 --types f32,q8_0
 
-Columns: wall seconds (median), real-time factor (audio seconds per wall second, higher is faster),
-speed-up against the torch reference measured in the same run, peak RSS of the worker, and whether
-the greedy token ids equal the reference's.
+Both workers pin their threads (torch.set_num_threads + threadpoolctl + *_NUM_THREADS; ggml's backend
+threads) and report what is in effect; the bench stops if a pool differs from ``--threads``. Columns:
+wall seconds (median), real-time factor (audio seconds per wall second, higher is faster), speed-up
+against the torch reference measured in the same run, CPU-seconds per wall-second of the worker (how
+many threads really worked), peak RSS of the worker, and whether the greedy token ids equal the reference's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -27,6 +30,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.bench import machine  # noqa: E402
 
 SR = 16000
 V3_VOCAB = 8193  # 8192 SentencePiece pieces + blank
@@ -61,11 +69,15 @@ def build_tokenizer_json(path: Path) -> None:
     tok.save(str(path))
 
 
-def ensure_model(threads: int) -> Path:
-    """Create the full-size random checkpoint once (needs torch + transformers)."""
+def ensure_model(threads: int, reference: str) -> Path:
+    """The full-size random checkpoint, created once by the reference python (torch + transformers)."""
     out = cache_dir()
-    if (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file():
-        return out
+    if not ((out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file()):
+        subprocess.run([reference, __file__, "--create-model", str(out), "--threads", str(threads)], check=True)
+    return out
+
+
+def create_model(out: Path, threads: int) -> None:
     import torch
     from transformers import GenerationConfig, ParakeetEncoderConfig, ParakeetForTDT, ParakeetTDTConfig
 
@@ -108,7 +120,6 @@ def ensure_model(threads: int) -> Path:
 
         shutil.rmtree(out)
     tmp.rename(out)
-    return out
 
 
 def make_clip(seconds: float, path: Path) -> Path:
@@ -142,7 +153,7 @@ def worker(kind: str, model: Path, threads: int) -> None:
         import torch
         from transformers import ParakeetFeatureExtractor, ParakeetForTDT
 
-        torch.set_num_threads(threads)
+        effective = machine.pin_torch_threads(threads)
         net = ParakeetForTDT.from_pretrained(model).eval()
         fe = ParakeetFeatureExtractor(feature_size=128, sampling_rate=SR)
 
@@ -158,32 +169,35 @@ def worker(kind: str, model: Path, threads: int) -> None:
 
         storage = kind.split(":", 1)[1]
         engine = load_engine(model, "parakeet_tdt", {"weight_type": storage}, backend="cpu", threads=threads)
+        # ggml's thread count is the backend's; numpy's BLAS (the decoder's projection) is pinned too.
+        effective = {"ggml_threads": engine.backend.threads, "pools": machine.blas_threads()}
 
         def run(audio: np.ndarray) -> list[int]:
             return list(engine.transcribe(audio).token_ids)
 
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": True, "threads": effective}), flush=True)
     for line in sys.stdin:
         clip = Path(line.strip())
         audio = np.load(clip)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), machine.process_cpu_seconds()
         tokens = run(audio)
         wall = time.perf_counter() - start
+        cpu = machine.process_cpu_seconds() - cpu_start
         peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        print(json.dumps({"wall": wall, "tokens": tokens, "peak_rss_mb": peak_kb / 1024}), flush=True)
+        print(json.dumps({"wall": wall, "cpu": cpu, "tokens": tokens, "peak_rss_mb": peak_kb / 1024}), flush=True)
 
 
 class Worker:
-    def __init__(self, kind: str, model: Path, threads: int) -> None:
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    def __init__(self, kind: str, model: Path, threads: int, python: str) -> None:
         self.kind = kind
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--worker", kind, "--model", str(model), "--threads", str(threads)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+            [python, __file__, "--worker", kind, "--model", str(model), "--threads", str(threads)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=machine.thread_env(threads),
         )  # fmt: skip
         ready = self._read()
         if not ready.get("ready"):
             raise RuntimeError(f"worker {kind} failed to start")
+        print(machine.check_threads(kind, threads, ready["threads"]), flush=True)
 
     def _read(self) -> dict:
         assert self.proc.stdout is not None
@@ -210,18 +224,26 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--clips", default="10,60", help="clip lengths in seconds")
     parser.add_argument("--types", default="f32,q8_0", help="Captioneer storage types to compare")
+    machine.add_reference_option(parser)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--create-model", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker, Path(args.model), args.threads)
         return
+    if args.create_model:
+        create_model(args.create_model, args.threads)
+        return
 
-    model = ensure_model(args.threads)
+    machine.print_machine_header(args.threads)
+    reference = machine.reference_python(args.reference_python)
+    model = ensure_model(args.threads, reference)
     weight_bytes = (model / "model.safetensors").stat().st_size
     clips = {float(s): make_clip(float(s), cache_dir().parent / f"clip-{s}s.npy") for s in args.clips.split(",")}
     kinds = ["torch"] + [f"captioneer:{t}" for t in args.types.split(",")]
-    workers = {kind: Worker(kind, model, args.threads) for kind in kinds}
+    workers = {kind: Worker(kind, model, args.threads, reference if kind == "torch" else sys.executable)
+               for kind in kinds}  # fmt: skip
     results: dict[tuple[str, float], list[dict]] = {}
     try:
         for seconds, clip in clips.items():
@@ -235,18 +257,22 @@ def main() -> None:
         for w in workers.values():
             w.close()
 
-    print(f"\nParakeet-TDT 0.6B v3 architecture, random weights ({weight_bytes / 1e9:.2f} GB f32), "
+    print()
+    machine.print_machine_header(args.threads)  # the load as it is at the end of the run
+    print(f"Parakeet-TDT 0.6B v3 architecture, random weights ({weight_bytes / 1e9:.2f} GB f32), "
           f"{args.threads} threads, {args.rounds} interleaved rounds, medians")  # fmt: skip
-    print(f"{'implementation':22} {'clip':>6} {'wall s':>8} {'RTFx':>7} {'vs torch':>9} {'peak RSS':>10} {'ids == ref':>10}")
+    print(f"{'implementation':22} {'clip':>6} {'wall s':>8} {'RTFx':>7} {'vs torch':>9} {'cpu/wall':>8} {'peak RSS':>10} "
+          f"{'ids == ref':>10}")  # fmt: skip
     for seconds in clips:
         ref = results[("torch", seconds)]
         ref_wall = statistics.median(r["wall"] for r in ref)
         for kind in kinds:
             runs = results[(kind, seconds)]
             wall = statistics.median(r["wall"] for r in runs)
+            busy = statistics.median(r["cpu"] / r["wall"] for r in runs)
             same = runs[-1]["tokens"] == ref[-1]["tokens"]
             print(
-                f"{kind:22} {seconds:5.0f}s {wall:8.3f} {seconds / wall:7.1f} {ref_wall / wall:8.2f}x "
+                f"{kind:22} {seconds:5.0f}s {wall:8.3f} {seconds / wall:7.1f} {ref_wall / wall:8.2f}x {busy:8.2f} "
                 f"{max(r['peak_rss_mb'] for r in runs):8.0f}MB {str(same):>10}"
             )
 

@@ -3,11 +3,12 @@
 Deterministic random weights (torch seed 0, the model's own initialiser, saved as bf16 so both sides hold the
 same values: torch runs them in f32, the ggml tower promotes bf16 to f32, the thinker is quantized to q8_0 and
 q4_k). The tokenizer and small config files come from the HF fixture checkpoint (vocab 151936 > tokenizer size
-is allowed). torch lives in a separate reference venv (--ref-python, or $CAPTIONEER_REF_PYTHON), so it runs in a
-worker process fed over a pipe; the two sides take
-turns (A/B, same thread count) and the figures are medians. Speech content does not matter for speed.
+is allowed). torch lives in a separate reference venv (--reference-python, or $CAPTIONEER_REFERENCE_PYTHON), so it
+runs in a worker process fed over a pipe; the two sides take turns (A/B, same thread count, pinned and checked on
+both sides: torch.set_num_threads + threadpoolctl in the worker, ggml's and libllama's n_threads here) and the
+figures are medians. Speech content does not matter for speed.
 
-    nice -n 10 .venv/bin/python tests/bench/bench_r2t2.py --ref-python REFVENV/bin/python --work /tmp/r2t2-bench [--threads 2] [--reps 3]
+    nice -n 10 .venv/bin/python tests/bench/bench_r2t2.py --reference-python REFVENV/bin/python --work /tmp/r2t2-bench [--threads 2] [--reps 3]
     (--tiny builds a small model to check the script itself in a minute)
 
     --tower-only [--tower-types native,f16,q8_0]: the full-size audio tower with a tiny thinker (cheap to build),
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -31,9 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-# The venv with `pip install -e .[reference]` (torch + transformers); --ref-python overrides it.
-REF_PYTHON = os.environ.get("CAPTIONEER_REF_PYTHON", sys.executable)
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from tests.bench import machine  # noqa: E402
+
 FIXTURE = REPO / "tests" / "fixtures" / "confucius4_r2t2" / "checkpoint_hf"
 SIDECARS = ("tokenizer.json", "tokenizer_config.json", "processor_config.json", "chat_template.jinja")
 AUDIO_TOKEN, EOS = 335, [332, 330]
@@ -75,12 +77,12 @@ def worker_serve(directory: Path, threads: int) -> None:
     import torch
     from transformers import Qwen3ASRFeatureExtractor, Qwen3ASRForConditionalGeneration
 
-    torch.set_num_threads(threads)
+    effective = machine.pin_torch_threads(threads)
     model = Qwen3ASRForConditionalGeneration.from_pretrained(directory, dtype=torch.float32).eval()
     extractor = Qwen3ASRFeatureExtractor()
     lm, head = model.model.language_model, model.lm_head
     state: dict = {}
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": True, "threads": effective}), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)
         started = time.perf_counter()
@@ -121,9 +123,10 @@ class TorchWorker:
     def __init__(self, directory: Path, threads: int, ref_python: str) -> None:
         self.proc = subprocess.Popen(
             [ref_python, __file__, "--torch-worker", "serve", "--work", str(directory), "--threads", str(threads)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=machine.thread_env(threads),
         )  # fmt: skip
-        assert json.loads(self._line())["ready"]
+        ready = json.loads(self._line())
+        print(machine.check_threads("torch", threads, ready["threads"]), flush=True)
 
     def _line(self) -> str:
         line = self.proc.stdout.readline()
@@ -179,13 +182,14 @@ def main() -> None:
     parser.add_argument("--tower-types", default="native,f16")
     parser.add_argument("--torch-worker", choices=("create", "serve"))
     parser.add_argument("--shape")
-    parser.add_argument("--ref-python", default=REF_PYTHON,
-                        help="python of the venv with the [reference] extra (default: $CAPTIONEER_REF_PYTHON or this one)")
+    machine.add_reference_option(parser)
     args = parser.parse_args()
     if args.torch_worker == "create":
         return worker_create(args.work, json.loads(args.shape))
     if args.torch_worker == "serve":
         return worker_serve(args.work, args.threads)
+    machine.print_machine_header(args.threads)
+    args.ref_python = machine.reference_python(args.reference_python)
 
     sys.path.insert(0, str(REPO / "tests" / "confucius4_r2t2"))
     from r2t2_fixtures import load_audio
@@ -222,6 +226,8 @@ def main() -> None:
     np.save(args.work / "ids.npy", prompt.ids)
     n_prompt = len(prompt.ids)
     print(f"prompt {n_prompt} positions ({emb.shape[0]} audio), threads {args.threads}", flush=True)
+    print(f"captioneer: ggml tower threads {engine.tower.backend.threads}, libllama n_threads/n_threads_batch "
+          f"{[t.options.n_threads for t in thinkers.values()]}", flush=True)  # fmt: skip
 
     worker = TorchWorker(model_dir, args.threads, args.ref_python)
     samples: dict[str, list[float]] = {}
@@ -279,6 +285,7 @@ def tower_bench(args: argparse.Namespace, model_dir: Path, valid: np.ndarray, fr
 
     checkpoint = load_checkpoint(model_dir)
     backend = open_backend("cpu", threads=args.threads)
+    print(f"captioneer: ggml tower threads {backend.threads}", flush=True)
     towers = {kind: AudioTower(backend, checkpoint.files, checkpoint.config.audio, storage=kind)
               for kind in args.tower_types.split(",")}  # fmt: skip
     worker = TorchWorker(model_dir, args.threads, args.ref_python)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from inference.contract import SAMPLE_RATE  # noqa: E402
 from tests.bench.clips import speech_clip  # noqa: E402
-from tests.bench.machine import cpu_name  # noqa: E402
+from tests.bench.machine import print_machine_header  # noqa: E402
 
 DEMO = REPO / "resources" / "demo_model"
 LIVE_CHUNK_S = 0.1
@@ -114,7 +114,8 @@ def main() -> int:
     from inference.server.registry import ModelRegistry, ServedModel
     from tests.server.harness import running_server, wav_bytes
 
-    print(f"CPU: {cpu_name()}; worker threads: {args.threads}; model: bundled demo (Parakeet-TDT family)")
+    print_machine_header(args.threads)
+    print(f"worker threads: {args.threads}; model: bundled demo (Parakeet-TDT family)")
     registry = ModelRegistry([ServedModel("demo", DEMO, "parakeet_tdt", load_family_spec("parakeet_tdt"), ("en",), 8)])
     registry.start(threads=args.threads)
     try:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import gguf
 import numpy as np
 
-from inference.native import backend, llama
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from inference.native import backend, llama  # noqa: E402
+from tests.bench import machine  # noqa: E402
 
 SHAPE = {"hidden": 2048, "layers": 28, "heads": 16, "kv_heads": 8, "head_dim": 128, "ffn": 6144, "vocab": 151936}
 
@@ -104,6 +107,7 @@ def main() -> None:
     parser.add_argument("--extra-bufts", default="on,off",
                         help="libllama extra buffer types (AMX / CPU_REPACK) to compare: on, off or on,off")
     args = parser.parse_args()
+    machine.print_machine_header(args.threads)
     args.work.mkdir(parents=True, exist_ok=True)
     llama.install_log_router()
     f32 = args.work / f"thinker-l{args.layers}-f32.gguf"
@@ -134,7 +138,7 @@ def main() -> None:
                                         False if exact else None, extra, args.prefill)
             prefill[(kind, extra)].append(args.prefill / prefill_s)
             decode[(kind, extra)].append(1.0 / statistics.median(steps[2:]))
-    print(f"{args.threads} threads; CPU features: {' '.join(backend.cpu_features())}")
+    print(f"libllama n_threads = n_threads_batch = {args.threads}; ggml CPU features: {' '.join(backend.cpu_features())}")
     print(f"prefill of {args.prefill} embedding rows and decode (median step of {args.steps}), medians of "
           f"{args.rounds} interleaved rounds, tokens/s:")
     for kind, extra in runs:

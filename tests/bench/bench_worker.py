@@ -30,7 +30,7 @@ from inference.client import BacklogPolicy, RemoteStream, WorkerClient  # noqa: 
 from inference.contract import SAMPLE_RATE  # noqa: E402
 from inference.engine import EngineRequest, load_engine  # noqa: E402
 from tests.bench.clips import speech_clip  # noqa: E402
-from tests.bench.machine import cpu_name  # noqa: E402
+from tests.bench.machine import print_machine_header  # noqa: E402
 
 DEMO = REPO / "resources" / "demo_model"
 FAULTY = "tests.worker.faulty_engine:create_engine"
@@ -72,7 +72,8 @@ def main() -> None:
     parser.add_argument("--offline-seconds", type=float, default=60.0)
     args = parser.parse_args()
     audio = speech_clip(args.offline_seconds)
-    print(f"CPU: {cpu_name()}; {args.threads} threads; {args.rounds} interleaved rounds; 320 ms chunks")
+    print_machine_header(args.threads)
+    print(f"{args.threads} threads; {args.rounds} interleaved rounds; 320 ms chunks")
 
     from inference.audio.vad import SileroVad
     from inference.streaming import SegmentedStream

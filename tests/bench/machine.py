@@ -1,16 +1,236 @@
-"""What machine a benchmark ran on: every figure is quoted with the CPU model."""
+"""What machine a benchmark ran on, how busy it was, and which threads each side really used.
+
+Every bench prints :func:`machine_header` above its table: the CPU model and the flags that decide
+which kernels run (AVX2, AVX-512, VNNI, BF16, AMX), the cores, the load average and the other
+processes using CPU, with a loud warning when the machine is busy (figures taken then are "loaded":
+quote shares, not speeds). Figures without this header are not comparable across machines: an
+earlier Parakeet comparison (torch 6.25 s vs 0.87 s for the same 10 s clip) differed mostly by load.
+
+Stdlib only: the torch side imports this module too, from the reference interpreter, which is
+chosen with ``--reference-python`` or ``$CAPTIONEER_REFERENCE_PYTHON`` (:func:`reference_python`).
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
 import platform
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
+
+REFERENCE_ENV = "CAPTIONEER_REFERENCE_PYTHON"
+# Flags that pick ggml's / MKL's / oneDNN's kernels; /proc/cpuinfo spelling.
+KERNEL_FLAGS = (
+    "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
+    "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16",
+)  # fmt: skip
+BUSY_LOAD_PER_CORE = 0.3  # 1-minute load above this share of the cores: the machine is busy
+BUSY_PROCESS_CORES = 0.25  # another process using more than this many cores counts as busy
+REFERENCE_SETUP = (
+    "python3 -m venv .venv-ref && .venv-ref/bin/pip install torch==2.13.0 transformers==5.23.0 threadpoolctl, "
+    f"then pass --reference-python .venv-ref/bin/python or set {REFERENCE_ENV}"
+)
+
+
+def _cpuinfo() -> dict[str, str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    info: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        info.setdefault(key.strip(), value.strip())
+    return info
 
 
 def cpu_name() -> str:
+    return _cpuinfo().get("model name") or platform.processor() or platform.machine()
+
+
+def cpu_flags() -> list[str]:
+    """The kernel-relevant flags this CPU has (in KERNEL_FLAGS order)."""
+    present = set(_cpuinfo().get("flags", "").split())
+    return [flag for flag in KERNEL_FLAGS if flag in present]
+
+
+def cores() -> tuple[int, int]:
+    """(logical CPUs this process may run on, logical CPUs of the machine)."""
+    total = os.cpu_count() or 1
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
+        return len(os.sched_getaffinity(0)), total
+    except AttributeError:
+        return total, total
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _cpu_ticks() -> dict[int, tuple[str, int]]:
+    ticks = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                head, tail = stat.rsplit(")", 1)
+                fields = tail.split()
+                ticks[int(entry.name)] = (head.split("(", 1)[1], int(fields[11]) + int(fields[12]))
+            except (OSError, IndexError, ValueError):
+                continue
+    return ticks
+
+
+def other_processes(interval: float = 0.5, min_cores: float = 0.05) -> list[tuple[float, int, str]]:
+    """(cores used, pid, command) of processes outside this benchmark busy over ``interval`` seconds."""
+    if not Path("/proc/self/stat").exists():
+        return []
+    mine = {os.getpid(), *_descendants(os.getpid())}
+    before = _cpu_ticks()
+    time.sleep(interval)
+    after = _cpu_ticks()
+    hz = os.sysconf("SC_CLK_TCK")
+    busy = []
+    for pid, (name, total) in after.items():
+        if pid in mine or pid not in before:
+            continue
+        used = (total - before[pid][1]) / hz / interval
+        if used >= min_cores:
+            busy.append((used, pid, name))
+    return sorted(busy, reverse=True)
+
+
+def machine_header(threads: int | None = None, interval: float = 0.5) -> str:
+    """The lines every bench prints above its table; ends with a loud warning on a busy machine."""
+    allowed, total = cores()
+    load1, load5, load15 = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    others = other_processes(interval)
+    lines = [
+        f"CPU: {cpu_name()}; flags: {' '.join(cpu_flags()) or 'none of ' + '/'.join(KERNEL_FLAGS[:3])}",
+        f"cores: {allowed} usable of {total} logical; threads asked: {threads if threads else 'default'}; "
+        f"load average {load1:.2f} / {load5:.2f} / {load15:.2f} (1/5/15 min); python {platform.python_version()}",
+    ]
+    if others:
+        lines.append("other processes using CPU: " + ", ".join(f"{n} (pid {p}) {u:.2f} cores" for u, p, n in others[:5]))
+    warning = busy_warning(load1, allowed, others)
+    if warning:
+        lines.append(warning)
+    return "\n".join(lines)
+
+
+def busy_warning(load1: float, allowed: int, others: list[tuple[float, int, str]]) -> str | None:
+    heavy = [o for o in others if o[0] >= BUSY_PROCESS_CORES]
+    if load1 <= BUSY_LOAD_PER_CORE * allowed and not heavy:
+        return None
+    why = []
+    if load1 > BUSY_LOAD_PER_CORE * allowed:
+        why.append(f"1-minute load {load1:.2f} > {BUSY_LOAD_PER_CORE} x {allowed} cores")
+    if heavy:
+        why.append(f"{len(heavy)} other process(es) using >= {BUSY_PROCESS_CORES} cores")
+    bar = "!" * 100
+    return (
+        f"{bar}\n!!! WARNING: THE MACHINE IS BUSY ({'; '.join(why)}).\n"
+        "!!! Figures below are LOADED: compare shares/ratios within this run only, not speeds across runs.\n"
+        f"{bar}"
+    )
+
+
+def print_machine_header(threads: int | None = None) -> None:
+    print(machine_header(threads), flush=True)
+
+
+def process_cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far (cpu/wall of a run shows the threads really busy)."""
+    times = os.times()
+    return times.user + times.system
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Environment for a worker process: every threading runtime limited to ``threads`` from the start."""
+    value = str(threads)
+    names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS")
+    return dict(os.environ, **{name: value for name in names})
+
+
+def blas_threads() -> list[dict[str, Any]]:
+    """threadpoolctl's view of the loaded BLAS/OpenMP runtimes (empty when threadpoolctl is missing)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    return [
+        {"api": i.get("internal_api"), "lib": Path(i.get("filepath", "")).name, "threads": i.get("num_threads")}
+        for i in threadpool_info()
+    ]
+
+
+def pin_torch_threads(threads: int) -> dict[str, Any]:
+    """In the torch worker: torch and every BLAS/OpenMP pool limited to ``threads``; returns what is in effect."""
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads)  # applied now; stays applied (no context exit)
+    except ImportError:
         pass
-    return platform.processor() or platform.machine()
+    return {
+        "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "torch": torch.__version__,
+        "capability": torch.backends.cpu.get_cpu_capability(),
+        "mkl": torch.backends.mkl.is_available(),
+        "mkldnn": torch.backends.mkldnn.is_available(),
+        "pools": blas_threads(),
+    }
+
+
+def check_threads(side: str, wanted: int, effective: dict[str, Any]) -> str:
+    """One line naming the threads a side really uses; raises when a pool differs from ``wanted``."""
+    counts = {key: value for key, value in effective.items() if key.endswith("threads") and key != "torch_interop_threads"}
+    counts.update({f"{p['api']}:{p['lib']}": p["threads"] for p in effective.get("pools", []) if p.get("threads")})
+    wrong = {key: value for key, value in counts.items() if value != wanted}
+    if wrong:
+        raise SystemExit(f"{side}: thread counts differ from the {wanted} asked for: {wrong}")
+    rest = {key: value for key, value in effective.items() if key not in counts and key != "pools"}
+    return f"{side}: threads {counts}" + (f"; {rest}" if rest else "")
+
+
+def add_reference_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--reference-python", "--ref-python", dest="reference_python", default=None,
+        help=f"python with torch + transformers for the reference side (default: ${REFERENCE_ENV}, else this python)",
+    )  # fmt: skip
+
+
+def reference_python(option: str | None) -> str:
+    """The reference interpreter (option, else $CAPTIONEER_REFERENCE_PYTHON, else this python), checked to import torch."""
+    chosen = option or os.environ.get(REFERENCE_ENV) or sys.executable
+    probe = "import torch, transformers; print(torch.__version__, transformers.__version__)"
+    try:
+        done = subprocess.run([chosen, "-c", probe], capture_output=True, text=True, timeout=300)
+    except OSError as exc:
+        raise SystemExit(f"reference python {chosen!r} cannot be run ({exc}); {REFERENCE_SETUP}") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        raise SystemExit(f"torch/transformers are not importable with {chosen} ({last}); {REFERENCE_SETUP}")
+    print(f"reference python: {chosen} (torch {done.stdout.split()[0]}, transformers {done.stdout.split()[1]})")
+    return chosen
