@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 from app.dictation.capture import CaptureSettings
-from app.dictation.global_hotkey import describe_backend, make_hotkey, session_kind
+from app.dictation.global_hotkey import HotkeyBackend, choose_backend, make_hotkey, session_kind
 from app.dictation.hotkey import HotkeyStateMachine
 from app.dictation.output import TextOutput, TextStyle, style_text
 from app.dictation.service import DictationResult, DictationService
@@ -61,6 +61,7 @@ class DictationController(QObject):
         style: TextStyle | None = None,
         request_options: dict[str, object] | None = None,
         listen_for_commands: bool = True,
+        backend: HotkeyBackend | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -71,8 +72,8 @@ class DictationController(QObject):
         self.service = DictationService(engine, HotkeyStateMachine(mode), capture or CaptureSettings(),
                                         self.state_changed.emit, self._result.emit, request_options)  # fmt: skip
         self._result.connect(self._insert)
-        self.backend = session_kind()
-        self.backend_note = describe_backend(self.backend)
+        self.backend: HotkeyBackend = backend or choose_backend(session_kind(), hotkey or "<ctrl>+<alt>+<space>")
+        self.backend_note = self.backend.note
         self.hotkey = make_hotkey(hotkey, self.service.key_pressed, self.service.key_released, self.backend) \
             if hotkey else None  # fmt: skip
         self._ticker = QTimer(self)
@@ -87,6 +88,7 @@ class DictationController(QObject):
         self.source.start(self.service.feed, self._source_ended)
         if self.hotkey is not None:
             self.hotkey.start()
+            self.backend_note = getattr(self.hotkey, "note", "") or self.backend_note  # evdev: grabbed or not
         self._ticker.start()
         self.state_changed.emit("idle", self.backend_note)
 

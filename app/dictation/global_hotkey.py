@@ -1,17 +1,24 @@
-"""The global push-to-talk key, per platform, behind one small interface.
+"""The global push-to-talk key, per platform, behind one small interface (``start``/``stop``).
+
+Which backend a session gets (``choose_backend``; the status line and the settings dialog say which and why):
 
 * X11: the combination is grabbed on the root window (python-xlib, ``XGrabKey``), so the X server gives it
   to Captioneer alone: the hotkey never leaks into the focused application, and auto-repeat is filtered.
-* Windows, macOS: pynput's keyboard listener sees key presses in every application. macOS asks for the
-  Accessibility (and Input Monitoring) permission the first time; until it is granted no key arrives,
-  which ``describe_backend`` explains.
-* Wayland: applications cannot watch the keyboard globally. Bind ``captioneer dictate --toggle`` to a
-  shortcut in the desktop's keyboard settings: it toggles dictation in the running app through a local
-  socket (``DictationCommandServer`` in the controller).
+* Windows, macOS: pynput's keyboard listener with a filter that swallows exactly the hotkey's key events
+  (``key_filters``: ``win32_event_filter`` + ``suppress_event()`` on Windows, ``darwin_intercept`` returning
+  None on macOS). macOS asks for the Accessibility and Input Monitoring permissions the first time; until
+  they are granted no key arrives, which the description explains. These two paths are unit-tested with
+  event objects shaped like pynput's, not run on a real Windows or macOS machine here.
+* Wayland, when this user can read the keyboards in ``/dev/input`` (the ``input`` group): python-evdev
+  (``evdev_hotkey``): the keyboards are grabbed and everything but the hotkey is re-emitted through
+  ``/dev/uinput``; without write access to ``/dev/uinput`` the key is read but not grabbed, and also
+  reaches the focused app (the description says so).
+* Otherwise (Wayland without input-device access, no graphical session): bind ``captioneer dictate --toggle``
+  to a shortcut in the desktop's keyboard settings: it toggles dictation in the running app through a
+  local socket (``DictationCommandServer`` in the controller).
 
-The hotkey string uses pynput's format, e.g. ``<ctrl>+<alt>+<space>`` or ``<f9>``. pynput cannot swallow one
-key combination on X11 without grabbing the whole keyboard, so pick a combination that does nothing in
-your applications (the default, Ctrl+Alt+Space, is free almost everywhere).
+The hotkey string uses pynput's format, e.g. ``<ctrl>+<alt>+<space>`` or ``<f9>``: modifiers plus exactly one
+key. The modifiers must match exactly (Ctrl+Shift+Space is not Ctrl+Space), as with the X11 grab.
 """
 
 from __future__ import annotations
@@ -21,11 +28,32 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from app.dictation.key_filters import (
+    DARWIN_KEYCODE,
+    EVDEV_KEY,
+    MODIFIERS,
+    WIN32_VK,
+    DarwinHotkeyFilter,
+    Win32HotkeyFilter,
+)
 from inference.errors import UsageError
 
+if TYPE_CHECKING:
+    from app.dictation.evdev_hotkey import EvdevProbe
+
 log = logging.getLogger("captioneer.app.hotkey")
+
+#: The ``<name>`` keys a hotkey may use (pynput's names, left/right variants folded), without importing pynput:
+#: it cannot be imported in a Wayland session without an X display.
+NAMED_KEYS = frozenset(
+    {name for table in (WIN32_VK, DARWIN_KEYCODE, EVDEV_KEY) for name in table if len(name) > 1}
+    | set(MODIFIERS)
+    | {"media_play_pause", "media_volume_mute", "media_volume_down", "media_volume_up", "media_previous",
+       "media_next"}
+)  # fmt: skip
 
 
 def session_kind(env: dict[str, str] | None = None) -> str:
@@ -42,43 +70,53 @@ def session_kind(env: dict[str, str] | None = None) -> str:
     return "unknown"
 
 
-def describe_backend(kind: str) -> str:
-    return {
-        "x11": "Global hotkey: active (X11; grabbed, so it never reaches other apps).",
-        "windows": "Global hotkey: active.",
-        "macos": "Global hotkey: needs Captioneer to be allowed in System Settings → Privacy & Security → "
-        "Accessibility and Input Monitoring.",
-        "wayland": "Wayland does not let apps watch the keyboard: bind `captioneer dictate --toggle` to a shortcut "
-        "in your desktop's keyboard settings.",
-        "unknown": "No graphical session found: bind `captioneer dictate --toggle` to a shortcut instead.",
-    }[kind]
+@dataclass(frozen=True)
+class HotkeyBackend:
+    name: str  # "x11-grab" | "pynput" | "evdev" | "command"
+    kind: str  # the session kind it was chosen for
+    note: str  # what the user is told: which backend is active and why
+    grab: bool = True  # evdev only: grab the keyboards (False: the key also reaches the app)
+
+
+def choose_backend(kind: str, hotkey: str, probe: Callable[[str], EvdevProbe] | None = None) -> HotkeyBackend:
+    """X11 → XGrabKey; Windows/macOS → pynput with a swallowing filter; Wayland → evdev where the keyboards
+    are readable, else the ``dictate --toggle`` command."""
+    if kind == "x11":
+        return HotkeyBackend("x11-grab", kind, "Global hotkey: active (X11; grabbed, so it never reaches other apps).")
+    if kind == "windows":
+        return HotkeyBackend("pynput", kind, "Global hotkey: active (Windows; swallowed, so it never reaches other apps).")
+    if kind == "macos":
+        return HotkeyBackend("pynput", kind, "Global hotkey: needs Captioneer to be allowed in System Settings → "
+                             "Privacy & Security → Accessibility and Input Monitoring (then it never reaches "
+                             "other apps).")  # fmt: skip
+    if kind == "wayland":
+        from app.dictation.evdev_hotkey import describe_evdev, probe_input_devices
+
+        found = (probe or probe_input_devices)(hotkey)
+        if found.usable:
+            return HotkeyBackend("evdev", kind, describe_evdev(found), grab=found.can_grab)
+        return HotkeyBackend("command", kind, describe_evdev(found))
+    return HotkeyBackend("command", kind, "No graphical session found: bind `captioneer dictate --toggle` to a "
+                         "shortcut instead.")  # fmt: skip
+
+
+def describe_backend(kind: str, hotkey: str = "<ctrl>+<alt>+<space>") -> str:
+    return choose_backend(kind, hotkey).note
 
 
 def parse_hotkey(text: str) -> frozenset[str]:
     """Key names of a hotkey string (``<ctrl>+<alt>+<space>``, ``<f9>``, ``<ctrl>+d``); a clear error otherwise."""
-    from pynput.keyboard import Key
-
     names = set()
     for part in (p.strip() for p in text.split("+")):
         if len(part) == 1:
             names.add(part.lower())
-        elif len(part) > 2 and part.startswith("<") and part.endswith(">") and part[1:-1].lower() in Key.__members__:
+        elif len(part) > 2 and part.startswith("<") and part.endswith(">") and \
+                _base_name(part[1:-1].lower()) in NAMED_KEYS:  # fmt: skip
             names.add(_base_name(part[1:-1].lower()))  # by name: key values differ between backends
         else:
             raise UsageError(f"cannot read the hotkey {text!r} (at {part!r})",
                              "write it like <ctrl>+<alt>+<space>, <f9> or <ctrl>+d")  # fmt: skip
     return frozenset(names)
-
-
-def key_name(key: Any) -> str:
-    """One name per physical key role: left/right modifiers alike, letters in lower case."""
-    name = getattr(key, "name", None)
-    if name:
-        return _base_name(str(name))
-    char = getattr(key, "char", None)
-    if char:
-        return str(char).lower()
-    return f"vk{getattr(key, 'vk', '?')}"
 
 
 def _base_name(name: str) -> str:
@@ -89,50 +127,49 @@ def _base_name(name: str) -> str:
 
 
 class GlobalHotkey:
-    """Calls ``on_press``/``on_release`` when the whole combination goes down / when any of it goes up."""
+    """pynput's listener (Windows, macOS) with a filter that decides on, and swallows, the hotkey's events."""
 
-    def __init__(self, hotkey: str, on_press: Callable[[], None], on_release: Callable[[], None]) -> None:
-        self.keys = parse_hotkey(hotkey)  # names, so the comparison does not depend on the platform's key codes
-        self.on_press = on_press
-        self.on_release = on_release
-        self._down: set[Any] = set()
-        self._active = False
+    def __init__(self, hotkey: str, on_press: Callable[[], None], on_release: Callable[[], None],
+                 platform: str = sys.platform) -> None:  # fmt: skip
+        names = parse_hotkey(hotkey)
+        self.platform = platform
         self._listener: Any = None
+        self.filter: Win32HotkeyFilter | DarwinHotkeyFilter
+        if platform == "win32":
+            self.filter = Win32HotkeyFilter(names, on_press, on_release)
+        elif platform == "darwin":
+            self.filter = DarwinHotkeyFilter(names, on_press, on_release)
+        else:
+            raise UsageError(f"the pynput hotkey is for Windows and macOS, not {platform}",
+                             "on Linux the X11 grab or the input-device reader is used")  # fmt: skip
+
+    def listener_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``pynput.keyboard.Listener``: the platform's filter."""
+        if self.platform == "win32":
+            return {"win32_event_filter": self.win32_event_filter}
+        return {"darwin_intercept": self.darwin_intercept}
+
+    def win32_event_filter(self, msg: int, data: Any) -> bool:
+        assert isinstance(self.filter, Win32HotkeyFilter)
+        if self.filter.decide(msg, data) and self._listener is not None:
+            self._listener.suppress_event()  # raises: the low-level hook returns 1, no app sees the event
+        return False  # the filter already decided everything: pynput's own callbacks are not needed
+
+    def darwin_intercept(self, event_type: int, event: Any) -> Any:
+        assert isinstance(self.filter, DarwinHotkeyFilter)
+        return None if self.filter.decide(event_type, event) else event
 
     def start(self) -> None:
         from pynput import keyboard
 
-        listener = keyboard.Listener(on_press=self._press, on_release=self._release)
-        listener.start()
-        listener.wait()  # keys pressed before the listener is ready would be lost
-        self._listener = listener
+        self._listener = keyboard.Listener(**self.listener_options())  # set before any event can arrive
+        self._listener.start()
+        self._listener.wait()  # keys pressed before the listener is ready would be lost
 
     def stop(self) -> None:
         if self._listener is not None:
             self._listener.stop()
             self._listener = None
-
-    def handle(self, key: Any, pressed: bool) -> None:
-        """One key event (a pynput key); used by the listener and by tests."""
-        key = key_name(key)
-        if pressed:
-            self._down.add(key)
-            if not self._active and all(k in self._down for k in self.keys):
-                self._active = True
-                self.on_press()
-        else:
-            self._down.discard(key)
-            if self._active and key in self.keys:
-                self._active = False
-                self.on_release()
-
-    def _press(self, key: Any) -> None:
-        if key is not None:
-            self.handle(key, True)
-
-    def _release(self, key: Any) -> None:
-        if key is not None:
-            self.handle(key, False)
 
 
 _X11_MODIFIERS = {"ctrl": "ControlMask", "alt": "Mod1Mask", "shift": "ShiftMask", "cmd": "Mod4Mask"}
@@ -218,10 +255,15 @@ class X11GrabHotkey:
             self._display = None
 
 
-def make_hotkey(hotkey: str, on_press: Callable[[], None], on_release: Callable[[], None], kind: str) -> Any:
-    """The right global hotkey for this session kind (None where only the command-line toggle works)."""
-    if kind == "x11":
+def make_hotkey(hotkey: str, on_press: Callable[[], None], on_release: Callable[[], None],
+                backend: HotkeyBackend) -> Any:  # fmt: skip
+    """The global hotkey for the chosen backend (None where only the command-line toggle works)."""
+    if backend.name == "x11-grab":
         return X11GrabHotkey(hotkey, on_press, on_release)
-    if kind in ("windows", "macos"):
+    if backend.name == "pynput":
         return GlobalHotkey(hotkey, on_press, on_release)
+    if backend.name == "evdev":
+        from app.dictation.evdev_hotkey import EvdevHotkey
+
+        return EvdevHotkey(hotkey, on_press, on_release, grab=backend.grab)
     return None

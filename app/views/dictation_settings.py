@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.dictation.global_hotkey import describe_backend, parse_hotkey, session_kind
+from app.dictation.global_hotkey import choose_backend, parse_hotkey, session_kind
 from app.settings import Settings
 from inference.errors import UsageError
 
@@ -53,7 +53,9 @@ class DictationSettingsDialog(QDialog):
         self.hotkey = QKeySequenceEdit(sequence_from_hotkey(settings.push_to_talk_hotkey))
         self.hotkey.setMaximumSequenceLength(1)
         form.addRow("Hotkey (press it)", self.hotkey)
-        form.addRow("", QLabel(describe_backend(session_kind())))
+        self.backend_note = QLabel(choose_backend(session_kind(), settings.push_to_talk_hotkey).note)
+        self.backend_note.setWordWrap(True)
+        form.addRow("", self.backend_note)  # which global hotkey works in this session, and why
         self.pre_roll = self._ms(settings.dictation_pre_roll_ms)
         form.addRow("Audio kept from before the key", self.pre_roll)
         self.trailing = self._ms(settings.trailing_silence_ms)
