@@ -61,12 +61,13 @@ def speech_with_pauses(seconds: float) -> np.ndarray:
     return np.concatenate(pieces)[: int(seconds * 16000)]
 
 
-def child(config: str, model: Path, minutes: float, chunk_ms: float, threads: int) -> None:
+def child(config: str, model: Path, minutes: float, chunk_ms: float, threads: int, thinker_type: str) -> None:
     from inference.engine import EngineRequest
     from inference.families.confucius4_r2t2.engine import create_engine
 
     session, request = CONFIGS[config]
     audio = speech_with_pauses(minutes * 60)
+    session = {**session, "thinker_weight_type": thinker_type}
     engine = create_engine(EngineRequest(model, "confucius4_r2t2", session, "cpu", threads))
     # Forced language: the random fixture weights never emit a language tag, and automatic mode would show nothing.
     stream = engine.open_stream(chunk_size_ms=chunk_ms, language="English", **request)
@@ -93,11 +94,12 @@ def main() -> None:
     parser.add_argument("--chunk-ms", type=float, default=1000.0)
     parser.add_argument("--model", type=Path, default=FIXTURE_MODEL)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--thinker-type", default="native", help="thinker_weight_type, e.g. q4_k for a full-size model")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of: " + ", ".join(CONFIGS))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.model, args.minutes, args.chunk_ms, args.threads)
+        child(args.child, args.model, args.minutes, args.chunk_ms, args.threads, args.thinker_type)
         return
 
     sys.path.insert(0, str(REPO / "tests" / "bench"))
@@ -107,7 +109,8 @@ def main() -> None:
           f"{args.chunk_ms:g} ms chunks, {args.threads} threads", flush=True)  # fmt: skip
     for config in args.configs.split(","):
         command = [sys.executable, __file__, "--child", config, "--model", str(args.model),
-                   "--minutes", str(args.minutes), "--chunk-ms", str(args.chunk_ms), "--threads", str(args.threads)]  # fmt: skip
+                   "--minutes", str(args.minutes), "--chunk-ms", str(args.chunk_ms), "--threads", str(args.threads),
+                   "--thinker-type", args.thinker_type]  # fmt: skip
         began = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
         if done.returncode:
