@@ -9,8 +9,9 @@ grabbed: the hotkey still works, but the key also reaches the app, and the UI sa
 
 Safety: keyboards are grabbed only once no key is held (a key held across the grab would stay pressed
 for the compositor); the grab is released when the listener stops or fails, and the kernel releases it
-if the process dies. Known limit: the keyboard's lock LEDs follow the virtual keyboard, so the physical
-Caps Lock light may not change while grabbed.
+if the process dies. The compositor sets the lock LEDs (Caps Lock, Num Lock) on the virtual keyboard it
+now types from; those LED events are passed on to the physical keyboards. Keyboards plugged in after the
+start are not read (switch push-to-talk off and on).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.dictation.global_hotkey import parse_hotkey
-from app.dictation.key_filters import EV_KEY, EVDEV_KEY, EvdevHotkeyFilter, split_hotkey
+from app.dictation.key_filters import EV_KEY, EV_LED, EVDEV_KEY, EvdevHotkeyFilter, split_hotkey
 from inference.errors import UsageError
 
 log = logging.getLogger("captioneer.app.hotkey")
@@ -197,8 +198,12 @@ class EvdevHotkey:
                 self._grab_when_no_key_is_held()
             self._ready.set()
             while not self._stopping.is_set() and self.devices:
-                for device in self.wait(self.devices, 0.2):
-                    self._read(device)
+                sources = [*self.devices, self.uinput] if self.grabbed else self.devices
+                for source in self.wait(sources, 0.2):
+                    if source is self.uinput:
+                        self._pass_leds_back()
+                    else:
+                        self._read(source)
         except Exception:
             log.exception("the input-device hotkey listener stopped")
         finally:
@@ -232,6 +237,18 @@ class EvdevHotkey:
             return
         for event in events:
             self.process(event.type, event.code, event.value)
+
+    def _pass_leds_back(self) -> None:
+        """The compositor's Caps/Num/Scroll Lock LED changes, sent to the virtual keyboard, go to the real ones."""
+        try:
+            events = list(self.uinput.read())
+        except BlockingIOError:
+            return
+        for event in events:
+            if event.type == EV_LED:
+                for device in self.devices:
+                    with contextlib.suppress(OSError):
+                        device.set_led(event.code, event.value)
 
     def process(self, type_: int, code: int, value: int) -> bool:
         """One input event: True if it was swallowed; otherwise re-emitted when the keyboards are grabbed."""

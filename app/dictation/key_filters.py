@@ -183,7 +183,7 @@ class DarwinHotkeyFilter:
 
 # ---------------------------------------------------------------------------------------------- Linux evdev
 
-EV_SYN, EV_KEY = 0x00, 0x01
+EV_SYN, EV_KEY, EV_LED = 0x00, 0x01, 0x11
 KEY_UP, KEY_DOWN, KEY_REPEAT = 0, 1, 2
 
 EVDEV_KEY: dict[str, int] = {

@@ -18,6 +18,7 @@ from app.dictation.evdev_hotkey import VIRTUAL_KEYBOARD_NAME, EvdevHotkey, Evdev
 from app.dictation.global_hotkey import GlobalHotkey, choose_backend, make_hotkey, parse_hotkey
 from app.dictation.key_filters import (
     EV_KEY,
+    EV_LED,
     EV_SYN,
     EVDEV_KEY,
     KCG_EVENT_KEY_DOWN,
@@ -214,6 +215,7 @@ class FakeDevice:
         self.grab_error: OSError | None = None
         self.held_polls = held  # active_keys() reports a held key this many times
         self.grabbed_while_held = False
+        self.leds: list[tuple[int, int]] = []
 
     def capabilities(self) -> dict[int, list[int]]:
         return {EV_SYN: [0], EV_KEY: list(self.keys)}
@@ -244,17 +246,29 @@ class FakeDevice:
     def ungrab(self) -> None:
         self.grabbed = False
 
+    def set_led(self, led: int, value: int) -> None:
+        self.leds.append((led, value))
+
     def close(self) -> None:
         self.closed = True
 
 
 class FakeUInput:
+    """Shaped like evdev.UInput: write, and read for what the compositor sends back (LEDs)."""
+
     def __init__(self) -> None:
         self.written: list[tuple[int, int, int]] = []
+        self.pending: list[SimpleNamespace] = []
         self.closed = False
 
     def write(self, type_: int, code: int, value: int) -> None:
         self.written.append((type_, code, value))
+
+    def read(self) -> list[SimpleNamespace]:
+        if not self.pending:
+            raise BlockingIOError
+        out, self.pending = self.pending, []
+        return out
 
     def close(self) -> None:
         self.closed = True
@@ -280,10 +294,12 @@ def test_the_evdev_listener_grabs_forwards_all_but_the_hotkey_and_releases_on_st
                   (EV_KEY, KEY_LEFTCTRL, 1), (EV_SYN, 0, 0), (EV_KEY, KEY_SPACE, 1), (EV_SYN, 0, 0),
                   (EV_KEY, KEY_SPACE, 2), (EV_SYN, 0, 0), (EV_KEY, KEY_SPACE, 0), (EV_SYN, 0, 0),
                   (EV_KEY, KEY_LEFTCTRL, 0), (EV_SYN, 0, 0))  # fmt: skip
+    uinput.pending.append(SimpleNamespace(type=EV_LED, code=1, value=1))  # the compositor: Caps Lock light on
     deadline = time.monotonic() + 5
-    while len(uinput.written) < 11 and time.monotonic() < deadline:
+    while (len(uinput.written) < 11 or not keyboard.leds) and time.monotonic() < deadline:
         time.sleep(0.01)
     hotkey.stop()
+    assert keyboard.leds == [(1, 1)]  # passed on to the real keyboard
     assert uinput.written == [(EV_KEY, KEY_A, 1), (EV_SYN, 0, 0), (EV_KEY, KEY_A, 0), (EV_SYN, 0, 0),
                               (EV_KEY, KEY_LEFTCTRL, 1), (EV_SYN, 0, 0), (EV_SYN, 0, 0), (EV_SYN, 0, 0),
                               (EV_SYN, 0, 0), (EV_KEY, KEY_LEFTCTRL, 0), (EV_SYN, 0, 0)]  # fmt: skip
