@@ -100,10 +100,6 @@ def choose_backend(kind: str, hotkey: str, probe: Callable[[str], EvdevProbe] | 
                          "shortcut instead.")  # fmt: skip
 
 
-def describe_backend(kind: str, hotkey: str = "<ctrl>+<alt>+<space>") -> str:
-    return choose_backend(kind, hotkey).note
-
-
 def parse_hotkey(text: str) -> frozenset[str]:
     """Key names of a hotkey string (``<ctrl>+<alt>+<space>``, ``<f9>``, ``<ctrl>+d``); a clear error otherwise."""
     names = set()

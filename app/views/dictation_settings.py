@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.dictation.global_hotkey import choose_backend, parse_hotkey, session_kind
+from app.dictation.key_filters import split_hotkey
 from app.settings import Settings
 from inference.errors import UsageError
 
@@ -90,7 +91,7 @@ class DictationSettingsDialog(QDialog):
     def accept(self) -> None:
         hotkey = hotkey_from_sequence(self.hotkey.keySequence())
         try:
-            parse_hotkey(hotkey)
+            split_hotkey(parse_hotkey(hotkey), hotkey)  # modifiers and exactly one key, as every backend needs
         except UsageError as exc:
             self.error.setText(f"{exc.message} — {exc.fix}")
             return
