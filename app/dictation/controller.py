@@ -145,7 +145,14 @@ class DictationController(QObject):
         connection = self._server.nextPendingConnection()
         if connection is None:
             return
-        connection.waitForReadyRead(1000)
-        if bytes(connection.readAll().data()).strip() == b"toggle":
+        # Read when the line arrives (signals), never waiting for it on the GUI thread.
+        connection.readyRead.connect(lambda: self._read_command(connection))
+        connection.disconnected.connect(connection.deleteLater)
+        self._read_command(connection)  # it may be here already
+
+    def _read_command(self, connection: QLocalSocket) -> None:
+        if not connection.canReadLine():
+            return
+        if bytes(connection.readLine().data()).strip() == b"toggle":
             self.toggle()
         connection.disconnectFromServer()

@@ -398,3 +398,33 @@ def test_an_input_that_ends_mid_utterance_still_delivers_what_was_said() -> None
     assert utterance.audio.size == 1600 + 800 + 4800 and utterance.released_at == 5.0
     recorder.finish_now(now=7.0)  # nothing recording: nothing happens
     assert len(done) == 1
+
+
+def test_the_dictate_toggle_command_from_another_process_toggles_the_running_app(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """`captioneer dictate --toggle` as a desktop shortcut runs it: a separate process, whose line the running
+    app reads from its event loop (signals, no waiting on the GUI thread)."""
+    import os
+    import subprocess
+    import sys
+
+    from PySide6.QtWidgets import QApplication
+
+    from app.dictation.controller import DictationController
+    from app.live.sources import ArraySource
+
+    source = ArraySource(np.zeros(30 * SAMPLE_RATE, np.float32), "test microphone")
+    output = TextOutput("copy", QApplication.clipboard(), None)
+    controller = DictationController(lambda: None, source, output, hotkey=None)  # type: ignore[arg-type,return-value]
+    controller.start()
+    try:
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        command = [sys.executable, "-m", "app.launcher", "dictate", "--toggle"]
+        toggle = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
+        qtbot.waitUntil(lambda: toggle.poll() is not None, timeout=30000)  # the event loop runs meanwhile
+        assert toggle.returncode == 0
+        qtbot.waitUntil(lambda: controller.service.recorder.recording, timeout=5000)
+    finally:
+        controller.service.cancel()
+        controller.stop()
+    failed = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert failed.returncode == 1 and "Captioneer is not running with push-to-talk on" in failed.stderr
