@@ -41,20 +41,13 @@ EngineFactory = Callable[[EngineRequest], Engine]
 
 
 def detect_family(model_path: Path) -> str:
-    """Infer the family from a checkpoint directory or GGUF file."""
-    if not model_path.exists():
-        raise ModelError(f"model not found: {model_path}", "pass an existing model directory, GGUF file or package id")
-    if model_path.is_file():
-        if model_path.suffix == ".gguf":
-            return _family_from_gguf(model_path)
-        if model_path.suffix == ".nemo":
-            raise ModelError(
-                f"{model_path.name} is a NeMo archive, which Captioneer does not load",
-                "use the Hugging Face layout (config.json + model.safetensors) of the same model",
-            )
-        raise ModelError(f"unsupported model file {model_path.name}", "pass a model directory or a .gguf file")
-    ggufs = sorted(model_path.glob("*.gguf"))
-    config_path = model_path / "config.json"
+    """Infer the family from a checkpoint directory or GGUF file (``locate_model`` decides which file)."""
+    from inference.models.layout import locate_model
+
+    location = locate_model(model_path)
+    if location.package is not None:
+        return _family_from_gguf(location.package)
+    config_path = location.config
     if config_path.is_file():
         try:
             config = json.loads(config_path.read_text(encoding="utf-8"))
@@ -69,8 +62,6 @@ def detect_family(model_path: Path) -> str:
             f"{config_path} has model_type {model_type!r}, which no Captioneer family handles",
             f"use a checkpoint of one of: {', '.join(KNOWN_FAMILIES)}",
         )
-    if ggufs:
-        return _family_from_gguf(ggufs[0])
     raise ModelError(f"{model_path} holds neither config.json nor a .gguf file", "point --model at a model directory")
 
 

@@ -54,6 +54,7 @@ from inference.models.conversion import (
 from inference.models.errors import ChecksumMismatchError, DiskSpaceError
 from inference.models.hashing import sha256_file
 from inference.models.hub import HubClient, RemoteFile
+from inference.models.layout import locate_model
 from inference.models.marker import read_marker, write_marker
 from inference.models.progress import (
     InstallProgress,
@@ -585,8 +586,7 @@ class ModelStore:
                 model_path = "."
             tracker.emit("finishing", message="recording sizes", force=True)
             files = self._describe_files(tmp, known_hashes, tracker, cancel, hash_links=False)
-            suffixes = {p.suffix for p in sources}
-            fmt = "gguf" if ".gguf" in suffixes and ".safetensors" not in suffixes else "safetensors"
+            fmt = locate_model(source).kind  # the file the engine will load decides the format
             catalog_pkg = known.get(pid)
             write_marker(tmp, {
                 "id": pid, "family": family, "format": catalog_pkg.format if catalog_pkg else fmt,

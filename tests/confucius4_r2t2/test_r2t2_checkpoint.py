@@ -12,15 +12,18 @@ import numpy as np
 import pytest
 from audiocpp_packages import safetensors_f32, write_audiocpp_package
 from r2t2_fixtures import HF_CHECKPOINT, LEGACY_CHECKPOINT, checkpoint_variant, load_expected_meta
+from thinker_checkpoints import write_safetensors
 
 from inference.errors import ModelError
 from inference.families.confucius4_r2t2.checkpoint import (
     LM_HEAD,
     canonical_tensor_name,
     expected_tensor_shapes,
+    lm_head_name,
     load_checkpoint,
 )
 from inference.families.confucius4_r2t2.config import HF, LEGACY
+from inference.families.confucius4_r2t2.thinker_gguf import ThinkerCheckpoint
 
 
 def _edit_json(path: Path, edit) -> None:
@@ -115,11 +118,35 @@ def test_config_errors(tmp_path, edit, message):
         load_checkpoint(model)
 
 
-def test_untied_checkpoint_needs_lm_head(tmp_path):
+def test_missing_lm_head_means_tied_embeddings_for_every_reader(tmp_path):
+    """One rule (families.md §1.1): no LM head in the checkpoint → the embedding is the head, even when the
+    config says untied; the engine's checkpoint and the thinker converter agree."""
     model = _copy(LEGACY_CHECKPOINT, tmp_path)
     _edit_json(model / "config.json", lambda d: d.update(tie_word_embeddings=False))
-    with pytest.raises(ModelError, match="lm_head"):
+    checkpoint = load_checkpoint(model)
+    assert not checkpoint.config.tie_word_embeddings and LM_HEAD not in checkpoint.files.tensors
+    assert lm_head_name(checkpoint.files, checkpoint.config) is None
+    with ThinkerCheckpoint(model) as thinker:
+        assert thinker.tied and thinker.head_name is None
+        assert "output.weight" not in dict(thinker.thinker_tensors())
+
+
+def test_untied_lm_head_is_used_and_checked(tmp_path):
+    model = _copy(HF_CHECKPOINT, tmp_path)
+    _edit_json(model / "config.json", lambda d: d.update(tie_word_embeddings=False))
+    tensors = safetensors_f32(model / "model.safetensors")
+    embed = tensors["model.language_model.embed_tokens.weight"]
+    write_safetensors(model / "model.safetensors", tensors | {"lm_head.weight": embed[:, :-1]})
+    with pytest.raises(ModelError, match="lm_head.weight has shape"):
         load_checkpoint(model)
+    with pytest.raises(ModelError, match="lm_head.weight has shape"):
+        ThinkerCheckpoint(model)
+    write_safetensors(model / "model.safetensors", tensors | {"lm_head.weight": embed * 2})
+    checkpoint = load_checkpoint(model)
+    assert lm_head_name(checkpoint.files, checkpoint.config) == LM_HEAD
+    with ThinkerCheckpoint(model) as thinker:
+        assert (thinker.tied, thinker.head_name) == (False, LM_HEAD)
+        assert dict(thinker.thinker_tensors())["output.weight"] == LM_HEAD
 
 
 def test_feature_size_must_equal_mel_bins(tmp_path):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import thinker_checkpoints as tc  # on sys.path via this folder's conftest
 
-from inference.errors import InputFileError, ModelError, UsageError
+from inference.errors import ModelError, UsageError
 from inference.families.confucius4_r2t2 import thinker_gguf as tg
 
 ref = tc.ref
@@ -70,7 +70,7 @@ def test_hf_layout_untied_head_and_rope_parameters(tmp_path: Path) -> None:
     weights = ref.random_weights(cfg, seed=4)
     directory = tc.write_checkpoint(tmp_path / "hf", cfg, weights, "hf")
     checkpoint = tg.ThinkerCheckpoint(directory)
-    assert (checkpoint.layout, checkpoint.tied, checkpoint.head_name) == ("hf", False, "lm_head.weight")
+    assert (checkpoint.layout, checkpoint.tied, checkpoint.head_name) == ("hf", False, "thinker.lm_head.weight")
     reader, fields = reader_fields(tg.ensure_thinker_gguf(checkpoint, "f32", cache_dir=tmp_path / "cache"))
     assert fields["qwen3.rope.freq_base"] == pytest.approx(5000.0)
     head = next(t for t in reader.tensors if t.name == "output.weight")
@@ -155,7 +155,7 @@ def test_checkpoint_errors(tmp_path: Path, legacy_dir: Path) -> None:
     weights = ref.random_weights(CFG)
     del weights["layers.1.mlp.up_proj.weight"]
     tc.write_checkpoint(partial, CFG, weights, "legacy")
-    with pytest.raises(ModelError, match=r"layers\.1\.mlp\.up_proj\.weight is missing"):
+    with pytest.raises(ModelError, match=r"lacks tensors: thinker\.model\.layers\.1\.mlp\.up_proj\.weight"):
         tg.ThinkerCheckpoint(partial)
 
     small = ref.TinyQwen3(vocab_size=260)
@@ -166,5 +166,5 @@ def test_checkpoint_errors(tmp_path: Path, legacy_dir: Path) -> None:
     truncated = tc.write_checkpoint(tmp_path / "trunc", CFG, ref.random_weights(CFG), "legacy")
     data = (truncated / "model.safetensors").read_bytes()
     (truncated / "model.safetensors").write_bytes(data[: len(data) // 2])
-    with pytest.raises(InputFileError, match=r"model\.safetensors is truncated"):
+    with pytest.raises(ModelError, match=r"model\.safetensors is truncated"):
         tg.ThinkerCheckpoint(truncated)

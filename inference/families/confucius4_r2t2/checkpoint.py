@@ -8,7 +8,8 @@ Three containers (families.md §1.1, §5):
 * an **audio.cpp GGUF package** (``general.architecture = audiocpp``): logical tensor names in
   ``audiocpp.tensor_names`` and the sidecar files (config, tokenizer...) embedded in the file.
 
-A directory holding a ``.gguf`` uses it in preference to ``.safetensors``. Tensor names are canonicalised to the
+Which file is the model is decided by ``inference.models.layout.locate_model`` (a directory holding one
+``.gguf`` uses it in preference to ``.safetensors``). Tensor names are canonicalised to the
 legacy names, so the rest of the family uses one naming whatever the container.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference.errors import ModelError
+from inference.errors import InputFileError, ModelError
 from inference.families.confucius4_r2t2.config import (
     FeatureConfig,
     GenerationConfig,
@@ -30,7 +31,9 @@ from inference.families.confucius4_r2t2.config import (
     parse_model_config,
 )
 from inference.families.confucius4_r2t2.tokenizer import R2T2Tokenizer, load_tokenizer
-from inference.native import Checkpoint, GgmlType, TensorRecord, open_checkpoint
+from inference.models.layout import locate_model
+from inference.native import Checkpoint, open_checkpoint
+from inference.native.checkpoint import read_safetensors_header
 from inference.native.embedded_files import embedded_files
 from inference.native.gguf_file import GgufFile
 
@@ -114,6 +117,9 @@ class TensorInfo:
     stored_name: str  # name inside the container
     shape: tuple[int, ...]  # numpy order
     dtype: str  # upper-case type name: F32, F16, BF16, Q8_0, ...
+    file: Path  # the weight file holding it
+    begin: int  # absolute byte range of its stored bytes in ``file``
+    end: int
 
 
 @dataclass
@@ -132,70 +138,59 @@ class ModelFiles:
             if required:
                 raise ModelError(f"{self.root} has no {name}", "copy the checkpoint's config files next to the weights")
             return None
-        try:
-            value = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ModelError(f"cannot read {name} of {self.root}: {exc}", "re-download the model") from exc
-        if not isinstance(value, dict):
-            raise ModelError(f"{name} of {self.root} is not a JSON object", "re-download the model")
-        return value
+        return parse_json_object(raw, name, self.root)
 
     def open_weights(self) -> Checkpoint:
-        """The weights as a native checkpoint keyed by stored names, memory-mapped (no copies)."""
-        if self.kind != "gguf":
+        """The weights as a native checkpoint keyed by stored names, memory-mapped (no copies); close it."""
+        try:
             return open_checkpoint(self.weight_paths)
-        package = GgufFile(self.weight_paths[0])
-        records = {}
-        for tensor in package.tensors:
-            try:
-                kind = GgmlType(int(tensor.type))
-            except ValueError:
-                package.close()
-                raise ModelError(f"{self.root}: tensor {tensor.name} has unsupported type {tensor.type_name}",
-                                 "use a package from the model catalog") from None  # fmt: skip
-            raw = package.raw(tensor)
-            records[tensor.name] = TensorRecord(tensor.name, tensor.shape, kind, raw, package.bytes, package.mapping)
-        return Checkpoint(records, [package])
+        except InputFileError as exc:
+            raise ModelError(exc.message, exc.fix or "re-download the model") from exc
+
+
+def parse_json_object(raw: bytes, name: str, where: object) -> dict[str, Any]:
+    """A checkpoint's JSON file (``name`` of ``where``) as a dict; ModelError naming it when it is not one."""
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"cannot read {name} of {where}: {exc}", "re-download the model") from exc
+    if not isinstance(value, dict):
+        raise ModelError(f"{name} of {where} is not a JSON object", "re-download the model")
+    return value
 
 
 def locate_model_files(path: Path) -> ModelFiles:
-    path = Path(path)
-    if path.is_file():
-        if path.suffix != ".gguf":
-            raise ModelError(f"{path} is not a model directory or .gguf package", "pass the checkpoint directory")
-        return _gguf_files(path)
-    if not path.is_dir():
-        raise ModelError(f"model not found: {path}", "pass an existing checkpoint directory or .gguf file")
-    ggufs = sorted(path.glob("*.gguf"))
-    if ggufs:
-        return _gguf_files(ggufs[0])
-    weights = sorted(path.glob("*.safetensors"))
-    if not weights:
-        raise ModelError(f"{path} has no model.safetensors or .gguf weights", "download the model weights")
+    """The files of the checkpoint at ``path`` (``inference.models.layout.locate_model`` decides which)."""
+    location = locate_model(path)
+    if location.package is not None:
+        return _gguf_files(location.package)
+    weights = list(location.require_weights())
+    root = location.root
 
     def read(name: str) -> bytes | None:
-        file = path / name
+        file = root / name
         return file.read_bytes() if file.is_file() else None
 
     tensors: dict[str, TensorInfo] = {}
     for weight in weights:
-        for stored, (shape, dtype) in _safetensors_header(weight).items():
-            tensors[canonical_tensor_name(stored)] = TensorInfo(canonical_tensor_name(stored), stored, shape, dtype)
-    return ModelFiles(path, "safetensors", weights, read, tensors)
+        for info in _safetensors_tensors(weight):
+            tensors[info.name] = info
+    return ModelFiles(root, "safetensors", weights, read, tensors)
 
 
-def _safetensors_header(path: Path) -> dict[str, tuple[tuple[int, ...], str]]:
+def _safetensors_tensors(path: Path) -> list[TensorInfo]:
     try:
-        with path.open("rb") as handle:
-            size = int.from_bytes(handle.read(8), "little")
-            header = json.loads(handle.read(size))
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"{path} is not a readable safetensors file: {exc}", "re-download the weights") from exc
-    return {
-        name: (tuple(int(d) for d in info["shape"]), str(info["dtype"]).upper())
-        for name, info in header.items()
-        if name != "__metadata__"
-    }
+        start, header = read_safetensors_header(path)  # checks the header against the file size
+    except InputFileError as exc:
+        raise ModelError(exc.message, exc.fix) from exc
+    found = []
+    for stored, info in header.items():
+        if stored == "__metadata__":
+            continue
+        begin, end = (start + int(offset) for offset in info["data_offsets"])
+        shape = tuple(int(d) for d in info["shape"])
+        found.append(TensorInfo(canonical_tensor_name(stored), stored, shape, str(info["dtype"]).upper(), path, begin, end))
+    return found
 
 
 def _gguf_files(path: Path) -> ModelFiles:
@@ -215,7 +210,8 @@ def _gguf_files(path: Path) -> ModelFiles:
         tensors = {}
         for name, tensor in zip(logical, package.tensors, strict=True):
             canonical = canonical_tensor_name(name)
-            tensors[canonical] = TensorInfo(canonical, tensor.name, tensor.shape, tensor.type_name)
+            tensors[canonical] = TensorInfo(canonical, tensor.name, tensor.shape, tensor.type_name, path,
+                                            tensor.offset, tensor.offset + tensor.nbytes)  # fmt: skip
         embedded = embedded_files(fields, path.name)
 
     def read(name: str) -> bytes | None:
@@ -300,21 +296,45 @@ def _special_tokens(
             if not 0 <= value < tokenizer.size:
                 raise ModelError(f"{root}: {label} {value} is outside the tokenizer ({tokenizer.size} tokens)",
                                  "the configs and tokenizer do not belong together")  # fmt: skip
+    eos, pad = stop_and_pad_ids(config, generation)
+    return SpecialTokens(config.audio_token_id, start, end, eos, pad)
+
+
+def lm_head_name(files: ModelFiles, config: ModelConfig) -> str | None:
+    """The canonical name of an untied LM head, or None when the embedding matrix is the head.
+
+    One rule for every reader (families.md §1.1): the head is the embedding when the config ties them, and
+    when the checkpoint holds no LM head at all (the legacy release ships none and reuses the embedding).
+    """
+    if config.tie_word_embeddings or LM_HEAD not in files.tensors:
+        return None
+    return LM_HEAD
+
+
+def thinker_tensor_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """The text decoder's tensors (the thinker), by canonical name, LM head excluded."""
+    return {name: shape for name, shape in expected_tensor_shapes(config).items() if name.startswith(TEXT)}
+
+
+def stop_and_pad_ids(config: ModelConfig, generation: GenerationConfig) -> tuple[tuple[int, ...], int | None]:
+    """(eos ids, pad id): eos from generation_config.json; pad from there, else from config.json."""
     pad = generation.pad_token_id if generation.pad_token_id is not None else config.pad_token_id
-    return SpecialTokens(config.audio_token_id, start, end, generation.eos_token_ids, pad)
+    return generation.eos_token_ids, pad
 
 
-def validate_tensors(files: ModelFiles, config: ModelConfig) -> None:
-    """Every needed tensor present with the config's shape and an allowed storage type."""
-    expected = expected_tensor_shapes(config)
+def validate_tensors(
+    files: ModelFiles, config: ModelConfig, expected: dict[str, tuple[int, ...]] | None = None
+) -> None:
+    """Every needed tensor (default: the whole model) present with the config's shape and an allowed storage
+    type; an untied LM head (see :func:`lm_head_name`) is checked too."""
+    expected = dict(expected_tensor_shapes(config) if expected is None else expected)
+    head = lm_head_name(files, config)
+    if head is not None:
+        expected[head] = (config.output_size, config.text.hidden_size)
     missing = [name for name in expected if name not in files.tensors]
-    if not config.tie_word_embeddings and LM_HEAD not in files.tensors:
-        missing.append(LM_HEAD)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise ModelError(f"{files.root} lacks tensors: {shown}", "the weights are incomplete or not Qwen3-ASR")
-    if LM_HEAD in files.tensors:
-        expected[LM_HEAD] = (config.output_size, config.text.hidden_size)
     for name, shape in expected.items():
         info = files.tensors[name]
         if info.shape != shape:

@@ -25,8 +25,8 @@ converter does. The result is cached next to the model with a fingerprint of the
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
+import mmap
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -36,9 +36,16 @@ import gguf
 import numpy as np
 
 from inference.errors import ModelError, UsageError
-from inference.families.confucius4_r2t2.checkpoint import ModelFiles, locate_model_files
-from inference.families.confucius4_r2t2.config import TextConfig, parse_text_config
-from inference.native.checkpoint import read_safetensors_header
+from inference.families.confucius4_r2t2.checkpoint import (
+    TEXT,
+    lm_head_name,
+    locate_model_files,
+    parse_json_object,
+    stop_and_pad_ids,
+    thinker_tensor_shapes,
+    validate_tensors,
+)
+from inference.families.confucius4_r2t2.config import TextConfig, parse_generation_config, parse_model_config
 from inference.native.gguf_file import GgufFile
 from inference.paths import AppPaths
 
@@ -94,21 +101,23 @@ class _StoredTensor:
 
 
 class MappedTensors:
-    """Tensors by name over memory-mapped files; subclasses fill ``tensors`` and ``files``."""
+    """Tensors by name over read-only memory maps of their files, opened on first use; ``close()`` unmaps."""
 
-    def __init__(self) -> None:
-        self.files: list[Path] = []
-        self.tensors: dict[str, _StoredTensor] = {}
-        self._maps: dict[Path, np.ndarray] = {}
+    def __init__(self, tensors: dict[str, _StoredTensor] | None = None) -> None:
+        self.tensors: dict[str, _StoredTensor] = dict(tensors or {})
+        self.files: list[Path] = sorted({stored.file for stored in self.tensors.values()})
+        self._maps: dict[Path, mmap.mmap] = {}
 
     def _bytes(self, file: Path) -> np.ndarray:
         if file not in self._maps:
-            self._maps[file] = np.memmap(file, dtype=np.uint8, mode="r")
-        return self._maps[file]
+            with file.open("rb") as handle:  # the map outlives the descriptor
+                self._maps[file] = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        return np.frombuffer(self._maps[file], dtype=np.uint8)
 
     def raw(self, name: str) -> np.ndarray:
         """The tensor as stored, read-only: float32, float16, uint16 bf16 bits, or for block-quantized
-        types uint8 rows of ``row_bytes`` (shape ``(*shape[:-1], row_bytes)``)."""
+        types uint8 rows of ``row_bytes`` (shape ``(*shape[:-1], row_bytes)``). A view of the map: drop it
+        before ``close()``."""
         stored = self.tensors[name]
         flat = self._bytes(stored.file)[stored.begin : stored.end]
         if stored.dtype in _QUANT_DTYPES:
@@ -116,34 +125,16 @@ class MappedTensors:
         return flat.view(_ST_DTYPES[stored.dtype]).reshape(stored.shape)
 
     def f32(self, name: str, rows: np.ndarray | None = None) -> np.ndarray:
-        """The tensor (or the given rows of it) converted to float32."""
+        """The tensor (or the given rows of it) converted to float32 (a copy)."""
         raw = self.raw(name)
         data = raw if rows is None else raw[np.asarray(rows, dtype=np.int64)]
         return to_f32(data, self.tensors[name].dtype)
 
-
-class SafetensorsFiles(MappedTensors):
-    """The tensors of every ``*.safetensors`` file in a directory, memory-mapped on first use."""
-
-    def __init__(self, files: list[Path]) -> None:
-        super().__init__()
-        self.files = files
-        for file in files:
-            for name, stored in _read_safetensors_header(file).items():
-                self.tensors[name] = stored
-
-
-class PackageTensors(MappedTensors):
-    """The tensors of an audio.cpp GGUF package under their canonical (legacy release) names."""
-
-    def __init__(self, path: Path, files: ModelFiles) -> None:
-        super().__init__()
-        self.files = [path]
-        with GgufFile(path) as package:
-            by_stored = {tensor.name: tensor for tensor in package.tensors}
-        for name, info in files.tensors.items():
-            tensor = by_stored[info.stored_name]
-            self.tensors[name] = _StoredTensor(path, info.dtype, info.shape, tensor.offset, tensor.offset + tensor.nbytes)
+    def close(self) -> None:
+        """Unmap every file (so the model can be deleted, also on Windows). Views from ``raw`` must be gone."""
+        maps, self._maps = self._maps, {}
+        for mapping in maps.values():
+            mapping.close()  # BufferError names a caller that still holds a view: a bug to fix, not to hide
 
 
 def to_f32(data: np.ndarray, dtype: str) -> np.ndarray:
@@ -154,76 +145,47 @@ def to_f32(data: np.ndarray, dtype: str) -> np.ndarray:
     return np.asarray(data, dtype=np.float32)
 
 
-def _read_safetensors_header(file: Path) -> dict[str, _StoredTensor]:
-    start, header = read_safetensors_header(file)
-    tensors = {}
-    for name, meta in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = meta["data_offsets"]
-        tensors[name] = _StoredTensor(file, meta["dtype"], tuple(meta["shape"]), start + begin, start + end)
-    return tensors
-
-
 # --------------------------------------------------------------------------------------------
-# checkpoint: configuration, layout and thinker tensors
-
-
-def _package_file(path: Path) -> Path | None:
-    """The audio.cpp GGUF package a model path means (a ``.gguf`` file, or the first one in a directory)."""
-    if path.is_file() and path.suffix == ".gguf":
-        return path
-    if path.is_dir():
-        return next(iter(sorted(path.glob("*.gguf"))), None)
-    return None
+# checkpoint: the thinker part of what ``checkpoint.py`` reads
 
 
 class ThinkerCheckpoint:
-    """The thinker part of a Qwen3-ASR checkpoint: a directory (legacy or HF layout, safetensors) or an
-    audio.cpp GGUF package (a ``.gguf`` file or a directory holding one, as ``load_checkpoint`` decides)."""
+    """The thinker part of a Qwen3-ASR checkpoint, read through ``checkpoint.py``: the same file
+    (``locate_model``), the same parsed configs, canonical tensor names, LM-head rule and eos/pad ids as the
+    engine. Only the thinker's tensors are required (the converter never reads the audio tower).
+    Holds memory maps of the weights once used: ``close()`` it (or use it as a context manager)."""
 
     def __init__(self, model_path: str | os.PathLike[str]) -> None:
-        path = Path(model_path)
-        self.package = _package_file(path)
-        self.model_dir = self.package.parent if self.package else path
-        if self.package is None and not path.is_dir():
-            raise ModelError(f"model directory not found: {path}", "check the --model path")
-        if self.package is not None:
-            files = locate_model_files(self.package)
-            self.read_file: Callable[[str], bytes | None] = files.read
-            self.weights: MappedTensors = PackageTensors(self.package, files)
-        else:
-            self.read_file = _directory_reader(self.model_dir)
-        config = self.read_json("config.json")
-        self.config = config
-        self.layout = "legacy" if isinstance(config.get("thinker_config"), dict) else "hf"
-        thinker_config = config["thinker_config"] if self.layout == "legacy" else config
-        text = thinker_config.get("text_config")
-        if not isinstance(text, dict):
-            raise ModelError(f"{self.source} has no text_config in its config.json", "is this a Qwen3-ASR checkpoint?")
-        self.thinker_config = thinker_config
-        self.hparams = _text_config(text, self.source)
-        # Package tensors carry canonical (legacy release) names whatever layout their config.json has.
-        legacy_names = self.layout == "legacy" or self.package is not None
-        self.prefix = "thinker.model." if legacy_names else "model.language_model."
-        head_name = "thinker.lm_head.weight" if legacy_names else "lm_head.weight"
-        if self.package is None:
-            weights = sorted(self.model_dir.glob("*.safetensors"))
-            if not weights:
-                raise ModelError(f"no *.safetensors weights in {self.model_dir}", "re-download or re-import the model")
-            self.weights = SafetensorsFiles(weights)
-        tie = config.get("tie_word_embeddings", text.get("tie_word_embeddings"))
-        # The legacy release ships no LM head at all: then the head is the embedding matrix.
-        self.tied = bool(tie) or head_name not in self.weights.tensors
-        self.head_name = None if self.tied else head_name
-        self._check_tensors()
+        files = locate_model_files(Path(model_path))
+        self.files = files
+        self.package = files.weight_paths[0] if files.kind == "gguf" else None
+        self.model_dir = self.package.parent if self.package else files.root
+        self.read_file: Callable[[str], bytes | None] = files.read
+        config_json = files.read_json("config.json") or {}
+        self.model_config = parse_model_config(config_json, f"{self.source}/config.json")
+        self.layout = self.model_config.layout
+        self.hparams: TextConfig = self.model_config.text
+        if self.hparams.attention_bias:
+            raise ModelError("thinker attention biases are not supported (attention_bias=true)",
+                             "use a Qwen3-ASR checkpoint")  # fmt: skip
+        generation = parse_generation_config(files.read_json("generation_config.json") or {},
+                                             f"{self.source}/generation_config.json")  # fmt: skip
+        eos, self.pad_id = stop_and_pad_ids(self.model_config, generation)
+        self.eos_id: int | None = eos[0]
+        validate_tensors(files, self.model_config, thinker_tensor_shapes(self.model_config))
+        self.head_name = lm_head_name(files, self.model_config)
+        self.tied = self.head_name is None
+        self.weights = MappedTensors({
+            name: _StoredTensor(info.file, info.dtype, info.shape, info.begin, info.end)
+            for _, name in self.thinker_tensors() for info in (files.tensors[name],)
+        })  # fmt: skip
 
     def hf_name(self, name: str) -> str:
-        """Checkpoint name of a text-model tensor given below the prefix (``layers.0.…``)."""
-        return self.prefix + name
+        """Canonical name of a text-model tensor given below the prefix (``layers.0.…``)."""
+        return TEXT + name
 
     def thinker_tensors(self) -> Iterator[tuple[str, str]]:
-        """(llama.cpp name, checkpoint name) for every tensor the GGUF holds, in file order."""
+        """(llama.cpp name, canonical checkpoint name) for every tensor the GGUF holds, in file order."""
         yield "token_embd.weight", self.hf_name("embed_tokens.weight")
         for i in range(self.hparams.num_hidden_layers):
             for hf, ll in _LAYER_TENSORS.items():
@@ -236,20 +198,6 @@ class ThinkerCheckpoint:
     def source(self) -> Path:
         """The checkpoint directory or the package file (for messages)."""
         return self.package or self.model_dir
-
-    def read_json(self, name: str, required: bool = True) -> dict:
-        raw = self.read_file(name)
-        if raw is None:
-            if not required:
-                return {}
-            raise ModelError(f"{name} is missing from {self.source}", "re-download or re-import the model")
-        try:
-            value = json.loads(raw.decode("utf-8"))
-        except ValueError as exc:
-            raise ModelError(f"{name} of {self.source} is not valid JSON ({exc})", "re-download the model") from exc
-        if not isinstance(value, dict):
-            raise ModelError(f"{name} of {self.source} is not a JSON object", "re-download the model")
-        return value
 
     def native_storage_type(self) -> str:
         """The storage type ``native`` means: the dtype of the embedding matrix for a safetensors
@@ -275,7 +223,7 @@ class ThinkerCheckpoint:
             return [self.package]
         names = ["config.json", "generation_config.json", "tokenizer.json", "vocab.json", "merges.txt",
                  "tokenizer_config.json", "added_tokens.json"]
-        return [p for p in (self.model_dir / n for n in names) if p.is_file()] + self.weights.files
+        return [p for p in (self.model_dir / n for n in names) if p.is_file()] + list(self.files.weight_paths)
 
     def fingerprint(self, storage_type: str) -> str:
         """Changes when any source file, the storage type or the converter changes."""
@@ -285,42 +233,14 @@ class ThinkerCheckpoint:
             digest.update(f"|{path.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
         return digest.hexdigest()
 
-    def _check_tensors(self) -> None:
-        h = self.hparams
-        expected = {
-            "token_embd.weight": (h.vocab_size, h.hidden_size),
-            "output.weight": (h.vocab_size, h.hidden_size),
-            "output_norm.weight": (h.hidden_size,),
-        }
-        layer_shapes = {
-            "attn_norm.weight": (h.hidden_size,),
-            "attn_q.weight": (h.num_attention_heads * h.head_dim, h.hidden_size),
-            "attn_k.weight": (h.num_key_value_heads * h.head_dim, h.hidden_size),
-            "attn_v.weight": (h.num_key_value_heads * h.head_dim, h.hidden_size),
-            "attn_output.weight": (h.hidden_size, h.num_attention_heads * h.head_dim),
-            "attn_q_norm.weight": (h.head_dim,),
-            "attn_k_norm.weight": (h.head_dim,),
-            "ffn_norm.weight": (h.hidden_size,),
-            "ffn_gate.weight": (h.intermediate_size, h.hidden_size),
-            "ffn_up.weight": (h.intermediate_size, h.hidden_size),
-            "ffn_down.weight": (h.hidden_size, h.intermediate_size),
-        }
-        for ll_name, hf_name in self.thinker_tensors():
-            stored = self.weights.tensors.get(hf_name)
-            if stored is None:
-                raise ModelError(
-                    f"tensor {hf_name} is missing from the {self.layout}-layout checkpoint {self.source}",
-                    "the weights are incomplete or not a Qwen3-ASR checkpoint; re-download them",
-                )
-            want = expected.get(ll_name) or layer_shapes[ll_name.split(".", 2)[2]]
-            if stored.shape != want:
-                raise ModelError(
-                    f"tensor {hf_name} has shape {list(stored.shape)}, the config implies {list(want)}",
-                    "config.json and the weights do not belong together",
-                )
-            if stored.dtype not in _ST_DTYPES and (self.package is None or stored.dtype not in _QUANT_DTYPES):
-                allowed = "f32, f16 or bf16" if self.package is None else "f32, f16, bf16, q8_0, q2_k, q4_k or q6_k"
-                raise ModelError(f"tensor {hf_name} has unsupported dtype {stored.dtype}", f"use {allowed} weights")
+    def close(self) -> None:
+        self.weights.close()
+
+    def __enter__(self) -> ThinkerCheckpoint:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def _directory_reader(directory: Path) -> Callable[[str], bytes | None]:
@@ -332,13 +252,6 @@ def _directory_reader(directory: Path) -> Callable[[str], bytes | None]:
             raise ModelError(f"cannot read {path} ({exc})", "check the file permissions or re-download") from exc
 
     return read
-
-
-def _text_config(text: dict, source: Path) -> TextConfig:
-    config = parse_text_config(text, f"text_config in the config.json of {source}")
-    if config.attention_bias:
-        raise ModelError("thinker attention biases are not supported (attention_bias=true)", "use a Qwen3-ASR checkpoint")
-    return config
 
 
 # --------------------------------------------------------------------------------------------
@@ -358,15 +271,7 @@ def _looks_special(token: str) -> bool:
 
 def _json_of(read: Callable[[str], bytes | None], name: str, where: str) -> dict | None:
     raw = read(name)
-    if raw is None:
-        return None
-    try:
-        value = json.loads(raw.decode("utf-8"))
-    except ValueError as exc:
-        raise ModelError(f"{name} of {where} is not valid JSON ({exc})", "re-download the model") from exc
-    if not isinstance(value, dict):
-        raise ModelError(f"{name} of {where} is not a JSON object", "re-download the model")
-    return value
+    return None if raw is None else parse_json_object(raw, name, where)
 
 
 def read_vocabulary(source: Path | Callable[[str], bytes | None], vocab_size: int) -> GgufVocabulary:
@@ -426,20 +331,6 @@ def _added_tokens_from_config(read: Callable[[str], bytes | None], where: str) -
     return added
 
 
-def _special_ids(checkpoint: ThinkerCheckpoint) -> tuple[int | None, int | None]:
-    """(eos, pad) ids from generation_config.json / config.json."""
-    eos = None
-    sources = [checkpoint.read_json("generation_config.json", required=False)]
-    sources += [checkpoint.config, checkpoint.thinker_config]
-    for source in sources:
-        value = source.get("eos_token_id")
-        if value is not None:
-            eos = int(value[0] if isinstance(value, list) else value)
-            break
-    pad = next((s["pad_token_id"] for s in sources if s.get("pad_token_id") is not None), None)
-    return eos, (int(pad) if pad is not None else None)
-
-
 # --------------------------------------------------------------------------------------------
 # writing
 
@@ -491,55 +382,56 @@ def write_thinker_gguf(
         raise UsageError(f"{storage_type} cannot be written directly", "use ensure_thinker_gguf for quantized types")
     h = checkpoint.hparams
     writer = gguf.GGUFWriter(str(destination), "qwen3")
-    writer.add_name(checkpoint.source.stem if checkpoint.package else checkpoint.model_dir.name)
-    writer.add_context_length(h.max_position_embeddings)
-    writer.add_embedding_length(h.hidden_size)
-    writer.add_block_count(h.num_hidden_layers)
-    writer.add_feed_forward_length(h.intermediate_size)
-    writer.add_head_count(h.num_attention_heads)
-    writer.add_head_count_kv(h.num_key_value_heads)
-    writer.add_key_length(h.head_dim)
-    writer.add_value_length(h.head_dim)
-    writer.add_rope_dimension_count(h.head_dim)
-    writer.add_rope_freq_base(h.rope_theta)
-    writer.add_layer_norm_rms_eps(h.rms_norm_eps)
-    concrete = checkpoint.native_storage_type() if storage_type == "native" else storage_type
-    if concrete in _FILE_TYPES:
-        writer.add_file_type(_FILE_TYPES[concrete])
-    writer.add_string(FINGERPRINT_KEY, fingerprint)
-    vocabulary = read_vocabulary(checkpoint.read_file, h.vocab_size)
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("qwen2")
-    writer.add_token_list(vocabulary.tokens)
-    writer.add_token_types(vocabulary.types)
-    writer.add_token_merges(vocabulary.merges)
-    eos, pad = _special_ids(checkpoint)
-    if eos is not None:
-        writer.add_eos_token_id(eos)
-    if pad is not None:
-        writer.add_pad_token_id(pad)
-    writer.add_add_bos_token(False)
+    try:  # the file is closed on every path (a cancel raises from ``progress``)
+        writer.add_name(checkpoint.source.stem if checkpoint.package else checkpoint.model_dir.name)
+        writer.add_context_length(h.max_position_embeddings)
+        writer.add_embedding_length(h.hidden_size)
+        writer.add_block_count(h.num_hidden_layers)
+        writer.add_feed_forward_length(h.intermediate_size)
+        writer.add_head_count(h.num_attention_heads)
+        writer.add_head_count_kv(h.num_key_value_heads)
+        writer.add_key_length(h.head_dim)
+        writer.add_value_length(h.head_dim)
+        writer.add_rope_dimension_count(h.head_dim)
+        writer.add_rope_freq_base(h.rope_theta)
+        writer.add_layer_norm_rms_eps(h.rms_norm_eps)
+        concrete = checkpoint.native_storage_type() if storage_type == "native" else storage_type
+        if concrete in _FILE_TYPES:
+            writer.add_file_type(_FILE_TYPES[concrete])
+        writer.add_string(FINGERPRINT_KEY, fingerprint)
+        vocabulary = read_vocabulary(checkpoint.read_file, h.vocab_size)
+        writer.add_tokenizer_model("gpt2")
+        writer.add_tokenizer_pre("qwen2")
+        writer.add_token_list(vocabulary.tokens)
+        writer.add_token_types(vocabulary.types)
+        writer.add_token_merges(vocabulary.merges)
+        if checkpoint.eos_id is not None:
+            writer.add_eos_token_id(checkpoint.eos_id)
+        if checkpoint.pad_id is not None:
+            writer.add_pad_token_id(checkpoint.pad_id)
+        writer.add_add_bos_token(False)
 
-    # Stream tensors one at a time: the whole model converted to f32 would not fit in memory.
-    plan = list(checkpoint.thinker_tensors())
-    for ll_name, hf_name in plan:
-        stored = checkpoint.weights.tensors[hf_name]
-        target = _target_storage(stored, storage_type)
-        ggml_type = _ggml_type(target)
-        nbytes = _nbytes(stored.shape, ggml_type)
-        if target in _GGML_OF_STORAGE:
-            writer.add_tensor_info(ll_name, stored.shape, _GGML_OF_STORAGE[target][0], nbytes, raw_dtype=ggml_type)
-        else:  # the gguf writer takes quantized tensors by their byte shape (rows, row bytes)
-            byte_shape = gguf.quant_shape_to_byte_shape(stored.shape, ggml_type)
-            writer.add_tensor_info(ll_name, byte_shape, np.dtype(np.uint8), nbytes, raw_dtype=ggml_type)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_ti_data_to_file()
-    for index, (_ll_name, hf_name) in enumerate(plan):
-        writer.write_tensor_data(_tensor_data(checkpoint, hf_name, storage_type))
-        if progress:
-            progress((index + 1) / len(plan))
-    writer.close()
+        # Stream tensors one at a time: the whole model converted to f32 would not fit in memory.
+        plan = list(checkpoint.thinker_tensors())
+        for ll_name, hf_name in plan:
+            stored = checkpoint.weights.tensors[hf_name]
+            target = _target_storage(stored, storage_type)
+            ggml_type = _ggml_type(target)
+            nbytes = _nbytes(stored.shape, ggml_type)
+            if target in _GGML_OF_STORAGE:
+                writer.add_tensor_info(ll_name, stored.shape, _GGML_OF_STORAGE[target][0], nbytes, raw_dtype=ggml_type)
+            else:  # the gguf writer takes quantized tensors by their byte shape (rows, row bytes)
+                byte_shape = gguf.quant_shape_to_byte_shape(stored.shape, ggml_type)
+                writer.add_tensor_info(ll_name, byte_shape, np.dtype(np.uint8), nbytes, raw_dtype=ggml_type)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        for index, (_ll_name, hf_name) in enumerate(plan):
+            writer.write_tensor_data(_tensor_data(checkpoint, hf_name, storage_type))
+            if progress:
+                progress((index + 1) / len(plan))
+    finally:
+        writer.close()
 
 
 def _nbytes(shape: tuple[int, ...], ggml_type: int) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 
 from inference.errors import InputFileError, ModelError
 from inference.families.parakeet_tdt.config import ParakeetConfig, parse_config
+from inference.models.layout import ModelLocation, locate_model
 from inference.native.checkpoint import Checkpoint, TensorRecord, open_checkpoint
 from inference.native.dtypes import GgmlType
 from inference.native.embedded_files import embedded_files
@@ -52,43 +52,11 @@ class ParakeetCheckpoint:
 
 
 def open_parakeet_checkpoint(path: str | Path) -> ParakeetCheckpoint:
-    path = Path(path)
-    if not path.exists():
-        raise ModelError(f"model not found: {path}", "pass a Parakeet-TDT folder (config.json, model.safetensors, tokenizer.json) or .gguf file")
-    if path.is_file():
-        if path.suffix == ".nemo" or _is_tar(path):
-            raise _nemo_error(path)
-        if path.suffix == ".gguf":
-            return _open_gguf(path)
-        if path.name in (CONFIG_FILE, WEIGHTS_FILE):
-            path = path.parent
-        else:
-            raise ModelError(f"{path} is not a Parakeet-TDT checkpoint", "pass the model folder or a .gguf package")
-    nemo = sorted(path.glob("*.nemo"))
-    if nemo and not (path / CONFIG_FILE).exists():
-        raise _nemo_error(nemo[0])
-    if not (path / WEIGHTS_FILE).exists():
-        ggufs = sorted(path.glob("*.gguf"))
-        if len(ggufs) == 1 and not (path / CONFIG_FILE).exists():
-            return _open_gguf(ggufs[0])
-    return _open_folder(path)
-
-
-def _is_tar(path: Path) -> bool:
-    import tarfile
-
-    try:
-        return tarfile.is_tarfile(path) and not zipfile.is_zipfile(path)
-    except OSError:
-        return False
-
-
-def _nemo_error(path: Path) -> ModelError:
-    return ModelError(
-        f"{path} is a NeMo archive, which Captioneer cannot load directly",
-        "use the Hugging Face layout (config.json + model.safetensors + tokenizer.json, e.g. nvidia/parakeet-tdt-0.6b-v3) "
-        "or an audio.cpp GGUF package",
-    )
+    """The checkpoint at ``path`` (a folder, a file in it or a .gguf package; ``locate_model`` decides which)."""
+    location = locate_model(path)
+    if location.package is not None:
+        return _open_gguf(location.package)
+    return _open_folder(location)
 
 
 def _read_json(path: Path) -> dict:
@@ -106,8 +74,9 @@ def _require(path: Path) -> Path:
     return path
 
 
-def _open_folder(folder: Path) -> ParakeetCheckpoint:
-    config_path = _require(folder / CONFIG_FILE)
+def _open_folder(location: ModelLocation) -> ParakeetCheckpoint:
+    folder = location.root
+    config_path = _require(location.config)
     processor_path = folder / PROCESSOR_FILE
     config = parse_config(
         _read_json(config_path),
@@ -116,13 +85,15 @@ def _open_folder(folder: Path) -> ParakeetCheckpoint:
         str(processor_path),
     )
     tokenizer_json = _require(folder / TOKENIZER_FILE).read_text(encoding="utf-8")
-    weights = _require(folder / WEIGHTS_FILE)
+    if not location.weights:
+        _require(folder / WEIGHTS_FILE)  # names the file a single-file checkpoint needs
     try:
-        tensors = open_checkpoint(weights)
+        tensors = open_checkpoint(location.weights)
     except InputFileError as exc:
-        raise ModelError(exc.message, "re-download model.safetensors") from exc
+        raise ModelError(exc.message, "re-download the model's .safetensors files") from exc
+    source = str(location.weights[0]) if len(location.weights) == 1 else str(folder)
     try:
-        validate_tensors(tensors, config, str(weights))
+        validate_tensors(tensors, config, source)
     except BaseException:
         tensors.close()
         raise
