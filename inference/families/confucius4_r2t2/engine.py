@@ -244,8 +244,10 @@ class R2T2Engine:
 
     # ----------------------------------------------------------------- lifetime
     def close(self) -> None:
+        """Free native memory and unmap every model file (so the model folder can be deleted, also on Windows)."""
         if self.thinker is not None:
             self.thinker.close()
+            self.thinker.checkpoint.close()  # the embedding rows' memory maps
             self.thinker = None
         if self.tower is not None:
             self.tower.close()
