@@ -10,7 +10,6 @@ Hooking it up (main window): ``open_models_dialog(window, paths)`` from a "Model
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,7 +38,6 @@ from app.models_manager import (
     size_text,
     suggested_package,
 )
-from inference.errors import CaptioneerError
 from inference.models.catalog import Catalog
 from inference.models.hub import HubClient
 from inference.models.progress import InstallProgress, describe
@@ -145,8 +143,7 @@ class ModelsDialog(QDialog):
         layout.addWidget(location)
         layout.addLayout(buttons)
 
-        with contextlib.suppress(OSError):
-            store.cleanup()  # old leftovers only; a running install elsewhere is recent and stays
+        self.manager.cleanup_in_background()  # old leftovers only; a running install elsewhere is recent and stays
         self.refresh()
         self.select_package(select or next((r.id for r in self._rows if r.default and not r.bundled), None))
 
@@ -226,12 +223,9 @@ class ModelsDialog(QDialog):
         text = f"Delete {row.name} ({row.size}) from this computer?"
         if not self._confirm(self, "Delete model", text):
             return
-        try:
-            self.manager.delete(row.id)
-        except (CaptioneerError, OSError, RuntimeError) as exc:
-            self._show_error(f"Could not delete {row.name}", str(exc))
-        else:
-            self.status_label.setText(f"Deleted {row.name}.")
+        self._show_error("", "")
+        if self.manager.delete(row.id):  # on a worker thread; _on_finished reports the result
+            self.status_label.setText(f"Deleting {row.name}…")
         self.refresh()
 
     def _open(self) -> None:
@@ -269,7 +263,8 @@ class ModelsDialog(QDialog):
         self.error_label.setVisible(bool(headline))
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt name)
-        # Partial downloads are kept, so cancelling on close loses nothing.
+        # Partial downloads are kept, so cancelling on close loses nothing. No waiting here (the GUI thread):
+        # the jobs wind down on their own and their late reports to this closed view are dropped.
         self.manager.cancel_all()
         super().closeEvent(event)
 

@@ -1,6 +1,8 @@
 """Qt-free state behind the models dialog: table rows, download jobs on worker threads, plain-word errors.
 
-The dialog is a thin view: it renders :meth:`ModelsManager.rows` and forwards button presses. Job
+The dialog is a thin view: it renders :meth:`ModelsManager.rows` and forwards button presses. Everything
+that touches the disk for long (downloads, conversions, deleting a multi-gigabyte model, cleaning leftovers)
+runs on a worker thread, and nothing here ever waits for one: a GUI thread that calls in never blocks. Job
 callbacks (``on_progress`` / ``on_finished``) run on the worker thread; the view must hop to the GUI
 thread before touching widgets (the dialog does that with queued Qt signals).
 """
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +106,7 @@ class ModelsManager:
         self.on_progress = on_progress
         self.on_finished = on_finished
         self._jobs: dict[str, tuple[threading.Thread, threading.Event]] = {}
+        self._deleting: set[str] = set()
         self._last: dict[str, InstallProgress] = {}
         self._lock = threading.Lock()
 
@@ -140,6 +144,8 @@ class ModelsManager:
         return rows
 
     def _state_text(self, pkg: PackageSpec, installed: bool, busy: bool) -> str:
+        if busy and pkg.id in self._deleting:
+            return "deleting…"
         if busy:
             report = self._last.get(pkg.id)
             if report is not None and report.fraction is not None:
@@ -164,16 +170,19 @@ class ModelsManager:
             return any(thread.is_alive() for thread, _ in self._jobs.values())
 
     def download(self, package_id: str) -> bool:
-        """Start installing on a worker thread; False if that package is already busy."""
+        """Start installing (download, then any conversion) on a worker thread; False if that package is busy."""
+        return self._start(package_id, self._run, "install")
+
+    def _start(self, package_id: str, target: Callable[[str, threading.Event], None], kind: str) -> bool:
         with self._lock:
             job = self._jobs.get(package_id)
             if job is not None and job[0].is_alive():
                 return False
             cancel = threading.Event()
-            thread = threading.Thread(
-                target=self._run, args=(package_id, cancel), name=f"install-{package_id}", daemon=True
-            )
+            thread = threading.Thread(target=target, args=(package_id, cancel), name=f"{kind}-{package_id}", daemon=True)
             self._jobs[package_id] = (thread, cancel)
+            if kind == "delete":
+                self._deleting.add(package_id)
         thread.start()
         return True
 
@@ -193,8 +202,12 @@ class ModelsManager:
             outcome = JobOutcome(package_id, ok=False, cancelled=cancelled, headline=headline, detail=detail)
         finally:
             self._last.pop(package_id, None)
+        self._finish(package_id, outcome)
+
+    def _finish(self, package_id: str, outcome: JobOutcome) -> None:
         with self._lock:
             self._jobs.pop(package_id, None)
+            self._deleting.discard(package_id)
         if self.on_finished is not None:
             try:
                 self.on_finished(outcome)
@@ -212,18 +225,56 @@ class ModelsManager:
         if job is not None:
             job[1].set()
 
-    def cancel_all(self, wait_s: float = 5.0) -> None:
+    def cancel_all(self) -> None:
+        """Ask every job to stop; returns at once (the jobs report through ``on_finished`` as they end)."""
         with self._lock:
             jobs = list(self._jobs.values())
         for _, cancel in jobs:
             cancel.set()
-        for thread, _ in jobs:
-            thread.join(wait_s)
 
-    def delete(self, package_id: str) -> None:
-        if self.is_busy(package_id):
-            raise RuntimeError(f"{package_id} is being installed; cancel it first")
-        self.store.remove(package_id)
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no job runs (never from the GUI thread: shutdown code and tests); True when idle."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                threads = [thread for thread, _ in self._jobs.values()]
+            alive = [thread for thread in threads if thread.is_alive()]
+            if not alive:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            alive[0].join(left)
+
+    def delete(self, package_id: str) -> bool:
+        """Delete an installed package on a worker thread (a model is gigabytes); False if the package is busy.
+
+        The result arrives through ``on_finished`` like an install's.
+        """
+        return self._start(package_id, self._remove, "delete")
+
+    def _remove(self, package_id: str, _cancel: threading.Event) -> None:
+        name = package_id
+        try:
+            name = self.store.catalog.get(package_id).name
+            self.store.remove(package_id)
+            outcome = JobOutcome(package_id, ok=True, headline=f"Deleted {name}")
+        except BaseException as exc:  # report back whatever happened
+            log.warning("deleting %s failed", package_id, exc_info=True)
+            detail = explain(name, exc)[1] if isinstance(exc, CaptioneerError) else str(exc)
+            outcome = JobOutcome(package_id, ok=False, headline=f"Could not delete {name}", detail=detail)
+        self._finish(package_id, outcome)
+
+    def cleanup_in_background(self) -> None:
+        """Remove old leftovers of interrupted installs without holding up the caller (it may be the GUI)."""
+
+        def clean() -> None:
+            try:
+                self.store.cleanup()
+            except OSError:  # a leftover still in use is tried again next time
+                log.debug("cleaning the model store failed", exc_info=True)
+
+        threading.Thread(target=clean, name="models-cleanup", daemon=True).start()
 
     @staticmethod
     def status_line(report: InstallProgress) -> str:

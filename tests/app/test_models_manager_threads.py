@@ -1,0 +1,71 @@
+"""The models manager never makes its caller (the GUI thread) wait: deleting, cancelling and cleaning run on
+worker threads and report through ``on_finished``."""
+# ruff: noqa: F811  (test parameters named like the imported fixtures)
+
+from __future__ import annotations
+
+import threading
+import time
+
+from app.models_manager import JobOutcome, ModelsManager
+from tests.models.hub_fixtures import app_paths, hub, hub_state, make_store  # noqa: F401
+
+QUICK_S = 0.5  # far less than the blocked work below: the call returned without waiting for it
+
+
+def _installed_manager(app_paths) -> tuple[ModelsManager, list[tuple[JobOutcome, str]]]:
+    finished: list[tuple[JobOutcome, str]] = []
+    manager = ModelsManager(make_store(app_paths),
+                            on_finished=lambda o: finished.append((o, threading.current_thread().name)))  # fmt: skip
+    assert manager.download("tiny_gguf") and manager.wait_idle(20.0)
+    assert finished[-1][0].ok
+    return manager, finished
+
+
+def test_delete_returns_at_once_and_reports_from_a_worker(app_paths, hub, monkeypatch) -> None:
+    manager, finished = _installed_manager(app_paths)
+    release = threading.Event()
+    real_remove = manager.store.remove
+
+    def slow_remove(package_id: str):
+        release.wait(10.0)  # a multi-gigabyte folder on a slow disk
+        return real_remove(package_id)
+
+    monkeypatch.setattr(manager.store, "remove", slow_remove)
+    started = time.monotonic()
+    assert manager.delete("tiny_gguf")
+    assert time.monotonic() - started < QUICK_S
+    assert manager.is_busy("tiny_gguf") and not manager.delete("tiny_gguf")  # one job per package
+    assert next(r for r in manager.rows() if r.id == "tiny_gguf").state == "deleting…"
+    release.set()
+    assert manager.wait_idle(10.0)
+    outcome, thread = finished[-1]
+    assert outcome == JobOutcome("tiny_gguf", ok=True, headline="Deleted Tiny GGUF")
+    assert thread == "delete-tiny_gguf" and thread != threading.main_thread().name
+    assert not (app_paths.models / "tiny_gguf").exists()
+
+
+def test_a_failed_delete_is_reported_not_raised(app_paths, hub, monkeypatch) -> None:
+    manager, finished = _installed_manager(app_paths)
+
+    def refuse(package_id: str):
+        raise PermissionError(f"[WinError 32] the file is in use: {package_id}")
+
+    monkeypatch.setattr(manager.store, "remove", refuse)
+    assert manager.delete("tiny_gguf") and manager.wait_idle(10.0)
+    outcome = finished[-1][0]
+    assert (outcome.ok, outcome.headline) == (False, "Could not delete Tiny GGUF")
+    assert "file is in use" in outcome.detail
+
+
+def test_cancel_all_does_not_wait_for_the_jobs(app_paths, hub, hub_state) -> None:
+    hub_state.bytes_per_second = 50_000  # a slow download that is still running when cancelled
+    manager = ModelsManager(make_store(app_paths))
+    assert manager.download("tiny_gguf")
+    deadline = time.monotonic() + 10
+    while manager.store.partial_bytes("tiny_gguf") == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    started = time.monotonic()
+    manager.cancel_all()
+    assert time.monotonic() - started < QUICK_S
+    assert manager.wait_idle(10.0) and not manager.any_busy()
