@@ -38,6 +38,8 @@ from typing import Any, Protocol
 
 from PySide6.QtCore import QMimeData, QObject, QTimer, Signal, Slot
 
+from inference.errors import UsageError
+
 log = logging.getLogger("captioneer.app.dictation")
 
 OUTPUT_MODES = ("paste", "type", "copy")
@@ -71,9 +73,13 @@ class PynputKeys:
     """Synthetic key presses through pynput (X11, Windows, macOS with the accessibility permission)."""
 
     def __init__(self) -> None:
-        from pynput.keyboard import Controller
+        try:
+            from pynput.keyboard import Controller
 
-        self._keyboard = Controller()
+            self._keyboard = Controller()
+        except ImportError as exc:  # e.g. a Wayland session without an X display: no way to send keys
+            raise UsageError(f"this session does not let Captioneer send key presses ({exc})".split("\n")[0],
+                             "choose Dictation → Insert text by → Copying only, and paste with Ctrl+V yourself") from exc  # fmt: skip
 
     def paste(self) -> None:
         import sys

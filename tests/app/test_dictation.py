@@ -428,3 +428,18 @@ def test_the_dictate_toggle_command_from_another_process_toggles_the_running_app
         controller.stop()
     failed = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert failed.returncode == 1 and "Captioneer is not running with push-to-talk on" in failed.stderr
+
+
+def test_a_session_that_cannot_send_keys_is_a_clear_error_naming_the_copy_output() -> None:
+    """A Wayland session without an X display: pynput cannot load, and the user is told what to pick instead."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "PYNPUT_BACKEND", "WAYLAND_DISPLAY")}
+    code = ("from app.dictation.output import PynputKeys\n"
+            "try:\n    PynputKeys()\nexcept Exception as exc:\n    print(type(exc).__name__, exc.message, '|', exc.fix)")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env={**env, "PYTHONPATH": str(REPO_ROOT)},
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.stdout.startswith("UsageError this session does not let Captioneer send key presses"), done.stderr
+    assert "Copying only" in done.stdout
