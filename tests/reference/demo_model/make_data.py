@@ -1,9 +1,12 @@
 """Synthesise the demo model's English speech corpus with espeak-ng (reproducible from --seed).
 
-Splits:
-* train:   training sentences, training voices (base voice + variant combinations below).
-* test:    held-out sentences, held-out variants on the training base voices.
-* unseen:  held-out sentences, base voices AND variants never used in training.
+Splits (sentences from sentences.py, each tagged with its structure id; voices from voices.py, built only
+from combinations espeak-ng renders differently, held-out voices checked to differ from every training voice):
+* train:            training structures, training voices (base voice x variant, deduplicated).
+* test:             held-out sentences of the training structures, held-out variants on the training bases.
+* test_structures:  sentences of TEST_STRUCTURES (never produced for training), held-out variants.
+* unseen:           held-out sentences, half of training structures and half of TEST_STRUCTURES, base voices
+                    and variants never used in training.
 
 Every clip: espeak-ng (random speed 130..200 wpm, pitch 30..70, word gap), resampled to 16 kHz mono
 by sox, random gain, 0.05..0.8 s silence padding each side, and (80 % of clips) white or pink noise
@@ -11,11 +14,12 @@ at a random SNR of 15..40 dB. Features come from the reference `ParakeetFeatureE
 and are cached as float16 shards so training never recomputes them.
 
 Output (under --out): <split>/shard_XXX.npz with `features` (concatenated frames x 128, float16),
-`offsets`, `lengths`, and for test splits `audio` (int16, concatenated) + `audio_offsets`;
-<split>/meta.jsonl with one line per clip (text, voice, speed, pitch, snr, ...).
+`offsets`, `lengths`, and for held-out splits `audio` (int16, concatenated) + `audio_offsets`;
+<split>/meta.jsonl with one line per clip (text, structure, voice, speed, pitch, snr, ...);
+voices.json (the voice sets, the dropped identical renders and every render hash).
 
-Run (nice'd, 2 worker processes):
-    nice -n 15 /work/refvenv/bin/python tests/reference/demo_model/make_data.py --out /work/demo_work/data
+Run (nice'd, 2 worker processes; DEMO_WORK is any work directory outside the repository):
+    nice -n 15 .venv-ref/bin/python tests/reference/demo_model/make_data.py --out $DEMO_WORK/data4
 """
 
 from __future__ import annotations
@@ -33,36 +37,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sentences import make_sentences  # noqa: E402
+from voices import VoiceSets, build_voice_sets, espeak_render  # noqa: E402
 
 SAMPLE_RATE = 16000
-TRAIN_BASES = ["en-us", "en-gb", "en-gb-x-rp", "en-gb-scotland", "en-us-nyc", "en-gb-x-gbclan"]
-TRAIN_VARIANTS = ["", "m1", "m2", "m3", "m4", "m5", "m6", "f1", "f2", "f3", "f4", "klatt", "klatt2",
-                  "Alex", "Annie", "Gene", "Lee", "max", "paul", "Andy", "Jacky"]
-# --voices extended adds these to the training variants (speaker diversity for unseen voices). Left out on
-# purpose: near-copies of held-out variants (edward2, anikaRobot) and effects voices (robosoft*, whisper*,
-# Demonic, UniRobot, croak).
-EXTRA_TRAIN_VARIANTS = [
-    "Alicia", "Andrea", "AnxiousAndy", "Denis", "Diogo", "Gene2", "Henrique", "Hugo", "Marco", "Mario", "Michael",
-    "Mike", "Nguyen", "RicishayMax", "RicishayMax2", "RicishayMax3", "Storm", "Tweaky", "adam", "announcer",
-    "antonio", "aunty", "benjamin", "boris", "caleb", "ed", "fast", "grandma", "grandpa", "gustave", "iven",
-    "iven2", "iven3", "iven4", "kaukovalta", "klatt4", "klatt5", "klatt6", "marcelo", "michel", "miguel", "pablo",
-    "pedro", "quincy", "rob", "robert", "sandro", "shelby", "steph", "steph2", "steph3", "travis", "victor", "zac",
-]
-TEST_VARIANTS = ["m7", "f5", "john", "linda", "klatt3"]
-UNSEEN_BASES = ["en-029", "en-gb-x-gbcwmd"]
-UNSEEN_VARIANTS = ["m8", "edward", "david", "anika", "norbert", "belinda"]
-
-SPLITS = {
-    # name: (sentence seed offset, bases, variants, keep audio)
-    "train": (0, TRAIN_BASES, TRAIN_VARIANTS, False),
-    "test": (1, TRAIN_BASES, TEST_VARIANTS, True),
-    "unseen": (2, UNSEEN_BASES, UNSEEN_VARIANTS, True),
-}
+# The bundled samples' sentences (resources/samples): never in a training split.
+SAMPLE_TEXTS = {"emma quickly closed the early bottle and sang", "there are twenty hearts in the garden"}
+HELD_OUT_SPLITS = ("test", "test_structures", "unseen")
 SHARD_SIZE = 250
-
-
-def voice_name(base: str, variant: str) -> str:
-    return f"{base}+{variant}" if variant else base
 
 
 def synthesize(text: str, voice: str, speed: int, pitch: int, gap: int) -> np.ndarray:
@@ -108,20 +89,38 @@ def render_clip(job: dict) -> tuple[dict, np.ndarray]:
     return job, (audio * 32767).astype(np.int16)
 
 
-def plan_jobs(split: str, count: int, seed: int, exclude: set[str], offset_shift: int = 0,
-              extra_variants: tuple[str, ...] = ()) -> list[dict]:
-    offset, bases, variants, _ = SPLITS[split]
-    offset += offset_shift
-    variants = [*variants, *extra_variants]
-    texts = make_sentences(seed * 1000 + offset, count, exclude)
+def split_voices(split: str, voices: VoiceSets) -> list[str]:
+    return {"train": voices.train, "test": voices.test, "test_structures": voices.test,
+            "unseen": voices.unseen}[split]
+
+
+def split_sentences(split: str, count: int, seed: int, exclude: set[str], offset: int) -> list[tuple[str, str]]:
+    """(text, structure) pairs for a split; `offset` separates the splits' random streams."""
+    base = seed * 1000 + offset
+    if split in ("train", "test"):
+        return make_sentences(base, count, exclude)
+    if split == "test_structures":
+        return make_sentences(base, count, exclude, held_out=True)
+    seen = make_sentences(base, count - count // 2, exclude)
+    return seen + make_sentences(base + 500, count // 2, exclude | {t for t, _ in seen}, held_out=True)
+
+
+SPLIT_OFFSETS = {"train": 0, "test": 1, "unseen": 2, "test_structures": 3}
+
+
+def plan_jobs(split: str, count: int, seed: int, exclude: set[str], voices: list[str],
+              offset_shift: int = 0) -> list[dict]:
+    offset = SPLIT_OFFSETS[split] + offset_shift
+    texts = split_sentences(split, count, seed, exclude, offset)
     rng = random.Random(seed * 7919 + offset)
     jobs = []
-    for i, text in enumerate(texts):
+    for i, (text, structure) in enumerate(texts):
         noisy = rng.random() < 0.8
         jobs.append({
             "index": i,
             "text": text,
-            "voice": voice_name(rng.choice(bases), rng.choice(variants)),
+            "structure": structure,
+            "voice": rng.choice(voices),
             "speed": rng.randint(130, 200),
             "pitch": rng.randint(30, 70),
             "gap": rng.choice([0, 0, 0, 1, 2]),
@@ -176,32 +175,37 @@ def write_shard(path: Path, results: list, keep_audio: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--seed", type=int, default=20240607)
+    parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--train", type=int, default=5000)
     parser.add_argument("--test", type=int, default=300)
+    parser.add_argument("--test-structures", type=int, default=300)
     parser.add_argument("--unseen", type=int, default=300)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--voices", choices=["base", "extended"], default="base",
-                        help="training variants: the base list, or it plus EXTRA_TRAIN_VARIANTS")
     parser.add_argument("--train-offset", type=int, default=0,
                         help="shifts the training split's sentence/voice seed (a second corpus with new sentences)")
-    parser.add_argument("--time-budget-s", type=float, default=600.0,
+    parser.add_argument("--time-budget-s", type=float, default=1200.0,
                         help="stop starting new train shards after this many seconds")
     args = parser.parse_args()
 
     start = time.monotonic()
+    voices = build_voice_sets(espeak_render)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "voices.json").write_text(json.dumps(voices.__dict__, indent=1) + "\n")
+    print(f"voices: train {len(voices.train)}, held-out variants {len(voices.test)}, unseen {len(voices.unseen)}; "
+          f"dropped {len(voices.dropped)} identical renders", flush=True)
     # held-out sentences first, so the training split can exclude them
-    test_jobs = plan_jobs("test", args.test, args.seed, set())
-    unseen_jobs = plan_jobs("unseen", args.unseen, args.seed, {j["text"] for j in test_jobs})
-    held_out = {j["text"] for j in test_jobs + unseen_jobs}
-    extra = tuple(EXTRA_TRAIN_VARIANTS) if args.voices == "extended" else ()
-    assert not set(extra) & set(TEST_VARIANTS + UNSEEN_VARIANTS)
-    train_jobs = plan_jobs("train", args.train, args.seed, held_out, 10 * args.train_offset, extra)
-    plans = [("test", test_jobs), ("unseen", unseen_jobs), ("train", train_jobs)]
+    held_out = set(SAMPLE_TEXTS)
+    plans = []
+    for split in HELD_OUT_SPLITS:
+        jobs = plan_jobs(split, getattr(args, split), args.seed, held_out, split_voices(split, voices))
+        held_out |= {j["text"] for j in jobs}
+        plans.append((split, jobs))
+    plans.append(("train", plan_jobs("train", args.train, args.seed, held_out, voices.train,
+                                     10 * args.train_offset)))
 
     with mp.Pool(args.workers) as pool:
         for split, jobs in plans:
-            keep_audio = SPLITS[split][3]
+            keep_audio = split in HELD_OUT_SPLITS
             split_dir = args.out / split
             split_dir.mkdir(parents=True, exist_ok=True)
             with open(split_dir / "meta.jsonl", "w") as meta:
