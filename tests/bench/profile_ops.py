@@ -1,0 +1,377 @@
+"""Per-op profile of the full-size encoders: where the time goes on ggml, and on torch for the same module.
+
+* Parakeet-TDT 0.6B v3 encoder (random weights, the numpy checkpoint of ``bench_parakeet_stream.py``) on a
+  ``--seconds`` clip of speech;
+* the Qwen3-ASR-1.7B / Confucius4-R2T2 audio tower (random bf16 weights built by ``bench_r2t2.py --tower-only``
+  with the reference python; without one this part is skipped) on a ``--tower-seconds`` clip.
+
+ggml side: ``backend.profiler = OpProfiler()`` runs each graph node as its own one-node graph (same buffers,
+same results) and times it. torch side (``--reference-python`` or ``$CAPTIONEER_REFERENCE_PYTHON``; skipped
+with ``--no-torch``): ``torch.profiler`` self CPU time by aten op on the same inputs. Both are grouped into the
+same categories; the products are also listed by weight type and shape. Shares are what to compare on a
+loaded machine; absolute times are only comparable within one run.
+
+    .venv/bin/python tests/bench/profile_ops.py --reference-python .venv-ref/bin/python [--threads 2]
+        [--parts parakeet,tower] [--types f32] [--seconds 10] [--tower-seconds 20] [--reps 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "bench"))
+
+from tests.bench import machine  # noqa: E402
+
+CATEGORIES = ("matmul weights", "matmul attention", "conv", "softmax/attention", "norm", "activation",
+              "elementwise", "copy/layout", "other")  # fmt: skip
+
+# ---------------------------------------------------------------------------------- grouping
+
+_GGML_GROUPS = {
+    "conv": {"IM2COL", "CONV_2D_DW", "SSM_CONV", "CONV_TRANSPOSE_1D", "CONV_2D", "POOL_2D"},
+    "softmax/attention": {"SOFT_MAX", "FLASH_ATTN_EXT"},
+    "norm": {"NORM", "RMS_NORM", "GROUP_NORM", "L2_NORM"},
+    "activation": {"GELU", "GELU_ERF", "GELU_QUICK", "SILU", "RELU", "SIGMOID", "TANH", "SWIGLU", "GEGLU",
+                   "GEGLU_ERF", "REGLU", "GLU", "EXP", "LOG", "SQR", "SQRT", "CLAMP"},
+    "elementwise": {"ADD", "SUB", "MUL", "DIV", "SCALE", "ADD1", "ACC"},
+    "copy/layout": {"CONT", "CPY", "DUP", "CONCAT", "PAD", "PAD_EXT", "GET_ROWS", "REPEAT", "SET_ROWS", "ROPE"},
+}  # fmt: skip
+_TORCH_GROUPS = {  # first match wins; weights vs attention products told apart by op (an approximation)
+    "matmul weights": ("aten::mm", "aten::addmm", "aten::linear", "aten::_addmm_activation", "mkldnn_linear"),
+    "matmul attention": ("aten::bmm", "aten::baddbmm", "aten::matmul"),
+    "conv": ("conv", "aten::_convolution", "aten::mkldnn_convolution", "aten::im2col"),
+    "softmax/attention": ("softmax", "scaled_dot_product", "_flash_attention", "aten::_safe_softmax"),
+    "norm": ("layer_norm", "batch_norm", "rms_norm", "group_norm", "aten::native_layer_norm"),
+    "activation": ("gelu", "silu", "glu", "sigmoid", "relu", "tanh", "aten::exp", "aten::log"),
+    "elementwise": ("aten::add", "aten::mul", "aten::div", "aten::sub", "aten::where", "aten::masked_fill",
+                    "aten::rsub", "aten::pow", "aten::sqrt", "aten::rsqrt", "aten::neg", "aten::eq", "aten::ne"),
+    "copy/layout": ("copy_", "aten::contiguous", "aten::clone", "aten::cat", "aten::pad", "aten::constant_pad",
+                    "aten::index", "aten::_to_copy", "aten::to", "aten::fill_", "aten::zero", "aten::stack",
+                    "aten::empty", "aten::arange", "aten::embedding", "aten::gather", "aten::flip"),
+}  # fmt: skip
+
+
+def ggml_category(record: Any) -> str:
+    if record.op == "MUL_MAT":
+        if any(src.op == "IM2COL" for src in record.srcs):
+            return "conv"
+        return "matmul weights" if record.srcs[0].weight else "matmul attention"
+    for name, ops in _GGML_GROUPS.items():
+        if record.op in ops:
+            return name
+    return "other"
+
+
+def torch_category(op: str) -> str:
+    for name, keys in _TORCH_GROUPS.items():
+        if any(key in op for key in keys):
+            return name
+    return "other"
+
+
+def per_node_medians(records: list[Any], runs: int) -> list[Any]:
+    """One record per node with its median time over the ``runs`` identical profiled runs (robust to a
+    run being descheduled on a loaded machine)."""
+    if len(records) % runs:
+        raise SystemExit(f"{len(records)} node timings do not split into {runs} identical runs")
+    n = len(records) // runs
+    return [replace(records[i], seconds=statistics.median(records[i + k * n].seconds for k in range(runs)))
+            for i in range(n)]  # fmt: skip
+
+
+def ggml_breakdown(records: list[Any]) -> tuple[dict[str, tuple[float, float]], list[tuple]]:
+    """{category: (seconds per run, flops per run)} and the products grouped by type and shape."""
+    groups: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    products: dict[tuple, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    for r in records:
+        cat = ggml_category(r)
+        groups[cat][0] += r.seconds
+        groups[cat][1] += r.flops
+        if r.op == "MUL_MAT":
+            a, b = r.srcs[0], r.srcs[1]
+            rows = b.ne[1] * b.ne[2] * b.ne[3]
+            role = "conv" if cat == "conv" else ("weight" if a.weight else "act")
+            key = (role, f"{a.type}x{b.type}", f"{a.ne[0]}x{a.ne[1]}" + (f"x{a.ne[2]}" if a.ne[2] > 1 else ""),
+                   _row_class(rows))  # fmt: skip
+            products[key][0] += 1
+            products[key][1] += r.seconds
+            products[key][2] += r.flops
+    table = sorted(((*k, *v) for k, v in products.items()), key=lambda row: -row[5])
+    return {k: (v[0], v[1]) for k, v in groups.items()}, table
+
+
+def _row_class(rows: int) -> str:
+    if rows == 1:
+        return "1 row"
+    if rows <= 16:
+        return "2-16 rows"
+    return f"{rows} rows"
+
+
+def torch_breakdown(rows: list[dict]) -> tuple[dict[str, tuple[float, float]], list[dict]]:
+    groups: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for row in rows:
+        cat = torch_category(row["op"])
+        groups[cat][0] += row["self_s"]
+        groups[cat][1] += row["flops"]
+    return {k: (v[0], v[1]) for k, v in groups.items()}, sorted(rows, key=lambda r: -r["self_s"])
+
+
+# ---------------------------------------------------------------------------------- printing
+
+
+def print_categories(title: str, ggml: dict[str, tuple[float, float]], torch: dict | None, wall: dict) -> None:
+    print(f"\n{title}")
+    total_g = sum(v[0] for v in ggml.values())
+    total_t = sum(v[0] for v in torch.values()) if torch else 0.0
+    head = f"{'category':20} {'ggml s':>8} {'share':>6} {'GFLOP/s':>8}"
+    if torch:
+        head += f" | {'torch s':>8} {'share':>6} {'GFLOP/s':>8} | {'ggml/torch':>10}"
+    print(head)
+    for cat in CATEGORIES:
+        g = ggml.get(cat, (0.0, 0.0))
+        line = f"{cat:20} {g[0]:8.3f} {100 * g[0] / total_g:5.1f}% {_gflops(g):>8}"
+        if torch:
+            t = torch.get(cat, (0.0, 0.0))
+            ratio = f"{g[0] / t[0]:9.2f}x" if t[0] > 0 else f"{'-':>10}"
+            line += f" | {t[0]:8.3f} {100 * t[0] / total_t:5.1f}% {_gflops(t):>8} | {ratio}"
+        print(line)
+    line = f"{'sum of ops':20} {total_g:8.3f} {'':6} {'':8}"
+    if torch:
+        line += f" | {total_t:8.3f} {'':6} {'':8} | {total_g / total_t:9.2f}x"
+    print(line)
+    print("unprofiled wall: " + ", ".join(f"{k} {v:.3f} s" for k, v in wall.items()))
+
+
+def _gflops(entry: tuple[float, float]) -> str:
+    return f"{entry[1] / entry[0] / 1e9:8.1f}" if entry[1] and entry[0] else f"{'':8}"
+
+
+def print_products(table: list[tuple], total: float, limit: int = 12) -> None:
+    print(f"  {'products (ggml)':8} {'types':10} {'K x N':>14} {'rows':>10} {'n/run':>6} {'s':>7} {'share':>6} {'GFLOP/s':>8}")
+    for role, types, shape, rows, count, seconds, flops in table[:limit]:
+        print(f"  {role:15} {types:10} {shape:>14} {rows:>10} {count:6.0f} {seconds:7.3f} {100 * seconds / total:5.1f}% "
+              f"{flops / seconds / 1e9 if seconds else 0:8.1f}")  # fmt: skip
+
+
+def print_torch_top(rows: list[dict], total: float, limit: int = 12) -> None:
+    print(f"  {'torch ops (self CPU)':40} {'calls':>6} {'s':>7} {'share':>6} {'GFLOP/s':>8}")
+    for row in rows[:limit]:
+        rate = f"{row['flops'] / row['self_s'] / 1e9:8.1f}" if row["flops"] and row["self_s"] else ""
+        print(f"  {row['op'][:40]:40} {row['calls']:6.0f} {row['self_s']:7.3f} {100 * row['self_s'] / total:5.1f}% {rate:>8}")
+
+
+# ---------------------------------------------------------------------------------- torch worker
+
+
+def torch_profile(args: argparse.Namespace) -> None:
+    """Runs in the reference python: profile one module on saved inputs, print one JSON line."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    effective = machine.pin_torch_threads(args.threads)
+    work = Path(args.work)
+    if args.torch_profile == "parakeet":
+        from transformers import ParakeetForTDT
+
+        net = ParakeetForTDT.from_pretrained(args.model, dtype=torch.float32).eval()
+        feats = torch.from_numpy(np.load(work / "parakeet_features.npy"))[None]
+        mask = torch.from_numpy(np.load(work / "parakeet_mask.npy"))[None]
+
+        def run() -> None:
+            net.encoder(input_features=feats, attention_mask=mask)
+    else:
+        from transformers import Qwen3ASRForConditionalGeneration
+
+        model = Qwen3ASRForConditionalGeneration.from_pretrained(args.model, dtype=torch.float32).eval()
+        mel = torch.from_numpy(np.load(work / "tower_mel.npy"))[None]
+        frames = int(np.load(work / "tower_frames.npy"))
+        tmask = torch.zeros(1, mel.shape[-1], dtype=torch.long)
+        tmask[0, :frames] = 1
+
+        def run() -> None:
+            model.model.get_audio_features(mel, tmask)
+
+    walls = []
+    with torch.inference_mode():
+        run()  # warm-up
+        for _ in range(args.reps):
+            started = time.perf_counter()
+            run()
+            walls.append(time.perf_counter() - started)
+        with profile(activities=[ProfilerActivity.CPU], with_flops=True) as prof:
+            for _ in range(args.reps):
+                run()
+    rows = [
+        {"op": e.key, "calls": e.count / args.reps, "self_s": e.self_cpu_time_total / 1e6 / args.reps,
+         "flops": (e.flops or 0) / args.reps}
+        for e in prof.key_averages() if e.self_cpu_time_total > 0
+    ]  # fmt: skip
+    print(json.dumps({"threads": effective, "wall": statistics.median(walls), "rows": rows}), flush=True)
+
+
+def run_torch(reference: str, part: str, model: Path, args: argparse.Namespace) -> dict:
+    done = subprocess.run(
+        [reference, __file__, "--torch-profile", part, "--model", str(model), "--work", str(args.work),
+         "--threads", str(args.threads), "--reps", str(args.reps)],
+        capture_output=True, text=True, env=machine.thread_env(args.threads),
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"the torch {part} profile failed:\n{done.stderr[-3000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    print(machine.check_threads("torch", args.threads, result["threads"]), flush=True)
+    return result
+
+
+# ---------------------------------------------------------------------------------- ggml side
+
+
+def profile_ggml(backend: Any, run: Any, reps: int) -> tuple[list[Any], float, float]:
+    """(node records of ``reps`` profiled runs, median plain wall, median profiled wall)."""
+    from inference.native.graph import OpProfiler
+
+    run()  # warm-up: graph build, first touch of the weights
+    cpu0, plain = machine.process_cpu_seconds(), []
+    for _ in range(reps):
+        started = time.perf_counter()
+        run()
+        plain.append(time.perf_counter() - started)
+    busy = (machine.process_cpu_seconds() - cpu0) / sum(plain)
+    print(f"ggml: threads {backend.threads} asked, {busy:.2f} CPU-s per wall-s in the plain runs", flush=True)
+    profiler = OpProfiler()
+    backend.profiler = profiler
+    try:
+        for _ in range(reps):
+            run()
+    finally:
+        backend.profiler = None
+    return profiler.records, statistics.median(plain), statistics.median(profiler.graph_seconds)
+
+
+def parakeet_part(args: argparse.Namespace, reference: str | None) -> None:
+    from bench_parakeet_stream import ensure_model
+    from clips import speech_clip
+
+    from inference.engine import load_engine
+    from inference.families.parakeet_tdt.frontend import compute_features
+
+    model = ensure_model()
+    audio = speech_clip(args.seconds)
+    for kind in args.types.split(","):
+        engine = load_engine(model, "parakeet_tdt", {"weight_type": kind}, backend="cpu", threads=args.threads)
+        try:
+            features = compute_features(audio, engine.config.features)
+            np.save(args.work / "parakeet_features.npy", features.values)
+            np.save(args.work / "parakeet_mask.npy", (np.arange(features.values.shape[0]) < features.valid_frames)
+                    .astype(np.int64))  # fmt: skip
+            encode = partial(engine.encoder.encode, features.values, features.valid_frames)
+            records, plain, profiled = profile_ggml(engine.backend, encode, args.reps)
+        finally:
+            engine.close()
+        report(f"Parakeet-TDT 0.6B v3 encoder, {args.seconds:g} s clip, weights {kind}", records, args,
+               {"ggml plain": plain, "ggml profiled": profiled}, reference, "parakeet", model, kind == "f32")  # fmt: skip
+
+
+def tower_part(args: argparse.Namespace, reference: str | None) -> None:
+    if reference is None:
+        print("\nR2T2 tower: skipped (its random checkpoint is built with torch: pass --reference-python)")
+        return
+    from bench_r2t2 import build_model
+    from r2t2_fixtures import load_audio
+
+    from inference.families.confucius4_r2t2.audio_tower import AudioTower
+    from inference.families.confucius4_r2t2.checkpoint import load_checkpoint
+    from inference.families.confucius4_r2t2.frontend import log_mel
+    from inference.native import open_backend
+
+    model_dir = args.work / "r2t2-tower-model"
+    build_model(model_dir, False, reference, tower_only=True)
+    clip = np.resize(load_audio()["clip_long"], int(args.tower_seconds * 16000)).astype(np.float32)
+    mel = log_mel(clip)
+    valid = mel.values[:, : mel.valid_frames]
+    np.save(args.work / "tower_mel.npy", mel.values)
+    np.save(args.work / "tower_frames.npy", np.asarray(mel.valid_frames))
+    checkpoint = load_checkpoint(model_dir)
+    for kind in args.tower_types.split(","):
+        with open_backend("cpu", threads=args.threads) as backend:
+            tower = AudioTower(backend, checkpoint.files, checkpoint.config.audio, storage=kind)
+            try:
+                records, plain, profiled = profile_ggml(backend, partial(tower.encode, valid), args.reps)
+            finally:
+                tower.close()
+        report(f"R2T2 / Qwen3-ASR-1.7B audio tower, {args.tower_seconds:g} s clip, weights {kind}", records, args,
+               {"ggml plain": plain, "ggml profiled": profiled}, reference, "tower", model_dir, kind == "native")  # fmt: skip
+
+
+def report(title: str, records: list[Any], args: argparse.Namespace, wall: dict[str, float],
+           reference: str | None, part: str, model: Path, with_torch: bool) -> None:  # fmt: skip
+    groups, products = ggml_breakdown(per_node_medians(records, args.reps))
+    torch_groups, torch_rows = None, []
+    if with_torch and reference is not None and not args.no_torch:
+        result = run_torch(reference, part, model, args)
+        torch_groups, torch_rows = torch_breakdown(result["rows"])
+        wall["torch plain"] = result["wall"]
+    print(f"\n=== {title}; {args.threads} threads; CPU {machine.cpu_name()}; ggml: per-node medians of {args.reps} "
+          f"runs; torch: means of {args.reps} runs")  # fmt: skip
+    print_categories("by category (seconds per run)", groups, torch_groups, wall)
+    total = sum(v[0] for v in groups.values())
+    print_products(products, total)
+    if torch_rows:
+        print_torch_top(torch_rows, sum(r["self_s"] for r in torch_rows))
+    print(machine.machine_header(args.threads, interval=0.2).splitlines()[1], flush=True)
+
+
+def main(argv: Iterable[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--parts", default="parakeet,tower")
+    parser.add_argument("--types", default="f32", help="Parakeet weight types (torch is profiled with f32)")
+    parser.add_argument("--tower-types", default="native", help="tower weight types (torch: with native)")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--tower-seconds", type=float, default=20.0)
+    parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: the user cache dir)")
+    parser.add_argument("--no-torch", action="store_true", help="profile the ggml side only")
+    machine.add_reference_option(parser)
+    parser.add_argument("--torch-profile", choices=("parakeet", "tower"), help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    if args.torch_profile:
+        return torch_profile(args)
+
+    from inference.paths import AppPaths
+
+    args.work = args.work or AppPaths.from_environment().cache / "bench" / "profile_ops"
+    args.work.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(ROOT / "tests" / "confucius4_r2t2"))
+    machine.print_machine_header(args.threads)
+    reference = None
+    if not args.no_torch or "tower" in args.parts:
+        try:
+            reference = machine.reference_python(args.reference_python)
+        except SystemExit as exc:
+            print(f"no torch side: {exc}")
+    if "parakeet" in args.parts:
+        parakeet_part(args, reference)
+    if "tower" in args.parts:
+        tower_part(args, reference)
+
+
+if __name__ == "__main__":
+    main()
