@@ -119,11 +119,14 @@ def _event_number(path: str) -> int:
     return int(digits) if digits else -1
 
 
-def describe_evdev(probe: EvdevProbe, grabbed: bool | None = None) -> str:
-    grabbed = probe.can_grab if grabbed is None else grabbed
-    if not probe.usable:
+def describe_evdev(probe: EvdevProbe) -> str:
+    """What the UI says about the input-device hotkey: active and grabbed, active but leaking, or why not."""
+    if not probe.usable and probe.denied:
         return f"Wayland: no global hotkey, because {probe.problem}. Fix: {INPUT_GROUP_FIX}."
-    if grabbed:
+    if not probe.usable:
+        return (f"Wayland: no global hotkey, because {probe.problem}: bind `captioneer dictate --toggle` to a "
+                "shortcut in your desktop's keyboard settings.")  # fmt: skip
+    if probe.can_grab:
         return "Global hotkey: active (Wayland; read from /dev/input and grabbed, so it never reaches other apps)."
     return ("Global hotkey: active (Wayland; read from /dev/input), but the key also reaches the focused app: "
             "/dev/uinput is not writable, so the keyboard cannot be grabbed. Pick a combination that does "
@@ -158,7 +161,8 @@ class EvdevHotkey:
 
     def start(self) -> None:
         if self.paths is None:
-            probe = probe_input_devices(self.hotkey, open_device=self.open_device)
+            custom = None if self.open_device is open_input_device else self.open_device
+            probe = probe_input_devices(self.hotkey, open_device=custom)
             if not probe.usable:
                 raise UsageError(f"the push-to-talk key cannot be read: {probe.problem}", INPUT_GROUP_FIX)
             self.paths = list(probe.keyboards)

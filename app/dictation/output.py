@@ -195,6 +195,8 @@ class TextOutput(QObject):
                 self._start(text, on_done)
             except Exception as exc:  # a desktop without a clipboard or key injection: say so
                 log.exception("inserting dictated text failed")
+                self._paste = None
+                self._settle.stop()
                 self._finish(on_done, "", f"could not insert the text: {exc}")
 
     def _start(self, text: str, on_done: DoneCallback) -> None:

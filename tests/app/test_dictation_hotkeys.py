@@ -381,6 +381,8 @@ def test_permission_errors_name_the_devices_and_the_fix(tmp_path: Any) -> None:
     assert "usermod -aG input" in (error.value.fix or "")
     empty = probe_input_devices("<f9>", input_dir=str(tmp_path / "nothing"), open_device=denied)
     assert "no input devices" in empty.problem
+    nothing = choose_backend("wayland", "<f9>", probe=lambda _hotkey: empty)
+    assert nothing.name == "command" and "usermod" not in nothing.note and "dictate --toggle" in nothing.note
 
 
 def test_the_backend_follows_the_session_and_says_which_is_active() -> None:
