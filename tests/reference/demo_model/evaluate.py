@@ -1,18 +1,24 @@
 """Word error rate of the demo model on the held-out synthetic speech, with torch or Captioneer's engine.
 
 Sources of clips (one of):
-* --data DIR --split test|unseen   the make_data.py corpus (audio kept for the held-out splits)
-* --fixtures DIR                   tests/fixtures/demo_model (manifest.json + WAVs)
+* --data DIR --split SPLIT [--split SPLIT ...]   the make_data.py corpus (audio kept for the held-out splits
+                                                 test, test_structures, unseen)
+* --fixtures DIR                                 tests/fixtures/demo_model (manifest.json + WAVs)
+
+Per split it reports the WER overall, for clips of training structures and of held-out structures
+(TEST_STRUCTURES), and with --known-words FILE also for the clips whose every reference word is in FILE
+(e.g. an older model's vocabulary, for a like-for-like baseline). --compare-with A.json checks that this
+run's hypotheses (text and token ids) equal another run's, e.g. Captioneer's engine against torch greedy.
 
 Engines:
 * torch       transformers 5.23 ParakeetForTDT greedy `generate()`, one clip at a time (batched
               generation is buggy for Parakeet, reference_notes §1.5). Needs /work/refvenv.
 * captioneer  `inference.engine.load_engine(model).transcribe(audio)`. Needs the dev venv.
 
-    /work/refvenv/bin/python tests/reference/demo_model/evaluate.py --engine torch \
-        --model resources/demo_model --data /work/demo_work/data --split test
-    /work/venv/bin/python tests/reference/demo_model/evaluate.py --engine captioneer \
-        --model resources/demo_model --fixtures tests/fixtures/demo_model
+    .venv-ref/bin/python tests/reference/demo_model/evaluate.py --engine torch --model resources/demo_model \
+        --data $DEMO_WORK/data4 --split test --split test_structures --split unseen --json-out torch.json
+    .venv/bin/python tests/reference/demo_model/evaluate.py --engine captioneer --model resources/demo_model \
+        --data $DEMO_WORK/data4 --split test --split test_structures --split unseen --compare-with torch.json
 """
 
 from __future__ import annotations
@@ -77,8 +83,9 @@ def corpus_clips(data_dir: Path, split: str, limit: int | None) -> list[dict]:
     from corpus import load_split
 
     clips = load_split(data_dir, split)[:limit]
-    return [{"id": f"{split}_{c.meta['index']:04d}", "text": c.text, "voice": c.voice,
-             "audio": c.audio.astype(np.float32) / 32768.0} for c in clips]
+    return [{"id": f"{split}_{c.meta['index']:04d}", "split": split, "text": c.text, "voice": c.voice,
+             "structure": c.meta.get("structure"), "audio": c.audio.astype(np.float32) / 32768.0}
+            for c in clips]
 
 
 def fixture_clips(fixtures_dir: Path) -> list[dict]:
@@ -91,7 +98,8 @@ def evaluate(transcribe: Transcriber, clips: list[dict]) -> dict:
     start = time.monotonic()
     for clip in clips:
         text, token_ids = transcribe(clip["audio"])
-        results.append({"id": clip["id"], "voice": clip.get("voice"), "reference": clip["text"],
+        results.append({"id": clip["id"], "split": clip.get("split"), "voice": clip.get("voice"),
+                        "structure": clip.get("structure"), "reference": clip["text"],
                         "hypothesis": text, "token_ids": token_ids})
     return {
         "clips": len(results),
@@ -101,31 +109,74 @@ def evaluate(transcribe: Transcriber, clips: list[dict]) -> dict:
     }
 
 
+def breakdown(results: list[dict], known_words: set[str] | None) -> dict[str, dict]:
+    """WER per split, and within it for training vs held-out structures (and known-word clips)."""
+    from sentences import TEST_STRUCTURES
+
+    groups: dict[str, list[dict]] = {}
+    for r in results:
+        split = r.get("split") or "fixtures"
+        keys = [split]
+        if r.get("structure"):
+            keys.append(f"{split}/{'held_out' if r['structure'] in TEST_STRUCTURES else 'train'}_structures")
+        if known_words is not None and set(r["reference"].split()) <= known_words:
+            keys.append(f"{split}/known_words")
+        for key in keys:
+            groups.setdefault(key, []).append(r)
+    return {key: {"clips": len(rs), "wer": corpus_wer([(r["reference"], r["hypothesis"]) for r in rs]),
+                  "clips_with_errors": sum(r["reference"].split() != r["hypothesis"].split() for r in rs)}
+            for key, rs in sorted(groups.items())}
+
+
+def compare(results: list[dict], other_path: Path) -> list[str]:
+    """Ids whose text or token ids differ from another run's JSON report (or are missing from it)."""
+    other = {r["id"]: r for r in json.loads(other_path.read_text())["results"]}
+    return [r["id"] for r in results if r["id"] not in other or other[r["id"]]["hypothesis"] != r["hypothesis"]
+            or other[r["id"]]["token_ids"] != r["token_ids"]]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", choices=["torch", "captioneer"], default="torch")
     parser.add_argument("--model", type=Path, required=True)
     parser.add_argument("--data", type=Path)
-    parser.add_argument("--split", choices=["test", "unseen"], default="test")
+    parser.add_argument("--split", action="append", choices=["test", "test_structures", "unseen"],
+                        help="repeatable; default test")
     parser.add_argument("--fixtures", type=Path)
-    parser.add_argument("--limit", type=int)
+    parser.add_argument("--limit", type=int, help="at most this many clips per split")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--known-words", type=Path, help="a word list, one per line")
+    parser.add_argument("--compare-with", type=Path, help="another run's --json-out, to check equal outputs")
     parser.add_argument("--json-out", type=Path, help="write every hypothesis here")
     args = parser.parse_args()
     if (args.data is None) == (args.fixtures is None):
         parser.error("give exactly one of --data or --fixtures")
 
-    clips = fixture_clips(args.fixtures) if args.fixtures else corpus_clips(args.data, args.split, args.limit)
+    if args.fixtures:
+        clips = fixture_clips(args.fixtures)
+    else:
+        clips = [clip for split in args.split or ["test"] for clip in corpus_clips(args.data, split, args.limit)]
     factory = torch_transcriber if args.engine == "torch" else captioneer_transcriber
     report = evaluate(factory(args.model, args.threads), clips)
-    report.update(engine=args.engine, source=str(args.fixtures or f"{args.data}:{args.split}"))
+    known = set(args.known_words.read_text().split()) if args.known_words else None
+    report.update(engine=args.engine, model=str(args.model),
+                  source=str(args.fixtures or f"{args.data}:{','.join(args.split or ['test'])}"),
+                  breakdown=breakdown(report["results"], known))
+    if args.compare_with:
+        report["differs_from_compared"] = compare(report["results"], args.compare_with)
     if args.json_out:
         args.json_out.write_text(json.dumps(report, indent=1) + "\n")
     worst = sorted(report["results"], key=lambda r: r["reference"] == r["hypothesis"])[:5]
     for r in worst:
         print(f"  ref: {r['reference']}\n  hyp: {r['hypothesis']}")
+    for key, row in report["breakdown"].items():
+        print(f"{args.engine} {key}: {row['clips']} clips, WER {100 * row['wer']:.2f} %, "
+              f"{row['clips_with_errors']} clips with errors")
     print(f"{args.engine} {report['source']}: {report['clips']} clips, WER {100 * report['wer']:.2f} % "
           f"({report['seconds']} s)")
+    if args.compare_with:
+        print(f"outputs differing from {args.compare_with}: {len(report['differs_from_compared'])} "
+              f"{report['differs_from_compared'][:10]}")
 
 
 if __name__ == "__main__":
