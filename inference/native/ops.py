@@ -17,8 +17,6 @@ from inference.native.bindings import GgmlApi, InitParams
 from inference.native.dtypes import GgmlType, as_ggml_type
 from inference.native.tensor import MAX_DIMS, Tensor, ggml_axis, to_ne
 
-GGML_ROPE_TYPE_NEOX = 2
-_GLU_OPS = {"reglu": 0, "geglu": 1, "swiglu": 2, "geglu_erf": 4, "geglu_quick": 5}
 DEFAULT_MAX_NODES = 8192
 # Type pairs computed as they are by add/sub/mul/div; mixed pairs are promoted to f32 like numpy
 # does (the CPU backend would abort on f32 + f16 and round f16 + f32 to f16).
@@ -191,24 +189,6 @@ class GraphBuilder:
         at the end of every run; the new value is seen by the next run."""
         self.side_effects.append(self.cpy(src, dst))
 
-    def concat(self, tensors: Sequence[Tensor], axis: int) -> Tensor:
-        if not tensors:
-            raise UsageError("concat needs at least one tensor")
-        result = tensors[0]
-        for other in tensors[1:]:
-            ndim = max(result.ndim, other.ndim)
-            shape_a, shape_b = _pad_shape(result.shape, ndim), _pad_shape(other.shape, ndim)
-            g = ggml_axis(axis, ndim)
-            a_axis = ndim - 1 - g
-            if any(sa != sb for i, (sa, sb) in enumerate(zip(shape_a, shape_b, strict=True)) if i != a_axis):
-                raise UsageError(
-                    f"concat along axis {axis}: shapes {result.shape} and {other.shape} differ elsewhere"
-                )
-            if result.type != other.type:
-                result, other = self._as_f32(result), self._as_f32(other)
-            result = self._wrap(self.api.ggml_concat(self._ctx(), result.ptr, other.ptr, g), ndim)
-        return result
-
     def pad(self, x: Tensor, pad_width: Sequence[tuple[int, int]]) -> Tensor:
         """Zero padding like ``np.pad(x, pad_width)``: one (before, after) pair per axis."""
         if len(pad_width) != x.ndim:
@@ -221,18 +201,6 @@ class GraphBuilder:
             ggml_pairs[x.ndim - 1 - axis] = (int(before), int(after))
         flat = [value for pair in ggml_pairs for value in pair]
         return self._wrap(self.api.ggml_pad_ext(self._ctx(), x.ptr, *flat), x.ndim)
-
-    def get_rows(self, table: Tensor, ids: Tensor) -> Tensor:
-        """``table[ids]`` for a 2-D table (rows x dim) and int32 ids of any rank up to 3."""
-        if table.ndim != 2:
-            raise UsageError(f"get_rows needs a 2-D table, got shape {table.shape}")
-        if ids.type != GgmlType.I32:
-            raise UsageError(f"get_rows needs int32 ids, got {ids.type.name}")
-        if ids.ndim > 1:  # ggml gathers along ids' first ggml axis; flatten and reshape back
-            flat = self.reshape(ids, (-1,))
-            rows = self._wrap(self.api.ggml_get_rows(self._ctx(), table.ptr, flat.ptr), 2)
-            return self.reshape(rows, (*ids.shape, table.shape[1]))
-        return self._wrap(self.api.ggml_get_rows(self._ctx(), table.ptr, ids.ptr), 2)
 
     # ----------------------------------------------------------------- arithmetic
     def _binary(self, fn_name: str, a: Tensor, b: Tensor, commutative: bool) -> Tensor:
@@ -265,9 +233,6 @@ class GraphBuilder:
 
     def mul(self, a: Tensor, b: Tensor) -> Tensor:
         return self._binary("ggml_mul", a, b, commutative=True)
-
-    def div(self, a: Tensor, b: Tensor) -> Tensor:
-        return self._binary("ggml_div", a, b, commutative=False)
 
     def scale(self, x: Tensor, factor: float, bias: float = 0.0) -> Tensor:
         """``x * factor + bias``."""
@@ -308,10 +273,6 @@ class GraphBuilder:
         return self.mul_mat(self.cont(self.transpose(b)), a)
 
     # ----------------------------------------------------------------- reductions and norms
-    def sum_rows(self, x: Tensor) -> Tensor:
-        """Sum over the last axis, keeping it with size 1."""
-        return self._wrap(self.api.ggml_sum_rows(self._ctx(), self._rows(x).ptr), x.ndim)
-
     def mean(self, x: Tensor) -> Tensor:
         """Mean over the last axis, keeping it with size 1."""
         return self._wrap(self.api.ggml_mean(self._ctx(), self.contiguous(x).ptr), x.ndim)
@@ -333,11 +294,6 @@ class GraphBuilder:
         if weight is not None:
             y = self.mul(y, weight)
         return self.add(y, bias) if bias is not None else y
-
-    def rms_norm(self, x: Tensor, weight: Tensor | None = None, eps: float = 1e-6) -> Tensor:
-        """RMSNorm over the last axis, optionally times ``weight``."""
-        y = self._wrap(self.api.ggml_rms_norm(self._ctx(), self._rows(x).ptr, eps), x.ndim)
-        return self.mul(y, weight) if weight is not None else y
 
     # ----------------------------------------------------------------- activations
     def _unary(self, fn_name: str, x: Tensor) -> Tensor:
@@ -366,14 +322,8 @@ class GraphBuilder:
     def log(self, x: Tensor) -> Tensor:
         return self._unary("ggml_log", x)
 
-    def sqr(self, x: Tensor) -> Tensor:
-        return self._unary("ggml_sqr", x)
-
     def sqrt(self, x: Tensor) -> Tensor:
         return self._unary("ggml_sqrt", x)
-
-    def clamp(self, x: Tensor, low: float, high: float) -> Tensor:
-        return self._wrap(self.api.ggml_clamp(self._ctx(), self.contiguous(x).ptr, low, high), x.ndim)
 
     def glu(self, x: Tensor, axis: int = -1) -> Tensor:
         """PyTorch ``F.glu``: first half times sigmoid(second half) along ``axis``."""
@@ -382,27 +332,6 @@ class GraphBuilder:
             raise UsageError(f"glu needs an even size along axis {axis}, got {x.shape}")
         first, second = self.split(x, axis, (half, half))
         return self.mul(first, self.sigmoid(second))
-
-    def gated(self, x: Tensor, activation: str = "swiglu", swapped: bool = False) -> Tensor:
-        """Fused gated unit over the last axis: ``act(x1) * x2`` where x1, x2 are its halves
-        (``swapped``: ``act(x2) * x1``). activation: reglu, geglu, swiglu, geglu_erf, geglu_quick."""
-        if not self.api.has("ggml_glu"):
-            raise UsageError("this ggml build has no ggml_glu")
-        if activation not in _GLU_OPS:
-            raise UsageError(f"unknown gated activation {activation!r}; choose one of {', '.join(_GLU_OPS)}")
-        if x.shape[-1] % 2:
-            raise UsageError(f"gated units need an even last axis, got {x.shape}")
-        x = self.contiguous(x)
-        return self._wrap(self.api.ggml_glu(self._ctx(), x.ptr, _GLU_OPS[activation], swapped), x.ndim)
-
-    def swiglu(self, gate: Tensor, up: Tensor) -> Tensor:
-        """``silu(gate) * up`` in one fused op (the Qwen MLP)."""
-        if gate.shape != up.shape:
-            raise UsageError(f"swiglu needs equal shapes, got {gate.shape} and {up.shape}")
-        if not self.api.has("ggml_swiglu_split"):
-            return self.mul(self.silu(gate), up)
-        gate, up = self.contiguous(gate), self.contiguous(up)
-        return self._wrap(self.api.ggml_swiglu_split(self._ctx(), gate.ptr, up.ptr), gate.ndim)
 
     # ----------------------------------------------------------------- attention pieces
     def softmax(self, x: Tensor, mask: Tensor | None = None, scale: float = 1.0) -> Tensor:
@@ -421,40 +350,6 @@ class GraphBuilder:
                 raise UsageError(f"softmax mask of shape {mask.shape} does not fit scores of shape {x.shape}")
             mask_ptr = self.contiguous(mask).ptr
         return self._wrap(self.api.ggml_soft_max_ext(self._ctx(), x.ptr, mask_ptr, scale, 0.0), x.ndim)
-
-    def rope_neox(
-        self,
-        x: Tensor,
-        positions: Tensor,
-        n_dims: int | None = None,
-        base: float = 10000.0,
-        freq_scale: float = 1.0,
-    ) -> Tensor:
-        """Rotary embedding in NeoX/HF layout (rotate halves) on x shaped (..., time, heads, head_dim).
-
-        positions: int32 of shape (time,). ``n_dims`` rotary dimensions (default: all of head_dim).
-        """
-        if x.ndim < 3:
-            raise UsageError(f"rope needs x shaped (..., time, heads, head_dim), got {x.shape}")
-        if positions.type != GgmlType.I32 or positions.shape != (x.shape[-3],):
-            raise UsageError(f"rope positions must be int32 of shape ({x.shape[-3]},), got {positions.shape}")
-        n_dims = n_dims or x.shape[-1]
-        ptr = self.api.ggml_rope_ext(
-            self._ctx(),
-            x.ptr,
-            positions.ptr,
-            None,
-            n_dims,
-            GGML_ROPE_TYPE_NEOX,
-            0,
-            base,
-            freq_scale,
-            0.0,
-            1.0,
-            0.0,
-            0.0,
-        )
-        return self._wrap(ptr, x.ndim)
 
     def attention(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, scale: float | None = None

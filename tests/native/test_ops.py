@@ -38,8 +38,6 @@ UNARY = {
     "sigmoid": (lambda g, x: g.sigmoid(x), lambda x: 1 / (1 + np.exp(-x))),
     "tanh": (lambda g, x: g.tanh(x), np.tanh),
     "exp": (lambda g, x: g.exp(x), np.exp),
-    "sqr": (lambda g, x: g.sqr(x), np.square),
-    "clamp": (lambda g, x: g.clamp(x, -0.5, 0.25), lambda x: np.clip(x, -0.5, 0.25)),
     "scale": (lambda g, x: g.scale(x, 0.37), lambda x: x * np.float32(0.37)),
     "scale_bias": (lambda g, x: g.scale(x, 0.37, 1.5), lambda x: x * np.float32(0.37) + np.float32(1.5)),
     "mul_scalar": (lambda g, x: x * 2.5, lambda x: x * 2.5),
@@ -72,7 +70,6 @@ BINARY = {
     "add": (lambda g, a, b: g.add(a, b), np.add),
     "sub": (lambda g, a, b: g.sub(a, b), np.subtract),
     "mul": (lambda g, a, b: g.mul(a, b), np.multiply),
-    "div": (lambda g, a, b: g.div(a, b), np.divide),
     "operators": (lambda g, a, b: a * b + a - b, lambda a, b: a * b + a - b),
 }
 SHAPES = [((3, 7, 13), (3, 7, 13)), ((3, 7, 13), (13,)), ((3, 7, 13), (7, 1)), ((3, 7, 13), (3, 1, 13)),
@@ -83,11 +80,11 @@ SHAPES = [((3, 7, 13), (3, 7, 13)), ((3, 7, 13), (13,)), ((3, 7, 13), (7, 1)), (
 @pytest.mark.parametrize(("shape_a", "shape_b"), SHAPES)
 def test_binary_ops_broadcast(run_op, name, shape_a, shape_b):
     op, ref = BINARY[name]
-    a, b = randn(*shape_a, seed=1), randn(*shape_b, seed=2) + (3.0 if name in ("div", "operators") else 0.0)
+    a, b = randn(*shape_a, seed=1), randn(*shape_b, seed=2) + (3.0 if name in ("operators",) else 0.0)
     close(run_op(op, a, b), ref(a, b))
 
 
-@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("name", ["add", "sub", "mul"])
 def test_binary_ops_on_transposed_views(run_op, name):
     op, ref = BINARY[name]
     a, b = randn(2, 9, 5, seed=3), randn(2, 5, 9, seed=4) + 3.0
@@ -148,8 +145,6 @@ def test_norms(run_op, permuted):
     close(got, ref_layer_norm(x, w, b, 1e-5), 1e-4)
     got = run_op(lambda g, t: g.norm(maybe_permute(g, t), 1e-6), src)
     close(got, ref_layer_norm(x, 1.0, 0.0, 1e-6), 1e-4)
-    got = run_op(lambda g, t, ww: g.rms_norm(maybe_permute(g, t), ww, 1e-6), src, w)
-    close(got, x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * w, 1e-4)
 
 
 def test_softmax_plain_masked_and_broadcast(run_op):
@@ -168,34 +163,6 @@ def test_softmax_plain_masked_and_broadcast(run_op):
 def test_softmax_mask_shape_checked(run_op):
     with pytest.raises(UsageError, match="mask"):
         run_op(lambda g, t, m: g.softmax(t, m), randn(2, 6, 9), randn(5, 9))
-
-
-def ref_rope_neox(x, pos, n_dims, base):
-    half = n_dims // 2
-    inv = base ** (-np.arange(half, dtype=np.float64) * 2 / n_dims)
-    ang = pos[:, None].astype(np.float64) * inv[None, :]  # (T, half)
-    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]  # broadcast over heads
-    x1, x2, rest = x[..., :half], x[..., half:n_dims], x[..., n_dims:]
-    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], -1).astype(np.float32)
-
-
-@pytest.mark.parametrize("n_dims", [None, 8])
-def test_rope_neox(run_op, n_dims):
-    x = randn(2, 7, 3, 16, seed=21)  # (batch, time, heads, head_dim)
-    pos = np.array([0, 1, 2, 5, 9, 40, 77], dtype=np.int32)
-    got = run_op(lambda g, t, p: g.rope_neox(t, p, n_dims, base=1e4), x, pos)
-    close(got, ref_rope_neox(x, pos, n_dims or 16, 1e4), 1e-4)
-
-
-def test_rope_on_a_view(run_op):
-    qkv = randn(7, 2 * 3 * 16, seed=22)
-    pos = np.arange(7, dtype=np.int32) + 3
-
-    def op(g, t, p):
-        k = g.reshape(g.slice(t, -1, 3 * 16, 6 * 16), (7, 3, 16))
-        return g.rope_neox(k, p, base=1e6)
-
-    close(run_op(op, qkv, pos), ref_rope_neox(qkv[:, 48:].reshape(7, 3, 16), pos, 16, 1e6), 1e-4)
 
 
 def ref_conv2d(x, w, stride, pad, dil=(1, 1)):
@@ -282,30 +249,17 @@ def test_layout_ops(run_op):
     close(got.astype(np.float32), x.astype(np.float16).astype(np.float32))
 
 
-def test_pad_concat(run_op):
-    x, y = randn(3, 5, 7, seed=36), randn(3, 2, 7, seed=37)
+def test_pad(run_op):
+    x = randn(3, 5, 7, seed=36)
     close(run_op(lambda g, t: g.pad(t, ((1, 0), (0, 2), (3, 1))), x), np.pad(x, ((1, 0), (0, 2), (3, 1))))
     close(
         run_op(lambda g, t: g.pad(g.transpose(t), ((0, 0), (2, 2), (0, 1))), x),
         np.pad(x.transpose(0, 2, 1), ((0, 0), (2, 2), (0, 1))),
     )
-    close(run_op(lambda g, a, b: g.concat([a, b, a], axis=1), x, y), np.concatenate([x, y, x], 1))
-    close(
-        run_op(lambda g, a: g.concat([a, g.transpose(g.transpose(a))], axis=-1), x),
-        np.concatenate([x, x], -1),
-    )
-    with pytest.raises(UsageError, match="concat"):
-        run_op(lambda g, a, b: g.concat([a, b], axis=2), x, y)
 
 
-def test_get_rows_and_reductions(run_op):
-    table = randn(11, 6, seed=38)
-    ids = np.array([3, 0, 10, 3], dtype=np.int32)
-    close(run_op(lambda g, t, i: g.get_rows(t, i), table, ids), table[ids])
-    ids2 = np.array([[1, 2], [9, 0], [4, 4]], dtype=np.int32)
-    close(run_op(lambda g, t, i: g.get_rows(t, i), table, ids2), table[ids2])
+def test_reductions(run_op):
     x = randn(4, 9, seed=39)
-    close(run_op(lambda g, t: g.sum_rows(t), x), x.sum(-1, keepdims=True))
     close(run_op(lambda g, t: g.mean(t), x), x.mean(-1, keepdims=True))
     got = run_op(lambda g, t: g.argmax(t), x)
     assert got.dtype == np.int32 and (got == x.argmax(-1)).all()
@@ -319,11 +273,6 @@ def test_glu_variants(run_op):
         run_op(lambda g, t: g.glu(g.transpose(t), axis=-1), x.transpose(0, 2, 1).copy()), a / (1 + np.exp(-b))
     )
     close(run_op(lambda g, t: g.glu(t, axis=1), x[:, :4]), x[:, :2] / (1 + np.exp(-x[:, 2:4])))
-    silu = a / (1 + np.exp(-a))
-    close(run_op(lambda g, t: g.gated(t, "swiglu"), x), silu * b)
-    close(run_op(lambda g, t: g.gated(t, "swiglu", swapped=True), x), b / (1 + np.exp(-b)) * a)
-    close(run_op(lambda g, t: g.gated(t, "geglu_erf"), x), 0.5 * a * (1 + ERF(a / np.sqrt(2))) * b, 2e-4)
-    close(run_op(lambda g, p, q: g.swiglu(p, q), a.copy(), b.copy()), silu * b)
 
 
 def test_attention_with_grouped_heads(run_op):
@@ -340,8 +289,7 @@ def test_mixed_float_types_are_promoted(run_op):
     half = b.astype(np.float16)
     close(run_op(lambda g, x, y: g.add(x, y), a, half), a + half.astype(np.float32))
     close(run_op(lambda g, x, y: g.sub(y, x), a, half), half.astype(np.float32) - a)
-    got = run_op(lambda g, x, y: g.concat([x, g.reshape(y, (1, 8))], axis=0), a, half)
-    close(got, np.concatenate([a, half[None].astype(np.float32)]))
+    close(run_op(lambda g, x, y: g.mul(x, y), a, half), a * half.astype(np.float32))
     w, x16 = randn(5, 32, seed=46), randn(3, 32, seed=47).astype(np.float16)
     close(run_op(lambda g, p, q: g.mul_mat(p, q), w, x16), x16.astype(np.float32) @ w.T, 1e-4)
 
