@@ -32,11 +32,11 @@ Example — a linear layer, a LayerNorm and softmax attention over one clip::
         weights.close()
 
 Ops (methods of the builder ``g``; numpy semantics): input/output, linear, mul_mat, matmul, add/
-sub/mul/div (+ operators, numpy broadcasting), scale, norm, layer_norm, rms_norm, gelu, silu, relu,
-sigmoid, tanh, exp, log, sqr, sqrt, clamp, glu (PyTorch), gated/swiglu (fused), softmax (mask,
-scale), rope_neox, attention, flash_attention, conv2d, depthwise_conv2d, depthwise_conv1d (f32
-exact), pad, concat, get_rows, reshape, permute, transpose, slice, split, as_strided, cont, cast,
-cpy, store_into (persistent state), sum_rows, mean, argmax.
+sub/mul (+ operators, numpy broadcasting), scale, norm, layer_norm, gelu, silu, relu, sigmoid, tanh,
+exp, log, sqrt, glu (PyTorch), softmax (mask, scale), attention, flash_attention, conv2d,
+depthwise_conv2d, depthwise_conv1d (f32 exact), pad, reshape, permute, transpose, slice, split,
+as_strided, cont, cast, cpy, store_into (persistent state), mean, argmax. Only what the engines use:
+the thinker's own ops (RMSNorm, RoPE, SwiGLU) run inside libllama.
 
 ``describe()`` lists versions, CPU features and devices; ``open_backend`` raises BackendError
 with a reinstall command when a requested GPU backend is not built in.
