@@ -26,6 +26,7 @@ _SAFETENSORS_TYPES = {
     "F32": GgmlType.F32, "F16": GgmlType.F16, "BF16": GgmlType.BF16, "F64": GgmlType.F64,
     "I8": GgmlType.I8, "I16": GgmlType.I16, "I32": GgmlType.I32, "I64": GgmlType.I64,
 }  # fmt: skip
+_GGML_TYPE_VALUES = frozenset(int(kind) for kind in GgmlType)
 
 
 @dataclass(frozen=True)
@@ -121,21 +122,31 @@ def open_checkpoint(paths: str | Path | Iterable[str | Path], api: GgmlApi | Non
         paths = [paths]
     records: dict[str, TensorRecord] = {}
     files: list[object] = []
-    for path in (Path(p) for p in paths):
-        if not path.is_file():
-            raise InputFileError(f"checkpoint file not found: {path}")
-        if path.suffix == ".gguf":
-            reader, found = _read_gguf(path)
-        else:
-            reader, found = _read_safetensors(path)
-        files.append(reader)
-        for name, rec in found.items():
-            if name in records:
-                raise ModelError(
-                    f"tensor {name!r} appears in more than one checkpoint file",
-                    f"remove the duplicate ({path})",
-                )
-            records[name] = rec
+    found: dict[str, TensorRecord] | None = None
+    rec: TensorRecord | None = None
+    try:
+        for path in (Path(p) for p in paths):
+            if not path.is_file():
+                raise InputFileError(f"checkpoint file not found: {path}")
+            if path.suffix == ".gguf":
+                reader, found = _read_gguf(path)
+            else:
+                reader, found = _read_safetensors(path)
+            files.append(reader)
+            for name, rec in found.items():
+                if name in records:
+                    raise ModelError(
+                        f"tensor {name!r} appears in more than one checkpoint file",
+                        f"remove the duplicate ({path})",
+                    )
+                records[name] = rec
+    except BaseException:
+        # Close what was opened even while the caller keeps this error (its traceback holds these locals):
+        # the views of the maps go first, or a map cannot close.
+        found = rec = None
+        records.clear()
+        Checkpoint({}, files, api).close()
+        raise
     return Checkpoint(records, files, api)
 
 
@@ -167,20 +178,19 @@ def read_safetensors_header(path: Path) -> tuple[int, dict[str, dict]]:
 
 def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
     data_start, header = read_safetensors_header(path)
+    tensors = {name: info for name, info in header.items() if name != "__metadata__"}
+    for name, info in tensors.items():  # every dtype is checked before the file is mapped
+        if info["dtype"] not in _SAFETENSORS_TYPES:
+            raise ModelError(f"{path}: tensor {name!r} has unsupported dtype {info['dtype']}")
     with path.open("rb") as handle:
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     whole = np.frombuffer(mapped, dtype=np.uint8)
     data = whole[data_start:]
-    records = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        ggml_type = _SAFETENSORS_TYPES.get(info["dtype"])
-        if ggml_type is None:
-            raise ModelError(f"{path}: tensor {name!r} has unsupported dtype {info['dtype']}")
+    records: dict[str, TensorRecord] = {}
+    for name, info in tensors.items():
         begin, end = info["data_offsets"]
         shape = tuple(int(d) for d in info["shape"]) or (1,)
-        records[name] = TensorRecord(name, shape, ggml_type, data[begin:end], whole, mapped)
+        records[name] = TensorRecord(name, shape, _SAFETENSORS_TYPES[info["dtype"]], data[begin:end], whole, mapped)
     return mapped, records
 
 
@@ -191,15 +201,12 @@ def _read_gguf(path: Path) -> tuple[object, dict[str, TensorRecord]]:
         gguf_file = GgufFile(path)
     except ModelError as exc:  # same error class as a damaged safetensors file
         raise InputFileError(exc.message, exc.fix) from exc
-    records = {}
-    for tensor in gguf_file.tensors:
-        try:
-            ggml_type = GgmlType(int(tensor.type))
-        except ValueError:
+    for tensor in gguf_file.tensors:  # every type is checked before any view of the map exists
+        if int(tensor.type) not in _GGML_TYPE_VALUES:
             gguf_file.close()
-            raise ModelError(f"{path}: tensor {tensor.name!r} has unsupported type {tensor.type_name}") from None
-        raw = gguf_file.raw(tensor)
-        records[tensor.name] = TensorRecord(
-            tensor.name, tensor.shape, ggml_type, raw, gguf_file.bytes, gguf_file.mapping
-        )
+            raise ModelError(f"{path}: tensor {tensor.name!r} has unsupported type {tensor.type_name}")
+    records: dict[str, TensorRecord] = {}
+    for tensor in gguf_file.tensors:
+        records[tensor.name] = TensorRecord(tensor.name, tensor.shape, GgmlType(int(tensor.type)),
+                                            gguf_file.raw(tensor), gguf_file.bytes, gguf_file.mapping)  # fmt: skip
     return gguf_file, records

@@ -144,6 +144,8 @@ class GgufFile:
         return self.bytes[tensor.offset : tensor.offset + tensor.nbytes]
 
     def close(self) -> None:
+        # Numeric fields and ``bytes`` are views of the map: drop ours so that the map can close now.
+        self.fields = {}
         self.bytes = np.empty(0, dtype=np.uint8)
         # BufferError: a caller still holds a view; the map closes when that view is dropped.
         with contextlib.suppress(BufferError):

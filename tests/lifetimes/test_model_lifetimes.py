@@ -75,12 +75,13 @@ def test_closed_engine_holds_nothing_in_the_model_folder(tmp_path: Path, kind: s
     shutil.rmtree(_folder(model))  # what the store does on `models remove`
 
 
-def _load_error(model: Path, control: JobControl | None = None) -> str:
-    """Load ``model`` expecting a CaptioneerError; only its text leaves (no traceback keeps frames alive)."""
+def _load_error(model: Path, control: JobControl | None = None) -> CaptioneerError:
+    """Load ``model`` expecting a CaptioneerError and return it. The caller keeps it (an app showing the error
+    does), and with it the traceback's frames and their locals: the files must be closed even so."""
     try:
         engine = load_engine(model, backend="cpu", threads=1, control=control)
     except CaptioneerError as exc:
-        return str(exc)
+        return exc
     engine.close()
     raise AssertionError(f"{model} loaded")
 
@@ -90,7 +91,8 @@ def test_parakeet_load_failing_on_a_bad_tensor_closes_its_map(tmp_path: Path) ->
     tensors = load_file(str(model / "model.safetensors"))
     tensors["joint.head.bias"] = np.zeros(3, np.float32)  # mapped, then refused by the shape check
     save_file(tensors, str(model / "model.safetensors"))
-    assert "joint.head.bias" in _load_error(model)
+    error = _load_error(model)
+    assert "joint.head.bias" in str(error)
     assert open_under(model) == []
 
 
@@ -100,7 +102,8 @@ def test_parakeet_package_without_a_tokenizer_closes_its_map(tmp_path: Path) -> 
     (tmp_path / "pk").mkdir()
     package = tmp_path / "pk" / "parakeet.gguf"
     write_audiocpp_gguf(source, package)
-    assert "no embedded tokenizer.json" in _load_error(package)
+    error = _load_error(package)
+    assert "no embedded tokenizer.json" in str(error)
     assert open_under(package.parent) == []
 
 
@@ -115,7 +118,8 @@ def test_r2t2_load_cancelled_while_converting_closes_everything(tmp_path: Path, 
         if len(calls) == 3:
             cancel.cancel()
 
-    assert "cancelled" in _load_error(model, JobControl(progress, cancel, stage="load"))
+    error = _load_error(model, JobControl(progress, cancel, stage="load"))
+    assert "cancelled" in str(error)
     assert len(calls) >= 3  # the conversion had started: the source was mapped and the writer open
     assert open_under(_folder(model)) == []
     assert not [p for p in _folder(model).rglob("*.partial")]
@@ -126,5 +130,6 @@ def test_r2t2_broken_config_closes_everything(tmp_path: Path) -> None:
     config = json.loads((model / "config.json").read_text())
     config["thinker_config" if "thinker_config" in config else "text_config"]["head_dim"] = 7
     (model / "config.json").write_text(json.dumps(config))
-    assert _load_error(model)
+    error = _load_error(model)
+    assert "shape" in str(error)
     assert open_under(model) == []

@@ -24,6 +24,7 @@ converter does. The result is cached next to the model with a fingerprint of the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import mmap
@@ -131,10 +132,12 @@ class MappedTensors:
         return to_f32(data, self.tensors[name].dtype)
 
     def close(self) -> None:
-        """Unmap every file (so the model can be deleted, also on Windows). Views from ``raw`` must be gone."""
+        """Unmap every file (so the model can be deleted, also on Windows). A later read maps it again."""
         maps, self._maps = self._maps, {}
         for mapping in maps.values():
-            mapping.close()  # BufferError names a caller that still holds a view: a bug to fix, not to hide
+            # BufferError: a caller still holds a view from ``raw``; that map closes when the view goes.
+            with contextlib.suppress(BufferError):
+                mapping.close()
 
 
 def to_f32(data: np.ndarray, dtype: str) -> np.ndarray:
@@ -515,6 +518,9 @@ def ensure_thinker_gguf(
         raise ModelError(f"could not write the converted thinker to {directory} ({exc})",
                          "free disk space or make the model directory writable") from exc
     finally:
+        # The conversion read every tensor: unmap them (also when it failed or was cancelled, so nothing keeps the
+        # model open); the engine's few embedding rows map the file again on first use.
+        checkpoint.weights.close()
         for leftover in (partial, intermediate):
             leftover.unlink(missing_ok=True)
     if progress:
