@@ -489,6 +489,11 @@ class WorkerClient:
         return process.pid if process is not None else None
 
     @property
+    def gave_up(self) -> WorkerError | None:
+        """Why this client stopped restarting its worker (it failed too often), or None while it is alive."""
+        return self._dead
+
+    @property
     def restarting(self) -> bool:
         """A dead worker is being replaced (requests made meanwhile wait for it)."""
         return self._restarting

@@ -3,6 +3,11 @@
 A model is named by the ``--model`` value it was given (a package id or a path) and, for a path, also by
 the folder or file name. Every request on a model holds one of its slots while it runs; past
 ``max_concurrent`` the server answers 429 rather than queueing without bound.
+
+A worker that dies is restarted by its client; one that keeps dying makes the client give up (its
+``max_restarts``). The server then answers 503 naming the failure, and after ``revive_after_s`` the next
+request starts a fresh worker and loads the model again (a circuit breaker), so a transient fault — memory
+pressure, a driver reset — never needs the server restarted by hand.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from inference.server.errors import ApiError
 log = logging.getLogger("captioneer.server")
 RESTARTED = "the inference worker was restarted"  # WorkerClient's status once a new worker has its models
 RESTORE_WAIT_S = 180.0  # a restart respawns the worker and loads the model again
+REVIVE_AFTER_S = 30.0  # after the client gave up, the next request past this tries a fresh worker
 
 
 @dataclass
@@ -41,21 +47,28 @@ class ServedModel:
     default_request_options: dict[str, Any] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     created: int = field(default_factory=lambda: int(time.time()))
+    policy: WorkerPolicy = field(default_factory=WorkerPolicy)
+    revive_after_s: float = REVIVE_AFTER_S
     client: WorkerClient | None = None
     engine: RemoteEngine | None = None
     _active: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _restored: threading.Event = field(default_factory=threading.Event)
+    _revive_lock: threading.Lock = field(default_factory=threading.Lock)
+    _gave_up_at: float | None = None
+    _start_args: tuple[str, int | None] = ("auto", None)
 
     def start(self, backend: str = "auto", threads: int | None = None) -> None:
+        self._start_args = (backend, threads)
         self._restored.set()
-        self.client = WorkerClient(WorkerPolicy(), on_status=self._on_status).start()
+        self.client = WorkerClient(self.policy, on_status=self._on_status).start()
         try:
             self.engine = self.client.load(self.path, self.family, self.session_options, backend, threads,
                                            factory=self.factory)  # fmt: skip
         except BaseException:
             self.client.close()
             raise
+        self._gave_up_at = None
 
     def close(self) -> None:
         if self.client is not None:
@@ -66,18 +79,47 @@ class ServedModel:
         has the model again. In between, a request sent to the new worker would find no model there."""
         if text == RESTARTED:
             self._restored.set()
+        elif self.client is not None and self.client.gave_up is not None:
+            log.error("model %s: %s; a request after %.0f s will start a fresh worker", self.id, text,
+                      self.revive_after_s)  # fmt: skip
+            self._gave_up_at = time.monotonic()
+            self._restored.set()  # nothing is coming back by itself: waiters get the failure now
         else:
             log.warning("model %s: %s", self.id, text)
             self._restored.clear()
 
     async def wait_until_restored(self, timeout_s: float = RESTORE_WAIT_S) -> None:
-        """Return at once unless the worker is being restarted; then wait for it (503 past ``timeout_s``)."""
+        """Return at once unless the worker is being restarted; then wait for it (503 past ``timeout_s``).
+        A worker the client gave up on is started afresh once ``revive_after_s`` have passed (else 503)."""
+        if self.client is not None and self.client.gave_up is not None:
+            await asyncio.to_thread(self._revive)
         deadline = time.monotonic() + timeout_s
         while not self._restored.is_set():
             if time.monotonic() > deadline:
                 raise ApiError(503, f"the worker of model {self.id!r} is being restarted after a failure and is "
                                "not back yet; retry shortly", "worker_restarting", headers={"Retry-After": "5"})
             await asyncio.sleep(0.05)
+
+    def _revive(self) -> None:
+        """Replace a client that gave up with a fresh worker and model, at most once per ``revive_after_s``."""
+        with self._revive_lock:
+            client = self.client
+            if client is None or client.gave_up is None:
+                return  # another request revived it meanwhile
+            waited = time.monotonic() - (self._gave_up_at or 0.0)
+            if waited < self.revive_after_s:
+                retry = max(1, round(self.revive_after_s - waited))
+                raise ApiError(503, f"the worker of model {self.id!r} kept failing ({client.gave_up}); a fresh "
+                               f"one is tried in {retry} s", "worker_failed", headers={"Retry-After": str(retry)})  # fmt: skip
+            log.warning("model %s: starting a fresh worker after %.0f s", self.id, waited)
+            client.close()
+            self.engine = None
+            try:
+                self.start(*self._start_args)
+            except Exception as exc:
+                self._gave_up_at = time.monotonic()  # try again only after another full wait
+                raise ApiError(503, f"model {self.id!r} could not be loaded in a fresh worker: {exc}",
+                               "worker_failed", headers={"Retry-After": str(round(self.revive_after_s))}) from exc  # fmt: skip
 
     @property
     def worker_pid(self) -> int | None:

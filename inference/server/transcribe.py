@@ -31,8 +31,8 @@ def _engine(model: ServedModel) -> Any:
 async def transcribe_file(model: ServedModel, audio: np.ndarray, options: dict[str, Any],
                           timeout_s: float) -> Transcript:  # fmt: skip
     """The whole clip at once; past ``timeout_s`` the worker is told to stop and the answer is 504."""
-    engine = _engine(model)
     await model.wait_until_restored()
+    engine = _engine(model)
     cancel = CancelToken()
     timed_out = threading.Event()
 
@@ -91,8 +91,8 @@ class EventPipe:
 
 
 async def open_stream(model: ServedModel, pipe: EventPipe, options: dict[str, Any]) -> Any:
-    engine = _engine(model)
     await model.wait_until_restored()
+    engine = _engine(model)
 
     def run() -> Any:
         # The body can wait for the model: pushes block (backpressure on the upload), nothing is dropped.

@@ -174,3 +174,35 @@ def test_a_slow_stream_ends_with_a_504_event(registry: ModelRegistry) -> None:
         assert last["type"] == "error" and last["error"]["code"] == "timeout" and last["fatal"] is True
         assert any('"transcript.text.delta"' in line for line in lines)  # what was done before the limit came
         _wait(lambda: registry.get("faulty").active == 0, 5)
+
+
+def test_a_worker_that_keeps_failing_is_revived_after_a_pause() -> None:
+    """A client that gave up (here: at the first crash) is a 503 naming the failure; after the pause the next
+    request gets a fresh worker with the model loaded again, without restarting the server."""
+    from inference.client import WorkerPolicy
+    from tests.server.harness import DEMO_MODEL, FAULTY_FACTORY
+
+    fragile = ServedModel("fragile", DEMO_MODEL, "faulty", None, (), 1, factory=FAULTY_FACTORY,
+                          default_request_options={"delay_s": 0.01}, policy=WorkerPolicy(max_restarts=0),
+                          revive_after_s=2.0)  # fmt: skip
+    models = ModelRegistry([fragile])
+    models.start(threads=1)
+    body = {"model": "fragile", "audio": THREE_SECONDS}
+    try:
+        with running_server(ServerConfig(), models) as url, httpx.Client(base_url=url, timeout=60) as http:
+            first_pid = fragile.worker_pid
+            assert first_pid is not None and http.post("/v1/audio/transcriptions", json=body).status_code == 200
+            os.kill(first_pid, signal.SIGKILL)
+            _wait(lambda: fragile.client is not None and fragile.client.gave_up is not None)
+            refused = http.post("/v1/audio/transcriptions", json=body)
+            assert refused.status_code == 503, refused.text
+            error = refused.json()["error"]
+            assert error["code"] == "worker_failed" and "kept failing" in error["message"]
+            assert 1 <= int(refused.headers["retry-after"]) <= 2
+            time.sleep(2.1)
+            revived = http.post("/v1/audio/transcriptions", json=body)
+            assert revived.status_code == 200, revived.text
+            assert revived.json()["text"].startswith("48000 samples")
+            assert fragile.worker_pid not in (None, first_pid) and fragile.client.gave_up is None
+    finally:
+        models.close()
