@@ -26,7 +26,8 @@ from inference.server.registry import ModelRegistry, ServedModel
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 MAX_BUSY_TIMEOUT_MS = 600_000
 _FORM_FIELDS = {"file", "model", "language", "prompt", "response_format", "temperature", "stream",
-                "timestamp_granularities[]", "timestamp_granularities", "include[]", "chunking_strategy", "busy_timeout_ms"}  # fmt: skip
+                "timestamp_granularities[]", "timestamp_granularities", "include[]", "chunking_strategy", "busy_timeout_ms",
+                "options", "hotwords", "hotwords_score"}  # fmt: skip
 _JSON_FIELDS = {"model", "audio", "audio_path", "file", "language", "text", "prompt", "options", "response_format",
                 "stream", "temperature", "busy_timeout_ms"}  # fmt: skip
 
@@ -118,7 +119,7 @@ async def _from_form(request: Request, registry: ModelRegistry, max_audio_s: flo
             _number(form.get("temperature"), "temperature")
             notes.append("temperature is accepted and ignored: decoding is greedy")
         options = request_options(model, language=_text_field(form.get("language"), "language"),
-                                  context=_text_field(form.get("prompt"), "prompt"), extra={})  # fmt: skip
+                                  context=_text_field(form.get("prompt"), "prompt"), extra=_form_extra(form))  # fmt: skip
         response_format = _response_format(form.get("response_format"), details)
         stream = parse_bool(form.get("stream") or "false", "stream")
         wait_s = busy_timeout_s(form.get("busy_timeout_ms"))
@@ -223,6 +224,33 @@ def decode_audio(data: bytes, name: str, max_audio_s: float) -> np.ndarray:
     if audio.size == 0:
         raise ApiError(400, f"the audio {name!r} has no samples", "invalid_audio", param="file")
     return audio
+
+
+def _form_extra(form: Any) -> dict[str, Any]:
+    """Family options of a form: ``options`` (a JSON object, as in the JSON form) and, for Phonon-2, the
+    ``hotwords`` / ``hotwords_score`` fields themselves (what OpenAI clients send through ``extra_body``)."""
+    extra: dict[str, Any] = {}
+    text = _text_field(form.get("options"), "options")
+    if text:
+        try:
+            extra = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ApiError(400, f"'options' is not valid JSON: {exc.msg} at character {exc.pos}",
+                           "invalid_value", param="options") from None  # fmt: skip
+        if not isinstance(extra, dict):
+            raise ApiError(400, "'options' must be a JSON object of the model family's request options",
+                           "invalid_value", param="options")  # fmt: skip
+    for name in ("hotwords", "hotwords_score"):
+        value = form.get(name)
+        if value is not None:
+            if name in extra:
+                raise ApiError(400, f"{name!r} was given both as a field and inside 'options'", "invalid_value",
+                               param=name)  # fmt: skip
+            if isinstance(value, UploadFile):
+                raise ApiError(400, f"'{name}' must be a text field, not a file", "invalid_value", param=name)
+            # An empty hotwords field is kept: it turns hotwords off even when a prompt is given.
+            extra[name] = str(value) if name == "hotwords" else _number(value, name)
+    return extra
 
 
 def request_options(model: ServedModel, *, language: str | None, context: str | None,

@@ -125,6 +125,23 @@ def test_bad_requests_are_openai_errors(http: httpx.Client) -> None:
     _error(http.get(post), 405, "method_not_allowed")
 
 
+def test_multipart_forms_carry_family_options_and_hotwords(http: httpx.Client) -> None:
+    post, wav = "/v1/audio/transcriptions", {"file": ("a.wav", SAMPLE_1.read_bytes())}
+    short = http.post(post, data={"model": "demo", "options": json.dumps({"max_tokens": 2})}, files=wav)
+    assert short.status_code == 200, short.text
+    assert 0 < len(short.json()["text"]) < len(TEXT_1) and TEXT_1.startswith(short.json()["text"].strip())
+    assert "beam_size" in _error(http.post(post, data={"model": "demo", "options": '{"beam_size": 4}'}, files=wav),
+                                 400, "invalid_option")  # fmt: skip
+    _error(http.post(post, data={"model": "demo", "options": "[1]"}, files=wav), 400, "invalid_value")
+    _error(http.post(post, data={"model": "demo", "options": "{nope"}, files=wav), 400, "invalid_value")
+    # The hotwords fields reach the family's engine, which checks them (the demo model is no Phonon-2).
+    assert "Phonon-2" in _error(http.post(post, data={"model": "demo", "hotwords": "Emma, Ruth"}, files=wav),
+                                400, "invalid_value")  # fmt: skip
+    _error(http.post(post, data={"model": "demo", "hotwords_score": "strong"}, files=wav), 400, "invalid_value")
+    both = {"model": "demo", "hotwords": "Emma", "options": json.dumps({"hotwords": "Ruth"})}
+    assert "both" in _error(http.post(post, data=both, files=wav), 400, "invalid_value")
+
+
 def test_temperature_is_accepted_with_a_note(http: httpx.Client) -> None:
     response = http.post("/v1/audio/transcriptions", data={"model": "demo", "temperature": "0.7"},
                          files={"file": ("a.wav", SAMPLE_1.read_bytes())})  # fmt: skip
