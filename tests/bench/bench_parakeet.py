@@ -170,7 +170,8 @@ def worker(kind: str, model: Path, threads: int) -> None:
         storage = kind.split(":", 1)[1]
         engine = load_engine(model, "parakeet_tdt", {"weight_type": storage}, backend="cpu", threads=threads)
         # ggml's thread count is the backend's; numpy's BLAS (the decoder's projection) is pinned too.
-        effective = {"ggml_threads": engine.backend.threads, "pools": machine.blas_threads()}
+        effective = {"ggml_threads": engine.backend.threads, "omp_wait_policy": machine.omp_wait_policy(),
+                     "pools": machine.blas_threads()}  # fmt: skip
 
         def run(audio: np.ndarray) -> list[int]:
             return list(engine.transcribe(audio).token_ids)

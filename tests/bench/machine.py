@@ -199,8 +199,15 @@ def pin_torch_threads(threads: int) -> dict[str, Any]:
         "capability": torch.backends.cpu.get_cpu_capability(),
         "mkl": torch.backends.mkl.is_available(),
         "mkldnn": torch.backends.mkldnn.is_available(),
+        "omp_wait_policy": omp_wait_policy(),
         "pools": blas_threads(),
     }
+
+
+def omp_wait_policy() -> str:
+    """OpenMP's wait policy in this process: on a busy machine active (spinning) waits cost torch 2-6x
+    (README); Captioneer sets passive for ggml when it loads the libraries."""
+    return os.environ.get("OMP_WAIT_POLICY", "unset (libgomp spins, then sleeps)")
 
 
 def check_threads(side: str, wanted: int, effective: dict[str, Any]) -> str:
