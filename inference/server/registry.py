@@ -69,6 +69,12 @@ class ServedModel:
             self.client.close()
             raise
         self._gave_up_at = None
+        # Streams hold their slot; the worker refuses more open streams per engine than this.
+        limit = self.engine.capabilities.streams_per_engine
+        if self.max_concurrent > limit:
+            log.warning("model %s: --max-concurrent %d lowered to %d, the streams one engine serves at once",
+                        self.id, self.max_concurrent, limit)  # fmt: skip
+            self.max_concurrent = limit
 
     def close(self) -> None:
         if self.client is not None:

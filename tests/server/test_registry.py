@@ -28,3 +28,14 @@ def test_models_are_named_by_package_id_or_path() -> None:
         ModelRegistry(resolve_models(["demo_parakeet_en", "demo_parakeet_en"], paths, 1))
     with pytest.raises(ModelError, match="neither an existing path nor a known package id"):
         resolve_models(["nope"], paths, 1)
+
+
+def test_max_concurrent_is_capped_by_the_streams_one_engine_serves() -> None:
+    (model,) = resolve_models([str(DEMO_MODEL)], AppPaths.from_environment(), 50)
+    model.start(threads=1)
+    try:
+        assert model.engine is not None
+        limit = model.engine.capabilities.streams_per_engine
+        assert 1 <= limit < 50 and model.max_concurrent == limit
+    finally:
+        model.close()
