@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from inference.errors import ModelError, UsageError
+from inference.models.marker import INSTALL_MARKER, installed_marker
 from inference.models.spec import FamilySpec, PackageSpec, load_all_specs
 from inference.paths import AppPaths, data_root
 
-INSTALL_MARKER = "captioneer-package.json"
+__all__ = ["INSTALL_MARKER", "Catalog", "CatalogEntry"]
 
 
 @dataclass(frozen=True)
@@ -39,27 +39,24 @@ class Catalog:
             markers = sorted(self.paths.models.glob(f"*/{INSTALL_MARKER}"))
         except OSError:
             return found
-        for marker in markers:
-            directory = marker.parent
+        for marker_path in markers:
+            directory = marker_path.parent
             if directory.name.startswith(".") or directory.name in catalog_ids:
                 continue
-            try:
-                info = json.loads(marker.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                continue
-            if not isinstance(info, dict) or info.get("id") != directory.name or not info.get("family"):
+            marker = installed_marker(directory)
+            if marker is None or marker.id != directory.name:
                 continue
             found.append(
                 PackageSpec(
                     id=directory.name,
-                    family=str(info["family"]),
-                    name=str(info.get("name") or directory.name),
-                    format=str(info.get("format") or "imported"),
+                    family=marker.family,
+                    name=marker.name,
+                    format=marker.format,
                     files=(),
-                    size_bytes=int(info.get("size_bytes") or 0),
-                    quantization=info.get("quantization"),
+                    size_bytes=marker.size_bytes,
+                    quantization=marker.quantization,
                     license="see the imported model",
-                    notes=f"imported from {info.get('origin', 'a local path')}",
+                    notes=f"imported from {marker.origin or 'a local path'}",
                 )
             )
         return found
@@ -81,14 +78,10 @@ class Catalog:
         directory = self.package_dir(pkg)
         if pkg.format == "bundled":
             return directory if (directory / "config.json").is_file() else None
-        marker = directory / INSTALL_MARKER
-        if not marker.is_file():
+        marker = installed_marker(directory)  # None also for a damaged or foreign marker: reinstalling repairs it
+        if marker is None:
             return None
-        try:
-            info = json.loads(marker.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return None
-        model_path = directory / info.get("model_path", ".")
+        model_path = directory / marker.model_path
         return model_path if model_path.exists() else None
 
     def entries(self) -> list[CatalogEntry]:

@@ -6,7 +6,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from inference.models.errors import InstallCancelled
 
@@ -139,3 +139,29 @@ def describe(report: InstallProgress) -> str:
         detail.append(report.message)
     text = parts[0]
     return text + (": " + ", ".join(detail) if detail else "")
+
+
+@dataclass
+class ProgressTracker:
+    """Turns per-file byte counts into package-wide reports with speed and ETA."""
+
+    package_id: str
+    report: ThrottledReporter
+    meter: RateMeter = field(default_factory=RateMeter)
+
+    def emit(self, phase: str, done: int = 0, total: int | None = None, file: str = "", message: str = "",
+             rate: bool = False, force: bool = False) -> None:
+        speed = eta = None
+        if rate:
+            self.meter.add(done)
+            speed, eta = self.meter.speed(), self.meter.eta(done, total)
+        self.report(InstallProgress(self.package_id, phase, done, total, file, speed, eta, message), force=force)
+
+
+def hash_reporter(tracker: ProgressTracker, stage: str, offset: int, total: int | None, name: str) -> Callable[[int], None]:
+    """Progress of hashing one file, counted from ``offset`` bytes into a larger job."""
+
+    def report(done: int) -> None:
+        tracker.emit(stage, offset + done, total, name)
+
+    return report

@@ -125,8 +125,8 @@ def test_delete_asks_first(opened, qtbot, app_paths):
     dialog.delete_button.click()
     assert _row(dialog, "tiny_gguf")["State"] == "installed"
     dialog.delete_button.click()  # deleting runs on a worker thread, never on the GUI thread
-    qtbot.waitUntil(lambda: _row(dialog, "tiny_gguf")["State"] == "not installed", timeout=10_000)
-    assert dialog.status_label.text() == "Deleted Tiny GGUF."
+    qtbot.waitUntil(lambda: dialog.status_label.text() == "Deleted Tiny GGUF.", timeout=10_000)
+    assert _row(dialog, "tiny_gguf")["State"] == "not installed"
     assert not (app_paths.models / "tiny_gguf").exists()
 
 

@@ -1,0 +1,185 @@
+"""Importing a local model folder or file (copied while hashing, or linked), and converting a local Phonon-2
+source (``phonon.py``), with the same all-or-nothing assembly as an install."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from inference.errors import UsageError
+from inference.models import phonon
+from inference.models.assembly import StoreInstaller
+from inference.models.downloads import PlannedFile
+from inference.models.fsops import copy_hashing, remove_tree, walk_files
+from inference.models.layout import locate_model
+from inference.models.marker import INSTALL_MARKER, InstallMarker, write_marker
+from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter
+from inference.models.spec import PackageFile, PackageSpec
+from inference.models.store_layout import DISK_RESERVE_BYTES, PACKAGE_ID, SKIP_IMPORT_DIRS, file_target, slug
+
+
+class StoreImporter(StoreInstaller):
+    """Add a local model (copy or link) or convert a local Phonon-2 source into a package."""
+
+    def import_local(
+        self,
+        source: Path,
+        package_id: str | None = None,
+        link: bool = False,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+        sidecars: Path | None = None,
+        sha256: str | None = None,
+    ) -> Path:
+        """Copy (or link) a model folder or file into the store under ``package_id``.
+
+        A Phonon-2 source (a ``.tar.zst`` archive, or a folder holding ``model.fermion`` and ``config.json``)
+        is converted instead, see :meth:`_import_phonon2`; ``sidecars`` and ``sha256`` apply to it only.
+        """
+        from inference.engine import detect_family
+
+        source = Path(source).expanduser()
+        if not source.exists():
+            raise UsageError(f"nothing to import at {source}", "pass an existing model folder or .gguf file")
+        source = source.resolve()
+        if phonon.is_phonon2_source(source):
+            if link:
+                raise UsageError(f"{source.name} cannot be linked: it is converted into a new model",
+                                 "import it without --link")  # fmt: skip
+            return self._import_phonon2(source, package_id, sidecars, sha256, progress, cancel)
+        if sidecars is not None or sha256 is not None:
+            raise UsageError("--sidecars and --sha256 apply to Phonon-2 sources only",
+                             "pass a .tar.zst archive or a folder holding model.fermion")  # fmt: skip
+        family = detect_family(source)  # raises ModelError with a fix if it is no model we can load
+        pid = package_id or slug(source.stem if source.is_file() else source.name)
+        if not PACKAGE_ID.match(pid):
+            raise UsageError(
+                f"{pid!r} cannot be a package id", "use letters, digits, '_', '-' or '.', e.g. --id my_model"
+            )
+        known = {p.id: p for p in self.catalog.packages()}
+        if pid in known:
+            if known[pid].family != family:
+                raise UsageError(
+                    f"{pid} is a {known[pid].family} package, but {source} is a {family} model",
+                    "choose another id with --id",
+                )
+            if self.catalog.installed_path(known[pid]) is not None:
+                raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self._package_lock(pid, "import"):
+            return self._import_locked(source, pid, family, known, link, progress, cancel)
+
+    def _import_phonon2(
+        self, source: Path, package_id: str | None, sidecars: Path | None, sha256: str | None,
+        progress: ProgressCallback | None, cancel: threading.Event | None,
+    ) -> Path:  # fmt: skip
+        """Convert a local Phonon-2 source into a package (default id: the catalog's Phonon-2 package).
+
+        The sidecars (nvidia v3 ``config.json``, ``tokenizer.json``, ``processor_config.json``) come from the
+        folder ``sidecars`` or, without it, from the hub as the catalog's Phonon-2 package lists them. The
+        source must hash to ``sha256``, else to the digest the catalog pins or the published one. Everything
+        is assembled in a temporary directory, so a refused or failed import leaves nothing installed.
+        """
+        known = {p.id: p for p in self.catalog.packages()}
+        catalog_pkg = next((p for p in known.values() if p.format == phonon.FORMAT and p.family == phonon.FAMILY
+                            and p.files), None)  # fmt: skip
+        pid = package_id or (catalog_pkg.id if catalog_pkg is not None else "phonon2")
+        if not PACKAGE_ID.match(pid):
+            raise UsageError(f"{pid!r} cannot be a package id", "use letters, digits, '_', '-' or '.', e.g. --id my_model")
+        if pid in known and known[pid].family != phonon.FAMILY:
+            raise UsageError(f"{pid} is a {known[pid].family} package, but {source} is a Phonon-2 ({phonon.FAMILY}) model",
+                             "choose another id with --id")  # fmt: skip
+        if pid in known and self.catalog.installed_path(known[pid]) is not None:
+            raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
+        expected = phonon.expected_digest(source, catalog_pkg, sha256)
+        if source.is_file():
+            phonon.require_zstandard(f"reading {source.name}")
+        side_files: tuple[PackageFile, ...] = ()
+        if sidecars is not None:
+            sidecars = Path(sidecars).expanduser().resolve()
+            if not sidecars.is_dir():
+                raise UsageError(f"--sidecars {sidecars} is not a folder",
+                                 "pass the folder holding config.json, tokenizer.json and processor_config.json")  # fmt: skip
+        elif catalog_pkg is not None:
+            side_files = phonon.sidecar_files(catalog_pkg, lambda f: file_target(catalog_pkg, f))
+        if sidecars is None and not side_files:
+            raise UsageError("the catalog does not say where the Phonon-2 sidecars come from",
+                             "pass --sidecars DIR holding config.json, tokenizer.json and processor_config.json of "
+                             "nvidia/parakeet-tdt-0.6b-v3")  # fmt: skip
+        size = source.stat().st_size if source.is_file() else sum(p.stat().st_size for p in walk_files(source))
+        named = known.get(pid)
+        pkg = PackageSpec(
+            id=pid, family=phonon.FAMILY, name=named.name if named else f"{source.name} (imported Phonon-2)",
+            format=phonon.FORMAT, files=side_files, size_bytes=size,
+            hf_repo=catalog_pkg.hf_repo if catalog_pkg else None, revision=catalog_pkg.revision if catalog_pkg else None,
+            quantization="f32", languages=("en",),
+        )  # fmt: skip
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self._package_lock(pid, "import"):
+            if (self.root / pid / INSTALL_MARKER).exists():
+                raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
+            tracker = ProgressTracker(pid, ThrottledReporter(progress))
+            checked = source if source.is_file() else source / phonon.CONTAINER
+            total = checked.stat().st_size
+            phonon.check_digest(checked, expected, lambda done: tracker.emit("verifying", done, total, checked.name),
+                                cancel)  # fmt: skip
+            planned: list[PlannedFile] = []
+            if side_files:
+                tracker.emit("checking", message=f"asking {self.hub.endpoint} for the sidecars", force=True)
+                planned = self._plan(pkg, cancel)
+            needed = self._remaining(planned) + phonon.extra_space(pkg) + DISK_RESERVE_BYTES
+            self._require_space(needed, f"to import {source.name}")
+            if planned:
+                self._download_all(pkg, planned, tracker, cancel)
+                self._verify_downloads(planned, tracker, cancel)
+            converter = phonon.import_converter(source, sidecars)
+            path = self._assemble(pkg, planned, tracker, cancel, converter, marker_fields={
+                "source": "import", "origin": str(source), "linked": False, "hf_repo": None, "revision": None,
+                "commit": None, "sidecars_origin": str(sidecars) if sidecars is not None else None,
+            })  # fmt: skip
+            tracker.emit("done", message=str(path), force=True)
+            return path
+
+    def _import_locked(
+        self, source: Path, pid: str, family: str, known: dict[str, PackageSpec], link: bool,
+        progress: ProgressCallback | None, cancel: threading.Event | None,
+    ) -> Path:  # fmt: skip
+        if (self.root / pid / INSTALL_MARKER).exists():
+            raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
+        tracker = ProgressTracker(pid, ThrottledReporter(progress))
+        sources = [source] if source.is_file() else list(walk_files(source, skip_dirs=SKIP_IMPORT_DIRS))
+        total = sum(p.stat().st_size for p in sources)
+        if not link:
+            self._require_space(total + DISK_RESERVE_BYTES, f"to import {source.name}")
+        tmp = self._new_tmp_dir(pid)
+        try:
+            known_hashes: dict[str, str | None] = {}
+            if link:
+                (tmp / source.name).symlink_to(source, target_is_directory=source.is_dir())
+                model_path = source.name
+            elif source.is_file():
+                known_hashes[source.name] = copy_hashing(source, tmp / source.name, tracker, 0, total, cancel)
+                model_path = source.name
+            else:
+                done = 0
+                for path in sources:
+                    rel = path.relative_to(source).as_posix()
+                    known_hashes[rel] = copy_hashing(path, tmp / rel, tracker, done, total, cancel)
+                    done += path.stat().st_size
+                model_path = "."
+            tracker.emit("finishing", message="recording sizes", force=True)
+            files = self._describe_files(tmp, known_hashes, tracker, cancel, hash_links=False)
+            fmt = locate_model(source).kind  # the file the engine will load decides the format
+            catalog_pkg = known.get(pid)
+            write_marker(tmp, InstallMarker(
+                id=pid, family=family, format=catalog_pkg.format if catalog_pkg else fmt,
+                name=catalog_pkg.name if catalog_pkg else f"{source.name} (imported)",
+                quantization=catalog_pkg.quantization if catalog_pkg else None, model_path=model_path,
+                source="import", origin=str(source), linked=link, installed_at=self.clock(), files=files,
+            ))  # fmt: skip
+            final = self._swap_into_place(tmp, pid)
+        except BaseException:
+            remove_tree(tmp)
+            raise
+        tracker.emit("done", message=str(final / model_path), force=True)
+        return final / model_path
