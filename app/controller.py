@@ -113,8 +113,10 @@ class LiveController(QObject):
             self.pipeline.cancel()
         self._close_journal()
         if self._client is not None:
-            self._client.close()
-            self._client = None
+            client, self._client = self._client, None
+            # Stopping the worker process waits for it (up to its join timeout): never on the GUI thread. Not a
+            # daemon, so the interpreter still lets it finish at exit.
+            threading.Thread(target=client.close, name="captioneer-worker-close").start()
 
     def latency_summary(self) -> tuple[float, float] | None:
         """(p50, p95) caption latency in seconds over this session, None before the first segment."""
