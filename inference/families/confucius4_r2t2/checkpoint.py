@@ -36,6 +36,7 @@ from inference.native import Checkpoint, open_checkpoint
 from inference.native.checkpoint import read_safetensors_header
 from inference.native.embedded_files import embedded_files
 from inference.native.gguf_file import GgufFile
+from inference.native.package_tensors import logical_tensors
 
 AUDIO = "thinker.audio_tower."
 TEXT = "thinker.model."
@@ -196,21 +197,15 @@ def _safetensors_tensors(path: Path) -> list[TensorInfo]:
 def _gguf_files(path: Path) -> ModelFiles:
     with GgufFile(path) as package:
         fields = package.fields
-        logical = fields.get("audiocpp.tensor_names")
-        if fields.get("general.architecture") != "audiocpp" or not isinstance(logical, list):
+        if fields.get("general.architecture") != "audiocpp" or "audiocpp.tensor_names" not in fields:
             raise ModelError(
                 f"{path.name} is not an audio.cpp GGUF package (general.architecture must be 'audiocpp')",
                 "use a package from the model catalog; llama.cpp/mmproj GGUFs of Qwen3-ASR are not loadable",
             )
-        if len(logical) != len(package.tensors):
-            raise ModelError(
-                f"{path.name} lists {len(logical)} logical tensor names for {len(package.tensors)} tensors",
-                "the package is damaged; re-download it",
-            )
         tensors = {}
-        for name, tensor in zip(logical, package.tensors, strict=True):
-            canonical = canonical_tensor_name(name)
-            tensors[canonical] = TensorInfo(canonical, tensor.name, tensor.shape, tensor.type_name, path,
+        for entry in logical_tensors(package, path.name):
+            tensor, canonical = entry.tensor, canonical_tensor_name(entry.name)
+            tensors[canonical] = TensorInfo(canonical, tensor.name, entry.shape, tensor.type_name, path,
                                             tensor.offset, tensor.offset + tensor.nbytes)  # fmt: skip
         embedded = embedded_files(fields, path.name)
 

@@ -17,8 +17,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from inference.errors import InputFileError, ModelError
 from inference.families.parakeet_tdt.config import ParakeetConfig, parse_config
 from inference.models.layout import ModelLocation, locate_model
@@ -26,6 +24,7 @@ from inference.native.checkpoint import Checkpoint, TensorRecord, open_checkpoin
 from inference.native.dtypes import GgmlType
 from inference.native.embedded_files import embedded_files
 from inference.native.gguf_file import GgufFile
+from inference.native.package_tensors import logical_tensors
 
 CONFIG_FILE = "config.json"
 PROCESSOR_FILE = "processor_config.json"
@@ -133,30 +132,17 @@ def _open_gguf(path: Path) -> ParakeetCheckpoint:
 
 
 def _logical_records(reader: GgufFile, source: str) -> dict[str, TensorRecord]:
-    names = _field_value(reader, "audiocpp.tensor_names")
-    if names is None:
-        names = [t.name for t in reader.tensors]
-    if len(names) != len(reader.tensors):
-        raise ModelError(f"{source}: audiocpp.tensor_names lists {len(names)} names for {len(reader.tensors)} tensors", "re-create the GGUF package")
-    ranks = _field_value(reader, "audiocpp.tensor_ranks")
-    dims = _field_value(reader, "audiocpp.tensor_shapes")
-    records: dict[str, TensorRecord] = {}
-    pos = 0
-    for i, tensor in enumerate(reader.tensors):
-        try:
-            ggml_type = GgmlType(int(tensor.type))
-        except ValueError:
-            raise ModelError(f"{source}: tensor {names[i]!r} has unsupported type {tensor.type_name}") from None
-        shape = tensor.shape
-        if ranks is not None and dims is not None:
-            rank = int(ranks[i])
-            logical = tuple(int(d) for d in dims[pos : pos + max(rank, 1)])
-            pos += max(rank, 1)
-            if int(np.prod(logical)) != int(np.prod(shape)):
-                raise ModelError(f"{source}: tensor {names[i]!r} shape {logical} does not match its data", "re-create the GGUF package")
-            shape = logical if rank > 0 else (1,)
-        records[names[i]] = TensorRecord(names[i], shape, ggml_type, reader.raw(tensor), reader.bytes, reader.mapping)
-    return records
+    """The package's tensors under their logical (HF) names and shapes (one reader: ``package_tensors``)."""
+    table = logical_tensors(reader, source, require_names=False)
+    for entry in table:  # every type is checked before any view of the map exists
+        if int(entry.tensor.type) not in {int(kind) for kind in GgmlType}:
+            raise ModelError(f"{source}: tensor {entry.name!r} has unsupported type {entry.tensor.type_name}",
+                             "use a package from the model catalog")  # fmt: skip
+    return {
+        entry.name: TensorRecord(entry.name, entry.shape, GgmlType(int(entry.tensor.type)), reader.raw(entry.tensor),
+                                 reader.bytes, reader.mapping)
+        for entry in table
+    }  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------ tensors
