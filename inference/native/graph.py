@@ -91,6 +91,31 @@ def node_flops(op: str, ne: tuple[int, ...], srcs: tuple[Operand, ...]) -> float
     return 0.0
 
 
+def timed_node(api: GgmlApi, ptr: int, seconds: float) -> NodeTiming:
+    """The profile record of graph node ``ptr`` (any ggml graph, libllama's too; call
+    :func:`~inference.native.bindings.check_node_layout` once before)."""
+    node = TensorNode.from_address(ptr)
+    srcs = []
+    for src in node.src:
+        if not src:
+            break
+        head = TensorNode.from_address(src)
+        root = head
+        while root.view_src:
+            root = TensorNode.from_address(root.view_src)
+        weight = root.op == 0 and not root.flags & GGML_TENSOR_FLAG_INPUT
+        made_by = api.ggml_op_desc(ctypes.addressof(root)).decode()
+        srcs.append(Operand(api.ggml_type_name(head.type).decode(), tuple(head.ne), weight, made_by))
+    op, ne = api.ggml_op_desc(ptr).decode(), tuple(node.ne)
+    name, type_name = node.name.decode(errors="replace"), api.ggml_type_name(node.type).decode()
+    return NodeTiming(op, name, type_name, ne, tuple(srcs), seconds, node_flops(op, ne, tuple(srcs)))
+
+
+def is_empty_op(api: GgmlApi, ptr: int) -> bool:
+    """Layout-only nodes (views, reshapes, permutes): ggml computes nothing for them."""
+    return api.ggml_op_desc(ptr).decode() in _EMPTY_OPS
+
+
 class _NodeRunner:
     """A one-node graph in its own small context, refilled for every node of a profiled graph."""
 
@@ -106,23 +131,6 @@ class _NodeRunner:
         if self.ctx:
             self.api.ggml_free(self.ctx)
             self.ctx = None
-
-    def describe(self, ptr: int) -> tuple[str, str, str, tuple[int, ...], tuple[Operand, ...]]:
-        api = self.api
-        node = TensorNode.from_address(ptr)
-        srcs = []
-        for src in node.src:
-            if not src:
-                break
-            head = TensorNode.from_address(src)
-            root = head
-            while root.view_src:
-                root = TensorNode.from_address(root.view_src)
-            weight = root.op == 0 and not root.flags & GGML_TENSOR_FLAG_INPUT
-            made_by = api.ggml_op_desc(ctypes.addressof(root)).decode()
-            srcs.append(Operand(api.ggml_type_name(head.type).decode(), tuple(head.ne), weight, made_by))
-        op = api.ggml_op_desc(ptr).decode()
-        return op, node.name.decode(errors="replace"), api.ggml_type_name(node.type).decode(), tuple(node.ne), tuple(srcs)
 
 
 class Graph(NativeOwner):
@@ -243,17 +251,17 @@ class Graph(NativeOwner):
         started = clock()
         for index in range(api.ggml_graph_n_nodes(self._cgraph)):
             ptr = api.ggml_graph_node(self._cgraph, index)
-            op, name, type_name, ne, srcs = runner.describe(ptr)
-            if op in _EMPTY_OPS:
+            if is_empty_op(api, ptr):
                 continue
             api.ggml_graph_clear(runner.cgraph)
             api.ggml_graph_add_node(runner.cgraph, ptr)
             t0 = clock()
             status = self._compute(backend, runner.cgraph)
             seconds = clock() - t0
+            record = timed_node(api, ptr, seconds)
             if status != 0:
-                raise BackendError(f"computing node {name!r} ({op}) failed (ggml status {status})")
-            profiler.records.append(NodeTiming(op, name, type_name, ne, srcs, seconds, node_flops(op, ne, srcs)))
+                raise BackendError(f"computing node {record.name!r} ({record.op}) failed (ggml status {status})")
+            profiler.records.append(record)
         profiler.graph_seconds.append(clock() - started)
 
     def get_output(self, name: str, out: np.ndarray | None = None) -> np.ndarray:

@@ -3,7 +3,9 @@
 * Parakeet-TDT 0.6B v3 encoder (random weights, the numpy checkpoint of ``bench_parakeet_stream.py``) on a
   ``--seconds`` clip of speech;
 * the Qwen3-ASR-1.7B / Confucius4-R2T2 audio tower (random bf16 weights built by ``bench_r2t2.py --tower-only``
-  with the reference python; without one this part is skipped) on a ``--tower-seconds`` clip.
+  with the reference python; without one this part is skipped) on a ``--tower-seconds`` clip;
+* with ``--parts thinker``: the 1.7B-shaped thinker on libllama (random GGUF of ``bench_thinker_decode.py``),
+  prefill of ``--prefill`` tokens and single-token decode, timed through libllama's eval callback (ggml only).
 
 ggml side: ``backend.profiler = OpProfiler()`` runs each graph node as its own one-node graph (same buffers,
 same results) and times it. torch side (``--reference-python`` or ``$CAPTIONEER_REFERENCE_PYTHON``; skipped
@@ -319,6 +321,104 @@ def tower_part(args: argparse.Namespace, reference: str | None) -> None:
                {"ggml plain": plain, "ggml profiled": profiled}, reference, "tower", model_dir, kind == "native")  # fmt: skip
 
 
+def thinker_part(args: argparse.Namespace) -> None:
+    """The Qwen3-1.7B-shaped thinker on libllama: prefill and decode, timed node by node through the
+    scheduler's eval callback (libllama's ``cb_eval``: asking for every node makes the scheduler compute
+    one node at a time). ggml only: torch's 1.7B thinker does not fit beside the others on a 2-core box."""
+    from bench_thinker_decode import write_random_gguf
+
+    from inference.native import llama
+    from inference.native.bindings import check_node_layout, load_api
+
+    check_node_layout(load_api())
+    llama.install_log_router()
+    work: Path = args.thinker_work
+    work.mkdir(parents=True, exist_ok=True)
+    f32 = work / f"thinker-l{args.thinker_layers}-f32.gguf"
+    for kind in args.thinker_types.split(","):
+        path = work / f"thinker-l{args.thinker_layers}-{kind}.gguf"
+        if not path.exists():
+            if not f32.exists():
+                write_random_gguf(f32, args.thinker_layers)
+            llama.quantize_gguf(f32, path, kind, n_threads=args.threads)
+        phases, walls = profile_thinker(path, args)
+        for phase, records in phases.items():
+            runs = args.reps * (args.steps if phase == "decode" else 1)
+            title = (f"thinker {phase} (Qwen3-1.7B shape, {args.thinker_layers} layers, {kind}, "
+                     + (f"{args.prefill} tokens)" if phase == "prefill" else "one token after the prompt)"))  # fmt: skip
+            groups, products = ggml_breakdown(per_node_medians(records, runs))
+            print(f"\n=== {title}; {args.threads} threads; CPU {machine.cpu_name()}; per-node medians of {runs} runs")
+            print_categories("by category (seconds per run)", groups, None,
+                             {"libllama plain": statistics.median(walls[phase])})  # fmt: skip
+            print_products(products, sum(v[0] for v in groups.values()))
+
+
+def profile_thinker(path: Path, args: argparse.Namespace) -> tuple[dict[str, list[Any]], dict[str, list[float]]]:
+    """Node records (prefill, decode) of ``args.reps`` profiled runs and the unprofiled walls."""
+    import ctypes
+
+    from inference.native import llama
+    from inference.native.bindings import load_api
+    from inference.native.graph import is_empty_op, timed_node
+
+    api = load_api()
+    model = llama.LlamaModel(path)
+    ll = model._ll
+    state: dict[str, Any] = {"on": False, "t": 0.0, "records": []}
+
+    def callback(tensor: int, ask: bool, _user: int, state: dict[str, Any] = state) -> bool:
+        if ask:
+            return state["on"] and not is_empty_op(api, tensor)
+        now = time.perf_counter()
+        state["records"].append(timed_node(api, tensor, now - state["t"]))
+        state["t"] = time.perf_counter()
+        return True
+
+    hook = ll.ggml_backend_sched_eval_callback(callback)  # kept alive while the context lives
+    params = ll.llama_context_default_params()
+    params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = 1024, 512, 512, 1
+    params.n_threads = params.n_threads_batch = args.threads
+    params.type_k = params.type_v = llama.KV_CACHE_TYPES["f16"]
+    params.flash_attn_type = -1  # libllama decides, as the thinker does for quantised weights
+    params.cb_eval = hook
+    handle = ll.llama_init_from_model(model.handle, params)
+    memory = ll.llama_get_memory(handle)
+    prompt = (ctypes.c_int32 * args.prefill)(*[(7 * i) % 200 + 10 for i in range(args.prefill)])
+    one = (ctypes.c_int32 * 1)(42)
+
+    def decode(tokens: Any, n: int) -> None:
+        state["t"] = time.perf_counter()
+        if ll.llama_decode(handle, ll.llama_batch_get_one(tokens, n)) != 0:
+            raise SystemExit("llama_decode failed")
+
+    phases: dict[str, list[Any]] = {"prefill": [], "decode": []}
+    walls: dict[str, list[float]] = {"prefill": [], "decode": []}
+    try:
+        for rep in range(args.reps + 1):  # the first is a warm-up
+            for profiled in (False, True):
+                ll.llama_memory_clear(memory, True)
+                state["on"], state["records"] = profiled, []
+                started = time.perf_counter()
+                decode(prompt, args.prefill)
+                prefill_s = time.perf_counter() - started
+                prefill_records = state["records"]
+                state["records"] = []
+                started = time.perf_counter()
+                for _ in range(args.steps):
+                    decode(one, 1)
+                step_s = (time.perf_counter() - started) / args.steps
+                if rep and profiled:
+                    phases["prefill"] += prefill_records
+                    phases["decode"] += state["records"]
+                elif rep:
+                    walls["prefill"].append(prefill_s)
+                    walls["decode"].append(step_s)
+    finally:
+        ll.llama_free(handle)
+        model.close()
+    return phases, walls
+
+
 def report(title: str, records: list[Any], args: argparse.Namespace, wall: dict[str, float],
            reference: str | None, part: str, model: Path, with_torch: bool) -> None:  # fmt: skip
     groups, products = ggml_breakdown(per_node_medians(records, args.reps))
@@ -348,6 +448,12 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: the user cache dir)")
     parser.add_argument("--no-torch", action="store_true", help="profile the ggml side only")
+    parser.add_argument("--thinker-work", type=Path, default=Path("/tmp/thinker-bench"),
+                        help="random thinker GGUFs (shared with bench_thinker_decode.py; made when missing)")
+    parser.add_argument("--thinker-layers", type=int, default=28)
+    parser.add_argument("--thinker-types", default="q8_0", help="thinker storage types (part 'thinker')")
+    parser.add_argument("--prefill", type=int, default=256, help="thinker prompt tokens")
+    parser.add_argument("--steps", type=int, default=8, help="thinker decode steps per run")
     machine.add_reference_option(parser)
     parser.add_argument("--torch-profile", choices=("parakeet", "tower"), help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
@@ -371,6 +477,8 @@ def main(argv: Iterable[str] | None = None) -> None:
         parakeet_part(args, reference)
     if "tower" in args.parts:
         tower_part(args, reference)
+    if "thinker" in args.parts:
+        thinker_part(args)
 
 
 if __name__ == "__main__":
