@@ -183,3 +183,42 @@ def test_reference_fixture_greedy_ids(fixture_thinkers, checkpoint: str, case: s
     result = thinker.decode_greedy(meta["max_new_tokens"], meta["eos_token_ids"])
     generated = result.token_ids + ([result.eos_id] if result.eos_id is not None else [])
     assert generated == expected_ids
+
+
+def _fresh(thinker: Thinker, ids: np.ndarray, audio: np.ndarray) -> None:
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, placeholder_positions(ids, tc.AUDIO_PAD))
+
+
+def test_a_draft_changes_the_cost_never_the_tokens(thinker: Thinker, audio: np.ndarray) -> None:
+    ids = prompt_with_audio(len(audio))
+    _fresh(thinker, ids, audio)
+    plain = thinker.decode_greedy(12, eos_ids=[]).token_ids
+    assert len(set(plain)) >= 4  # a model stuck on one token would prove little
+    eos = plain[7]
+    wrong = (plain[4] + 1) % CFG.vocab_size
+    cases = {  # draft -> (max_tokens, eos ids)
+        "right": (plain, 12, []),
+        "longer than the budget": (plain + [1, 2, 3], 12, []),
+        "wrong in the middle": (plain[:4] + [wrong] + plain[5:], 12, []),
+        "wrong at once": ([wrong, *plain[1:]], 12, []),
+        "with its eos": (plain[:8], 12, [eos]),
+        "budget inside the draft": (plain, 6, []),
+    }
+    for name, (draft, budget, eos_ids) in cases.items():
+        _fresh(thinker, ids, audio)
+        expected = thinker.decode_greedy(budget, eos_ids=eos_ids)
+        expected_after = thinker.decode_greedy(4, eos_ids=[]).token_ids
+        _fresh(thinker, ids, audio)
+        taken = thinker.draft_tokens_taken
+        got = thinker.decode_greedy(budget, eos_ids=eos_ids, draft=draft)
+        saved = thinker.draft_tokens_taken - taken
+        assert (got.token_ids, got.eos_id) == (expected.token_ids, expected.eos_id), name
+        # The cache is left as single steps leave it: the decode continues identically.
+        assert thinker.decode_greedy(4, eos_ids=[]).token_ids == expected_after, name
+        if name in ("right", "longer than the budget", "budget inside the draft"):
+            assert saved == len(expected.token_ids) - 1, name
+        elif name == "wrong in the middle":
+            assert saved == 3, name  # plain[1..3] confirmed; the wrong token ends the draft
+        elif name == "wrong at once":
+            assert saved == 0, name
