@@ -1,7 +1,9 @@
 """Matmul throughput of the native graph layer vs numpy's BLAS, plus the graph layer's overhead.
 
-Run:  nice -n 10 .venv/bin/python tests/bench/bench_native.py [--reps 9] [--threads N]
-(--threads also sets numpy's BLAS threads; default: ggml uses the physical cores, numpy its own.)
+Run:  nice -n 10 .venv/bin/python tests/bench/bench_native.py [--reps 9] [--threads N] [--reference-python PY]
+(--threads also sets numpy's BLAS threads; default: ggml uses the physical cores, numpy its own. With a
+reference python (option or $CAPTIONEER_REFERENCE_PYTHON), torch's f32 ``F.linear`` (MKL) on the same shapes
+is timed in a worker with the same pinned threads, interleaved with the other candidates.)
 
 Shapes are the models': batched (weight 1024x4096, 64-512 rows: the encoders) and vector-like
 (weight 2048x6144, 1-4 rows: the thinker's decode). ggml and numpy runs alternate (A/B) so that
@@ -13,8 +15,10 @@ compute; the tiny-graph line gives the fixed per-call cost.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -49,17 +53,67 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 def interleaved_medians(fns: list[Callable[[], object]], reps: int) -> list[float]:
-    """Run the candidates in turn (A, B, C, A, B, C, ...) and return each one's median time."""
+    """Run the candidates in turn (A, B, C, A, B, C, ...) and return each one's median time; a candidate
+    that returns a float (a worker timing itself) is taken at its word."""
     for fn in fns:
         fn()  # warm-up
     samples: list[list[float]] = [[] for _ in fns]
     for _ in range(reps):
         for fn, times in zip(fns, samples, strict=True):
-            times.append(timed(fn))
+            start = time.perf_counter()
+            result = fn()
+            times.append(result if isinstance(result, float) else time.perf_counter() - start)
     return [statistics.median(times) for times in samples]
 
 
-def bench_matmul(backend, storage: str, weight_shape: tuple[int, int], rows_list, reps: int) -> list[dict]:
+class TorchLinear:
+    """A worker in the reference python timing torch's f32 ``F.linear`` on request (threads pinned)."""
+
+    def __init__(self, python: str, threads: int) -> None:
+        self.proc = subprocess.Popen(
+            [python, __file__, "--torch-worker", "--threads", str(threads)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=machine.thread_env(threads),
+        )  # fmt: skip
+        print(machine.check_threads("torch", threads, json.loads(self._line())["threads"]))
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("the torch worker died")
+        return line
+
+    def __call__(self, rows: int, weight_shape: tuple[int, int]) -> float:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps([rows, *weight_shape]) + "\n")
+        self.proc.stdin.flush()
+        return float(json.loads(self._line()))
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def torch_worker(threads: int) -> None:
+    import torch
+
+    effective = machine.pin_torch_threads(threads)
+    print(json.dumps({"threads": effective}), flush=True)
+    cache: dict[tuple[int, ...], tuple] = {}
+    with torch.inference_mode():
+        for line in sys.stdin:
+            rows, out_dim, in_dim = json.loads(line)
+            if (rows, out_dim, in_dim) not in cache:
+                cache[(rows, out_dim, in_dim)] = (torch.randn(rows, in_dim), torch.randn(out_dim, in_dim) * 0.02)
+            x, w = cache[(rows, out_dim, in_dim)]
+            start = time.perf_counter()
+            torch.nn.functional.linear(x, w)
+            print(json.dumps(time.perf_counter() - start), flush=True)
+
+
+def bench_matmul(backend, storage: str, weight_shape: tuple[int, int], rows_list, reps: int,
+                 torch_linear: TorchLinear | None = None) -> list[dict]:  # fmt: skip
     out_dim, in_dim = weight_shape
     rng = np.random.default_rng(0)
     w = (rng.standard_normal(weight_shape) * 0.02).astype(np.float32)
@@ -78,9 +132,10 @@ def bench_matmul(backend, storage: str, weight_shape: tuple[int, int], rows_list
                     graph.set_input("x", x)
                     graph.get_output("y", out)
 
-                ggml_s, numpy_s, io_s = interleaved_medians(
-                    [lambda graph=graph, x=x: graph.run(x=x), lambda x=x: x @ w.T, io_only], reps
-                )
+                fns = [lambda graph=graph, x=x: graph.run(x=x), lambda x=x: x @ w.T, io_only]
+                if torch_linear is not None:
+                    fns.append(lambda rows=rows: torch_linear(rows, weight_shape))
+                ggml_s, numpy_s, io_s, *torch_s = interleaved_medians(fns, reps)
             flops = 2.0 * rows * in_dim * out_dim
             results.append(
                 {
@@ -91,6 +146,7 @@ def bench_matmul(backend, storage: str, weight_shape: tuple[int, int], rows_list
                     "numpy_f32_gflops": flops / numpy_s / 1e9,
                     "ratio": numpy_s / ggml_s,
                     "overhead_pct": 100.0 * io_s / (ggml_s - io_s),
+                    "torch_f32_gflops": flops / torch_s[0] / 1e9 if torch_s else float("nan"),
                 }
             )
     return results
@@ -123,23 +179,34 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--backend", default="cpu")
+    machine.add_reference_option(parser)
+    parser.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.torch_worker:
+        return torch_worker(args.threads)
+    torch_linear = None
+    if args.reference_python or os.environ.get(machine.REFERENCE_ENV):
+        torch_linear = TorchLinear(machine.reference_python(args.reference_python), args.threads or 2)
     machine.print_machine_header(args.threads)
     with open_backend(args.backend, threads=args.threads) as backend:
         print(f"{backend}; numpy {np.__version__}; numpy BLAS pools: {machine.blas_threads()}")
         if args.threads is not None:
             print(machine.check_threads("numpy", args.threads, {"pools": machine.blas_threads()}))
         print(
-            f"{'storage':8} {'weight':10} {'rows':>5} {'ggml GF/s':>10} {'numpy GF/s':>11} {'ratio':>6} {'overhead':>9}"
+            f"{'storage':8} {'weight':10} {'rows':>5} {'ggml GF/s':>10} {'numpy GF/s':>11} {'ratio':>6} {'overhead':>9} "
+            f"{'torch f32 GF/s':>15} {'ggml/torch':>10}"
         )
         for weight_shape, rows_list in (BATCHED, VECTOR):
             for storage in STORAGES:
-                for r in bench_matmul(backend, storage, weight_shape, rows_list, args.reps):
+                for r in bench_matmul(backend, storage, weight_shape, rows_list, args.reps, torch_linear):
                     print(
                         f"{r['storage']:8} {r['weight']:10} {r['rows']:5d} {r['ggml_gflops']:10.1f} "
-                        f"{r['numpy_f32_gflops']:11.1f} {r['ratio']:6.2f} {r['overhead_pct']:8.1f}%"
+                        f"{r['numpy_f32_gflops']:11.1f} {r['ratio']:6.2f} {r['overhead_pct']:8.1f}% "
+                        f"{r['torch_f32_gflops']:15.1f} {r['ggml_gflops'] / r['torch_f32_gflops']:9.2f}x"
                     )
         bench_call_overhead(backend, args.reps)
+    if torch_linear is not None:
+        torch_linear.close()
 
 
 if __name__ == "__main__":
