@@ -203,6 +203,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--parts", default="buffered,phonon", help="which measurements: buffered, phonon or both")
     args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from tests.bench.machine import print_machine_header  # CPU, flags, load; warns on a busy machine
+
+    print_machine_header(args.threads)
     parts = set(args.parts.split(","))
 
     from inference.engine import load_engine

@@ -175,6 +175,10 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--tiny", action="store_true")
     args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    from tests.bench.machine import print_machine_header  # CPU, flags, load; warns on a busy machine
+
+    print_machine_header(args.threads)
 
     sys.path.insert(0, str(REPO / "tests" / "confucius4_r2t2"))
     from r2t2_fixtures import load_audio
