@@ -151,7 +151,7 @@ def print_categories(title: str, ggml: dict[str, tuple[float, float]], torch: di
         line = f"{cat:20} {g[0]:8.3f} {100 * g[0] / total_g:5.1f}% {_gflops(g):>8}"
         if torch:
             t = torch.get(cat, (0.0, 0.0))
-            ratio = f"{g[0] / t[0]:9.2f}x" if t[0] > 0 else f"{'-':>10}"
+            ratio = f"{g[0] / t[0]:9.2f}x" if t[0] > 1e-3 else f"{'-':>10}"
             line += f" | {t[0]:8.3f} {100 * t[0] / total_t:5.1f}% {_gflops(t):>8} | {ratio}"
         print(line)
     line = f"{'sum of ops':20} {total_g:8.3f} {'':6} {'':8}"
