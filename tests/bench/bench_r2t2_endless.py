@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -67,6 +69,9 @@ def child(config: str, model: Path, minutes: float, chunk_ms: float, threads: in
 
     session, request = CONFIGS[config]
     audio = speech_with_pauses(minutes * 60)
+    scratch = Path(tempfile.mkdtemp(prefix="r2t2-endless-"))
+    if model == FIXTURE_MODEL:  # the engine caches its thinker GGUF next to the model: keep the fixture clean
+        model = Path(shutil.copytree(model, scratch / model.name))
     session = {**session, "thinker_weight_type": thinker_type}
     engine = create_engine(EngineRequest(model, "confucius4_r2t2", session, "cpu", threads))
     # Forced language: the random fixture weights never emit a language tag, and automatic mode would show nothing.
@@ -85,6 +90,7 @@ def child(config: str, model: Path, minutes: float, chunk_ms: float, threads: in
             walls = []
     final = stream.finish()
     engine.close()
+    shutil.rmtree(scratch, ignore_errors=True)
     print(json.dumps({"minutes": per_minute, "events": events, "final_chars": len(final.text)}))
 
 
