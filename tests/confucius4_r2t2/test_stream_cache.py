@@ -118,8 +118,6 @@ def test_cache_on_and_off_give_the_same_bits_with_less_work(engine):
     decoder_on, decoder_off = on.recognizer.decoder, off.recognizer.decoder
     assert decoder_on.encoder.encoded_windows < decoder_off.encoder.encoded_windows
     assert decoder_on.prefilled_rows < decoder_off.prefilled_rows
-    # Drafts (the previous answer past the new prefix) confirmed tokens in batches, with the same text.
-    assert decoder_on.draft_tokens_taken > 0 and decoder_off.draft_tokens_taken == 0
 
 
 def test_steady_audio_encodes_each_window_once_and_reuses_most_kv_rows(engine):

@@ -14,10 +14,6 @@ Incremental compute (session option ``stream_cache``), with identical output on 
   same bits either way.
 * The thinker keeps the KV rows of the previous prefill up to the first input row that differs (prompt head
   and the audio rows of reused windows) and prefills only the rest.
-* Draft decoding: a chunk's prefix is the previous answer minus its last few tokens, and the model usually
-  says those tokens again. The previous answer past the new prefix is handed to the thinker as a draft, which
-  confirms what it can in one batch instead of one decode step per token (``Thinker.decode_greedy``); the
-  tokens are the ones single steps choose, so only the cost changes.
 """
 
 from __future__ import annotations
@@ -103,9 +99,7 @@ class EngineChunkDecoder:
         self.frontend = StreamingLogMel(audio_config.num_mel_bins, cache)
         self.encoder = WindowedEncoder(engine.tower, audio_config.n_window_infer, cache)
         self._rows: np.ndarray | None = None  # input rows of this decoder's last prefill (still in the KV cache?)
-        self._answer: list[int] = []  # ids after the audio in the last prompt, then what the model answered
         self.prefilled_rows = 0  # rows prefilled over the stream (for tests and benchmarks)
-        self.draft_tokens_taken = 0  # generated tokens a draft confirmed in a batch (decode steps saved)
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text)
@@ -130,22 +124,10 @@ class EngineChunkDecoder:
         self.prefilled_rows += rows.shape[0] - keep
         engine.kv_owner = self
         self._rows = rows if self.cache else None
-        after_audio = [int(i) for i in prompt.ids[prompt.audio_start + prompt.audio_count :]]
-        draft = self._draft(after_audio) if self.cache else []
-        taken_before = thinker.draft_tokens_taken
-        result = thinker.decode_greedy(budget, ckpt.special.eos, draft=draft)
-        self.draft_tokens_taken += thinker.draft_tokens_taken - taken_before
-        self._answer = after_audio + result.token_ids + ([result.eos_id] if result.eos_id is not None else [])
+        result = thinker.decode_greedy(budget, ckpt.special.eos)
         # Ids past the tokenizer (padding rows of a larger vocabulary) carry no text.
         ids = [i for i in result.token_ids if i < self.tokenizer.size]
         return self.tokenizer.decode(ids, drop=engine.drop_ids)
-
-    def _draft(self, after_audio: list[int]) -> list[int]:
-        """What the previous answer said past this prompt's end, when this prompt continues it."""
-        previous = self._answer
-        if len(previous) <= len(after_audio) or previous[: len(after_audio)] != after_audio:
-            return []
-        return previous[len(after_audio) :]
 
     def _reusable_rows(self, rows: np.ndarray) -> int:
         """Leading rows whose KV entries the thinker still holds from this decoder's previous prefill."""

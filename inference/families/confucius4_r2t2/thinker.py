@@ -43,11 +43,6 @@ class GreedyResult:
     margins: list[float] = field(default_factory=list)  # top-1 minus top-2 logit per step (if asked)
 
 
-# Smallest top-1 margin (logits) at which a batch-computed prediction confirms a draft token. Batched and
-# single-step logits agree to ~1e-5 here (KV reuse in tests: atol 1e-5); below this margin single steps decide.
-DRAFT_MARGIN = 1e-3
-
-
 def placeholder_positions(token_ids: Sequence[int] | np.ndarray, audio_token_id: int) -> np.ndarray:
     """Indices of the audio placeholder tokens, in order (where the audio rows go)."""
     return np.flatnonzero(np.asarray(token_ids) == audio_token_id)
@@ -101,7 +96,6 @@ class Thinker:
         self.hidden_size = self.checkpoint.hparams.hidden_size
         self._last_logits: np.ndarray | None = None
         self._pending: int | None = None  # generated last, not yet in the KV cache
-        self.draft_tokens_taken = 0  # tokens a draft batch confirmed (each one a decode step saved)
 
     @property
     def n_past(self) -> int:
@@ -176,28 +170,13 @@ class Thinker:
         self._last_logits = self.context.decode_tokens(ids, logits="last")[0]
         return self._last_logits
 
-    def decode_greedy(
-        self,
-        max_tokens: int,
-        eos_ids: Iterable[int],
-        record_margins: bool = False,
-        draft: Sequence[int] = (),
-    ) -> GreedyResult:
-        """Greedy continuation from the last logits until an eos id or ``max_tokens`` new tokens.
-
-        ``draft``: tokens this decode is expected to produce (a live stream's previous answer past its new
-        prefix). Where greedy picks the draft's next token, the rest of the draft is fed in one batch and
-        every token the batch's logits confirm is taken without a decode step of its own; the first
-        disagreement continues one token at a time. A confirmation needs a top-1 margin of at least
-        ``DRAFT_MARGIN``: a batch may round differently from single steps, so a near-tie is decided by
-        single steps, as without a draft. The result is the same tokens either way; only the cost differs.
-        """
+    def decode_greedy(self, max_tokens: int, eos_ids: Iterable[int], record_margins: bool = False) -> GreedyResult:
+        """Greedy continuation from the last logits until an eos id or ``max_tokens`` new tokens."""
         if self._last_logits is None:
             raise UsageError("nothing to continue from", "call prefill() first")
         stop = set(int(i) for i in eos_ids)
         result = GreedyResult()
         self._flush_pending()
-        draft_left = [int(t) for t in draft]
         while len(result.token_ids) < max_tokens:
             logits = self._last_logits
             token = greedy_pick(logits)
@@ -210,51 +189,8 @@ class Thinker:
             if len(result.token_ids) == max_tokens:
                 self._pending = token  # fed lazily: a caller that truncates never pays for it
                 break
-            if draft_left and draft_left[0] == token and len(draft_left) > 1:
-                self._take_draft(draft_left, result, max_tokens, stop, record_margins)
-                if result.eos_id is not None or len(result.token_ids) == max_tokens:
-                    break
-            else:
-                self._last_logits = self.context.decode_tokens([token], logits="last")[0]
-            draft_left = []  # a draft is used once: after it, or off it, it predicts nothing more
+            self._last_logits = self.context.decode_tokens([token], logits="last")[0]
         return result
-
-    def _take_draft(
-        self, draft: list[int], result: GreedyResult, max_tokens: int, stop: set[int], record_margins: bool
-    ) -> None:
-        """Feeds ``draft`` (its first token already chosen) in one batch and takes the tokens its logits
-        confirm, then leaves the KV cache, the last logits and the pending token as single steps would."""
-        start = self.n_past
-        batch = draft[: max_tokens - len(result.token_ids) + 1]
-        logits = self.context.decode_tokens(batch, logits="all")
-        taken = 1  # batch tokens accepted; batch[0] is the token greedy already chose
-        while taken < len(batch) and len(result.token_ids) < max_tokens:
-            row = logits[taken - 1]
-            token, margin = greedy_pick(row), _margin(row)
-            if token != batch[taken] or margin < DRAFT_MARGIN:
-                break
-            if record_margins:
-                result.margins.append(margin)
-            if token in stop:
-                result.eos_id = token  # not kept in the cache, as single steps never feed an eos
-                break
-            result.token_ids.append(token)
-            taken += 1
-        self.draft_tokens_taken += taken - 1
-        if result.eos_id is None and len(result.token_ids) == max_tokens:
-            # Single steps would hold the last token back (fed lazily): the cache keeps the ones before it.
-            self.context.truncate(start + taken - 1)
-            self._pending = result.token_ids[-1]
-            self._last_logits = logits[taken - 2]  # taken >= 2: the caller stops at max_tokens before a draft
-            return
-        if result.eos_id is not None:
-            self.context.truncate(start + taken)
-            self._last_logits = logits[taken - 1]
-            return
-        # The next choice is made from single-step logits, never from the batch's: feed the last taken
-        # token again on its own (one step, where the draft saved ``taken - 1``).
-        self.context.truncate(start + taken - 1)
-        self._last_logits = self.context.decode_tokens([batch[taken - 1]], logits="last")[0]
 
     def _flush_pending(self) -> None:
         if self._pending is not None:
