@@ -251,6 +251,24 @@ class ContextOptions:
     flash_attn: bool | None = False  # None = libllama decides
 
 
+# With an f16 KV cache, ggml's CPU flash attention computes a position's row one way when its batch holds at
+# least this many positions and slightly differently below (measured on Qwen3 thinkers: 0.01-0.45 in the
+# logits, from 63 rows down; bit-identical from 64 up, however the batch is composed). An f32 cache without
+# flash attention is exact at every size.
+TILED_ATTENTION_MIN_ROWS = 64
+
+
+def balanced_ubatches(n: int, capacity: int) -> list[tuple[int, int]]:
+    """(start, stop) of the batches that decode ``n`` positions, as equal as the capacity allows: 530 rows go
+    as 265 + 265, not 512 + 18, so no batch of a long prompt falls under ``TILED_ATTENTION_MIN_ROWS`` and a
+    prompt decodes to the same bits however its prefix was cached."""
+    if n <= 0:
+        return []
+    parts = -(-n // capacity)
+    size = -(-n // parts)
+    return [(start, min(n, start + size)) for start in range(0, n, size)]
+
+
 class _Batch:
     """One reusable ``llama_batch`` (tokens or embedding rows) for sequence 0."""
 
@@ -375,8 +393,7 @@ class LlamaContext:
             )
         out = np.empty((wanted.size, self.n_vocab), dtype=np.float32)
         filled = 0
-        for start in range(0, n, batch.capacity):
-            stop = min(n, start + batch.capacity)
+        for start, stop in balanced_ubatches(n, batch.capacity):
             count = stop - start
             if batch.n_embd:
                 batch.rows[:count] = inputs[start:stop]

@@ -177,3 +177,39 @@ def test_the_stream_frontend_computes_each_final_block_once():
     final_frames = (audio[: (audio.size // 5120) * 5120].size - 200) // 160 + 1
     assert on.computed_blocks == final_frames // BLOCK
     assert off.computed_blocks > 5 * on.computed_blocks
+
+
+@pytest.fixture(scope="module")
+def quantised_engine(tmp_path_factory: pytest.TempPathFactory):
+    path = stream_variant(HF_CHECKPOINT, tmp_path_factory.mktemp("cache-q8") / "w400", 400)
+    made = create_engine(EngineRequest(path, "confucius4_r2t2", {"thinker_weight_type": "q8_0"}, "cpu", 1))
+    yield made
+    made.close()
+
+
+@pytest.mark.parametrize("chunk_ms", [320, 640])
+def test_a_quantised_thinker_gives_the_same_text_with_the_cache_on_and_off(quantised_engine, chunk_ms: int):
+    """Reduced weight types run an f16 KV cache, where ggml computes the rows of a batch under 64 positions
+    slightly differently: the cached path prefills at least that many, so on and off agree exactly."""
+    thinker = quantised_engine.thinker
+    assert thinker.context.options.kv_type == "f16" and thinker.min_prefill_rows == 64
+    audio = stream_clip("quiet_then_loud")
+    runs = []
+    for cache in (True, False):
+        stream = quantised_engine.open_stream(language="English", chunk_size_ms=chunk_ms, max_tokens=16,
+                                              stream_cache=cache)  # fmt: skip
+        decoder = stream.recognizer.decoder
+        answers: list[str] = []
+        original = decoder.generate
+
+        def spy(clip, prefix, max_tokens, original=original, answers=answers):  # type: ignore[no-untyped-def]
+            answers.append(original(clip, prefix, max_tokens))
+            return answers[-1]
+
+        decoder.generate = spy
+        events = [e for start in range(0, audio.size, 4000) for e in stream.push(audio[start : start + 4000])]
+        runs.append((answers, events, stream.finish().text, decoder.prefilled_rows))
+    (answers_on, events_on, text_on, rows_on), (answers_off, events_off, text_off, rows_off) = runs
+    assert len(answers_on) > 5 and answers_on == answers_off  # every decode's answer, bit for bit the same
+    assert events_on == events_off and text_on == text_off
+    assert rows_on < rows_off

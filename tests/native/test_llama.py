@@ -156,3 +156,18 @@ def test_log_router_sends_native_lines_to_python_logging(tmp_path: Path, caplog:
         llama.LlamaModel(bad)
     assert any(record.name == "captioneer.llama" and record.levelno >= logging.ERROR for record in caplog.records)
     assert "cannot load GGUF model" in str(info.value)
+
+
+def test_long_prompts_decode_in_balanced_batches() -> None:
+    from inference.native.llama import TILED_ATTENTION_MIN_ROWS, balanced_ubatches
+
+    assert balanced_ubatches(0, 512) == []
+    assert balanced_ubatches(5, 512) == [(0, 5)]
+    assert balanced_ubatches(512, 512) == [(0, 512)]
+    assert balanced_ubatches(530, 512) == [(0, 265), (265, 530)]  # not 512 + 18
+    assert balanced_ubatches(1025, 512) == [(0, 342), (342, 684), (684, 1025)]
+    for n in range(TILED_ATTENTION_MIN_ROWS, 3000, 7):
+        bounds = balanced_ubatches(n, 512)
+        assert bounds[0][0] == 0 and bounds[-1][1] == n
+        assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+        assert all(TILED_ATTENTION_MIN_ROWS <= stop - start <= 512 for start, stop in bounds)

@@ -13,7 +13,9 @@ Incremental compute (session option ``stream_cache``), with identical output on 
   rebuilds them. With the cache off every window is encoded again, by the same calls, so the embeddings are the
   same bits either way.
 * The thinker keeps the KV rows of the previous prefill up to the first input row that differs (prompt head
-  and the audio rows of reused windows) and prefills only the rest.
+  and the audio rows of reused windows) and prefills only the rest — at least 64 rows with the f16 KV cache of
+  reduced weight types, the smallest batch whose rows ggml computes exactly as in a whole-prompt prefill
+  (``inference.native.llama.TILED_ATTENTION_MIN_ROWS``).
 """
 
 from __future__ import annotations
@@ -134,6 +136,11 @@ class EngineChunkDecoder:
         previous = self._rows
         if not self.cache or previous is None or self.engine.kv_owner is not self:
             return 0
-        n = min(previous.shape[0], rows.shape[0] - 1)  # at least one row is prefilled, for the logits
+        # At least one row is prefilled, for the logits; with an f16 KV cache at least a full attention tile,
+        # or the prefilled rows would come out slightly different from a prefill of the whole prompt.
+        assert self.engine.thinker is not None
+        n = min(previous.shape[0], rows.shape[0] - self.engine.thinker.min_prefill_rows)
+        if n <= 0:
+            return 0
         same = np.all(previous[:n] == rows[:n], axis=1)
         return n if bool(same.all()) else int(np.argmin(same))

@@ -21,7 +21,13 @@ from inference.families.confucius4_r2t2.thinker_gguf import (
     ensure_thinker_gguf,
     resolve_storage_type,
 )
-from inference.native.llama import ContextOptions, LlamaContext, LlamaModel, default_threads
+from inference.native.llama import (
+    TILED_ATTENTION_MIN_ROWS,
+    ContextOptions,
+    LlamaContext,
+    LlamaModel,
+    default_threads,
+)
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,12 @@ class Thinker:
         self.hidden_size = self.checkpoint.hparams.hidden_size
         self._last_logits: np.ndarray | None = None
         self._pending: int | None = None  # generated last, not yet in the KV cache
+
+    @property
+    def min_prefill_rows(self) -> int:
+        """Fewest rows a prefill after a kept KV prefix may hold for its rows to come out as in a prefill of
+        the whole prompt (1 with the f32 cache; a full flash-attention tile with the f16 one)."""
+        return 1 if self.context.options.kv_type == "f32" else TILED_ATTENTION_MIN_ROWS
 
     @property
     def n_past(self) -> int:
