@@ -10,25 +10,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inference.errors import ModelError
 from inference.families.confucius4_r2t2.thinker_gguf import ThinkerCheckpoint, ensure_thinker_gguf
 from inference.models.conversion import ConversionContext, ConversionResult
 from inference.models.progress import check_cancel
 from inference.models.spec import PackageSpec
+from inference.models.store_layout import default_model_path, file_target
 
 PROGRESS_STEPS = 1000
 MESSAGE = "building the thinker GGUF for llama.cpp"
 
 
 def model_location(package: PackageSpec, package_dir: Path) -> Path:
-    """Where the engine will load the package from inside its install directory."""
-    if package.format == "gguf":
-        found = sorted(p for p in package_dir.rglob("*.gguf") if ".captioneer" not in p.parts)
-        if len(found) != 1:
-            raise ModelError(f"{package.name} should hold exactly one .gguf file, found {len(found)}",
-                             "check the package's file list in the catalog")  # fmt: skip
-        return found[0]
-    return package_dir / package.target_dir.strip("/") if package.target_dir else package_dir
+    """Where the engine will load the package from inside its install directory: the store's own answer
+    (the path it writes into the install marker), so the two can never disagree."""
+    targets = [file_target(package, file) for file in package.files]
+    return package_dir / default_model_path(package, targets)
 
 
 def build_thinker(context: ConversionContext) -> ConversionResult | None:
