@@ -8,14 +8,15 @@ take turns (cache on and off, the order alternating per repetition, after one un
 builds the tower graphs) and figures are medians over ``--reps``; the 25-30 s stage split (tower, thinker
 prefill, greedy decoding) shows where a late chunk's time goes.
 
-    nice -n 10 .venv/bin/python tests/bench/bench_r2t2_stream.py --ref-python REFVENV/bin/python \\
+    nice -n 10 .venv/bin/python tests/bench/bench_r2t2_stream.py --reference-python REFVENV/bin/python \\
         --work /tmp/r2t2-stream-bench [--sizes 1.7b,0.6b] [--types q8_0,q4_k] [--chunks 320,1000] [--reps 1]
     (--tiny: a small model, to check the script itself)
 
 Random weights never emit EOS, so every decode generates ``--max-tokens`` tokens (default 32, the session
 default); a real model stops after the few new words of a chunk, so decode time here is an upper bound. Their
 text would also grow by ~27 tokens per chunk and overflow the context within a minute, so the text the state
-machine sees is replaced by a script growing at 2.5 words per second of audio (every model call still runs in
+machine sees is replaced by a script growing at 3.3 tokens per second of audio (English at 150 words/min in
+Qwen's tokenizer; the bench checkpoints' tiny tokenizer needs fewer words for that) (every model call still runs in
 full: frontend, tower, prefill of the prompt with that text prefix, greedy decoding).
 Printed per configuration: p50/p95 chunk latency, p50 over chunks ending 2-5 s and 25-30 s into the clip, the
 streaming RTF (sum of chunk latencies / audio seconds), and whether it keeps up with real time.
@@ -61,9 +62,12 @@ SHAPES = {
 }  # fmt: skip
 
 
-def build_model(model_dir: Path, size: str, ref_python: str) -> Path:
+def build_model(model_dir: Path, size: str, ref_option: str | None) -> Path:
     if (model_dir / "config.json").is_file():
         return model_dir
+    from tests.bench.machine import reference_python
+
+    ref_python = reference_python(ref_option)
     model_dir.mkdir(parents=True, exist_ok=True)
     subprocess.run([ref_python, str(TORCH_BENCH), "--torch-worker", "create", "--work", str(model_dir), "--shape",
                     json.dumps(SHAPES[size])], check=True)  # fmt: skip
@@ -79,11 +83,20 @@ WORDS = ("the quick brown fox jumps over the lazy dog near the river bank every 
          "to the harbour and checks his nets before the sun rises").split()
 
 
-class ScriptedText:
-    """Runs the real decoder for its cost, answers with a transcript of 2.5 words per audio second."""
+TOKENS_PER_SECOND = 3.3  # English speech at ~150 words/min (2.5 words/s) in Qwen's BPE (~1.3 tokens/word)
 
-    def __init__(self, real) -> None:
+
+class ScriptedText:
+    """Runs the real decoder for its cost, answers with a transcript growing by ``tokens_per_second`` tokens of
+    the checkpoint's tokenizer per audio second. The bench checkpoints carry the fixture's tiny tokenizer (2.8
+    tokens per word of the script, against ~1.3 for Qwen's), so the script's words come at the rate that gives
+    a real transcript's token count: the prompt the thinker prefills then has a real prompt's length."""
+
+    def __init__(self, real, tokens_per_second: float = TOKENS_PER_SECOND) -> None:
         self.real = real
+        sample = " ".join(WORDS * 4)
+        tokens_per_word = len(real.encode(sample)) / (4 * len(WORDS))
+        self.words_per_second = tokens_per_second / tokens_per_word
 
     def encode(self, text: str) -> list[int]:
         return self.real.encode(text)
@@ -93,7 +106,7 @@ class ScriptedText:
 
     def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
         self.real.generate(audio, prefix, max_tokens)
-        count = int(audio.size / 16000 * 2.5)
+        count = int(audio.size / 16000 * self.words_per_second)
         full = " ".join(WORDS[i % len(WORDS)] for i in range(count))
         return full[len(prefix) :] if full.startswith(prefix) else full
 
@@ -165,7 +178,10 @@ def summarise(runs: list[list[tuple[float, float, dict[str, float]]]], seconds: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=Path("/tmp/r2t2-stream-bench"))
-    parser.add_argument("--ref-python", default=sys.executable, help="python of a venv with torch + transformers")
+    sys.path.insert(0, str(REPO))
+    from tests.bench.machine import add_reference_option
+
+    add_reference_option(parser)  # only used to build a missing random checkpoint
     parser.add_argument("--sizes", default="1.7b,0.6b")
     parser.add_argument("--types", default="q8_0,q4_k")
     parser.add_argument("--chunks", default="320,1000", help="chunk sizes in ms")
@@ -175,7 +191,6 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--tiny", action="store_true")
     args = parser.parse_args()
-    sys.path.insert(0, str(REPO))
     from tests.bench.machine import print_machine_header  # CPU, flags, load; warns on a busy machine
 
     print_machine_header(args.threads)
@@ -189,7 +204,7 @@ def main() -> None:
     audio = load_audio()["clip_long"][: int(args.seconds * 16000)]
     sizes = ["tiny"] if args.tiny else args.sizes.split(",")
     for size in sizes:
-        model_dir = build_model(args.work / f"model-{size}", size, args.ref_python)
+        model_dir = build_model(args.work / f"model-{size}", size, args.reference_python)
         for storage in args.types.split(","):
             engine = create_engine(EngineRequest(model_dir, "confucius4_r2t2", {"thinker_weight_type": storage},
                                                  "cpu", args.threads))  # fmt: skip
