@@ -147,7 +147,7 @@ def make_clip(seconds: float, path: Path) -> Path:
 # ----------------------------------------------------------------------------------- workers
 
 
-def worker(kind: str, model: Path, threads: int) -> None:
+def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
     """Serve 'run <clip.npy>' requests on stdin; reply one JSON line per request."""
     if kind == "torch":
         import torch
@@ -168,7 +168,7 @@ def worker(kind: str, model: Path, threads: int) -> None:
         from inference.engine import load_engine
 
         storage = kind.split(":", 1)[1]
-        engine = load_engine(model, "parakeet_tdt", {"weight_type": storage}, backend="cpu", threads=threads)
+        engine = load_engine(model, "parakeet_tdt", {"weight_type": storage}, backend=backend, threads=threads)
         # ggml's thread count is the backend's; numpy's BLAS (the decoder's projection) is pinned too.
         effective = {"ggml_threads": engine.backend.threads, "omp_wait_policy": machine.omp_wait_policy(),
                      "pools": machine.blas_threads()}  # fmt: skip
@@ -189,10 +189,10 @@ def worker(kind: str, model: Path, threads: int) -> None:
 
 
 class Worker:
-    def __init__(self, kind: str, model: Path, threads: int, python: str) -> None:
+    def __init__(self, kind: str, model: Path, threads: int, python: str, backend: str = "cpu") -> None:
         self.kind = kind
         self.proc = subprocess.Popen(
-            [python, __file__, "--worker", kind, "--model", str(model), "--threads", str(threads)],
+            [python, __file__, "--worker", kind, "--model", str(model), "--threads", str(threads), "--backend", backend],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=machine.thread_env(threads),
         )  # fmt: skip
         ready = self._read()
@@ -226,12 +226,13 @@ def main() -> None:
     parser.add_argument("--clips", default="10,60", help="clip lengths in seconds")
     parser.add_argument("--types", default="f32,q8_0", help="Captioneer storage types to compare")
     machine.add_reference_option(parser)
+    parser.add_argument("--backend", default="cpu", help="ggml backend of the Captioneer workers (cpu, cuda, vulkan)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--create-model", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, Path(args.model), args.threads)
+        worker(args.worker, Path(args.model), args.threads, args.backend)
         return
     if args.create_model:
         create_model(args.create_model, args.threads)
@@ -243,7 +244,7 @@ def main() -> None:
     weight_bytes = (model / "model.safetensors").stat().st_size
     clips = {float(s): make_clip(float(s), cache_dir().parent / f"clip-{s}s.npy") for s in args.clips.split(",")}
     kinds = ["torch"] + [f"captioneer:{t}" for t in args.types.split(",")]
-    workers = {kind: Worker(kind, model, args.threads, reference if kind == "torch" else sys.executable)
+    workers = {kind: Worker(kind, model, args.threads, reference if kind == "torch" else sys.executable, args.backend)
                for kind in kinds}  # fmt: skip
     results: dict[tuple[str, float], list[dict]] = {}
     try:
@@ -261,7 +262,8 @@ def main() -> None:
     print()
     machine.print_machine_header(args.threads)  # the load as it is at the end of the run
     print(f"Parakeet-TDT 0.6B v3 architecture, random weights ({weight_bytes / 1e9:.2f} GB f32), "
-          f"{args.threads} threads, {args.rounds} interleaved rounds, medians")  # fmt: skip
+          f"{args.threads} threads, Captioneer on the {args.backend} backend, {args.rounds} interleaved rounds, "
+          "medians")  # fmt: skip
     print(f"{'implementation':22} {'clip':>6} {'wall s':>8} {'RTFx':>7} {'vs torch':>9} {'cpu/wall':>8} {'peak RSS':>10} "
           f"{'ids == ref':>10}")  # fmt: skip
     for seconds in clips:

@@ -172,6 +172,7 @@ def main() -> None:
     )
     parser.add_argument("--work", type=Path, default=Path("/tmp/r2t2-bench"))
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--backend", default="cpu", help="ggml backend of Captioneer's tower and thinker (cpu, cuda, vulkan)")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--steps", type=int, default=16, help="decode steps timed")
@@ -212,12 +213,14 @@ def main() -> None:
 
     types = args.types.split(",")
     request = EngineRequest(
-        model_dir, "confucius4_r2t2", {"thinker_weight_type": types[0]}, "cpu", args.threads
+        model_dir, "confucius4_r2t2", {"thinker_weight_type": types[0]}, args.backend, args.threads
     )
     engine = create_engine(request)
     thinkers = {types[0]: engine.thinker}
     for kind in types[1:]:  # the same tower serves every thinker
-        thinkers[kind] = Thinker(model_dir, ThinkerOptions(kind, n_ctx=2048, n_threads=args.threads))
+        layers = 0 if args.backend == "cpu" else -1  # every layer on the GPU, as the engine does
+        thinkers[kind] = Thinker(model_dir, ThinkerOptions(kind, n_ctx=2048, n_threads=args.threads,
+                                                           n_gpu_layers=layers))  # fmt: skip
     emb = engine.tower.encode(valid)
     ckpt = engine.checkpoint
     prompt = build_prompt(ckpt.tokenizer, ckpt.special.audio, emb.shape[0])
@@ -284,8 +287,8 @@ def tower_bench(args: argparse.Namespace, model_dir: Path, valid: np.ndarray, fr
     from inference.native import open_backend
 
     checkpoint = load_checkpoint(model_dir)
-    backend = open_backend("cpu", threads=args.threads)
-    print(f"captioneer: ggml tower threads {backend.threads}", flush=True)
+    backend = open_backend(args.backend, threads=args.threads)
+    print(f"captioneer: ggml tower on {args.backend}, threads {backend.threads}", flush=True)
     towers = {kind: AudioTower(backend, checkpoint.files, checkpoint.config.audio, storage=kind)
               for kind in args.tower_types.split(",")}  # fmt: skip
     worker = TorchWorker(model_dir, args.threads, args.ref_python)
