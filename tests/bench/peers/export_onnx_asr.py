@@ -1,0 +1,162 @@
+"""Export the bench's Parakeet-TDT checkpoint (transformers layout) to onnx-asr's ``nemo-conformer-tdt`` layout.
+
+Run with the reference python (torch 2.13 + transformers 5.23, plus ``onnx onnxruntime``):
+
+    .venv-ref/bin/python tests/bench/peers/export_onnx_asr.py --model CKPT_DIR --out OUT_DIR [--int8]
+
+Writes what onnx-asr 0.12's ``NemoConformerTdt`` loads from a local folder (``models/nemo.py``):
+
+* ``encoder-model.onnx`` (+ ``encoder-model.onnx.data`` when over 2 GB): ``audio_signal [B,128,T] f32``,
+  ``length [B] i64`` → ``outputs [B,1024,T'] f32`` (the raw encoder output, as NeMo exports it),
+  ``encoded_lengths [B] i64``;
+* ``decoder_joint-model.onnx``: ``encoder_outputs [B,1024,1] f32``, ``targets [B,1] i32``,
+  ``target_length [B] i32``, ``input_states_1/2 [2,B,640] f32`` (LSTM h/c) → ``outputs [B,1,1,8198]``
+  (8193 token logits, then 5 duration logits), ``prednet_lengths``, ``output_states_1/2``. As in NeMo's
+  export the joint's encoder projection runs here, once per decoder call;
+* ``vocab.txt`` (``piece id``, blank named ``<blk>``) and ``config.json`` (model type, 128 features, 8x);
+* with ``--int8``: ``encoder-model.int8.onnx`` and ``decoder_joint-model.int8.onnx`` from
+  ``onnxruntime.quantization.quantize_dynamic`` (int8 weights, dynamic uint8 activations: what the
+  published ``*.int8.onnx`` files are), loaded by onnx-asr with ``quantization="int8"``.
+
+The legacy TorchScript exporter (``dynamo=False``) is used: it traces the model's shape arithmetic
+(relative positions, rel-shift views) into ONNX shape ops, so one graph serves every clip length.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT))
+
+from tests.bench.peers import common  # noqa: E402
+
+OPSET = 17
+
+
+def export(model_dir: Path, out: Path, threads: int) -> None:
+    import onnx
+    import torch
+    from torch import nn
+    from transformers import ParakeetForTDT
+
+    torch.set_num_threads(threads)
+    net = ParakeetForTDT.from_pretrained(model_dir, attn_implementation="eager").eval()
+    cfg = net.config
+    mels = cfg.encoder_config.num_mel_bins
+    hidden, pred = cfg.encoder_config.hidden_size, cfg.decoder_hidden_size
+    layers = cfg.num_decoder_layers
+
+    class Encoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = net
+
+        def forward(self, audio_signal: torch.Tensor, length: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            frames = audio_signal.shape[2]
+            mask = torch.arange(frames, device=audio_signal.device)[None, :] < length[:, None]
+            states = self.net.encoder(input_features=audio_signal.transpose(1, 2), attention_mask=mask).last_hidden_state
+            lengths = self.net.encoder._get_subsampling_output_length(length).to(torch.int64)
+            return states.transpose(1, 2), lengths
+
+    class DecoderJoint(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = net
+
+        def forward(self, encoder_outputs, targets, target_length, input_states_1, input_states_2):  # noqa: ANN001, ANN201
+            enc = self.net.encoder_projector(encoder_outputs.transpose(1, 2))  # [B,1,640]
+            emb = self.net.decoder.embedding(targets.to(torch.int64))  # [B,1,640]
+            out, (h, c) = self.net.decoder.lstm(emb, (input_states_1, input_states_2))
+            dec = self.net.decoder.decoder_projector(out)  # [B,1,640]
+            logits = self.net.joint(decoder_hidden_states=dec[:, None, :, :], encoder_hidden_states=enc[:, :, None, :])
+            return logits, target_length, h, c
+
+    out.mkdir(parents=True, exist_ok=True)
+    frames = 1001  # 10 s; every length axis is dynamic
+    audio = torch.randn(1, mels, frames)
+    length = torch.tensor([frames - 1], dtype=torch.int64)
+    tmp = out / "tmp-encoder"
+    tmp.mkdir(exist_ok=True)
+    start = time.perf_counter()
+    with torch.no_grad():
+        torch.onnx.export(
+            Encoder(), (audio, length), str(tmp / "encoder-model.onnx"), dynamo=False, opset_version=OPSET,
+            input_names=["audio_signal", "length"], output_names=["outputs", "encoded_lengths"],
+            dynamic_axes={"audio_signal": {0: "batch", 2: "time"}, "length": {0: "batch"},
+                          "outputs": {0: "batch", 2: "frames"}, "encoded_lengths": {0: "batch"}},
+        )  # fmt: skip
+    # One external-data file with onnx-asr's name (the exporter writes one file per tensor when > 2 GB).
+    proto = onnx.load(str(tmp / "encoder-model.onnx"))
+    big = proto.ByteSize() > 2_000_000_000 or any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer)
+    for stale in (out / "encoder-model.onnx", out / "encoder-model.onnx.data"):
+        stale.unlink(missing_ok=True)
+    onnx.save_model(proto, str(out / "encoder-model.onnx"), save_as_external_data=big,
+                    all_tensors_to_one_file=True, location="encoder-model.onnx.data")  # fmt: skip
+    del proto
+    for f in tmp.iterdir():
+        f.unlink()
+    tmp.rmdir()
+    print(f"encoder exported in {time.perf_counter() - start:.0f} s", flush=True)
+
+    with torch.no_grad():
+        torch.onnx.export(
+            DecoderJoint(),
+            (torch.randn(1, hidden, 1), torch.tensor([[cfg.blank_token_id]], dtype=torch.int32),
+             torch.tensor([1], dtype=torch.int32), torch.zeros(layers, 1, pred), torch.zeros(layers, 1, pred)),
+            str(out / "decoder_joint-model.onnx"), dynamo=False, opset_version=OPSET,
+            input_names=["encoder_outputs", "targets", "target_length", "input_states_1", "input_states_2"],
+            output_names=["outputs", "prednet_lengths", "output_states_1", "output_states_2"],
+            dynamic_axes={"encoder_outputs": {0: "batch"}, "targets": {0: "batch"}, "target_length": {0: "batch"},
+                          "input_states_1": {1: "batch"}, "input_states_2": {1: "batch"},
+                          "outputs": {0: "batch"}, "prednet_lengths": {0: "batch"},
+                          "output_states_1": {1: "batch"}, "output_states_2": {1: "batch"}},
+        )  # fmt: skip
+    common.write_vocab(model_dir, out / "vocab.txt")
+    stride = cfg.encoder_config.subsampling_factor
+    config = {"model_type": "nemo-conformer-tdt", "features_size": mels, "subsampling_factor": stride,
+              "max_tokens_per_step": cfg.max_symbols_per_step}  # fmt: skip
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
+def quantize(out: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    for name in ("encoder-model", "decoder_joint-model"):
+        start = time.perf_counter()
+        target = out / f"{name}.int8.onnx"
+        target.unlink(missing_ok=True)
+        quantize_dynamic(out / f"{name}.onnx", target, weight_type=QuantType.QInt8)
+        print(f"{target.name}: {target.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - start:.0f} s", flush=True)
+
+
+def quiet() -> None:
+    """The legacy exporter is chosen on purpose; quantize_dynamic logs a warning per shape tensor it skips."""
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message=".*LSTM.*")
+    logging.getLogger().setLevel(logging.ERROR)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, required=True, help="transformers checkpoint folder (bench_parakeet's)")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--int8", action="store_true", help="also write the quantize_dynamic int8 variant")
+    parser.add_argument("--int8-only", action="store_true", help="only (re)write the int8 variant")
+    args = parser.parse_args()
+    quiet()
+    if not args.int8_only:
+        export(args.model, args.out, args.threads)
+    if args.int8 or args.int8_only:
+        quantize(args.out)
+
+
+if __name__ == "__main__":
+    main()
