@@ -49,10 +49,13 @@ PEERS_DIR = Path(__file__).resolve().parent / "peers"
 PEER_PACKAGES = {
     "onnx-asr": ["onnx-asr[cpu]==0.12.0", "onnxruntime==1.32.0", "threadpoolctl"],
     "sherpa-onnx": ["sherpa-onnx==2.0.1", "numpy", "threadpoolctl"],
+    "crispasr": ["crispasr==0.8.45", "numpy", "threadpoolctl"],
 }
-ALL_PEERS = ("onnx-asr:fp32", "onnx-asr:int8", "sherpa-onnx:fp32", "sherpa-onnx:int8")
+ALL_PEERS = ("onnx-asr:fp32", "onnx-asr:int8", "sherpa-onnx:fp32", "sherpa-onnx:int8", "crispasr:f16", "crispasr:q8_0")
+CRISPASR_ENV = "CAPTIONEER_CRISPASR_CONVERTER"
 # The reference python needs these for the exports (torch + transformers are checked by machine.reference_python).
 EXPORT_PACKAGES = ("onnx", "onnxruntime")
+GGUF_PACKAGES = ("gguf", "sentencepiece", "yaml")
 NOTES = {
     "sherpa-onnx": "own fbank front end; TDT loop caps 5 tokens/frame (others 10)",
 }
@@ -81,14 +84,34 @@ def checkpoint(work: Path, layers: int, threads: int, reference: str) -> Path:
     return out
 
 
-def ensure_export_packages(reference: str) -> None:
-    probe = subprocess.run([reference, "-c", "import " + ", ".join(EXPORT_PACKAGES)], capture_output=True)
+def ensure_export_packages(reference: str, packages: tuple[str, ...] = EXPORT_PACKAGES) -> None:
+    probe = subprocess.run([reference, "-c", "import " + ", ".join(packages)], capture_output=True)
     if probe.returncode != 0:
-        raise SystemExit(f"the exports need {' '.join(EXPORT_PACKAGES)} in the reference python: "
-                         f"{reference} -m pip install {' '.join(EXPORT_PACKAGES)}")  # fmt: skip
+        names = " ".join("pyyaml" if p == "yaml" else p for p in packages)
+        raise SystemExit(f"the exports need {names} in the reference python: {reference} -m pip install {names}")
 
 
-def exports(work: Path, model: Path, peers: list[str], threads: int, reference: str) -> Path:
+def crispasr_gguf(out: Path, model: Path, precisions: list[str], converter: Path, threads: int, reference: str) -> None:
+    """CrispASR's own converter (from its repository; not in the wheel) run on a .nemo packed from the checkpoint."""
+    missing = [p for p in precisions if not (out / f"crispasr-{p}.gguf").is_file()]
+    if not missing:
+        return
+    ensure_export_packages(reference, GGUF_PACKAGES)
+    nemo = out / "parakeet.nemo"
+    env = machine.thread_env(threads)
+    subprocess.run([reference, str(PEERS_DIR / "export_nemo.py"), "--model", str(model), "--out", str(nemo)],
+                   check=True, env=env)  # fmt: skip
+    try:
+        for precision in missing:
+            quant = [] if precision == "f16" else ["--quant", precision]
+            target = out / f"crispasr-{precision}.gguf"
+            subprocess.run([reference, str(converter), "--nemo", str(nemo), "--output", str(target), *quant],
+                           check=True, env=env, stdout=subprocess.DEVNULL)  # fmt: skip
+    finally:
+        nemo.unlink(missing_ok=True)  # 2.5 GB intermediate
+
+
+def exports(work: Path, model: Path, peers: list[str], threads: int, reference: str, converter: Path | None) -> Path:
     """One folder per checkpoint holding every peer's layout; rebuilt when the checkpoint changes."""
     stat = (model / "model.safetensors").stat()
     stamp = {"checkpoint": str(model), "size": stat.st_size, "mtime": stat.st_mtime}
@@ -98,7 +121,7 @@ def exports(work: Path, model: Path, peers: list[str], threads: int, reference: 
         for f in out.iterdir():
             f.unlink()
     out.mkdir(parents=True, exist_ok=True)
-    wanted = {p.split(":")[0] for p in peers}
+    wanted = {p.split(":")[0] for p in peers} - {"crispasr"}
     int8 = any(p.endswith(":int8") for p in peers)
     scripts = PEERS_DIR
     need_onnx = not (out / "encoder-model.onnx").is_file() or (int8 and not (out / "encoder-model.int8.onnx").is_file())
@@ -114,6 +137,9 @@ def exports(work: Path, model: Path, peers: list[str], threads: int, reference: 
         cmd = [reference, str(scripts / "export_sherpa_onnx.py"), "--model", str(model), "--out", str(out),
                "--threads", str(threads)] + (["--int8"] if int8 else [])  # fmt: skip
         subprocess.run(cmd, check=True, env=machine.thread_env(threads))
+    crisp = [p.split(":")[1] for p in peers if p.startswith("crispasr:")]
+    if crisp and converter:
+        crispasr_gguf(out, model, crisp, converter, threads, reference)
     stamp_file.write_text(json.dumps(stamp))
     return out
 
@@ -182,6 +208,9 @@ def main() -> None:
     parser.add_argument("--peers", default=",".join(ALL_PEERS), help=f"any of {','.join(ALL_PEERS)}")
     parser.add_argument("--work", type=Path, default=None, help=f"venvs and exports (default ${WORK_ENV}, else user cache)")
     parser.add_argument("--layers", type=int, default=24, help="encoder layers (24 = the real size; fewer: pipeline check)")
+    parser.add_argument("--crispasr-converter", type=Path, default=os.environ.get(CRISPASR_ENV) or None,
+                        help=f"CrispASR's models/convert-parakeet-to-gguf.py (default ${CRISPASR_ENV}); "
+                        "without it the crispasr rows are skipped")  # fmt: skip
     parser.add_argument("--setup-only", action="store_true", help="make the venvs and exports, run nothing")
     machine.add_reference_option(parser)
     args = parser.parse_args()
@@ -197,10 +226,14 @@ def main() -> None:
     unknown = [p for p in peers if p not in ALL_PEERS]
     if unknown:
         raise SystemExit(f"unknown peers {unknown}; choose from {', '.join(ALL_PEERS)}")
+    if any(p.startswith("crispasr:") for p in peers) and not args.crispasr_converter:
+        print(f"crispasr skipped: its converter is not in the wheel; pass --crispasr-converter or ${CRISPASR_ENV} "
+              "(models/convert-parakeet-to-gguf.py from the CrispASR repository)", flush=True)  # fmt: skip
+        peers = [p for p in peers if not p.startswith("crispasr:")]
     reference = machine.reference_python(args.reference_python)
     print(f"work dir: {work}", flush=True)
     model = checkpoint(work, args.layers, args.threads, reference)
-    export_dir = exports(work, model, peers, args.threads, reference)
+    export_dir = exports(work, model, peers, args.threads, reference, args.crispasr_converter)
     pythons = {peer: peer_python(work, peer) for peer in {p.split(":")[0] for p in peers}}
     if args.setup_only:
         return

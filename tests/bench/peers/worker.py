@@ -90,9 +90,32 @@ def sherpa_onnx_runner(model: Path, precision: str, threads: int) -> tuple[Runne
     return run, effective
 
 
+def crispasr_runner(model: Path, precision: str, threads: int) -> tuple[Runner, dict]:
+    import crispasr
+
+    # CrispASR's own converter writes f16 (default) or quantized linear weights; no f32 GGUF.
+    net = crispasr.Parakeet(str(model / f"crispasr-{precision}.gguf"), n_threads=threads)
+    ids = piece_ids(model / "vocab.txt")
+    effective = {"ggml_n_threads": threads, "crispasr": getattr(crispasr, "__version__", "?"),
+                 "pools": machine.blas_threads()}  # fmt: skip
+
+    def token_id(text: str) -> int:
+        # Word-initial pieces may come back as "▁x", " x" or "x" after its detokeniser.
+        for candidate in (text, "\u2581" + text.lstrip(" "), text.lstrip(" ")):
+            if candidate in ids:
+                return ids[candidate]
+        return -1
+
+    def run(audio: np.ndarray) -> list[int]:
+        return [token_id(token[0]) for token in net.transcribe(audio)["tokens"]]
+
+    return run, effective
+
+
 RUNNERS: dict[str, Callable[[Path, str, int], tuple[Runner, dict]]] = {
     "onnx-asr": onnx_asr_runner,
     "sherpa-onnx": sherpa_onnx_runner,
+    "crispasr": crispasr_runner,
 }
 
 
