@@ -4,7 +4,15 @@ One full-size Parakeet-TDT 0.6B v3 with deterministic random weights (bench_para
 Captioneer runs the very same weights) is exported by ``tests/bench/peers/`` to each peer's layout:
 
 * **onnx-asr** (ONNX Runtime wrapper, ``nemo-conformer-tdt``): fp32, and int8 from ``quantize_dynamic``;
-* **sherpa-onnx** (k2-fsa, ``nemo_transducer``): fp32, and int8 (same int8 encoder, int8 decoder/joiner).
+* **sherpa-onnx** (k2-fsa, ``nemo_transducer``): fp32, and int8 (same int8 encoder, int8 decoder/joiner);
+* **CrispASR** (ggml port): f16 and q8_0 GGUF from its own converter (``--crispasr-converter``);
+* **transcribe.cpp** (ggml port, Handy's engine; PyPI ``transcribe-cpp``): f32 GGUF from its own converter
+  (``--transcribe-cpp-converter``).
+
+The ggml ports' converters are not in their wheels and read only NeMo ``.nemo`` archives: point the options
+(or ``$CAPTIONEER_CRISPASR_CONVERTER`` / ``$CAPTIONEER_TRANSCRIBE_CPP_CONVERTER``) at the scripts in their
+repositories; ``peers/export_nemo.py`` packs the checkpoint as a ``.nemo`` for them. Without a converter
+that port's rows are skipped.
 
 Every peer lives in its own virtual environment under the work dir (``--work`` or ``$CAPTIONEER_BENCH_WORK``,
 default ``<user cache>/Captioneer/bench/peers``; never inside the repo), created on first use with pinned
@@ -15,7 +23,7 @@ environment, ORT's ``intra_op_num_threads``, sherpa-onnx's ``num_threads``, ggml
 worker reports what it uses and the bench stops when a pool differs (``machine.check_threads``).
 
     .venv/bin/python tests/bench/bench_peers.py --reference-python .venv-ref/bin/python \
-        --rounds 3 --threads 2 --clips 10,60 --types f32,q8_0
+        --rounds 3 --threads 2 --clips 10,60 --types f32,q8_0 [--peers onnx-asr:fp32,onnx-asr:int8,...]
 
 Agreement: every peer's greedy token ids are compared with Captioneer f32's on the same clip (longest
 common subsequence / reference length, and whether the sequences are identical). The weights are random,
@@ -50,14 +58,24 @@ PEER_PACKAGES = {
     "onnx-asr": ["onnx-asr[cpu]==0.12.0", "onnxruntime==1.32.0", "threadpoolctl"],
     "sherpa-onnx": ["sherpa-onnx==2.0.1", "numpy", "threadpoolctl"],
     "crispasr": ["crispasr==0.8.45", "numpy", "threadpoolctl"],
+    "transcribe-cpp": ["transcribe-cpp==0.4.1", "numpy", "threadpoolctl"],
 }
-ALL_PEERS = ("onnx-asr:fp32", "onnx-asr:int8", "sherpa-onnx:fp32", "sherpa-onnx:int8", "crispasr:f16", "crispasr:q8_0")
-CRISPASR_ENV = "CAPTIONEER_CRISPASR_CONVERTER"
+ALL_PEERS = (
+    "onnx-asr:fp32", "onnx-asr:int8", "sherpa-onnx:fp32", "sherpa-onnx:int8",
+    "crispasr:f16", "crispasr:q8_0", "transcribe-cpp:f32",
+)  # fmt: skip
+# The ggml ports' converters live in their repositories, not in their wheels: where to find them.
+CONVERTER_ENV = {
+    "crispasr": ("CAPTIONEER_CRISPASR_CONVERTER", "models/convert-parakeet-to-gguf.py of CrispASR"),
+    "transcribe-cpp": ("CAPTIONEER_TRANSCRIBE_CPP_CONVERTER", "scripts/convert-parakeet.py of transcribe.cpp "
+                       "(with its scripts/lib beside it)"),
+}  # fmt: skip
 # The reference python needs these for the exports (torch + transformers are checked by machine.reference_python).
 EXPORT_PACKAGES = ("onnx", "onnxruntime")
-GGUF_PACKAGES = ("gguf", "sentencepiece", "yaml")
+GGUF_PACKAGES = ("gguf", "sentencepiece", "yaml", "omegaconf")
 NOTES = {
     "sherpa-onnx": "own fbank front end; TDT loop caps 5 tokens/frame (others 10)",
+    "transcribe-cpp": "always local attention [256, 256] on full-attention checkpoints: clips over 20 s attend less",
 }
 
 
@@ -91,27 +109,60 @@ def ensure_export_packages(reference: str, packages: tuple[str, ...] = EXPORT_PA
         raise SystemExit(f"the exports need {names} in the reference python: {reference} -m pip install {names}")
 
 
-def crispasr_gguf(out: Path, model: Path, precisions: list[str], converter: Path, threads: int, reference: str) -> None:
-    """CrispASR's own converter (from its repository; not in the wheel) run on a .nemo packed from the checkpoint."""
-    missing = [p for p in precisions if not (out / f"crispasr-{p}.gguf").is_file()]
+GGML_TARGETS = {  # peer:precision → the GGUF its converter writes into the export folder
+    "crispasr:f16": "crispasr-f16.gguf",
+    "crispasr:q8_0": "crispasr-q8_0.gguf",
+    # transcribe.cpp's converter takes the variant from the output folder's name.
+    "transcribe-cpp:f32": "parakeet-tdt-0.6b-v3/transcribe-cpp-f32.gguf",
+}
+# transcribe.cpp's converter imports NeMo's ASRModel before it tries its own direct .nemo reader; this stand-in
+# makes NeMo's loader fail at once so the converter takes that reader (what it does when NeMo rejects a model).
+NEMO_STANDIN = (
+    "class ASRModel:\n"
+    "    @classmethod\n"
+    "    def restore_from(cls, *args, **kwargs):\n"
+    "        raise RuntimeError('NeMo is not installed; bench_peers uses the converter\\'s direct .nemo reader')\n"
+    "    from_pretrained = restore_from\n"
+)
+
+
+def ggml_exports(out: Path, model: Path, peers: list[str], converters: dict[str, Path], threads: int,
+                 reference: str, work: Path) -> None:  # fmt: skip
+    """The ggml ports' own converters (from their repositories: not in the wheels) run on a .nemo of the checkpoint."""
+    missing = [p for p in peers if p in GGML_TARGETS and not (out / GGML_TARGETS[p]).is_file()]
     if not missing:
         return
     ensure_export_packages(reference, GGUF_PACKAGES)
+    standin = work / "nemo-standin"
+    (standin / "nemo" / "collections" / "asr").mkdir(parents=True, exist_ok=True)
+    for package in ("nemo", "nemo/collections", "nemo/collections/asr"):
+        (standin / package / "__init__.py").touch()
+    (standin / "nemo" / "collections" / "asr" / "models.py").write_text(NEMO_STANDIN)
     nemo = out / "parakeet.nemo"
     env = machine.thread_env(threads)
     subprocess.run([reference, str(PEERS_DIR / "export_nemo.py"), "--model", str(model), "--out", str(nemo)],
                    check=True, env=env)  # fmt: skip
     try:
-        for precision in missing:
-            quant = [] if precision == "f16" else ["--quant", precision]
-            target = out / f"crispasr-{precision}.gguf"
-            subprocess.run([reference, str(converter), "--nemo", str(nemo), "--output", str(target), *quant],
-                           check=True, env=env, stdout=subprocess.DEVNULL)  # fmt: skip
+        for peer in missing:
+            tool, precision = peer.split(":")
+            target = out / GGML_TARGETS[peer]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if tool == "crispasr":
+                quant = [] if precision == "f16" else ["--quant", precision]
+                cmd = [reference, str(converters[tool]), "--nemo", str(nemo), "--output", str(target), *quant]
+                run_env = env
+            else:
+                cmd = [reference, str(converters[tool]), str(nemo), str(target)]
+                run_env = dict(env, PYTHONPATH=str(standin))
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, env=run_env, stdout=subprocess.DEVNULL)
+            print(f"{peer} converted by its own converter: {time.perf_counter() - start:.0f} s", flush=True)
     finally:
         nemo.unlink(missing_ok=True)  # 2.5 GB intermediate
 
 
-def exports(work: Path, model: Path, peers: list[str], threads: int, reference: str, converter: Path | None) -> Path:
+def exports(work: Path, model: Path, peers: list[str], threads: int, reference: str,
+            converters: dict[str, Path]) -> Path:  # fmt: skip
     """One folder per checkpoint holding every peer's layout; rebuilt when the checkpoint changes."""
     stat = (model / "model.safetensors").stat()
     stamp = {"checkpoint": str(model), "size": stat.st_size, "mtime": stat.st_mtime}
@@ -121,7 +172,7 @@ def exports(work: Path, model: Path, peers: list[str], threads: int, reference: 
         for f in out.iterdir():
             f.unlink()
     out.mkdir(parents=True, exist_ok=True)
-    wanted = {p.split(":")[0] for p in peers} - {"crispasr"}
+    wanted = {p.split(":")[0] for p in peers} & {"onnx-asr", "sherpa-onnx"}
     int8 = any(p.endswith(":int8") for p in peers)
     scripts = PEERS_DIR
     need_onnx = not (out / "encoder-model.onnx").is_file() or (int8 and not (out / "encoder-model.int8.onnx").is_file())
@@ -137,9 +188,7 @@ def exports(work: Path, model: Path, peers: list[str], threads: int, reference: 
         cmd = [reference, str(scripts / "export_sherpa_onnx.py"), "--model", str(model), "--out", str(out),
                "--threads", str(threads)] + (["--int8"] if int8 else [])  # fmt: skip
         subprocess.run(cmd, check=True, env=machine.thread_env(threads))
-    crisp = [p.split(":")[1] for p in peers if p.startswith("crispasr:")]
-    if crisp and converter:
-        crispasr_gguf(out, model, crisp, converter, threads, reference)
+    ggml_exports(out, model, peers, converters, threads, reference, work)
     stamp_file.write_text(json.dumps(stamp))
     return out
 
@@ -208,9 +257,9 @@ def main() -> None:
     parser.add_argument("--peers", default=",".join(ALL_PEERS), help=f"any of {','.join(ALL_PEERS)}")
     parser.add_argument("--work", type=Path, default=None, help=f"venvs and exports (default ${WORK_ENV}, else user cache)")
     parser.add_argument("--layers", type=int, default=24, help="encoder layers (24 = the real size; fewer: pipeline check)")
-    parser.add_argument("--crispasr-converter", type=Path, default=os.environ.get(CRISPASR_ENV) or None,
-                        help=f"CrispASR's models/convert-parakeet-to-gguf.py (default ${CRISPASR_ENV}); "
-                        "without it the crispasr rows are skipped")  # fmt: skip
+    for tool, (env_name, what) in CONVERTER_ENV.items():
+        parser.add_argument(f"--{tool}-converter", type=Path, default=os.environ.get(env_name) or None,
+                            help=f"{what} (default ${env_name}); without it the {tool} rows are skipped")  # fmt: skip
     parser.add_argument("--setup-only", action="store_true", help="make the venvs and exports, run nothing")
     machine.add_reference_option(parser)
     args = parser.parse_args()
@@ -226,14 +275,16 @@ def main() -> None:
     unknown = [p for p in peers if p not in ALL_PEERS]
     if unknown:
         raise SystemExit(f"unknown peers {unknown}; choose from {', '.join(ALL_PEERS)}")
-    if any(p.startswith("crispasr:") for p in peers) and not args.crispasr_converter:
-        print(f"crispasr skipped: its converter is not in the wheel; pass --crispasr-converter or ${CRISPASR_ENV} "
-              "(models/convert-parakeet-to-gguf.py from the CrispASR repository)", flush=True)  # fmt: skip
-        peers = [p for p in peers if not p.startswith("crispasr:")]
+    converters = {tool: getattr(args, f"{tool.replace('-', '_')}_converter") for tool in CONVERTER_ENV}
+    for tool, (env_name, what) in CONVERTER_ENV.items():
+        if any(p.startswith(f"{tool}:") for p in peers) and not converters[tool]:
+            print(f"{tool} skipped: its converter is not in its wheel; pass --{tool}-converter or ${env_name} ({what})",
+                  flush=True)  # fmt: skip
+            peers = [p for p in peers if not p.startswith(f"{tool}:")]
     reference = machine.reference_python(args.reference_python)
     print(f"work dir: {work}", flush=True)
     model = checkpoint(work, args.layers, args.threads, reference)
-    export_dir = exports(work, model, peers, args.threads, reference, args.crispasr_converter)
+    export_dir = exports(work, model, peers, args.threads, reference, {k: v for k, v in converters.items() if v})
     pythons = {peer: peer_python(work, peer) for peer in {p.split(":")[0] for p in peers}}
     if args.setup_only:
         return
@@ -266,7 +317,7 @@ def main() -> None:
     print(f"Parakeet-TDT 0.6B v3 architecture ({args.layers} encoder layers), random weights ({size / 1e9:.2f} GB f32), "
           f"{args.threads} threads, {args.rounds} interleaved rounds, medians; agreement = greedy ids vs captioneer f32")  # fmt: skip
     secs = list(clips)
-    head = f"{'tool':12} {'precision':9}"
+    head = f"{'tool':14} {'precision':9}"
     for s in secs:
         head += f" {f'wall {s:.0f}s':>9} {'x RT':>6} {'vs f32':>7} {'cpu/wall':>8}"
     head += f" {'peak RSS':>9}  " + "  ".join(f"{f'agreement {s:.0f}s':>22}" for s in secs)
@@ -275,7 +326,7 @@ def main() -> None:
     ref_tokens = {s: results[("captioneer:f32", s)][-1]["tokens"] for s in secs}
     for kind in kinds:
         tool, precision = kind.split(":")
-        line = f"{tool:12} {precision:9}"
+        line = f"{tool:14} {precision:9}"
         for s in secs:
             runs = results[(kind, s)]
             wall = statistics.median(r["wall"] for r in runs)

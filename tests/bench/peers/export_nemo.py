@@ -111,7 +111,8 @@ def export(model_dir: Path, out: Path) -> None:
                   "jointnet": {"joint_hidden": config["decoder_hidden_size"], "activation": config["hidden_act"],
                                "encoder_hidden": enc["hidden_size"], "pred_hidden": config["decoder_hidden_size"]}},
         "model_defaults": {"tdt_durations": list(config["durations"])},
-        "decoding": {"strategy": "greedy", "greedy": {"max_symbols": config["max_symbols_per_step"]}},
+        "decoding": {"strategy": "greedy", "durations": list(config["durations"]),
+                     "greedy": {"max_symbols": config["max_symbols_per_step"]}},
         "tokenizer": {"dir": ".", "type": "bpe", "model_path": "nemo:tokenizer.model"},
         "target": "nemo.collections.asr.models.rnnt_bpe_models.EncDecRNNTBPEModel",
     }  # fmt: skip

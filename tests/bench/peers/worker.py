@@ -112,10 +112,26 @@ def crispasr_runner(model: Path, precision: str, threads: int) -> tuple[Runner, 
     return run, effective
 
 
+def transcribe_cpp_runner(model: Path, precision: str, threads: int) -> tuple[Runner, dict]:
+    import transcribe_cpp
+
+    # Its converter writes f32 only (quantising needs its C++ tool); the folder name is the variant.
+    net = transcribe_cpp.Model(str(model / "parakeet-tdt-0.6b-v3" / f"transcribe-cpp-{precision}.gguf"))
+    session = net.session(n_threads=threads)
+    effective = {"ggml_n_threads": threads, "transcribe_cpp": transcribe_cpp.native_version(),
+                 "pools": machine.blas_threads()}  # fmt: skip
+
+    def run(audio: np.ndarray) -> list[int]:
+        return [token.id for token in session.run(audio, timestamps="token").tokens]
+
+    return run, effective
+
+
 RUNNERS: dict[str, Callable[[Path, str, int], tuple[Runner, dict]]] = {
     "onnx-asr": onnx_asr_runner,
     "sherpa-onnx": sherpa_onnx_runner,
     "crispasr": crispasr_runner,
+    "transcribe-cpp": transcribe_cpp_runner,
 }
 
 
