@@ -32,6 +32,12 @@ def relative_difference(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) / scale
 
 
+def report(failures: list[str], name: str, ok: bool, detail: str) -> None:
+    print(f"{name}: {detail} {'ok' if ok else 'FAIL'}", flush=True)
+    if not ok:
+        failures.append(name)
+
+
 def clear_prefix(steps: dict[str, list], blank: int, gate: float) -> int:
     """How many emitted tokens the reference decoded before its first joint step (blank or not) whose token
     or duration margin is under ``gate``: up to there, noise of a GPU's size cannot change the choice."""
@@ -64,12 +70,10 @@ def check_parakeet(backend: str, threads: int, tolerance: float, gate: float) ->
             must = clear_prefix(want["steps"], cpu.config.blank_token_id, gate)
             same = ids == want["token_ids"]
             agree = ids[:must] == want["token_ids"][:must]
-            verdict = "ok" if difference <= tolerance and agree else "FAIL"
-            print(f"parakeet {model}/{clip}: encoder rel diff {difference:.2e}; ids "
-                  f"{'identical' if same else 'differ'} ({len(want['token_ids'])} tokens, the first {must} "
-                  f"decoded with margins >= {gate:g} {'agree' if agree else 'DIFFER'}) {verdict}")  # fmt: skip
-            if verdict != "ok":
-                failures.append(f"parakeet {model}/{clip}")
+            detail = (f"encoder rel diff {difference:.2e}; ids {'identical' if same else 'differ'} "
+                      f"({len(want['token_ids'])} tokens, the first {must} decoded with margins >= {gate:g} "
+                      f"{'agree' if agree else 'DIFFER'})")  # fmt: skip
+            report(failures, f"parakeet {model}/{clip}", difference <= tolerance and agree, detail)
         cpu.close()
         gpu.close()
     return failures
@@ -104,12 +108,9 @@ def check_r2t2(backend: str, threads: int, tolerance: float, gate: float) -> lis
             want = [i for i in arrays[f"case/{case}/generated_ids"].tolist() if i not in meta["eos_token_ids"]]
             same = ids == want
             must = info["min_margin"] >= gate
-            verdict = "ok" if difference <= tolerance and (same or not must) else "FAIL"
-            print(f"r2t2 {checkpoint}/{case}: tower rel diff {difference:.2e}, ids "
-                  f"{'identical' if same else 'DIFFER'} (reference margin {info['min_margin']:.3f}"
-                  f"{'' if must else ', a near-tie'}) {verdict}")  # fmt: skip
-            if verdict != "ok":
-                failures.append(f"r2t2 {checkpoint}/{case}")
+            detail = (f"tower rel diff {difference:.2e}, ids {'identical' if same else 'DIFFER'} (reference "
+                      f"margin {info['min_margin']:.3f}{'' if must else ', a near-tie'})")  # fmt: skip
+            report(failures, f"r2t2 {checkpoint}/{case}", difference <= tolerance and (same or not must), detail)
         cpu.close()
         gpu.close()
     return failures
