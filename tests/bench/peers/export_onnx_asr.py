@@ -93,8 +93,10 @@ def export(model_dir: Path, out: Path, threads: int) -> None:
                           "outputs": {0: "batch", 2: "frames"}, "encoded_lengths": {0: "batch"}},
         )  # fmt: skip
     # One external-data file with onnx-asr's name (the exporter writes one file per tensor when > 2 GB).
+    head = onnx.load(str(tmp / "encoder-model.onnx"), load_external_data=False)  # a > 2 GB proto cannot be sized
+    big = any(t.data_location == onnx.TensorProto.EXTERNAL for t in head.graph.initializer)
+    del head
     proto = onnx.load(str(tmp / "encoder-model.onnx"))
-    big = proto.ByteSize() > 2_000_000_000 or any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer)
     for stale in (out / "encoder-model.onnx", out / "encoder-model.onnx.data"):
         stale.unlink(missing_ok=True)
     onnx.save_model(proto, str(out / "encoder-model.onnx"), save_as_external_data=big,
