@@ -213,3 +213,23 @@ def test_a_quantised_thinker_gives_the_same_text_with_the_cache_on_and_off(quant
     assert len(answers_on) > 5 and answers_on == answers_off  # every decode's answer, bit for bit the same
     assert events_on == events_off and text_on == text_off
     assert rows_on < rows_off
+
+
+def test_the_stem_cache_gives_the_same_bits_and_runs_only_new_chunks(engine):
+    from inference.families.confucius4_r2t2.audio_tower import StemCache
+
+    tower = engine.tower
+    mel = log_mel(stream_clip("quiet_then_loud")).values
+    cache = StemCache()
+    chunk = engine.checkpoint.config.audio.chunk_frames
+    growing = [mel[:, :frames] for frames in range(2 * chunk + 37, 4 * chunk + 1, chunk // 2)]
+    for part in growing:  # a window that grows by half a chunk per call, like the open window of a stream
+        assert np.array_equal(tower.encode(part, stem_cache=cache), tower.encode(part))
+    chunks_seen = sum(-(-part.shape[1] // chunk) for part in growing)
+    # 237, 287, 337, 387 frames: all 3 chunks, then the growing third, then the completed third plus the new
+    # fourth, then the growing fourth — 7 stem runs for 14 chunks encoded.
+    assert cache.computed_chunks == 3 + 1 + 2 + 1 and chunks_seen == 14
+    louder = growing[-1] + np.float32(0.5)  # a moved log-mel floor changes every chunk: all run again
+    before = cache.computed_chunks
+    assert np.array_equal(tower.encode(louder, stem_cache=cache), tower.encode(louder))
+    assert cache.computed_chunks - before == -(-louder.shape[1] // chunk)

@@ -28,7 +28,7 @@ kernels are f16 when the matrices are f16 (measured 1e-3 max error on the fixtur
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +42,7 @@ from inference.native import (
     GraphBuilder,
     GraphCache,
     StorageType,
+    Tensor,
     WeightStore,
     load_weights,
 )
@@ -192,6 +193,30 @@ def _conv_storage(dtype: str, requested: StorageType) -> str:
     return "f16" if f16 else "f32"
 
 
+class StemCache:
+    """Conv-stem rows of the chunks a live stream's last tower call saw, keyed by each chunk's mel bytes.
+
+    Inside the open attention window every token changes when audio arrives, but a complete 1 s chunk's stem
+    rows do not: only the chunks that are new (or whose mel changed, when the log-mel floor moved) go through
+    the stem again. Only the last call's chunks are kept, so it holds at most one window."""
+
+    def __init__(self) -> None:
+        self._rows: dict[bytes, np.ndarray] = {}
+        self.computed_chunks = 0  # chunks run through the stem (for tests and benchmarks)
+
+    def rows(self, chunks: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        keys = [chunk.tobytes() for chunk in chunks]
+        missing = [i for i, key in enumerate(keys) if key not in self._rows]
+        if missing:
+            fresh = compute(np.ascontiguousarray(chunks[missing]))
+            self.computed_chunks += len(missing)
+            for slot, i in enumerate(missing):
+                self._rows[keys[i]] = fresh[slot]
+        self._rows = {key: self._rows[key] for key in keys}
+        stacked = np.stack([self._rows[key] for key in keys])
+        return stacked.reshape(-1, stacked.shape[-1])
+
+
 class AudioTower:
     """Audio-tower weights on a backend plus a cache of graphs keyed by (chunks, chunk frames)."""
 
@@ -201,7 +226,7 @@ class AudioTower:
         files: ModelFiles,
         config: AudioConfig,
         storage: StorageType | str = StorageType.NATIVE,
-        max_graphs: int = 6,
+        max_graphs: int = 16,  # a live stream cycles through stem/body graphs of 1..8 chunks per window
     ) -> None:
         self.backend = backend
         self.config = config
@@ -245,9 +270,26 @@ class AudioTower:
         return self.weights.bytes_by_type()
 
     # ----------------------------------------------------------------- graph
-    def _build(self, g: GraphBuilder, key: tuple[int, int]) -> None:
-        cfg, w = self.config, self.weights
+    def _build(self, g: GraphBuilder, key: tuple) -> None:
+        """Graph of one key: ``(chunks, frames)`` the whole tower; ``("stem", chunks, frames)`` the conv stem
+        with positions, rows out; ``("body", chunks, frames)`` the layers and projector from those rows."""
+        if key[0] == "stem":
+            chunks, frames = key[1:]
+            g.output("rows", self._stem(g, chunks, frames))
+            return
+        if key[0] == "body":
+            chunks, frames = key[1:]
+            n = chunks * chunk_token_count(frames)
+            g.output("embeddings", self._body(g, g.input("rows", (n, self.config.d_model)), n))
+            return
         chunks, frames = key
+        n = chunks * chunk_token_count(frames)
+        g.output("embeddings", self._body(g, self._stem(g, chunks, frames), n))
+
+    def _stem(self, g: GraphBuilder, chunks: int, frames: int) -> Tensor:
+        """Conv stem, ``conv_out`` and positions of ``chunks`` chunks: (chunks * per_chunk, d_model) rows. Chunks
+        never mix here (they are the N axis of every conv), so a chunk's rows do not depend on its neighbours."""
+        cfg, w = self.config, self.weights
         per_chunk = chunk_token_count(frames)
         n = chunks * per_chunk
         hidden = cfg.downsample_hidden_size
@@ -257,7 +299,6 @@ class AudioTower:
         # (chunks, C, H, W) for conv2's im2col: no permuted copy of the largest activation of the tower.
         cols = g.input("conv1_cols", (chunks, height * width, CONV1_K))
         kernel = g.input("conv1_kernel", (chunks, hidden, CONV1_K))
-        mask = g.input("mask", (n, n))
         x = g.reshape(g.gelu(g.mul_mat(cols, kernel)), (chunks, hidden, height, width))
         x = g.gelu(g.conv2d(x, w[f"{AUDIO}conv2d2.weight"], w[f"{AUDIO}conv2d2.bias"], stride=(2, 2), padding=(1, 1)))
         x = g.gelu(g.conv2d(x, w[f"{AUDIO}conv2d3.weight"], w[f"{AUDIO}conv2d3.bias"], stride=(2, 2), padding=(1, 1),
@@ -268,7 +309,12 @@ class AudioTower:
         positions = w["tower.positions"]
         if per_chunk < positions.shape[0]:
             positions = g.slice(positions, 0, 0, per_chunk)
-        x = g.reshape(g.add(g.reshape(x, (chunks, per_chunk, cfg.d_model)), positions), (n, cfg.d_model))
+        return g.reshape(g.add(g.reshape(x, (chunks, per_chunk, cfg.d_model)), positions), (n, cfg.d_model))
+
+    def _body(self, g: GraphBuilder, x: Tensor, n: int) -> Tensor:
+        """Encoder layers (windowed attention through the mask), ``ln_post`` and the projector."""
+        cfg, w = self.config, self.weights
+        mask = g.input("mask", (n, n))
         heads, head_dim = cfg.encoder_attention_heads, cfg.head_dim
         for i in range(cfg.encoder_layers):
             p = _layer(i)
@@ -287,11 +333,15 @@ class AudioTower:
             x = g.add(x, g.linear(h, w[f"{p}fc2.weight"], w[f"{p}fc2.bias"]))
         x = g.layer_norm(x, w[f"{AUDIO}ln_post.weight"], w[f"{AUDIO}ln_post.bias"], LAYER_NORM_EPS)
         x = g.gelu(g.linear(x, w[f"{AUDIO}proj1.weight"], w[f"{AUDIO}proj1.bias"]))
-        g.output("embeddings", g.linear(x, w[f"{AUDIO}proj2.weight"], w[f"{AUDIO}proj2.bias"]))
+        return g.linear(x, w[f"{AUDIO}proj2.weight"], w[f"{AUDIO}proj2.bias"])
 
     # ----------------------------------------------------------------- running
-    def encode(self, mel: np.ndarray) -> np.ndarray:
-        """Audio embeddings (tokens, output_dim) float32 for the valid mel frames of one clip (mels, frames)."""
+    def encode(self, mel: np.ndarray, stem_cache: StemCache | None = None) -> np.ndarray:
+        """Audio embeddings (tokens, output_dim) float32 for the valid mel frames of one clip (mels, frames).
+
+        ``stem_cache`` (a live stream's): conv-stem rows of chunks whose mel was seen before are taken from it
+        instead of computed again; the layers still run over everything. Same bits either way (chunks never
+        mix in the stem)."""
         mel = np.asarray(mel, dtype=np.float32)
         if mel.ndim != 2 or mel.shape[0] != self.config.num_mel_bins:
             raise UsageError(
@@ -299,10 +349,22 @@ class AudioTower:
                 "pass the valid frames of the frontend's output",
             )
         plan = plan_clip(mel.shape[1], self.config)
-        kernel = np.broadcast_to(self.conv1, (plan.chunks, *self.conv1.shape))
-        out = self.graphs.run(plan.key, conv1_cols=conv1_columns(chunked_mel(mel, plan)), conv1_kernel=kernel,
-                              mask=attention_mask(plan))["embeddings"]  # fmt: skip
+        chunks = chunked_mel(mel, plan)
+        if stem_cache is None or plan.chunk_frames != self.config.chunk_frames:
+            kernel = np.broadcast_to(self.conv1, (plan.chunks, *self.conv1.shape))
+            out = self.graphs.run(plan.key, conv1_cols=conv1_columns(chunks), conv1_kernel=kernel,
+                                  mask=attention_mask(plan))["embeddings"]  # fmt: skip
+            return np.ascontiguousarray(out[: plan.tokens])
+        rows = stem_cache.rows(chunks, self._stem_rows)
+        out = self.graphs.run(("body", *plan.key), rows=rows, mask=attention_mask(plan))["embeddings"]
         return np.ascontiguousarray(out[: plan.tokens])
+
+    def _stem_rows(self, chunks: np.ndarray) -> np.ndarray:
+        """(chunks, per_chunk, d_model) stem rows of full-size chunks."""
+        count, frames = chunks.shape[0], chunks.shape[-1]
+        kernel = np.broadcast_to(self.conv1, (count, *self.conv1.shape))
+        rows = self.graphs.run(("stem", count, frames), conv1_cols=conv1_columns(chunks), conv1_kernel=kernel)["rows"]
+        return rows.reshape(count, chunk_token_count(frames), self.config.d_model)
 
     def close(self) -> None:
         self.graphs.close()

@@ -8,7 +8,8 @@ Incremental compute (session option ``stream_cache``), with identical output on 
 
 * The log-mel of final frames is computed once, in frame-stable blocks (``stream_frontend.py``).
 * The tower runs per attention window (``n_window_infer`` frames; windows never attend to each other, so the
-  windowed result is the whole-clip result). With the cache on, a window whose log-mel slice is bit-identical
+  windowed result is the whole-clip result). Inside the open window, the conv-stem rows of chunks seen before
+  are reused (``audio_tower.StemCache``: chunks never mix in the stem); its layers run again. With the cache on, a window whose log-mel slice is bit-identical
   to the one it was encoded from is reused; a louder segment that moves the global floor changes the slices and
   rebuilds them. With the cache off every window is encoded again, by the same calls, so the embeddings are the
   same bits either way.
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from inference.families.confucius4_r2t2.audio_tower import StemCache
 from inference.families.confucius4_r2t2.frontend import CHUNK_FRAMES, HOP_LENGTH, audio_token_count
 from inference.families.confucius4_r2t2.prompt import build_prompt
 from inference.families.confucius4_r2t2.stream_frontend import StreamingLogMel
@@ -46,15 +48,21 @@ class MelEncoder(Protocol):
     def encode(self, mel: np.ndarray) -> np.ndarray: ...
 
 
+class StemCachingEncoder(Protocol):
+    def encode(self, mel: np.ndarray, stem_cache: StemCache | None = None) -> np.ndarray: ...
+
+
 class WindowedEncoder:
     """The audio tower over attention windows of one growing clip, reusing unchanged windows when ``reuse``."""
 
-    def __init__(self, tower: MelEncoder, window_frames: int, reuse: bool) -> None:
+    def __init__(self, tower: MelEncoder | StemCachingEncoder, window_frames: int, reuse: bool,
+                 stem_cache: StemCache | None = None) -> None:  # fmt: skip
         if window_frames % CHUNK_FRAMES:
             raise ValueError(f"an attention window ({window_frames} frames) must hold whole conv chunks")
         self.tower = tower
         self.window_frames = window_frames
         self.reuse = reuse
+        self.stem_cache = stem_cache if reuse else None  # conv-stem rows of the open window's complete chunks
         self._windows: list[tuple[np.ndarray, np.ndarray]] = []  # (mel slice, embeddings) per complete window
         self.encoded_windows = 0  # complete windows run through the tower (for tests and benchmarks)
 
@@ -67,16 +75,21 @@ class WindowedEncoder:
         if tail and tail < CHUNK_FRAMES and complete:
             # Alone, a tail under one conv chunk would run the stem unpadded (the whole-clip rule); in the full
             # clip its chunk is zero-padded to 100. Encoding it behind the previous window keeps that.
-            parts.append(self.tower.encode(mel[:, (complete - 1) * n :])[audio_token_count(n) :])
+            parts.append(self._encode(mel[:, (complete - 1) * n :])[audio_token_count(n) :])
         elif tail:
-            parts.append(self.tower.encode(mel[:, complete * n :]))
+            parts.append(self._encode(mel[:, complete * n :]))
         del self._windows[complete:]
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def _encode(self, mel: np.ndarray) -> np.ndarray:
+        if self.stem_cache is None:
+            return self.tower.encode(mel)
+        return self.tower.encode(mel, stem_cache=self.stem_cache)  # type: ignore[call-arg]
 
     def _window(self, index: int, mel: np.ndarray) -> np.ndarray:
         if self.reuse and index < len(self._windows) and np.array_equal(self._windows[index][0], mel):
             return self._windows[index][1]
-        embeddings = self.tower.encode(mel)
+        embeddings = self._encode(mel)
         self.encoded_windows += 1
         if not self.reuse:
             return embeddings
@@ -99,7 +112,8 @@ class EngineChunkDecoder:
         assert engine.tower is not None
         audio_config = engine.checkpoint.config.audio
         self.frontend = StreamingLogMel(audio_config.num_mel_bins, cache)
-        self.encoder = WindowedEncoder(engine.tower, audio_config.n_window_infer, cache)
+        self.encoder = WindowedEncoder(engine.tower, audio_config.n_window_infer, cache,
+                                       stem_cache=StemCache() if cache else None)  # fmt: skip
         self._rows: np.ndarray | None = None  # input rows of this decoder's last prefill (still in the KV cache?)
         self.prefilled_rows = 0  # rows prefilled over the stream (for tests and benchmarks)
 
