@@ -335,6 +335,10 @@ def main() -> None:
         peak = max(r["peak_rss_mb"] for s in secs for r in results[(kind, s)])
         line += f" {peak:7.0f}MB  " + "  ".join(f"{agreement(results[(kind, s)][-1]['tokens'], ref_tokens[s]):>22}" for s in secs)
         print(line + (f"  [{NOTES[tool]}]" if tool in NOTES else ""))
+    # Random weights make the greedy output nearly degenerate: say how many distinct ids the agreement rests on.
+    for s in secs:
+        spread = {kind: len(set(results[(kind, s)][-1]["tokens"])) for kind in kinds}
+        print(f"distinct ids on the {s:.0f} s clip: " + ", ".join(f"{kind} {n}" for kind, n in spread.items()))
 
 
 if __name__ == "__main__":
