@@ -138,6 +138,38 @@ def quantize(out: Path) -> None:
         print(f"{target.name}: {target.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - start:.0f} s", flush=True)
 
 
+def verify(model_dir: Path, out: Path, threads: int, seconds: float = 10.0) -> None:
+    """The exported encoders against the transformers encoder on the same random features (equal work)."""
+    import numpy as np
+    import onnxruntime as rt
+    import torch
+    from transformers import ParakeetForTDT
+
+    torch.set_num_threads(threads)
+    net = ParakeetForTDT.from_pretrained(model_dir).eval()
+    frames = int(seconds * 100) + 1
+    feats = np.random.default_rng(0).standard_normal((1, net.config.encoder_config.num_mel_bins, frames), np.float32)
+    length = np.array([frames - 1], np.int64)
+    with torch.no_grad():
+        mask = torch.arange(frames)[None, :] < torch.from_numpy(length)[:, None]
+        ref = net.encoder(input_features=torch.from_numpy(feats).transpose(1, 2), attention_mask=mask)
+        ref = ref.last_hidden_state.transpose(1, 2).numpy()
+    del net
+    options = rt.SessionOptions()
+    options.intra_op_num_threads = threads
+    for name in ("encoder-model.onnx", "encoder-model.int8.onnx"):
+        if not (out / name).is_file():
+            continue
+        session = rt.InferenceSession(str(out / name), options, providers=["CPUExecutionProvider"])
+        got, lengths = session.run(["outputs", "encoded_lengths"], {"audio_signal": feats, "length": length})
+        valid = int(lengths[0])
+        diff = np.abs(got[..., :valid] - ref[..., :valid])
+        scale = np.abs(ref[..., :valid]).max()
+        print(f"{name}: {valid} frames, max |ort - torch| {diff.max():.2e} (reference max {scale:.2e}), "
+              f"mean {diff.mean():.2e}", flush=True)  # fmt: skip
+        del session
+
+
 def quiet() -> None:
     """The legacy exporter is chosen on purpose; quantize_dynamic logs a warning per shape tensor it skips."""
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -152,8 +184,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--int8", action="store_true", help="also write the quantize_dynamic int8 variant")
     parser.add_argument("--int8-only", action="store_true", help="only (re)write the int8 variant")
+    parser.add_argument("--verify", action="store_true", help="only compare the written encoders with torch's")
     args = parser.parse_args()
     quiet()
+    if args.verify:
+        verify(args.model, args.out, args.threads)
+        return
     if not args.int8_only:
         export(args.model, args.out, args.threads)
     if args.int8 or args.int8_only:
