@@ -26,8 +26,10 @@ worker reports what it uses and the bench stops when a pool differs (``machine.c
         --rounds 3 --threads 2 --clips 10,60 --types f32,q8_0 [--peers onnx-asr:fp32,onnx-asr:int8,...]
 
 Agreement: every peer's greedy token ids are compared with Captioneer f32's on the same clip (longest
-common subsequence / reference length, and whether the sequences are identical). The weights are random,
-so the ids are arbitrary but deterministic: equal work gives equal ids up to float rounding. Where a peer
+common subsequence over the longer sequence, and whether the sequences are identical). The weights are
+random, so the ids are arbitrary but deterministic: equal work gives equal ids up to float rounding; the
+output is nearly degenerate (few distinct ids, printed under the table), so ``export_onnx_asr.py --verify``
+compares encoder outputs directly. Where a peer
 decodes differently by design (sherpa-onnx's TDT loop emits at most 5 tokens per frame where NeMo,
 onnx-asr and Captioneer allow 10; its own fbank front end), the table says so.
 
