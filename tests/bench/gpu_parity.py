@@ -19,7 +19,9 @@ every difference is then 0.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -89,11 +91,13 @@ def check_r2t2(backend: str, threads: int, tolerance: float, gate: float) -> lis
 
     meta, arrays, clips = load_expected_meta(), load_expected_arrays(), load_audio()
     failures = []
+    # The engine caches its thinker GGUF next to the model: run from copies, never inside the fixtures.
+    scratch = Path(tempfile.mkdtemp(prefix="gpu-parity-"))
     for checkpoint, window in meta["checkpoints"].items():
+        model = Path(shutil.copytree(FIXTURE_DIR / checkpoint, scratch / checkpoint))
         made = {}
         for name in ("cpu", backend):
-            request = EngineRequest(FIXTURE_DIR / checkpoint, "confucius4_r2t2", {"thinker_weight_type": "f32"},
-                                    name, threads)  # fmt: skip
+            request = EngineRequest(model, "confucius4_r2t2", {"thinker_weight_type": "f32"}, name, threads)
             made[name] = create_engine(request)
         cpu, gpu = made["cpu"], made[backend]
         for case, info in meta["cases"].items():
@@ -113,6 +117,7 @@ def check_r2t2(backend: str, threads: int, tolerance: float, gate: float) -> lis
             report(failures, f"r2t2 {checkpoint}/{case}", difference <= tolerance and (same or not must), detail)
         cpu.close()
         gpu.close()
+    shutil.rmtree(scratch, ignore_errors=True)
     return failures
 
 

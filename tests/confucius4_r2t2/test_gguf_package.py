@@ -142,7 +142,7 @@ def test_tower_weight_type_option(packages: dict[str, Path]) -> None:
 def test_large_embedded_files_are_read_quickly(tmp_path: Path) -> None:
     """A real tokenizer.json is ~11 MB; gguf.GGUFReader needs ~8 s per MB for it (one object per byte)."""
     blob = np.random.default_rng(0).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
-    files = {p.name: p.read_bytes() for p in HF_CHECKPOINT.iterdir() if p.suffix != ".safetensors"}
+    files = {p.name: p.read_bytes() for p in HF_CHECKPOINT.iterdir() if p.is_file() and p.suffix != ".safetensors"}
     package = tmp_path / "big.gguf"
     write_audiocpp_package(package, HF_CHECKPOINT, embed={**files, "blob.bin": blob})
     started = time.perf_counter()
