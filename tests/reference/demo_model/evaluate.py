@@ -6,7 +6,7 @@ Sources of clips (one of):
 * --fixtures DIR                                 tests/fixtures/demo_model (manifest.json + WAVs)
 
 Per split it reports the WER overall, for clips of training structures and of held-out structures
-(TEST_STRUCTURES), and with --known-words FILE also for the clips whose every reference word is in FILE
+(TEST_STRUCTURES), per base voice, and with --known-words FILE also for the clips whose every reference word is in FILE
 (e.g. an older model's vocabulary, for a like-for-like baseline). --compare-with A.json checks that this
 run's hypotheses (text and token ids) equal another run's, e.g. Captioneer's engine against torch greedy.
 
@@ -121,6 +121,8 @@ def breakdown(results: list[dict], known_words: set[str] | None) -> dict[str, di
             keys.append(f"{split}/{'held_out' if r['structure'] in TEST_STRUCTURES else 'train'}_structures")
         if known_words is not None and set(r["reference"].split()) <= known_words:
             keys.append(f"{split}/known_words")
+        if r.get("voice"):
+            keys.append(f"{split}/voice:{r['voice'].split('+')[0]}")
         for key in keys:
             groups.setdefault(key, []).append(r)
     return {key: {"clips": len(rs), "wer": corpus_wer([(r["reference"], r["hypothesis"]) for r in rs]),
