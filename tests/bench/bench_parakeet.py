@@ -248,13 +248,7 @@ def main() -> None:
                for kind in kinds}  # fmt: skip
     results: dict[tuple[str, float], list[dict]] = {}
     try:
-        for seconds, clip in clips.items():
-            for kind in kinds:  # warm-up: graph builds, page cache, allocator
-                workers[kind].run(clip)
-            for round_index in range(args.rounds):
-                order = kinds if round_index % 2 == 0 else kinds[::-1]
-                for kind in order:
-                    results.setdefault((kind, seconds), []).append(workers[kind].run(clip))
+        results = machine.run_interleaved(workers, clips, args.rounds)
     finally:
         for w in workers.values():
             w.close()

@@ -302,13 +302,7 @@ def main() -> None:
                 workers[kind] = bench_parakeet.Worker(kind, model, args.threads, sys.executable)
             else:
                 workers[kind] = PeerWorker(kind, pythons[kind.split(":")[0]], export_dir, args.threads)
-        for seconds, clip in clips.items():
-            for kind in kinds:  # warm-up: graph builds, ORT's arena, page cache
-                workers[kind].run(clip)
-            for round_index in range(args.rounds):
-                order = kinds if round_index % 2 == 0 else kinds[::-1]
-                for kind in order:
-                    results.setdefault((kind, seconds), []).append(workers[kind].run(clip))
+        results = machine.run_interleaved(workers, clips, args.rounds)
     finally:
         for w in workers.values():
             w.close()

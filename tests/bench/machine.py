@@ -18,6 +18,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -241,3 +242,17 @@ def reference_python(option: str | None) -> str:
         raise SystemExit(f"torch/transformers are not importable with {chosen} ({last}); {REFERENCE_SETUP}")
     print(f"reference python: {chosen} (torch {done.stdout.split()[0]}, transformers {done.stdout.split()[1]})")
     return chosen
+
+
+def run_interleaved(workers: Mapping[str, Any], clips: Mapping[float, Any], rounds: int) -> dict[tuple[str, float], list[dict]]:
+    """Per clip: one untimed run of every worker (graph builds, arenas, page cache), then ``rounds`` rounds whose
+    order alternates (A B C, C B A, ...) so that drift in the machine's load falls on every side alike."""
+    kinds = list(workers)
+    results: dict[tuple[str, float], list[dict]] = {}
+    for seconds, clip in clips.items():
+        for kind in kinds:
+            workers[kind].run(clip)
+        for round_index in range(rounds):
+            for kind in kinds if round_index % 2 == 0 else kinds[::-1]:
+                results.setdefault((kind, seconds), []).append(workers[kind].run(clip))
+    return results

@@ -7,6 +7,8 @@ bench's parent process (the app's python) can import this module too.
 from __future__ import annotations
 
 import json
+import logging
+import warnings
 from pathlib import Path
 
 BLANK_PIECE = "<blk>"  # onnx-asr and sherpa-onnx find the blank by this name
@@ -55,3 +57,10 @@ def create_reduced_model(out: Path, threads: int, layers: int) -> None:
         bench_parakeet.create_model(out, threads)
     finally:
         transformers.ParakeetEncoderConfig = original
+
+
+def quiet() -> None:
+    """The legacy exporter is chosen on purpose; quantize_dynamic logs a warning per shape tensor it skips."""
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message=".*LSTM.*")
+    logging.getLogger().setLevel(logging.ERROR)

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 import time
-import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -170,13 +168,6 @@ def verify(model_dir: Path, out: Path, threads: int, seconds: float = 10.0) -> N
         del session
 
 
-def quiet() -> None:
-    """The legacy exporter is chosen on purpose; quantize_dynamic logs a warning per shape tensor it skips."""
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    warnings.filterwarnings("ignore", message=".*LSTM.*")
-    logging.getLogger().setLevel(logging.ERROR)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, required=True, help="transformers checkpoint folder (bench_parakeet's)")
@@ -186,7 +177,7 @@ def main() -> None:
     parser.add_argument("--int8-only", action="store_true", help="only (re)write the int8 variant")
     parser.add_argument("--verify", action="store_true", help="only compare the written encoders with torch's")
     args = parser.parse_args()
-    quiet()
+    common.quiet()
     if args.verify:
         verify(args.model, args.out, args.threads)
         return

@@ -26,9 +26,7 @@ NeMo and a ``.nemo`` archive; this writes what that script writes, read from she
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -124,13 +122,6 @@ def export(model_dir: Path, out: Path, threads: int, int8: bool) -> None:
             quantize_dynamic(out / f"{name}.onnx", out / f"{name}.int8.onnx", weight_type=QuantType.QInt8)
 
 
-def quiet() -> None:
-    """The legacy exporter is chosen on purpose; quantize_dynamic logs a warning per shape tensor it skips."""
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    warnings.filterwarnings("ignore", message=".*LSTM.*")
-    logging.getLogger().setLevel(logging.ERROR)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, required=True, help="transformers checkpoint folder (bench_parakeet's)")
@@ -138,7 +129,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--int8", action="store_true")
     args = parser.parse_args()
-    quiet()
+    common.quiet()
     export(args.model, args.out, args.threads, args.int8)
 
 
