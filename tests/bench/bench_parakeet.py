@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -176,16 +174,7 @@ def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
         def run(audio: np.ndarray) -> list[int]:
             return list(engine.transcribe(audio).token_ids)
 
-    print(json.dumps({"ready": True, "threads": effective}), flush=True)
-    for line in sys.stdin:
-        clip = Path(line.strip())
-        audio = np.load(clip)
-        start, cpu_start = time.perf_counter(), machine.process_cpu_seconds()
-        tokens = run(audio)
-        wall = time.perf_counter() - start
-        cpu = machine.process_cpu_seconds() - cpu_start
-        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        print(json.dumps({"wall": wall, "cpu": cpu, "tokens": tokens, "peak_rss_mb": peak_kb / 1024}), flush=True)
+    machine.serve_timed_runs(effective, np.load, run)
 
 
 class Worker:

@@ -18,7 +18,7 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -256,3 +256,21 @@ def run_interleaved(workers: Mapping[str, Any], clips: Mapping[float, Any], roun
             for kind in kinds if round_index % 2 == 0 else kinds[::-1]:
                 results.setdefault((kind, seconds), []).append(workers[kind].run(clip))
     return results
+
+
+def serve_timed_runs(effective: dict[str, Any], load: Callable[[str], Any], run: Callable[[Any], list[int]]) -> None:
+    """A benchmark worker's loop: say it is ready (with the thread counts in effect), then for every clip path
+    read from stdin, time ``run(load(path))`` and answer one JSON line: wall and CPU seconds, the token ids and
+    the process's peak RSS so far."""
+    import json
+    import resource
+
+    print(json.dumps({"ready": True, "threads": effective}), flush=True)
+    for line in sys.stdin:
+        audio = load(line.strip())
+        start, cpu_start = time.perf_counter(), process_cpu_seconds()
+        tokens = run(audio)
+        wall = time.perf_counter() - start
+        cpu = process_cpu_seconds() - cpu_start
+        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(json.dumps({"wall": wall, "cpu": cpu, "tokens": tokens, "peak_rss_mb": peak_kb / 1024}), flush=True)

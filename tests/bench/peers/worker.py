@@ -14,10 +14,7 @@ are unique and hold no spaces (``common.pieces`` checks this when exporting).
 from __future__ import annotations
 
 import argparse
-import json
-import resource
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -143,15 +140,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     run, effective = RUNNERS[args.peer](args.model, args.precision, args.threads)
-    print(json.dumps({"ready": True, "threads": effective}), flush=True)
-    for line in sys.stdin:
-        audio = np.load(line.strip()).astype(np.float32)
-        start, cpu_start = time.perf_counter(), machine.process_cpu_seconds()
-        tokens = run(audio)
-        wall = time.perf_counter() - start
-        cpu = machine.process_cpu_seconds() - cpu_start
-        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        print(json.dumps({"wall": wall, "cpu": cpu, "tokens": tokens, "peak_rss_mb": peak_kb / 1024}), flush=True)
+    machine.serve_timed_runs(effective, lambda path: np.load(path).astype(np.float32), run)
 
 
 if __name__ == "__main__":
