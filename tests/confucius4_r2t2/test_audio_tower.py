@@ -17,6 +17,7 @@ from r2t2_fixtures import (
 from inference.errors import UsageError
 from inference.families.confucius4_r2t2.audio_tower import (
     AudioTower,
+    _matrix_storage,
     attention_mask,
     plan_clip,
     sinusoid_positions,
@@ -24,7 +25,7 @@ from inference.families.confucius4_r2t2.audio_tower import (
 from inference.families.confucius4_r2t2.checkpoint import R2T2Checkpoint, load_checkpoint
 from inference.families.confucius4_r2t2.config import AudioConfig
 from inference.families.confucius4_r2t2.frontend import audio_token_count, log_mel
-from inference.native import Backend, open_backend, open_checkpoint
+from inference.native import Backend, StorageType, open_backend, open_checkpoint
 
 F32_TOLERANCE = 1e-4  # float32 fixtures; measured ~1.4e-6
 F16_STORED_TOLERANCE = 2e-3  # the 35 s outputs are stored as float16 (half a step at |x|~2.3 is ~1e-3)
@@ -208,3 +209,10 @@ def test_reduced_tower_storage_stays_close_to_the_reference(backend: Backend, st
             error = np.abs(got - expected[f"projected/{clip}/w800"].astype(np.float32)).max()
             assert error < REDUCED_TOLERANCE[storage], (clip, error)
             assert error > 1e-5, (clip, error)  # the storage really changed
+
+
+def test_k_quant_tower_storage_falls_back_where_rows_do_not_fit_its_blocks() -> None:
+    assert _matrix_storage("F32", StorageType.Q6_K, 1024) == "q6_k"  # the 1.7B tower
+    assert _matrix_storage("F32", StorageType.Q4_K, 896) == "q8_0"  # the 0.6B tower: 896 = 28 x 32
+    assert _matrix_storage("F32", StorageType.Q6_K, 40) == "f32"
+    assert _matrix_storage("BF16", StorageType.NATIVE, 1024) == "f32"

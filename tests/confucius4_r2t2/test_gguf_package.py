@@ -136,7 +136,7 @@ def test_tower_weight_type_option(packages: dict[str, Path]) -> None:
         assert set(engine.tower.stored_types()) == {"f32"}  # q8_0 blocks dequantized for the tower
         assert engine.thinker.storage_type == "f16"
     with pytest.raises(UsageError, match="tower_weight_type"):
-        _engine(packages["q8_0"], tower_weight_type="q4_k")
+        _engine(packages["q8_0"], tower_weight_type="q5_1")
 
 
 def test_large_embedded_files_are_read_quickly(tmp_path: Path) -> None:

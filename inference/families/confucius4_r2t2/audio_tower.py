@@ -21,7 +21,8 @@ avoid permuted copies of large activations.
 
 Weight storage (session option ``tower_weight_type``): ``native`` keeps the checkpoint's type (f32, f16,
 q8_0 ...), except bf16, which is promoted to f32 because ggml's CPU kernels would round the activations to
-bf16 as well; f32/f16/bf16/q8_0 convert every matrix. conv1 and the position table are always f32; conv2/conv3
+bf16 as well; f32/f16/bf16/q8_0/q6_k/q4_k convert every matrix whose rows hold whole blocks (the K-quants run
+batched products on ggml's tiled int8 kernel). conv1 and the position table are always f32; conv2/conv3
 kernels are f16 when the matrices are f16 (measured 1e-3 max error on the fixtures) and f32 otherwise.
 """
 
@@ -178,8 +179,12 @@ def tower_tensor_names(config: AudioConfig) -> list[str]:
     return names
 
 
-def _matrix_storage(dtype: str, requested: StorageType) -> str:
-    """Storage of one matrix: the requested type, with ``native`` bf16 promoted to f32 (see module doc)."""
+def _matrix_storage(dtype: str, requested: StorageType, row_length: int) -> str:
+    """Storage of one matrix: the requested type, with ``native`` bf16 promoted to f32 (see module doc).
+    K-quant blocks hold 256 values: a matrix whose rows do not fit them (the 0.6B tower's 896-wide rows)
+    is stored as q8_0 (32-value blocks) instead."""
+    if requested in (StorageType.Q6_K, StorageType.Q4_K) and row_length % 256:
+        return StorageType.Q8_0.value if row_length % 32 == 0 else StorageType.F32.value
     if requested is not StorageType.NATIVE:
         return requested.value
     return "f32" if dtype == "BF16" else dtype.lower()
@@ -244,7 +249,11 @@ class AudioTower:
             info = files.tensors[name]
             if len(info.shape) >= 2:
                 conv = ".conv2d" in name
-                overrides[name] = _conv_storage(info.dtype, self.storage) if conv else _matrix_storage(info.dtype, self.storage)
+                overrides[name] = (
+                    _conv_storage(info.dtype, self.storage)
+                    if conv
+                    else _matrix_storage(info.dtype, self.storage, info.shape[-1])
+                )
         with files.open_weights() as checkpoint:
             arrays: dict[str, np.ndarray] = {
                 "tower.positions": sinusoid_positions(chunk_token_count(cfg.chunk_frames), cfg.d_model)
@@ -262,7 +271,7 @@ class AudioTower:
                 arrays[f"{p}qkv.bias"] = np.concatenate(
                     [checkpoint.numpy(files.tensors[f"{part}.bias"].stored_name) for part in parts]
                 )
-                overrides[f"{p}qkv.weight"] = _matrix_storage(stored[0].dtype, self.storage)
+                overrides[f"{p}qkv.weight"] = _matrix_storage(stored[0].dtype, self.storage, stored[0].shape[-1])
             return load_weights(self.backend, checkpoint, names=names, overrides=overrides, arrays=arrays)
 
     def stored_types(self) -> Mapping[str, int]:

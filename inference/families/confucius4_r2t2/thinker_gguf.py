@@ -16,8 +16,8 @@ Storage types: ``native`` keeps each tensor's stored type — quantized package 
 (ggml's block layouts are the same in both files), never dequantized; the tied embedding (f16 in q8_0
 packages) is ``token_embd`` and llama.cpp reuses it as the output head. For a package, ``native`` is named
 after the type most thinker matrices have (q8_0, f16, q4_k ...), and asking for that type is the same copy.
-``f32``, ``f16``, ``bf16`` are written directly (dequantizing a quantized package); ``q8_0`` and ``q4_k``
-(llama.cpp's Q4_K_M mix) go through ``llama_model_quantize`` from a native intermediate (from f32 for a
+``f32``, ``f16``, ``bf16`` are written directly (dequantizing a quantized package); ``q8_0``, ``q6_k`` and
+``q4_k`` (llama.cpp's Q4_K_M mix) go through ``llama_model_quantize`` from a native intermediate (from f32 for a
 quantized package: libllama does not requantize). 1-D tensors (norms) are always f32, as llama.cpp's own
 converter does. The result is cached next to the model with a fingerprint of the source files.
 """
@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 
 CONVERTER_VERSION = "1"  # bump when the GGUF written for the same source changes
 FINGERPRINT_KEY = "captioneer.thinker.source_fingerprint"
-STORAGE_TYPES = ("native", "f32", "f16", "bf16", "q8_0", "q4_k")
+STORAGE_TYPES = ("native", "f32", "f16", "bf16", "q8_0", "q6_k", "q4_k")
 
 FLOAT_TYPES = ("f32", "f16", "bf16")
 _ST_DTYPES: dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}  # bf16 kept as bits

@@ -152,11 +152,20 @@ class ParakeetEncoder:
         if missing:
             raise ModelError(f"checkpoint lacks encoder tensor {missing[0]!r}", "use an unmodified checkpoint")
         arrays = _prepared_arrays(source, config)
+        quantized_conv = conv_storage.is_quantized
+        if quantized_conv:
+            # Block-quantised types need rows of whole blocks along ne0, but a Conv1d kernel is stored
+            # (C_out, C_in, 1): give the pointwise kernels to the loader as (C_out, C_in) matrices.
+            for name in [n for n in direct if ".conv.pointwise" in n and n.endswith(".weight")]:
+                kernel = source.numpy(direct.pop(name))
+                arrays[name] = kernel.reshape(kernel.shape[:2])
         overrides: dict[str, Any] = {}
         for name in (*direct, *arrays):
             if name.startswith("sub.") and name.endswith(".weight") and not name.startswith("sub.linear"):
-                # Depthwise 2-D convs run on ggml_conv_2d_dw_direct, which needs f32 kernels.
-                overrides[name] = "f32" if name in ("sub.2.weight", "sub.5.weight") else conv_storage.value
+                # Depthwise 2-D convs run on ggml_conv_2d_dw_direct, which needs f32 kernels; the others go
+                # through im2col, which takes f32/f16 kernels only.
+                dense = "f32" if quantized_conv else conv_storage.value
+                overrides[name] = "f32" if name in ("sub.2.weight", "sub.5.weight") else dense
             elif ".conv.pointwise" in name and name.endswith(".weight"):
                 overrides[name] = conv_storage.value
             elif name.endswith("conv.depthwise.weight"):
@@ -259,7 +268,7 @@ class ParakeetEncoder:
     def _pointwise(self, g: GraphBuilder, name: str) -> Tensor:
         """A (C_out, C_in, 1) Conv1d kernel seen as a (C_out, C_in) linear weight (a view, no copy)."""
         weight = self.weights[name]
-        return g.reshape(weight, weight.shape[:2])
+        return weight if len(weight.shape) == 2 else g.reshape(weight, weight.shape[:2])
 
     def _feed_forward(self, g: GraphBuilder, x: Tensor, p: str) -> Tensor:
         w = self.weights
