@@ -1,17 +1,22 @@
 """Train the tiny ParakeetForTDT demo model on the cached espeak-ng corpus (transformers 5.23 TDT loss).
 
-Stops by wall-clock budget; the learning rate schedule is a function of elapsed time (warmup, then
-cosine decay to the budget end), so the run always ends with a decayed model. The first 10 % of the
-budget trains the encoder alone with CTC (final + intermediate heads), then the transducer loss joins.
-A checkpoint (state dict + optimizer) is written every --checkpoint-every-s seconds; `--export-only`
-turns the latest checkpoint into the shipped layout (save_pretrained + processor_config.json +
-tokenizer.json). The shipped model, from scratch in one hour on 2 cores:
+`--steps N` sets a step budget: the learning rate schedule (warmup, then cosine decay) follows the step count and
+runs are bit-reproducible with the same torch build, thread count and CPU. `--budget-min M` instead stops by wall
+clock (not reproducible). The first `--ctc-only-until` of the budget trains the encoder alone with CTC (final +
+intermediate heads), then the transducer loss joins. A checkpoint (state dict + optimizer) is written every
+--checkpoint-every-s seconds and at the end; `--export-only` turns the latest checkpoint into the shipped layout
+(save_pretrained + processor_config.json + tokenizer.json). The shipped model is two stages (PROVENANCE.md):
 
-    /work/refvenv/bin/python tests/reference/demo_model/train.py --data /work/demo_work/data2 \
-        --data /work/demo_work/data3 --work /work/demo_work/run7 --out /work/demo_work/export7 \
-        --budget-min 60 --max-frames 6000
+    # stage 1, from scratch (5000 steps, ~76 min on 2 shared cores, one thread)
+    .venv-ref/bin/python tests/reference/demo_model/train.py --data $DEMO_WORK/data4 --work $DEMO_WORK/run8 \
+        --out $DEMO_WORK/export8 --steps 5000 --max-frames 6000 --threads 1
+    # stage 2, fine-tune from stage 1 with speaker augmentation (VTLP mel warp + time stretch)
+    mkdir -p $DEMO_WORK/run9 && cp $DEMO_WORK/run8/tokenizer.json $DEMO_WORK/run9/
+    .venv-ref/bin/python tests/reference/demo_model/train.py --data $DEMO_WORK/data4 --work $DEMO_WORK/run9 \
+        --out $DEMO_WORK/export9 --init-from $DEMO_WORK/run8/checkpoint.pt --steps 3600 --max-frames 6000 \
+        --threads 1 --lr 1e-3 --ctc-only-until 0 --specaug-from 0 --vtlp 0.15 --time-stretch 0.1 --augment-prob 0.8
 
-`--steps N` replaces the wall-clock budget with a step budget; runs with it are bit-reproducible.
+The augmentation options default to off, which is the stage-1 recipe.
 """
 
 from __future__ import annotations
@@ -151,11 +156,78 @@ def spec_augment(feats: torch.Tensor, lengths: torch.Tensor, gen: torch.Generato
             feats[b, t0:t0 + tw, :] = 0
 
 
-def collate(clips: list[Clip], ids: list[list[int]], blank_id: int, pad_id: int):
-    lengths = torch.tensor([len(c.features) for c in clips])
+def _slaney_mel(hz: torch.Tensor) -> torch.Tensor:
+    """Hz -> slaney mel (librosa/transformers ``mel_scale="slaney"``: linear below 1 kHz, log above)."""
+    mel = hz * 3.0 / 200.0
+    log_part = 15.0 + torch.log(torch.clamp(hz, min=1e-3) / 1000.0) * 27.0 / math.log(6.4)
+    return torch.where(hz >= 1000.0, log_part, mel)
+
+
+def _slaney_hz(mel: torch.Tensor) -> torch.Tensor:
+    hz = mel * 200.0 / 3.0
+    return torch.where(mel >= 15.0, 1000.0 * torch.exp(math.log(6.4) / 27.0 * (mel - 15.0)), hz)
+
+
+N_MELS, NYQUIST_HZ = 128, 8000.0
+# centre of each mel band of the reference extractor (128 slaney bands, 0 Hz .. Nyquist of 16 kHz)
+MEL_CENTRES_HZ = _slaney_hz(torch.linspace(0.0, float(_slaney_mel(torch.tensor(NYQUIST_HZ))), N_MELS + 2)[1:-1].double())
+
+
+def vtlp_source_bins(alpha: float, boundary_hz: float = 4800.0) -> torch.Tensor:
+    """Fractional source mel-band index for every output band under vocal-tract-length perturbation
+    (Jaitly & Hinton 2013): a speaker with a vocal tract ``alpha`` times shorter has its spectrum at ``alpha`` × f,
+    so output frequency f reads the source at f / alpha up to a boundary, then a straight line that maps the
+    Nyquist frequency onto itself (no band runs off the end)."""
+    f = MEL_CENTRES_HZ
+    b = boundary_hz * min(alpha, 1.0)
+    # f_out = alpha * f_src below b / alpha (source) ... invert the piecewise-linear forward warp
+    edge_out = b  # output frequency of the break point
+    src = torch.where(f <= edge_out, f / alpha,
+                      b / alpha + (f - edge_out) * (NYQUIST_HZ - b / alpha) / (NYQUIST_HZ - edge_out))
+    centres_mel = _slaney_mel(MEL_CENTRES_HZ)
+    src_mel = _slaney_mel(torch.clamp(src, 0.0, NYQUIST_HZ))
+    # mel centres are equally spaced: fractional index by linear interpolation of the mel value
+    step = float(centres_mel[1] - centres_mel[0])
+    return torch.clamp((src_mel - centres_mel[0]) / step, 0.0, N_MELS - 1.0).float()
+
+
+def speaker_augment(x: torch.Tensor, gen: torch.Generator, warp: float, stretch: float) -> torch.Tensor:
+    """One clip's normalised log-mel features (frames, 128) under a random speaker/rate change, drawn from ``gen``:
+    a VTLP warp of the mel axis with alpha ~ U(1 - warp, 1 + warp) and a time stretch by a rate ~ U(1 - stretch,
+    1 + stretch) (linear interpolation of frames). Each band is re-normalised to zero mean and unit variance
+    afterwards, as the reference extractor normalises every clip. ``warp == stretch == 0`` returns ``x``
+    unchanged and draws nothing."""
+    if warp > 0:
+        alpha = 1.0 + warp * (2.0 * float(torch.rand((), generator=gen)) - 1.0)
+        pos = vtlp_source_bins(alpha)
+        lo = pos.floor().long().clamp(max=N_MELS - 2)
+        frac = pos - lo
+        x = x[:, lo] * (1 - frac) + x[:, lo + 1] * frac
+    if stretch > 0:
+        rate = 1.0 + stretch * (2.0 * float(torch.rand((), generator=gen)) - 1.0)
+        n = x.shape[0]
+        m = max(2, round(n / rate))
+        t = torch.linspace(0.0, n - 1.0, m)
+        lo_t = t.floor().long().clamp(max=n - 2)
+        ft = (t - lo_t)[:, None]
+        x = x[lo_t] * (1 - ft) + x[lo_t + 1] * ft
+    if warp > 0 or stretch > 0:
+        mean = x.mean(0, keepdim=True)
+        std = x.std(0, keepdim=True)
+        x = (x - mean) / (std + 1e-5)
+    return x
+
+
+def collate(clips: list[Clip], ids: list[list[int]], blank_id: int, pad_id: int,
+            augment=None):
+    """Pad a batch; ``augment`` (a function of one clip's float32 feature tensor) may change each clip first."""
+    tensors = [torch.from_numpy(c.features.astype(np.float32)) for c in clips]
+    if augment is not None:
+        tensors = [augment(t) for t in tensors]
+    lengths = torch.tensor([len(t) for t in tensors])
     feats = torch.zeros(len(clips), int(lengths.max()), 128)
-    for b, c in enumerate(clips):
-        feats[b, : len(c.features)] = torch.from_numpy(c.features.astype(np.float32))
+    for b, t in enumerate(tensors):
+        feats[b, : len(t)] = t
     mask = torch.arange(feats.shape[1])[None, :] < lengths[:, None]
     max_u = max(len(x) for x in ids)
     labels = torch.full((len(clips), max_u), pad_id, dtype=torch.long)
@@ -231,6 +303,13 @@ def main() -> None:
                              "fall back on a language model")
     parser.add_argument("--specaug-from", type=float, default=0.1,
                         help="fraction of the budget after which SpecAugment masks are applied")
+    parser.add_argument("--vtlp", type=float, default=0.0,
+                        help="speaker augmentation: warp each clip's mel axis by a vocal-tract-length factor drawn "
+                             "from U(1 - VTLP, 1 + VTLP) (0: off, the original recipe)")
+    parser.add_argument("--time-stretch", type=float, default=0.0,
+                        help="stretch each clip's frames by a rate drawn from U(1 - X, 1 + X) (0: off)")
+    parser.add_argument("--augment-prob", type=float, default=1.0,
+                        help="fraction of clips that get --vtlp/--time-stretch (drawn per clip)")
     parser.add_argument("--export-only", action="store_true")
     parser.add_argument("--init-from", type=Path,
                         help="start from this checkpoint's weights and optimizer moments with a fresh schedule "
@@ -296,6 +375,13 @@ def main() -> None:
                    args.work / "checkpoint.tmp")
         (args.work / "checkpoint.tmp").replace(ckpt_path)
 
+    augment = None
+    if args.vtlp > 0 or args.time_stretch > 0:
+        def augment(x: torch.Tensor) -> torch.Tensor:
+            if args.augment_prob < 1.0 and float(torch.rand((), generator=gen)) >= args.augment_prob:
+                return x
+            return speaker_augment(x, gen, args.vtlp, args.time_stretch)
+
     model.train()
     ctc_heads.train()
     done = False
@@ -312,7 +398,7 @@ def main() -> None:
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(fraction, args.lr)
             feats, mask, lengths, labels, decoder_input = collate(
-                [train[i] for i in batch], [label_ids[i] for i in batch], blank_id, pad_id)
+                [train[i] for i in batch], [label_ids[i] for i in batch], blank_id, pad_id, augment)
             if fraction >= args.specaug_from:
                 spec_augment(feats, lengths, gen)
             encoded = model.get_audio_features(input_features=feats, attention_mask=mask)
