@@ -426,6 +426,12 @@ class GraphBuilder:
         )  # (N, OH, OW, C*KH*KW)
         kernel = self.reshape(weight, (oc, ic * kh * kw))
         cols2d = self.reshape(cols, (n * oh * ow, ic * kh * kw))
+        short = -(ic * kh * kw) % 16
+        if short and ic * kh * kw < 64 and weight.type == GgmlType.F32:
+            # A short f32 product (a 3x3 kernel on one input channel: K = 9) misses ggml's SIMD GEMM, which
+            # wants K in multiples of 16, and runs ~30x slower; zero columns on both sides add exact zeros.
+            kernel = self.pad(kernel, ((0, 0), (0, short)))
+            cols2d = self.pad(cols2d, ((0, 0), (0, short)))
         y = self.reshape(self.mul_mat(kernel, cols2d), (n, oh, ow, oc))
         if bias is not None:
             y = self.add(y, bias)
@@ -440,21 +446,26 @@ class GraphBuilder:
         padding: tuple[int, int] = (0, 0),
         dilation: tuple[int, int] = (1, 1),
     ) -> Tensor:
-        """PyTorch ``conv2d`` with groups=C. x: (N, C, H, W); weight: (C, 1, KH, KW) -> (N, C, OH, OW)."""
+        """PyTorch ``conv2d`` with groups=C on channels-last data, exact f32.
+
+        x: (N, H, W, C); weight: (KH, KW, 1, C) f32 — PyTorch's (C, 1, KH, KW) kernel transposed so that
+        channels are contiguous -> (N, OH, OW, C). ggml's channels-contiguous kernel vectorises over C, and
+        neither side needs a layout copy (channels-first would cost a full permute of the activations).
+        """
         if not self.api.has("ggml_conv_2d_dw_direct"):
             raise UsageError("this ggml build has no ggml_conv_2d_dw_direct")
-        if x.ndim != 4 or weight.ndim != 4 or weight.shape[1] != 1 or weight.shape[0] != x.shape[1]:
+        if x.ndim != 4 or weight.ndim != 4 or weight.shape[2] != 1 or weight.shape[3] != x.shape[3]:
             raise UsageError(
-                f"depthwise_conv2d needs x (N, C, H, W), weight (C, 1, KH, KW); got {x.shape}, {weight.shape}"
+                f"depthwise_conv2d needs x (N, H, W, C), weight (KH, KW, 1, C); got {x.shape}, {weight.shape}"
             )
         (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-        x = self.contiguous(x)
+        channels_first = self.permute(self.contiguous(x), (0, 3, 1, 2))  # (N, C, H, W) view, C contiguous
+        kernel = self.permute(weight, (3, 2, 0, 1))  # (C, 1, KH, KW) view, C contiguous
         y = self._wrap(
-            self.api.ggml_conv_2d_dw_direct(self._ctx(), weight.ptr, x.ptr, sw, sh, pw, ph, dw, dh), 4
-        )
-        if bias is not None:
-            y = self.add(y, self.reshape(bias, (x.shape[1], 1, 1)))
-        return y
+            self.api.ggml_conv_2d_dw_direct(self._ctx(), kernel.ptr, channels_first.ptr, sw, sh, pw, ph, dw, dh), 4
+        )  # (N, C, OH, OW) with channels-contiguous strides, as its input
+        y = self.permute(y, (0, 2, 3, 1))  # (N, OH, OW, C): a contiguous view
+        return self.add(y, bias) if bias is not None else y
 
     def depthwise_conv1d(
         self,

@@ -165,8 +165,10 @@ def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
     else:
         from inference.engine import load_engine
 
-        storage = kind.split(":", 1)[1]
-        engine = load_engine(model, "parakeet_tdt", {"weight_type": storage}, backend=backend, threads=threads)
+        # "q6_k" = matrices in q6_k; "q6_k/q6_k" = the pointwise conv kernels too (conv_weight_type)
+        storage, _, conv_storage = kind.split(":", 1)[1].partition("/")
+        options = {"weight_type": storage, "conv_weight_type": conv_storage or "native"}
+        engine = load_engine(model, "parakeet_tdt", options, backend=backend, threads=threads)
         # ggml's thread count is the backend's; numpy's BLAS (the decoder's projection) is pinned too.
         effective = {"ggml_threads": engine.backend.threads, "omp_wait_policy": machine.omp_wait_policy(),
                      "pools": machine.blas_threads()}  # fmt: skip
@@ -213,7 +215,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--clips", default="10,60", help="clip lengths in seconds")
-    parser.add_argument("--types", default="f32,q8_0", help="Captioneer storage types to compare")
+    parser.add_argument("--types", default="f32,q8_0",
+                        help="Captioneer storage types to compare; TYPE/CONV also sets conv_weight_type (q6_k/q6_k)")
     machine.add_reference_option(parser)
     parser.add_argument("--backend", default="cpu", help="ggml backend of the Captioneer workers (cpu, cuda, vulkan)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)

@@ -276,7 +276,9 @@ def parakeet_part(args: argparse.Namespace, reference: str | None) -> None:
     model = ensure_model()
     audio = speech_clip(args.seconds)
     for kind in args.types.split(","):
-        engine = load_engine(model, "parakeet_tdt", {"weight_type": kind}, backend="cpu", threads=args.threads)
+        weight_type, _, conv_type = kind.partition("/")  # "q6_k/q6_k": the pointwise convs too
+        options = {"weight_type": weight_type, "conv_weight_type": conv_type or "native"}
+        engine = load_engine(model, "parakeet_tdt", options, backend="cpu", threads=args.threads)
         try:
             features = compute_features(audio, engine.config.features)
             np.save(args.work / "parakeet_features.npy", features.values)
@@ -419,9 +421,23 @@ def profile_thinker(path: Path, args: argparse.Namespace) -> tuple[dict[str, lis
     return phases, walls
 
 
+def print_other_ops(records: list[Any], total: float, limit: int = 10) -> None:
+    """The ops other than products, by op and result shape: where the time beside the GEMMs goes."""
+    kinds: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0])
+    for r in records:
+        if r.op != "MUL_MAT":
+            shape = "x".join(str(n) for n in r.ne if n > 1) or "1"
+            kinds[(r.op, shape)][0] += 1
+            kinds[(r.op, shape)][1] += r.seconds
+    print(f"  {'other ops (ggml)':24} {'result ne':>18} {'n/run':>6} {'s':>7} {'share':>6}")
+    for (op, shape), (count, seconds) in sorted(kinds.items(), key=lambda kv: -kv[1][1])[:limit]:
+        print(f"  {op:24} {shape:>18} {count:6.0f} {seconds:7.3f} {100 * seconds / total:5.1f}%")
+
+
 def report(title: str, records: list[Any], args: argparse.Namespace, wall: dict[str, float],
            reference: str | None, part: str, model: Path, with_torch: bool) -> None:  # fmt: skip
-    groups, products = ggml_breakdown(per_node_medians(records, args.reps))
+    medians = per_node_medians(records, args.reps)
+    groups, products = ggml_breakdown(medians)
     torch_groups, torch_rows = None, []
     if with_torch and reference is not None and not args.no_torch:
         result = run_torch(reference, part, model, args)
@@ -432,6 +448,7 @@ def report(title: str, records: list[Any], args: argparse.Namespace, wall: dict[
     print_categories("by category (seconds per run)", groups, torch_groups, wall)
     total = sum(v[0] for v in groups.values())
     print_products(products, total)
+    print_other_ops(medians, total)
     if torch_rows:
         print_torch_top(torch_rows, sum(r["self_s"] for r in torch_rows))
     print(machine.machine_header(args.threads, interval=0.2).splitlines()[1], flush=True)
@@ -441,7 +458,7 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--parts", default="parakeet,tower")
-    parser.add_argument("--types", default="f32", help="Parakeet weight types (torch is profiled with f32)")
+    parser.add_argument("--types", default="f32", help="Parakeet weight types, TYPE/CONV sets conv_weight_type too (torch is profiled with f32)")
     parser.add_argument("--tower-types", default="native", help="tower weight types (torch: with native)")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--tower-seconds", type=float, default=20.0)

@@ -71,9 +71,12 @@ def relative_positions(frames: int, hidden: int) -> np.ndarray:
 
 
 def _prepared_arrays(src: TensorSource, hp: EncoderConfig) -> dict[str, np.ndarray]:
-    """The only weights used in a different form than stored: eval BatchNorm folded into the depthwise
-    conv (small). Everything large is used in place, so f32 checkpoints stay memory-mapped."""
+    """The only weights used in a different form than stored: the subsampling's depthwise kernels laid out
+    channels-last and eval BatchNorm folded into the depthwise conv (small). Everything large is used in place, so f32 checkpoints stay memory-mapped."""
     arrays: dict[str, np.ndarray] = {}
+    for idx in (2, 5):  # depthwise 2-D kernels (C, 1, KH, KW) -> (KH, KW, 1, C) for the channels-last conv
+        kernel = src.numpy(f"encoder.subsampling.layers.{idx}.weight")
+        arrays[f"sub.{idx}.weight"] = np.ascontiguousarray(kernel.transpose(2, 3, 1, 0), dtype=np.float32)
     for i in range(hp.num_hidden_layers):
         p = f"encoder.layers.{i}."
         q = f"L{i}."
@@ -94,7 +97,8 @@ def _direct_names(hp: EncoderConfig) -> dict[str, str]:
     """Weights used as stored: store name → checkpoint name."""
     names = {"sub.linear.weight": "encoder.subsampling.linear.weight", "sub.linear.bias": "encoder.subsampling.linear.bias"}
     for idx in (0, 2, 3, 5, 6):
-        names[f"sub.{idx}.weight"] = f"encoder.subsampling.layers.{idx}.weight"
+        if idx not in (2, 5):  # the depthwise kernels are re-laid out (_prepared_arrays)
+            names[f"sub.{idx}.weight"] = f"encoder.subsampling.layers.{idx}.weight"
         names[f"sub.{idx}.bias"] = f"encoder.subsampling.layers.{idx}.bias"
     for i in range(hp.num_hidden_layers):
         p = f"encoder.layers.{i}."
@@ -223,7 +227,12 @@ class ParakeetEncoder:
         for stage in (1, 2, 3):
             length = conv_out_length(length)
             size = subsampled_length(bucket, stage)
-            inputs[f"mask{stage}"] = (np.arange(size) < length).astype(np.float32).reshape(size, 1)
+            valid = (np.arange(size) < length).astype(np.float32).reshape(size, 1)
+            channels_last = np.repeat(valid[:, :, None], self.hp.subsampling_conv_channels, axis=2)
+            if stage == 3:
+                inputs["mask3"], inputs["mask3c"] = valid, channels_last  # the layers mask (T, 1) rows
+            else:
+                inputs[f"mask{stage}"] = channels_last
         key_mask = np.where(np.arange(t_enc) < valid_out, 0.0, -np.inf).astype(np.float32)
         inputs["attn_mask"] = np.broadcast_to(key_mask, (t_enc, t_enc)).copy()
         try:
@@ -242,18 +251,22 @@ class ParakeetEncoder:
         hp, w = self.hp, self.weights
         t1, t2, t3 = (subsampled_length(bucket, s) for s in (1, 2, 3))
         x = g.input("features", (1, 1, bucket, hp.num_mel_bins))
-        m1, m2, m3 = g.input("mask1", (t1, 1)), g.input("mask2", (t2, 1)), g.input("mask3", (t3, 1))
+        channels = hp.subsampling_conv_channels
+        m1, m2 = g.input("mask1", (t1, 1, channels)), g.input("mask2", (t2, 1, channels))
+        m3c, m3 = g.input("mask3c", (t3, 1, channels)), g.input("mask3", (t3, 1))
         pos = g.input("pos", (2 * t3 - 1, hp.hidden_size))
         attn_mask = g.input("attn_mask", (t3, t3))
 
-        h = g.conv2d(x, w["sub.0.weight"], w["sub.0.bias"], stride=(2, 2), padding=(1, 1))
+        # Subsampling channels-last, (1, T, F, C): the convs need no layout copies and the 1x1 convs are
+        # plain products; the masks come pre-broadcast over C so that ggml multiplies whole rows.
+        h = g.conv2d(x, w["sub.0.weight"], w["sub.0.bias"], stride=(2, 2), padding=(1, 1), channels_last=True)
         h = g.relu(g.mul(h, m1))
-        for dw, pw, mask in ((2, 3, m2), (5, 6, m3)):
+        for dw, pw, mask in ((2, 3, m2), (5, 6, m3c)):
             h = g.mul(g.depthwise_conv2d(h, w[f"sub.{dw}.weight"], w[f"sub.{dw}.bias"], (2, 2), (1, 1)), mask)
-            h = g.mul(g.conv2d(h, w[f"sub.{pw}.weight"], w[f"sub.{pw}.bias"]), mask)
-            h = g.relu(h)
-        channels, freq = h.shape[1], h.shape[3]
-        h = g.reshape(g.permute(h, (0, 2, 1, 3)), (t3, channels * freq))  # index c·F + f, as HF flattens
+            kernel = w[f"sub.{pw}.weight"]
+            h = g.relu(g.mul(g.linear(h, g.reshape(kernel, kernel.shape[:2]), w[f"sub.{pw}.bias"]), mask))
+        freq, channels = h.shape[2], h.shape[3]
+        h = g.reshape(g.cont(g.permute(h, (0, 1, 3, 2))), (t3, channels * freq))  # index c·F + f, as HF flattens
         x = g.linear(h, w["sub.linear.weight"], w["sub.linear.bias"])
         if hp.scale_input:  # HF: hidden_states * sqrt(hidden) after the subsampling linear
             x = g.scale(x, math.sqrt(hp.hidden_size))

@@ -136,8 +136,10 @@ def quantize(out: Path) -> None:
         print(f"{target.name}: {target.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - start:.0f} s", flush=True)
 
 
-def verify(model_dir: Path, out: Path, threads: int, seconds: float = 10.0) -> None:
-    """The exported encoders against the transformers encoder on the same random features (equal work)."""
+def verify(model_dir: Path, out: Path, threads: int, seconds: float = 10.0, save: Path | None = None) -> None:
+    """The exported encoders against the transformers encoder on the same random features (equal work).
+    ``save``: also write the features and torch's output (npz) for ``encoder_precision.py``, which holds
+    Captioneer's storage types to the same reference with the same measures."""
     import numpy as np
     import onnxruntime as rt
     import torch
@@ -153,6 +155,8 @@ def verify(model_dir: Path, out: Path, threads: int, seconds: float = 10.0) -> N
         ref = net.encoder(input_features=torch.from_numpy(feats).transpose(1, 2), attention_mask=mask)
         ref = ref.last_hidden_state.transpose(1, 2).numpy()
     del net
+    if save is not None:
+        np.savez(save, features=feats[0].T, valid_frames=length[0], reference=ref[0].T)
     options = rt.SessionOptions()
     options.intra_op_num_threads = threads
     for name in ("encoder-model.onnx", "encoder-model.int8.onnx"):
@@ -163,8 +167,9 @@ def verify(model_dir: Path, out: Path, threads: int, seconds: float = 10.0) -> N
         valid = int(lengths[0])
         diff = np.abs(got[..., :valid] - ref[..., :valid])
         scale = np.abs(ref[..., :valid]).max()
+        rel_rms = np.sqrt(np.mean(diff**2) / np.mean(ref[..., :valid] ** 2))
         print(f"{name}: {valid} frames, max |ort - torch| {diff.max():.2e} (reference max {scale:.2e}), "
-              f"mean {diff.mean():.2e}", flush=True)  # fmt: skip
+              f"mean {diff.mean():.2e}, relative RMS {rel_rms:.2e}", flush=True)  # fmt: skip
         del session
 
 
@@ -176,10 +181,11 @@ def main() -> None:
     parser.add_argument("--int8", action="store_true", help="also write the quantize_dynamic int8 variant")
     parser.add_argument("--int8-only", action="store_true", help="only (re)write the int8 variant")
     parser.add_argument("--verify", action="store_true", help="only compare the written encoders with torch's")
+    parser.add_argument("--save-reference", type=Path, help="with --verify: write features + torch output (npz)")
     args = parser.parse_args()
     common.quiet()
     if args.verify:
-        verify(args.model, args.out, args.threads)
+        verify(args.model, args.out, args.threads, save=args.save_reference)
         return
     if not args.int8_only:
         export(args.model, args.out, args.threads)
