@@ -71,8 +71,8 @@ _TORCH_GROUPS = {  # first match wins; weights vs attention products told apart 
 
 def ggml_category(record: Any) -> str:
     if record.op == "MUL_MAT":
-        if any(src.op == "IM2COL" for src in record.srcs):
-            return "conv"
+        if any(src.op == "IM2COL" for src in record.srcs) or all(src.op == "PAD" for src in record.srcs):
+            return "conv"  # im2col columns, or both sides zero-padded (ops.conv2d's short products)
         return "matmul weights" if record.srcs[0].weight else "matmul attention"
     for name, ops in _GGML_GROUPS.items():
         if record.op in ops:

@@ -72,8 +72,8 @@ def test_profiler_off_records_nothing(cpu_backend):
 
 
 def test_conv_products_are_traced_to_their_columns(cpu_backend):
-    x = rand(1, 2, 6, 6, seed=5)
-    with load_weights(cpu_backend, arrays={"k": rand(4, 2, 3, 3, seed=6)}) as store:
+    x = rand(1, 8, 6, 6, seed=5)  # K = 8 x 3 x 3 = 72: no zero padding of short products
+    with load_weights(cpu_backend, arrays={"k": rand(4, 8, 3, 3, seed=6)}) as store:
 
         def build(g: GraphBuilder) -> None:
             g.output("y", g.conv2d(g.input("x", x.shape), store["k"], padding=(1, 1)))
@@ -87,5 +87,5 @@ def test_conv_products_are_traced_to_their_columns(cpu_backend):
                 cpu_backend.profiler = None
     (product,) = [r for r in profiler.records if r.op == "MUL_MAT"]
     kernel, columns = product.srcs
-    assert kernel.weight and kernel.op == "NONE" and kernel.ne[:2] == (18, 4)  # reshaped weight, still a weight
-    assert not columns.weight and columns.op == "IM2COL" and columns.ne[:2] == (18, 36)
+    assert kernel.weight and kernel.op == "NONE" and kernel.ne[:2] == (72, 4)  # reshaped weight, still a weight
+    assert not columns.weight and columns.op == "IM2COL" and columns.ne[:2] == (72, 36)
