@@ -306,8 +306,9 @@ class ParakeetEncoder:
         q_u = g.add(q, g.reshape(w[p + "bias_u"], (heads, 1, hd)))
         q_v = g.add(q, g.reshape(w[p + "bias_v"], (heads, 1, hd)))
         rel = g.linear(pos, w[p + "relative_k_proj.weight"])  # (2T-1, hidden)
-        rel = g.permute(g.reshape(rel, (2 * t - 1, heads, hd)), (1, 0, 2))  # (heads, 2T-1, hd)
-        content = g.mul_mat(k, q_u)  # (heads, T, T)
+        # Contiguous per head: as strided views (rows 4 KiB apart) both products ran at under half speed.
+        rel = g.cont(g.permute(g.reshape(rel, (2 * t - 1, heads, hd)), (1, 0, 2)))  # (heads, 2T-1, hd)
+        content = g.mul_mat(g.cont(k), q_u)  # (heads, T, T)
         position_raw = g.mul_mat(rel, q_v)  # (heads, T, 2T-1), contiguous
         scores = g.add(content, _relative_shift(g, position_raw, t, heads))
         probs = g.softmax(scores, attn_mask, hd**-0.5)
