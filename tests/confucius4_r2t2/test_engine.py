@@ -154,9 +154,9 @@ def test_load_engine_detects_the_family(tmp_path: Path) -> None:
         engine.close()
 
 
-@pytest.mark.parametrize("weight_type", ["f16", "q8_0"])
+@pytest.mark.parametrize("weight_type", ["f16", "q8_0", "q6_k"])
 def test_reduced_precision_agrees_while_margins_are_clear(engines, weight_type: str) -> None:
-    """Measured on all 8 window-800 cases: f16, q8_0 (and bf16) identical everywhere; q4_k diverges once,
+    """Measured on all 8 window-800 cases: f16, q8_0, q6_k (and bf16) identical everywhere; q4_k diverges once,
     at a step whose reference margin is 0.16. Asserted only up to the first reference margin < 0.5."""
     engine = engines("checkpoint_hf", 800, weight_type)
     assert engine.thinker.storage_type == weight_type
