@@ -5,7 +5,7 @@ runs are bit-reproducible with the same torch build, thread count and CPU. `--bu
 clock (not reproducible). The first `--ctc-only-until` of the budget trains the encoder alone with CTC (final +
 intermediate heads), then the transducer loss joins. A checkpoint (state dict + optimizer) is written every
 --checkpoint-every-s seconds and at the end; `--export-only` turns the latest checkpoint into the shipped layout
-(save_pretrained + processor_config.json + tokenizer.json). The shipped model is two stages (PROVENANCE.md):
+(save_pretrained + processor_config.json + tokenizer.json). The shipped model is three stages (PROVENANCE.md):
 
     # stage 1, from scratch (5000 steps, ~76 min on 2 shared cores, one thread)
     .venv-ref/bin/python tests/reference/demo_model/train.py --data $DEMO_WORK/data4 --work $DEMO_WORK/run8 \
@@ -15,6 +15,11 @@ intermediate heads), then the transducer loss joins. A checkpoint (state dict + 
     .venv-ref/bin/python tests/reference/demo_model/train.py --data $DEMO_WORK/data4 --work $DEMO_WORK/run9 \
         --out $DEMO_WORK/export9 --init-from $DEMO_WORK/run8/checkpoint.pt --steps 3600 --max-frames 6000 \
         --threads 1 --lr 1e-3 --ctc-only-until 0 --specaug-from 0 --vtlp 0.15 --time-stretch 0.1 --augment-prob 0.8
+    # stage 3, fine-tune from stage 2 with stronger augmentation (the shipped weights)
+    mkdir -p $DEMO_WORK/run10 && cp $DEMO_WORK/run8/tokenizer.json $DEMO_WORK/run10/
+    .venv-ref/bin/python tests/reference/demo_model/train.py --data $DEMO_WORK/data4 --work $DEMO_WORK/run10 \
+        --out $DEMO_WORK/export10 --init-from $DEMO_WORK/run9/checkpoint.pt --steps 1900 --max-frames 6000 \
+        --threads 1 --lr 6e-4 --ctc-only-until 0 --specaug-from 0 --vtlp 0.2 --time-stretch 0.15 --augment-prob 0.9
 
 The augmentation options default to off, which is the stage-1 recipe.
 """
