@@ -8,7 +8,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +49,21 @@ def cli(*args: str, **kwargs: object) -> subprocess.Popen[bytes]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)  # type: ignore[call-overload]
 
 
+def within(proc: subprocess.Popen[bytes], seconds: float, read: Callable[[], bytes]) -> bytes:
+    """``read()`` from the CLI's pipe, or kill the CLI and fail after ``seconds``: a stream that never answers
+    must fail the test, not hang the suite."""
+    box: list[bytes] = []
+    reader = threading.Thread(target=lambda: box.append(read()), daemon=True)
+    reader.start()
+    reader.join(seconds)
+    if reader.is_alive():
+        proc.kill()
+        reader.join(5)
+        stderr = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+        raise AssertionError(f"no output from the CLI within {seconds:g} s; its stderr: {stderr}")
+    return box[0]
+
+
 def test_a_killed_worker_is_exit_code_1_with_one_line(tmp_path: Path) -> None:
     noise = np.random.default_rng(0).normal(0, 0.05, 600 * 16000).astype(np.float32)  # minutes of work
     wav = tmp_path / "ten_minutes.wav"
@@ -69,12 +86,12 @@ def test_a_live_stream_from_stdin_survives_a_killed_worker() -> None:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(np.concatenate([audio, gap]).astype("<f4").tobytes())
     proc.stdin.flush()
-    first = json.loads(proc.stdout.readline())  # the first segment is committed live
+    first = json.loads(within(proc, 120, proc.stdout.readline))  # the first segment is committed live
     assert first["type"] == "delta" and first["text"].strip()
     os.kill(worker_of(proc.pid), signal.SIGKILL)
     proc.stdin.write(np.concatenate([audio, gap]).astype("<f4").tobytes())
     proc.stdin.close()
-    rest = [json.loads(line) for line in proc.stdout.read().decode().splitlines()]
+    rest = [json.loads(line) for line in within(proc, 180, proc.stdout.read).decode().splitlines()]
     assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
     kinds = [e["type"] for e in rest]
     assert "error" in kinds and kinds[-1] == "done"
@@ -96,10 +113,10 @@ def test_ctrl_c_finishes_a_live_stream_with_done() -> None:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(np.concatenate([audio, np.zeros(16000, np.float32), audio]).astype("<f4").tobytes())
     proc.stdin.flush()
-    first = json.loads(proc.stdout.readline())
+    first = json.loads(within(proc, 120, proc.stdout.readline))
     assert first["type"] == "delta"
     os.killpg(proc.pid, signal.SIGINT)  # stdin stays open: only the interrupt ends the stream
-    rest = [json.loads(line) for line in proc.stdout.read().decode().splitlines()]
+    rest = [json.loads(line) for line in within(proc, 180, proc.stdout.read).decode().splitlines()]
     assert proc.wait(timeout=60) == 0
     assert [e["type"] for e in rest][-1] == "done" and "error" not in [e["type"] for e in rest]
     assert rest[-1]["text"].startswith(first["text"].strip())
@@ -121,3 +138,12 @@ def test_streaming_text_prints_committed_text_as_it_grows_then_the_final_text(tm
     growing, final = out.getvalue().splitlines()
     assert final.startswith("emma quickly closed the early bottle and sang") and final.endswith("garden")
     assert growing and final.startswith(growing)  # committed text is never revised by the final text
+
+
+def test_a_silent_cli_fails_the_read_instead_of_hanging() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    started = time.monotonic()
+    with pytest.raises(AssertionError, match="no output from the CLI within 0.5 s"):
+        within(proc, 0.5, proc.stdout.readline)  # type: ignore[union-attr]
+    assert proc.wait(timeout=10) != 0 and time.monotonic() - started < 10
