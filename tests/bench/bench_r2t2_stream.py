@@ -135,10 +135,10 @@ class StageClock:
 
 
 def run_stream(engine, audio: np.ndarray, chunk_ms: float, cache: bool, max_tokens: int,
-               clock: StageClock | None = None) -> list[tuple[float, float, dict[str, float]]]:  # fmt: skip
+               clock: StageClock | None = None, options: dict | None = None) -> list[tuple[float, float, dict[str, float]]]:  # fmt: skip
     """(audio seconds at the end of the chunk, wall seconds of its decode, seconds per stage) for every chunk."""
     stream = engine.open_stream(language="English", chunk_size_ms=chunk_ms, max_tokens=max_tokens,
-                                stream_cache=cache)  # fmt: skip
+                                stream_cache=cache, **(options or {}))  # fmt: skip
     stream.recognizer.decoder = ScriptedText(stream.recognizer.decoder)
     step = stream.options.chunk_samples
     out = []
@@ -190,7 +190,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--stream-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra stream option, e.g. rolling_window_seconds=16 (value parsed as JSON)")
     args = parser.parse_args()
+    options = {key: json.loads(value) for key, _, value in (o.partition("=") for o in args.stream_option)}
     from tests.bench.machine import print_machine_header  # CPU, flags, load; warns on a busy machine
 
     print_machine_header(args.threads)
@@ -212,11 +215,12 @@ def main() -> None:
                 clock = StageClock(engine)
                 for chunk_ms in (float(c) for c in args.chunks.split(",")):
                     # Warm-up: builds the tower graphs of every tail shape this chunk size meets (untimed).
-                    run_stream(engine, audio, chunk_ms, False, args.max_tokens)
+                    run_stream(engine, audio, chunk_ms, False, args.max_tokens, options=options)
                     runs: dict[bool, list] = {True: [], False: []}
                     for rep in range(args.reps):
                         for cache in (True, False) if rep % 2 == 0 else (False, True):
-                            runs[cache].append(run_stream(engine, audio, chunk_ms, cache, args.max_tokens, clock))
+                            runs[cache].append(run_stream(engine, audio, chunk_ms, cache, args.max_tokens, clock,
+                                                          options))  # fmt: skip
                     for cache in (True, False):
                         s = summarise(runs[cache], audio.size / 16000)
                         keeps_up = s["rtf"] < 1.0 and s["p95"] < chunk_ms / 1000
