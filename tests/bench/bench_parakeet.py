@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -236,17 +237,9 @@ def main() -> None:
     weight_bytes = (model / "model.safetensors").stat().st_size
     clips = {float(s): make_clip(float(s), cache_dir().parent / f"clip-{s}s.npy") for s in args.clips.split(",")}
     kinds = ["torch"] + [f"captioneer:{t}" for t in args.types.split(",")]
-    workers = {kind: Worker(kind, model, args.threads, reference if kind == "torch" else sys.executable, args.backend)
-               for kind in kinds}  # fmt: skip
-    results: dict[tuple[str, float], list[dict]] = {}
-    try:
-        results = machine.run_interleaved(workers, clips, args.rounds)
-    finally:
-        for w in workers.values():
-            w.close()
-
-    print()
-    machine.print_machine_header(args.threads)  # the load as it is at the end of the run
+    starters = {kind: partial(Worker, kind, model, args.threads, reference if kind == "torch" else sys.executable,
+                              args.backend) for kind in kinds}  # fmt: skip
+    results = machine.run_workers(starters, clips, args.rounds, args.threads)
     print(f"Parakeet-TDT 0.6B v3 architecture, random weights ({weight_bytes / 1e9:.2f} GB f32), "
           f"{args.threads} threads, Captioneer on the {args.backend} backend, {args.rounds} interleaved rounds, "
           "medians")  # fmt: skip

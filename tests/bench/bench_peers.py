@@ -46,6 +46,7 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -294,21 +295,13 @@ def main() -> None:
              for s in args.clips.split(",")}  # fmt: skip
 
     kinds = [f"captioneer:{t}" for t in types] + peers
-    workers: dict[str, bench_parakeet.Worker] = {}
-    results: dict[tuple[str, float], list[dict]] = {}
-    try:
-        for kind in kinds:
-            if kind.startswith("captioneer:"):
-                workers[kind] = bench_parakeet.Worker(kind, model, args.threads, sys.executable)
-            else:
-                workers[kind] = PeerWorker(kind, pythons[kind.split(":")[0]], export_dir, args.threads)
-        results = machine.run_interleaved(workers, clips, args.rounds)
-    finally:
-        for w in workers.values():
-            w.close()
-
-    print()
-    machine.print_machine_header(args.threads)  # the load as it is at the end of the run
+    starters = {
+        kind: partial(bench_parakeet.Worker, kind, model, args.threads, sys.executable)
+        if kind.startswith("captioneer:")
+        else partial(PeerWorker, kind, pythons[kind.split(":")[0]], export_dir, args.threads)
+        for kind in kinds
+    }
+    results = machine.run_workers(starters, clips, args.rounds, args.threads)
     size = (model / "model.safetensors").stat().st_size
     print(f"Parakeet-TDT 0.6B v3 architecture ({args.layers} encoder layers), random weights ({size / 1e9:.2f} GB f32), "
           f"{args.threads} threads, {args.rounds} interleaved rounds, medians; agreement = greedy ids vs captioneer f32")  # fmt: skip

@@ -258,6 +258,23 @@ def run_interleaved(workers: Mapping[str, Any], clips: Mapping[float, Any], roun
     return results
 
 
+def run_workers(starters: Mapping[str, Callable[[], Any]], clips: Mapping[float, Any], rounds: int,
+                threads: int) -> dict[tuple[str, float], list[dict]]:  # fmt: skip
+    """Start every worker (``starters[kind]()``), run them with ``run_interleaved``, close them all — also those
+    already started when a later one fails to start — and print the machine header as it is at the end."""
+    workers: dict[str, Any] = {}
+    try:
+        for kind, start in starters.items():
+            workers[kind] = start()
+        results = run_interleaved(workers, clips, rounds)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    print()
+    print_machine_header(threads)  # the load as it is at the end of the run
+    return results
+
+
 def serve_timed_runs(effective: dict[str, Any], load: Callable[[str], Any], run: Callable[[Any], list[int]]) -> None:
     """A benchmark worker's loop: say it is ready (with the thread counts in effect), then for every clip path
     read from stdin, time ``run(load(path))`` and answer one JSON line: wall and CPU seconds, the token ids and
