@@ -105,7 +105,8 @@ class StorageType(enum.StrEnum):
 
     @property
     def is_quantized(self) -> bool:
-        return self not in (StorageType.NATIVE, StorageType.F32, StorageType.F16, StorageType.BF16)
+        """A block-quantised type (``native`` is not: it depends on the checkpoint)."""
+        return self is not StorageType.NATIVE and GgmlType[self.name] in QUANTIZED_TYPES
 
     def ggml_type(self, stored: GgmlType) -> GgmlType:
         """The type a tensor stored as ``stored`` ends up in."""

@@ -430,6 +430,7 @@ class GraphBuilder:
         if short and ic * kh * kw < 64 and weight.type == GgmlType.F32:
             # A short f32 product (a 3x3 kernel on one input channel: K = 9) misses ggml's SIMD GEMM, which
             # wants K in multiples of 16, and runs ~30x slower; zero columns on both sides add exact zeros.
+            # Only short K is padded (the case measured): there the padded copy of the columns is cheap.
             kernel = self.pad(kernel, ((0, 0), (0, short)))
             cols2d = self.pad(cols2d, ((0, 0), (0, short)))
         y = self.reshape(self.mul_mat(kernel, cols2d), (n, oh, ow, oc))

@@ -166,9 +166,7 @@ def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
     else:
         from inference.engine import load_engine
 
-        # "q6_k" = matrices in q6_k; "q6_k/q6_k" = the pointwise conv kernels too (conv_weight_type)
-        storage, _, conv_storage = kind.split(":", 1)[1].partition("/")
-        options = {"weight_type": storage, "conv_weight_type": conv_storage or "native"}
+        options = machine.parakeet_weight_options(kind.split(":", 1)[1])
         engine = load_engine(model, "parakeet_tdt", options, backend=backend, threads=threads)
         # ggml's thread count is the backend's; numpy's BLAS (the decoder's projection) is pinned too.
         effective = {"ggml_threads": engine.backend.threads, "omp_wait_policy": machine.omp_wait_policy(),

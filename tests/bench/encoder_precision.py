@@ -3,8 +3,9 @@
 The reference comes from ``peers/export_onnx_asr.py --verify --save-reference REF.npz`` (random features,
 torch f32 encoder of the bench's full-size random v3 checkpoint), which prints the same measures for
 onnx-asr's fp32 and int8 exports on the same input; together they say which precisions are comparable.
+Types as in the other benches: ``q6_k/q6_k`` also puts the pointwise conv kernels in q6_k.
 
-    .venv/bin/python tests/bench/encoder_precision.py --model MODEL_DIR --reference REF.npz [--types f32,q8_0,q6_k]
+    .venv/bin/python tests/bench/encoder_precision.py --model MODEL_DIR --reference REF.npz [--types f32,q6_k/q6_k]
 """
 
 from __future__ import annotations
@@ -17,19 +18,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.bench import machine  # noqa: E402
 
-def measure(model: Path, reference: Path, weight_type: str, threads: int) -> str:
+
+def measure(model: Path, features: np.ndarray, valid: int, expected: np.ndarray, spec: str, threads: int) -> str:
     from inference.engine import load_engine
 
-    ref = np.load(reference)
-    features, valid, expected = ref["features"], int(ref["valid_frames"]), ref["reference"]
-    options = {"weight_type": weight_type, "conv_weight_type": weight_type if weight_type != "f32" else "native"}
+    options = machine.parakeet_weight_options(spec)
     with load_engine(model, "parakeet_tdt", options, backend="cpu", threads=threads) as engine:
         got = engine.encoder.encode(features, valid).hidden
     frames = min(len(got), len(expected))
     diff = np.abs(got[:frames] - expected[:frames])
     rel_rms = np.sqrt(np.mean(diff**2) / np.mean(expected[:frames] ** 2))
-    return (f"captioneer {weight_type} (pointwise convs {options['conv_weight_type']}): {frames} frames, "
+    return (f"captioneer {options['weight_type']} (pointwise convs {options['conv_weight_type']}): {frames} frames, "
             f"max |captioneer - torch| {diff.max():.2e} (reference max {np.abs(expected).max():.2e}), "
             f"mean {diff.mean():.2e}, relative RMS {rel_rms:.2e}")  # fmt: skip
 
@@ -38,11 +39,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, required=True, help="the bench's random v3 checkpoint folder")
     parser.add_argument("--reference", type=Path, required=True, help="npz from export_onnx_asr.py --save-reference")
-    parser.add_argument("--types", default="f32,q8_0,q6_k,q4_k")
+    parser.add_argument("--types", default="f32,q8_0/q8_0,q6_k/q6_k,q4_k/q4_k")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    for weight_type in args.types.split(","):
-        print(measure(args.model, args.reference, weight_type, args.threads), flush=True)
+    ref = np.load(args.reference)
+    features, valid, expected = ref["features"], int(ref["valid_frames"]), ref["reference"]
+    for spec in args.types.split(","):
+        print(measure(args.model, features, valid, expected, spec, args.threads), flush=True)
 
 
 if __name__ == "__main__":

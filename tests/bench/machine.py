@@ -258,6 +258,13 @@ def run_interleaved(workers: Mapping[str, Any], clips: Mapping[float, Any], roun
     return results
 
 
+def parakeet_weight_options(spec: str) -> dict[str, str]:
+    """Parakeet session options for a bench's weight-type spec: ``q6_k`` = matrices in q6_k, ``q6_k/q6_k`` = the
+    conformer's pointwise conv kernels too (``conv_weight_type``; default ``native``)."""
+    weight_type, _, conv_type = spec.partition("/")
+    return {"weight_type": weight_type, "conv_weight_type": conv_type or "native"}
+
+
 def run_workers(starters: Mapping[str, Callable[[], Any]], clips: Mapping[float, Any], rounds: int,
                 threads: int) -> dict[tuple[str, float], list[dict]]:  # fmt: skip
     """Start every worker (``starters[kind]()``), run them with ``run_interleaved``, close them all — also those

@@ -276,8 +276,7 @@ def parakeet_part(args: argparse.Namespace, reference: str | None) -> None:
     model = ensure_model()
     audio = speech_clip(args.seconds)
     for kind in args.types.split(","):
-        weight_type, _, conv_type = kind.partition("/")  # "q6_k/q6_k": the pointwise convs too
-        options = {"weight_type": weight_type, "conv_weight_type": conv_type or "native"}
+        options = machine.parakeet_weight_options(kind)
         engine = load_engine(model, "parakeet_tdt", options, backend="cpu", threads=args.threads)
         try:
             features = compute_features(audio, engine.config.features)

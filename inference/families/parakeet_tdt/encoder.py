@@ -72,7 +72,8 @@ def relative_positions(frames: int, hidden: int) -> np.ndarray:
 
 def _prepared_arrays(src: TensorSource, hp: EncoderConfig) -> dict[str, np.ndarray]:
     """The only weights used in a different form than stored: the subsampling's depthwise kernels laid out
-    channels-last and eval BatchNorm folded into the depthwise conv (small). Everything large is used in place, so f32 checkpoints stay memory-mapped."""
+    channels-last and eval BatchNorm folded into the depthwise conv (small). Everything large is used in place,
+    so f32 checkpoints stay memory-mapped."""
     arrays: dict[str, np.ndarray] = {}
     for idx in (2, 5):  # depthwise 2-D kernels (C, 1, KH, KW) -> (KH, KW, 1, C) for the channels-last conv
         kernel = src.numpy(f"encoder.subsampling.layers.{idx}.weight")
@@ -265,8 +266,7 @@ class ParakeetEncoder:
         h = g.relu(g.mul(h, m1))
         for dw, pw, mask in ((2, 3, m2), (5, 6, m3c)):
             h = g.mul(g.depthwise_conv2d(h, w[f"sub.{dw}.weight"], w[f"sub.{dw}.bias"], (2, 2), (1, 1)), mask)
-            kernel = w[f"sub.{pw}.weight"]
-            h = g.relu(g.mul(g.linear(h, g.reshape(kernel, kernel.shape[:2]), w[f"sub.{pw}.bias"]), mask))
+            h = g.relu(g.mul(g.linear(h, self._pointwise(g, f"sub.{pw}.weight"), w[f"sub.{pw}.bias"]), mask))
         freq, channels = h.shape[2], h.shape[3]
         h = g.reshape(g.cont(g.permute(h, (0, 1, 3, 2))), (t3, channels * freq))  # index c·F + f, as HF flattens
         x = g.linear(h, w["sub.linear.weight"], w["sub.linear.bias"])
@@ -281,7 +281,8 @@ class ParakeetEncoder:
         return self.weights[name] if name in self.weights else None  # noqa: SIM401 (WeightStore has no get)
 
     def _pointwise(self, g: GraphBuilder, name: str) -> Tensor:
-        """A (C_out, C_in, 1) Conv1d kernel seen as a (C_out, C_in) linear weight (a view, no copy)."""
+        """A 1x1 conv kernel, (C_out, C_in, 1) or (C_out, C_in, 1, 1), seen as a (C_out, C_in) linear weight (a
+        view, no copy); kernels already loaded as matrices (quantised ones) are used as they are."""
         weight = self.weights[name]
         return weight if len(weight.shape) == 2 else g.reshape(weight, weight.shape[:2])
 
