@@ -107,3 +107,33 @@ def test_unknown_weight_type_is_refused(encoder_parts) -> None:  # type: ignore[
     backend, checkpoint, hp, _, _ = encoder_parts
     with pytest.raises(UsageError, match="q5_1"):
         ParakeetEncoder(backend, checkpoint, checkpoint, hp, weight_type="q5_1")
+
+
+def test_k_quants_on_a_model_too_narrow_for_their_blocks_keep_f32_like_weight_type() -> None:
+    """The fixture model's layer rows (64, 128 values) do not fill 256-value blocks: with weight_type and
+    conv_weight_type q6_k those matrices, pointwise kernels included, stay f32 (the subsampling linear, with
+    256-value rows, does take q6_k), and the encoder runs."""
+    import json
+
+    from inference.audio.io import load_audio_file
+    from inference.families.parakeet_tdt.config import FeatureConfig
+    from inference.families.parakeet_tdt.frontend import compute_features
+
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "parakeet_tdt"
+    cfg = json.loads((root / "models" / "tiny_a" / "config.json").read_text())
+    hp = parse_encoder_config(cfg["encoder_config"], "config.json")
+    features = compute_features(load_audio_file(root / "audio" / "short.wav"), FeatureConfig())
+    with open_backend("cpu", threads=2) as backend, open_checkpoint(root / "models" / "tiny_a" / "model.safetensors") as ck:
+        with ParakeetEncoder(backend, ck, ck, hp) as reference:
+            exact = reference.encode(features.values, features.valid_frames).hidden
+        with ParakeetEncoder(backend, ck, ck, hp, weight_type="q6_k", conv_weight_type="q6_k") as narrow:
+            layer_types = {
+                name: narrow.weights[f"L{i}.{name}.weight"].type.name.lower()
+                for i in range(hp.num_hidden_layers)
+                for name in ("conv.pointwise_conv1", "conv.pointwise_conv2", "q_proj", "feed_forward1.linear1")
+            }
+            assert set(layer_types.values()) == {"f32"}, layer_types
+            assert narrow.weights["sub.linear.weight"].type.name.lower() == "q6_k"
+            approx = narrow.encode(features.values, features.valid_frames).hidden
+    max_bound, _ = BOUNDS["q6_k"]
+    assert 0 < np.abs(approx - exact).max() < max_bound

@@ -27,6 +27,7 @@ from inference.errors import ModelError, UsageError
 from inference.families.parakeet_tdt.config import EncoderConfig
 from inference.native import (
     Backend,
+    GgmlType,
     GraphBudgetError,
     GraphBuilder,
     GraphCache,
@@ -35,6 +36,7 @@ from inference.native import (
     WeightStore,
     load_weights,
 )
+from inference.native.quant import can_store_rows
 
 FEATURE_BUCKET = 64  # feature frames per bucket step (8 encoder frames)
 MEL_BINS_PER_STRIDE = 2
@@ -172,7 +174,11 @@ class ParakeetEncoder:
                 dense = "f32" if quantized_conv else conv_storage.value
                 overrides[name] = "f32" if name in ("sub.2.weight", "sub.5.weight") else dense
             elif ".conv.pointwise" in name and name.endswith(".weight"):
-                overrides[name] = conv_storage.value
+                # As the loader treats ``weight_type``: rows that do not fill whole blocks stay f32.
+                fits = not quantized_conv or can_store_rows(
+                    backend.api, GgmlType[conv_storage.name], arrays[name].shape[-1]
+                )
+                overrides[name] = conv_storage.value if fits else "f32"
             elif name.endswith("conv.depthwise.weight"):
                 overrides[name] = "f32"  # the exact f32 depthwise path needs f32 taps
             elif (name.endswith(".weight") and "norm" in name) or name.endswith(("bias_u", "bias_v")):
