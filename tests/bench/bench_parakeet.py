@@ -180,11 +180,14 @@ def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
 
 class Worker:
     def __init__(self, kind: str, model: Path, threads: int, python: str, backend: str = "cpu") -> None:
+        self._start(kind, [python, __file__, "--worker", kind, "--model", str(model), "--threads", str(threads),
+                           "--backend", backend], threads)  # fmt: skip
+
+    def _start(self, kind: str, command: list[str], threads: int) -> None:
+        """Start a worker process with pinned threads and check what it reports it uses."""
         self.kind = kind
-        self.proc = subprocess.Popen(
-            [python, __file__, "--worker", kind, "--model", str(model), "--threads", str(threads), "--backend", backend],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=machine.thread_env(threads),
-        )  # fmt: skip
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env=machine.thread_env(threads))  # fmt: skip
         ready = self._read()
         if not ready.get("ready"):
             raise RuntimeError(f"worker {kind} failed to start")

@@ -218,16 +218,8 @@ class PeerWorker(bench_parakeet.Worker):
 
     def __init__(self, kind: str, python: str, model: Path, threads: int) -> None:
         peer, precision = kind.split(":")
-        self.kind = kind
-        self.proc = subprocess.Popen(
-            [python, str(PEERS_DIR / "worker.py"), "--peer", peer, "--precision", precision, "--model", str(model),
-             "--threads", str(threads)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=machine.thread_env(threads),
-        )  # fmt: skip
-        ready = self._read()
-        if not ready.get("ready"):
-            raise RuntimeError(f"worker {kind} failed to start")
-        print(machine.check_threads(kind, threads, ready["threads"]), flush=True)
+        self._start(kind, [python, str(PEERS_DIR / "worker.py"), "--peer", peer, "--precision", precision,
+                           "--model", str(model), "--threads", str(threads)], threads)  # fmt: skip
 
 
 def lcs(a: list[int], b: list[int]) -> int:
