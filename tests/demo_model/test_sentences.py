@@ -99,6 +99,25 @@ def test_vocabulary_is_closed_and_every_word_is_heard(train_sample, held_out_sam
     assert all(set(s.split()) <= vocabulary for s in samples)
 
 
+def test_grammar_2_says_every_word_in_a_training_production(train_sample) -> None:
+    """Grammar 1 said "plus" and "minus" only in the held-out sums (and random word strings); grammar 2's
+    training-only arithmetic frame says them in other shapes, and the sums stay held out."""
+    def framed_words(sample: list[tuple[str, str]]) -> set[str]:
+        return {w for text, structure in sample if structure != "random_words" for w in text.split()}
+
+    assert set(sentences.VOCABULARY) - framed_words(train_sample) == {"plus", "minus"}
+    grammar2 = sentences.make_sentences(11, 20000, grammar=2)
+    assert framed_words(grammar2) == set(sentences.VOCABULARY)
+    structures = Counter(structure for _, structure in grammar2)
+    assert {s for s in structures if s.startswith("arithmetic:")} == {
+        "arithmetic:what_is", "arithmetic:minus_temperature", "arithmetic:amount_plus"}
+    assert not set(structures) & sentences.TEST_STRUCTURES and "numbers:sum" in sentences.TEST_STRUCTURES
+    assert {w for text, _ in grammar2 for w in text.split()} <= set(sentences.VOCABULARY)
+    # revision 1 is unchanged (the data4 corpus stays reproducible); held-out sampling ignores the revision
+    assert sentences.make_sentences(7, 500) == sentences.make_sentences(7, 500, grammar=1) != \
+        sentences.make_sentences(7, 500, grammar=2)
+
+
 def test_generation_is_reproducible_distinct_and_respects_exclusions() -> None:
     first = sentences.make_sentences(3, 300)
     assert first == sentences.make_sentences(3, 300)
@@ -113,6 +132,7 @@ def test_generation_is_reproducible_distinct_and_respects_exclusions() -> None:
 def test_make_data_splits_keep_held_out_text_and_samples_out_of_training() -> None:
     make_data = _load("make_data")
     fake = voices.VoiceSets(train=["t1", "t2"], test=["h1"], unseen=["u1"], dropped={}, hashes={})
+    fake.fresh = ["u2"]
     held_out = set(make_data.SAMPLE_TEXTS)
     jobs = {}
     for split in make_data.HELD_OUT_SPLITS:
@@ -124,10 +144,20 @@ def test_make_data_splits_keep_held_out_text_and_samples_out_of_training() -> No
     assert not {j["structure"] for j in jobs["train"]} & sentences.TEST_STRUCTURES
     assert {j["structure"] for j in jobs["test_structures"]} <= sentences.TEST_STRUCTURES
     assert not {j["structure"] for j in jobs["test"]} & sentences.TEST_STRUCTURES
-    unseen_held = [j for j in jobs["unseen"] if j["structure"] in sentences.TEST_STRUCTURES]
-    assert len(unseen_held) == 30  # half of the unseen-voice clips are held-out structures
+    for split in ("unseen", "unseen_fresh"):
+        unseen_held = [j for j in jobs[split] if j["structure"] in sentences.TEST_STRUCTURES]
+        assert len(unseen_held) == 30  # half of the unseen-voice clips are held-out structures
     assert {j["voice"] for j in jobs["test"] + jobs["test_structures"]} == {"h1"}
     assert {j["voice"] for j in jobs["unseen"]} == {"u1"}
+    assert {j["voice"] for j in jobs["unseen_fresh"]} == {"u2"}
+    assert not any("accent_feature_prob" in j for split in jobs.values() for j in split)
+    # a grammar-2 training split with accent profiles: same exclusions, the plain clips' draws unchanged
+    accented = make_data.plan_jobs("train", 400, 5, held_out, fake.train, grammar=2, accent_fraction=0.7)
+    assert not {j["text"] for j in accented} & held_out
+    assert not {j["structure"] for j in accented} & sentences.TEST_STRUCTURES
+    assert 0.6 < sum("accent_feature_prob" in j for j in accented) / len(accented) < 0.8
+    plain = make_data.plan_jobs("train", 400, 5, held_out, fake.train, grammar=2)
+    assert [{k: v for k, v in j.items() if k != "accent_feature_prob"} for j in accented] == plain
 
 
 # --- voices -----------------------------------------------------------------------------------------------
@@ -163,6 +193,20 @@ def test_voice_sets_drop_no_op_variants_and_held_out_copies_of_training_voices()
     assert not train_hashes & {sets.hashes[v] for v in sets.test + sets.unseen}
 
 
+def test_fresh_unseen_voices_differ_from_every_other_set() -> None:
+    sets = voices.build_voice_sets(
+        fake_espeak, train_bases=["en-us"], train_variants=["", "m1", "klatt"], test_variants=["m7", "caleb"],
+        unseen_bases=["en-029", "en-gb"], unseen_variants=["", "m8"], fresh_variants=["m7", "caleb"])
+    # en-gb+VARIANT renders as en-gb (an unseen voice); en-029+caleb as en-029+klatt (new), so it stays
+    assert sets.fresh == ["en-029+m7", "en-029+caleb"]
+    assert sets.dropped["en-gb+m7"] == "en-gb"
+    others = {sets.hashes[v] for v in sets.train + sets.test + sets.unseen}
+    assert not others & {sets.hashes[v] for v in sets.fresh}
+    with pytest.raises(ValueError, match="also a training variant"):
+        voices.build_voice_sets(fake_espeak, fresh_variants=["m1"])
+    assert voices.build_voice_sets(fake_espeak).fresh == []
+
+
 def test_voice_set_check_rejects_a_held_out_voice_that_sounds_like_training() -> None:
     sets = voices.VoiceSets(train=["a"], test=["b"], unseen=["c"], dropped={}, hashes={"a": "1", "b": "1", "c": "2"})
     with pytest.raises(ValueError, match="render like training"):
@@ -182,4 +226,6 @@ def test_real_espeak_ignores_variants_on_en_gb_but_not_on_its_voice_file() -> No
 def test_shipped_voice_lists_keep_held_out_variants_out_of_training() -> None:
     assert not set(voices.TRAIN_VARIANTS) & (set(voices.TEST_VARIANTS) | set(voices.UNSEEN_VARIANTS) - {""})
     assert not set(voices.TRAIN_BASES) & set(voices.UNSEEN_BASES)
+    assert not set(voices.TRAIN_VARIANTS) & set(voices.FRESH_VARIANTS)
+    assert not set(voices.UNSEEN_VARIANTS) & set(voices.FRESH_VARIANTS)  # new combinations on the unseen bases
     assert "en-gb" not in voices.TRAIN_BASES  # its variants are no-ops; gmw/en stands for it

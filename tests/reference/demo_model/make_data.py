@@ -7,6 +7,12 @@ from combinations espeak-ng renders differently, held-out voices checked to diff
 * test_structures:  sentences of TEST_STRUCTURES (never produced for training), held-out variants.
 * unseen:           held-out sentences, half of training structures and half of TEST_STRUCTURES, base voices
                     and variants never used in training.
+* unseen_fresh:     (only with --unseen-fresh N) as unseen, on voices.FRESH_VARIANTS of the unseen bases.
+
+A second corpus can reuse another one's held-out splits (--held-out-from DIR: none of DIR's sentences, of any
+split, is drawn again), use grammar revision 2 for its training split (--grammar 2, sentences.GRAMMARS; held-out
+splits always use revision 1) and speak part of its training clips with an accent-like pronunciation profile
+(--accent-fraction, accents.py: espeak-ng's phonemes for the text, rewritten, spoken back as `[[...]]` input).
 
 Every clip: espeak-ng (random speed 130..200 wpm, pitch 30..70, word gap), resampled to 16 kHz mono
 by sox, random gain, 0.05..0.8 s silence padding each side, and (80 % of clips) white or pink noise
@@ -36,13 +42,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from accents import accent_input  # noqa: E402
 from sentences import make_sentences  # noqa: E402
-from voices import VoiceSets, build_voice_sets, espeak_render  # noqa: E402
+from voices import FRESH_VARIANTS, VoiceSets, build_voice_sets, espeak_render  # noqa: E402
 
 SAMPLE_RATE = 16000
 # The bundled samples' sentences (resources/samples): never in a training split.
 SAMPLE_TEXTS = {"emma quickly closed the early bottle and sang", "there are twenty hearts in the garden"}
-HELD_OUT_SPLITS = ("test", "test_structures", "unseen")
+HELD_OUT_SPLITS = ("test", "test_structures", "unseen", "unseen_fresh")
 SHARD_SIZE = 250
 
 
@@ -74,7 +81,12 @@ def noise(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
 
 def render_clip(job: dict) -> tuple[dict, np.ndarray]:
     rng = np.random.default_rng(job["seed"])
-    speech = synthesize(job["text"], job["voice"], job["speed"], job["pitch"], job["gap"])
+    if job.get("accent_feature_prob"):
+        # its own seeded stream, so the clip's other draws (noise) do not depend on the accent's
+        job["espeak_input"], job["accent_features"] = accent_input(
+            job["text"], job["voice"], random.Random(job["seed"]), job["accent_feature_prob"])
+    speech = synthesize(job.get("espeak_input", job["text"]), job["voice"], job["speed"], job["pitch"],
+                        job["gap"])
     peak = float(np.max(np.abs(speech))) or 1.0
     speech = speech / peak * job["gain"]
     lead = np.zeros(int(job["pad_lead"] * SAMPLE_RATE), np.float32)
@@ -91,13 +103,17 @@ def render_clip(job: dict) -> tuple[dict, np.ndarray]:
 
 def split_voices(split: str, voices: VoiceSets) -> list[str]:
     return {"train": voices.train, "test": voices.test, "test_structures": voices.test,
-            "unseen": voices.unseen}[split]
+            "unseen": voices.unseen, "unseen_fresh": voices.fresh}[split]
 
 
-def split_sentences(split: str, count: int, seed: int, exclude: set[str], offset: int) -> list[tuple[str, str]]:
-    """(text, structure) pairs for a split; `offset` separates the splits' random streams."""
+def split_sentences(split: str, count: int, seed: int, exclude: set[str], offset: int,
+                    grammar: int = 1) -> list[tuple[str, str]]:
+    """(text, structure) pairs for a split; `offset` separates the splits' random streams; `grammar` is the
+    training split's grammar revision (held-out splits use revision 1)."""
     base = seed * 1000 + offset
-    if split in ("train", "test"):
+    if split == "train":
+        return make_sentences(base, count, exclude, grammar=grammar)
+    if split == "test":
         return make_sentences(base, count, exclude)
     if split == "test_structures":
         return make_sentences(base, count, exclude, held_out=True)
@@ -105,14 +121,16 @@ def split_sentences(split: str, count: int, seed: int, exclude: set[str], offset
     return seen + make_sentences(base + 500, count // 2, exclude | {t for t, _ in seen}, held_out=True)
 
 
-SPLIT_OFFSETS = {"train": 0, "test": 1, "unseen": 2, "test_structures": 3}
+SPLIT_OFFSETS = {"train": 0, "test": 1, "unseen": 2, "test_structures": 3, "unseen_fresh": 4}
 
 
 def plan_jobs(split: str, count: int, seed: int, exclude: set[str], voices: list[str],
-              offset_shift: int = 0) -> list[dict]:
+              offset_shift: int = 0, grammar: int = 1, accent_fraction: float = 0.0,
+              accent_feature_prob: float = 0.3) -> list[dict]:
     offset = SPLIT_OFFSETS[split] + offset_shift
-    texts = split_sentences(split, count, seed, exclude, offset)
+    texts = split_sentences(split, count, seed, exclude, offset, grammar)
     rng = random.Random(seed * 7919 + offset)
+    accent_rng = random.Random(seed * 7927 + offset)  # its own stream: accent_fraction 0 plans as before
     jobs = []
     for i, (text, structure) in enumerate(texts):
         noisy = rng.random() < 0.8
@@ -131,6 +149,8 @@ def plan_jobs(split: str, count: int, seed: int, exclude: set[str], voices: list
             "snr_db": round(rng.uniform(15, 40), 1) if noisy else None,
             "seed": seed * 1_000_003 + offset * 100_000 + i,
         })
+        if accent_fraction > 0 and accent_rng.random() < accent_fraction:
+            jobs[-1]["accent_feature_prob"] = accent_feature_prob
     return jobs
 
 
@@ -180,6 +200,16 @@ def main() -> None:
     parser.add_argument("--test", type=int, default=300)
     parser.add_argument("--test-structures", type=int, default=300)
     parser.add_argument("--unseen", type=int, default=300)
+    parser.add_argument("--unseen-fresh", type=int, default=0,
+                        help="clips of the unseen_fresh split (FRESH_VARIANTS on the unseen bases)")
+    parser.add_argument("--held-out-from", type=Path,
+                        help="an earlier corpus whose held-out splits this one reuses: test, test_structures and "
+                             "unseen are not generated, and no sentence of that corpus (any split) is drawn again")
+    parser.add_argument("--grammar", type=int, default=1, help="grammar revision of the train split")
+    parser.add_argument("--accent-fraction", type=float, default=0.0,
+                        help="fraction of train clips spoken with an accent-like profile (accents.py)")
+    parser.add_argument("--accent-feature-prob", type=float, default=0.3,
+                        help="probability of each accent feature in a clip's profile")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--train-offset", type=int, default=0,
                         help="shifts the training split's sentence/voice seed (a second corpus with new sentences)")
@@ -188,20 +218,28 @@ def main() -> None:
     args = parser.parse_args()
 
     start = time.monotonic()
-    voices = build_voice_sets(espeak_render)
+    voices = build_voice_sets(espeak_render, fresh_variants=FRESH_VARIANTS if args.unseen_fresh else None)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "voices.json").write_text(json.dumps(voices.__dict__, indent=1) + "\n")
-    print(f"voices: train {len(voices.train)}, held-out variants {len(voices.test)}, unseen {len(voices.unseen)}; "
-          f"dropped {len(voices.dropped)} identical renders", flush=True)
+    print(f"voices: train {len(voices.train)}, held-out variants {len(voices.test)}, unseen {len(voices.unseen)}, "
+          f"fresh unseen {len(voices.fresh)}; dropped {len(voices.dropped)} identical renders", flush=True)
     # held-out sentences first, so the training split can exclude them
     held_out = set(SAMPLE_TEXTS)
+    counts = {split: getattr(args, split) for split in HELD_OUT_SPLITS}
+    if args.held_out_from is not None:
+        for meta_path in sorted(args.held_out_from.glob("*/meta.jsonl")):
+            held_out |= {json.loads(line)["text"] for line in meta_path.read_text().splitlines() if line}
+        counts.update(test=0, test_structures=0, unseen=0)
     plans = []
     for split in HELD_OUT_SPLITS:
-        jobs = plan_jobs(split, getattr(args, split), args.seed, held_out, split_voices(split, voices))
+        if not counts[split]:
+            continue
+        jobs = plan_jobs(split, counts[split], args.seed, held_out, split_voices(split, voices))
         held_out |= {j["text"] for j in jobs}
         plans.append((split, jobs))
     plans.append(("train", plan_jobs("train", args.train, args.seed, held_out, voices.train,
-                                     10 * args.train_offset)))
+                                     10 * args.train_offset, args.grammar, args.accent_fraction,
+                                     args.accent_feature_prob)))
 
     with mp.Pool(args.workers) as pool:
         for split, jobs in plans:

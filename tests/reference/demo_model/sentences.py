@@ -551,6 +551,30 @@ FRAMES: dict[str, tuple[float, Frame]] = {
     "random_words": (0.05, f_random_words),
 }
 
+
+def f_arithmetic(rng: random.Random) -> tuple[str, str]:
+    """Grammar 2, training only: "plus" and "minus" outside the held-out sums ("A plus B is C"), which were
+    grammar 1's only production of the two words (so training heard them only inside random word strings)."""
+    a, b = rng.randint(1, 50), rng.randint(1, 50)
+    op = rng.choice(["plus", "minus"])
+    roll = rng.random()
+    if roll < 0.45:
+        first, second = (max(a, b), min(a, b)) if op == "minus" else (a, b)
+        return f"{rng.choice(['what is', 'how much is'])} {cardinal(first)} {op} {cardinal(second)}", "arithmetic:what_is"
+    if roll < 0.7:
+        return (f"it {rng.choice(['is', 'was'])} minus {cardinal(rng.randint(1, 30))} "
+                f"{rng.choice(['outside', 'today', 'tonight', 'this morning', 'in the city', 'at home'])}"), "arithmetic:minus_temperature"
+    return (f"{rng.choice(['it costs', 'that is', 'we need', 'i have', 'she paid'])} {cardinal(a)} dollars plus "
+            f"{cardinal(b)} {rng.choice(['dollars', 'minutes', 'hours', 'days', 'people'])}"), "arithmetic:amount_plus"
+
+
+# Grammar revisions: 1 made the data4 corpus (and stays the default, so data4 is reproducible); 2 adds the
+# training-only arithmetic frame. Held-out splits are always drawn from revision 1 (make_data.py).
+GRAMMARS: dict[int, dict[str, tuple[float, Frame]]] = {
+    1: FRAMES,
+    2: {**FRAMES, "arithmetic": (0.04, f_arithmetic)},
+}
+
 # Structures never produced for training. Each is a new *shape* made of parts the model hears elsewhere:
 # whole productions (a two-verb command with "then", a bare run of digits, a progressive yes/no question,
 # "today is DAY the ORD of MONTH") and compound/fronted sentences whose clause-kind/conjunction combination
@@ -571,18 +595,20 @@ TEST_STRUCTURES: frozenset[str] = frozenset({
 })
 
 
-def make_sentence(rng: random.Random, include_random: bool = True) -> tuple[str, str]:
+def make_sentence(rng: random.Random, include_random: bool = True, grammar: int = 1) -> tuple[str, str]:
     """One sentence and its structure id."""
-    names = [n for n in FRAMES if include_random or n != "random_words"]
-    name = rng.choices(names, weights=[FRAMES[n][0] for n in names])[0]
-    text, structure = FRAMES[name][1](rng)
+    frames = GRAMMARS[grammar]
+    names = [n for n in frames if include_random or n != "random_words"]
+    name = rng.choices(names, weights=[frames[n][0] for n in names])[0]
+    text, structure = frames[name][1](rng)
     return " ".join(text.split()), structure
 
 
-def make_sentences(seed: int, count: int, exclude: set[str] | None = None, held_out: bool = False
-                   ) -> list[tuple[str, str]]:
+def make_sentences(seed: int, count: int, exclude: set[str] | None = None, held_out: bool = False,
+                   grammar: int = 1) -> list[tuple[str, str]]:
     """`count` distinct (text, structure id) pairs not in `exclude`, reproducible from `seed`: from the
-    training structures, or (held_out=True) only from TEST_STRUCTURES."""
+    training structures, or (held_out=True) only from TEST_STRUCTURES; `grammar` picks the revision
+    (GRAMMARS)."""
     rng = random.Random(seed)
     seen = set(exclude or ())
     out: list[tuple[str, str]] = []
@@ -591,7 +617,7 @@ def make_sentences(seed: int, count: int, exclude: set[str] | None = None, held_
         tries += 1
         if tries > 1000 * count + 100_000:
             raise RuntimeError("the grammar cannot produce enough distinct sentences")
-        text, structure = make_sentence(rng, include_random=not held_out)
+        text, structure = make_sentence(rng, include_random=not held_out, grammar=grammar)
         if (structure in TEST_STRUCTURES) != held_out or text in seen:
             continue
         seen.add(text)

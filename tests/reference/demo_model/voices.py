@@ -42,6 +42,9 @@ TEST_VARIANTS = ["m7", "f5", "john", "linda", "klatt3"]
 # variants (edward2, anikaRobot) and effects voices (robosoft*, whisper*, Demonic, UniRobot, croak).
 UNSEEN_BASES = ["en-029", "en-gb-x-gbcwmd"]
 UNSEEN_VARIANTS = ["", "m8", "edward", "david", "anika", "norbert", "belinda"]
+# A second unseen-voice set (the `unseen_fresh` confirmation split of data5): the unseen bases with the held-out
+# test variants, combinations in no other set (neither base nor variant is heard in training).
+FRESH_VARIANTS = ["m7", "f5", "john", "linda", "klatt3"]
 
 
 def voice_name(base: str, variant: str) -> str:
@@ -88,24 +91,29 @@ class VoiceSets:
     unseen: list[str]
     dropped: dict[str, str]
     hashes: dict[str, str]
+    fresh: list[str] = field(default_factory=list)  # FRESH_VARIANTS on the unseen bases, when asked for
 
     def check(self) -> None:
         """Held-out voices must render differently from every training voice and from each other."""
         train_hashes = {self.hashes[v] for v in self.train}
-        for split in (self.test, self.unseen):
+        for split in (self.test, self.unseen, self.fresh):
             clash = [v for v in split if self.hashes[v] in train_hashes]
             if clash:
                 raise ValueError(f"held-out voices render like training voices: {clash}")
         if {self.hashes[v] for v in self.test} & {self.hashes[v] for v in self.unseen}:
             raise ValueError("a test voice renders like an unseen voice")
+        if {self.hashes[v] for v in self.fresh} & {self.hashes[v] for v in self.test + self.unseen}:
+            raise ValueError("a fresh unseen voice renders like a test or unseen voice")
 
 
 def build_voice_sets(render: Render, train_bases: list[str] = TRAIN_BASES,
                      train_variants: list[str] = TRAIN_VARIANTS, test_variants: list[str] = TEST_VARIANTS,
                      unseen_bases: list[str] = UNSEEN_BASES,
-                     unseen_variants: list[str] = UNSEEN_VARIANTS) -> VoiceSets:
+                     unseen_variants: list[str] = UNSEEN_VARIANTS,
+                     fresh_variants: list[str] | None = None) -> VoiceSets:
     """Training voices first (plain bases before variants, so a no-op variant is the one dropped), then the
-    held-out sets, each deduplicated against everything kept before it."""
+    held-out sets, each deduplicated against everything kept before it; `fresh_variants` (on the unseen
+    bases) adds the `fresh` set, deduplicated against all of them."""
     if set(train_variants) & (set(test_variants) | set(unseen_variants)) - {""}:
         raise ValueError("a held-out variant is also a training variant")
     train_candidates = [voice_name(b, v) for v in train_variants for b in train_bases]
@@ -114,8 +122,15 @@ def build_voice_sets(render: Render, train_bases: list[str] = TRAIN_BASES,
     test = dedupe([voice_name(b, v) for v in test_variants for b in train_bases], render, known)
     known.update({h: v for v, h in test.hashes.items() if v in test.kept})
     unseen = dedupe([voice_name(b, v) for v in unseen_variants for b in unseen_bases], render, known)
-    sets = VoiceSets(train.kept, test.kept, unseen.kept, {**train.dropped, **test.dropped, **unseen.dropped},
-                     {**train.hashes, **test.hashes, **unseen.hashes})
+    fresh = Dedupe()
+    if fresh_variants:
+        if set(train_variants) & set(fresh_variants) - {""}:
+            raise ValueError("a fresh unseen variant is also a training variant")
+        known.update({h: v for v, h in unseen.hashes.items() if v in unseen.kept})
+        fresh = dedupe([voice_name(b, v) for v in fresh_variants for b in unseen_bases], render, known)
+    sets = VoiceSets(train.kept, test.kept, unseen.kept,
+                     {**train.dropped, **test.dropped, **unseen.dropped, **fresh.dropped},
+                     {**train.hashes, **test.hashes, **unseen.hashes, **fresh.hashes}, fresh.kept)
     sets.check()
     return sets
 
