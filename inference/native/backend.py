@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import CPU_FEATURES, GgmlApi, load_api
+from inference.native.blas import OpenBlasGemm, open_gemm, requested_gemm
 from inference.native.lib import PINNED_LLAMA_CPP_VERSION
 from inference.native.owner import NativeOwner
 
@@ -117,7 +118,9 @@ def describe(api: GgmlApi | None = None) -> dict[str, Any]:
 class Backend(NativeOwner):
     """An initialised ggml backend; owns the native handle (close it, or use ``with``)."""
 
-    def __init__(self, api: GgmlApi, handle: int, kind: str, device: DeviceInfo, threads: int) -> None:
+    def __init__(
+        self, api: GgmlApi, handle: int, kind: str, device: DeviceInfo, threads: int, gemm: str = "ggml"
+    ) -> None:
         self.api = api
         self.handle: int | None = handle
         self.kind = kind
@@ -129,6 +132,13 @@ class Backend(NativeOwner):
         self.profiler: OpProfiler | None = None
         if self.is_cpu:
             api.ggml_backend_cpu_set_n_threads(handle, threads)
+        # Big f32 weight products on OpenBLAS (None: ggml computes every product); see native/blas.py.
+        self.gemm: OpenBlasGemm | None = open_gemm(gemm, self.is_cpu, api.ggml_get_data)
+
+    @property
+    def f32_gemm(self) -> str:
+        """Which library computes big f32 weight products: "openblas (SkylakeX)" or "ggml"."""
+        return f"openblas ({self.gemm.core})" if self.gemm is not None else "ggml"
 
     @property
     def name(self) -> str:
@@ -153,12 +163,19 @@ class Backend(NativeOwner):
             self.handle = None
 
     def __repr__(self) -> str:
-        return f"Backend({self.kind}, device={self.device.name!r}, threads={self.threads})"
+        return f"Backend({self.kind}, device={self.device.name!r}, threads={self.threads}, f32_gemm={self.f32_gemm})"
 
 
-def open_backend(name: str = "auto", threads: int | None = None, api: GgmlApi | None = None) -> Backend:
-    """Initialise the requested backend. ``auto`` prefers a GPU, then the CPU."""
+def open_backend(
+    name: str = "auto", threads: int | None = None, api: GgmlApi | None = None, gemm: str | None = None
+) -> Backend:
+    """Initialise the requested backend. ``auto`` prefers a GPU, then the CPU.
+
+    gemm: who computes big f32 weight products on the CPU backend, ``auto`` (OpenBLAS when it loads),
+    ``openblas`` or ``ggml``; default ``$CAPTIONEER_F32_GEMM``, else ``auto`` (see native/blas.py).
+    """
     api = api or load_api()
+    gemm = requested_gemm(gemm)
     name = name.lower()
     if name not in BACKEND_NAMES:
         raise UsageError(f"unknown backend {name!r}", f"choose one of: {', '.join(BACKEND_NAMES)}")
@@ -181,7 +198,11 @@ def open_backend(name: str = "auto", threads: int | None = None, api: GgmlApi | 
             "check the driver installation",
         )
     kind = "cpu" if device.kind == "cpu" else device.registry.lower()
-    return Backend(api, handle, kind, device, threads)
+    try:
+        return Backend(api, handle, kind, device, threads, gemm)
+    except BaseException:
+        api.ggml_backend_free(handle)
+        raise
 
 
 def _pick_device(devices: list[DeviceInfo], name: str) -> DeviceInfo | None:

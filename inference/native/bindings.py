@@ -61,6 +61,8 @@ class TensorNode(ctypes.Structure):
 
 
 ToFloat = ctypes.CFUNCTYPE(None, P, P, I64)
+# ggml_custom_op_t: void (*)(struct ggml_tensor * dst, int ith, int nth, void * userdata)
+CustomOp = ctypes.CFUNCTYPE(None, P, I32, I32, P)
 
 
 class TypeTraits(ctypes.Structure):
@@ -100,6 +102,7 @@ REQUIRED: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "ggml_set_input": (None, (P,)),
     "ggml_set_output": (None, (P,)),
     "ggml_get_data": (P, (P,)),
+    "ggml_custom_4d": (P, (P, I32, I64, I64, I64, I64, ctypes.POINTER(P), I32, CustomOp, I32, P)),
     "ggml_nbytes": (SZ, (P,)),
     "ggml_nelements": (I64, (P,)),
     "ggml_is_contiguous": (B, (P,)),
@@ -272,7 +275,9 @@ class GgmlApi:
 def check_node_layout(api: GgmlApi) -> None:
     """Make sure :class:`TensorNode` matches ``struct ggml_tensor`` (op, src, view_src, name)."""
     if not (api.has("ggml_graph_add_node") and api.has("ggml_graph_clear")):
-        raise BackendError("this ggml build lacks ggml_graph_add_node/ggml_graph_clear (needed by the op profiler)")
+        raise BackendError(
+            "this ggml build lacks ggml_graph_add_node/ggml_graph_clear (needed by the op profiler)"
+        )
     ctx = api.ggml_init(InitParams(1 << 16, None, True))
     try:
         a = api.ggml_new_tensor_2d(ctx, 0, 4, 3)
@@ -288,7 +293,9 @@ def check_node_layout(api: GgmlApi) -> None:
             and TensorNode.from_address(view).view_offs == 8 and TensorNode.from_address(a).flags & GGML_TENSOR_FLAG_INPUT
         )  # fmt: skip
         if not ok:
-            raise BackendError("struct ggml_tensor has an unexpected layout (op profiler)", f"reinstall: {INSTALL_FIX}")
+            raise BackendError(
+                "struct ggml_tensor has an unexpected layout (op profiler)", f"reinstall: {INSTALL_FIX}"
+            )
     finally:
         api.ggml_free(ctx)
 

@@ -79,7 +79,7 @@ class OpProfiler:
 def node_flops(op: str, ne: tuple[int, ...], srcs: tuple[Operand, ...]) -> float:
     """Floating-point operations of one node (2 per multiply-add), for the ops that dominate."""
     elements = float(ne[0] * ne[1] * ne[2] * ne[3])
-    if op == "MUL_MAT":
+    if op in ("MUL_MAT", "CUSTOM"):  # Captioneer's only custom op is the OpenBLAS product (native/blas.py)
         return 2.0 * srcs[0].ne[0] * elements
     if op == "FLASH_ATTN_EXT":  # q (D, n_q, H, B), k (D, n_kv, ...), v (Dv, n_kv, ...)
         q, k, v = srcs[0].ne, srcs[1].ne, srcs[2].ne
@@ -148,7 +148,7 @@ class Graph(NativeOwner):
         api = self.api = backend.api
         self._gallocr: int | None = None
         self._node_runner: _NodeRunner | None = None  # made on the first profiled compute
-        self._builder = GraphBuilder(api, max_nodes)
+        self._builder = GraphBuilder(api, max_nodes, backend.gemm)
         try:
             build(self._builder, *args)
             if not self._builder.outputs:
@@ -239,6 +239,8 @@ class Graph(NativeOwner):
             self._compute_profiled(profiler)
             return
         status = self._compute(self.backend.ptr, self._cgraph)
+        if self.backend.gemm is not None:
+            self.backend.gemm.check()
         if status != 0:
             raise BackendError(f"graph computation failed (ggml status {status})", "see the log for details")
 
@@ -258,9 +260,13 @@ class Graph(NativeOwner):
             t0 = clock()
             status = self._compute(backend, runner.cgraph)
             seconds = clock() - t0
+            if self.backend.gemm is not None:
+                self.backend.gemm.check()
             record = timed_node(api, ptr, seconds)
             if status != 0:
-                raise BackendError(f"computing node {record.name!r} ({record.op}) failed (ggml status {status})")
+                raise BackendError(
+                    f"computing node {record.name!r} ({record.op}) failed (ggml status {status})"
+                )
             profiler.records.append(record)
         profiler.graph_seconds.append(clock() - started)
 
@@ -305,7 +311,9 @@ class GraphBudgetError(UsageError):
     def __init__(self, needed_bytes: int, limit_bytes: int) -> None:
         super().__init__(
             f"a graph needs {needed_bytes / 2**20:.1f} MiB of compute memory, more than the {limit_bytes / 2**20:.1f} MiB "
-            "limit", "raise the limit or use smaller inputs")
+            "limit",
+            "raise the limit or use smaller inputs",
+        )
         self.needed_bytes = needed_bytes
         self.limit_bytes = limit_bytes
 
@@ -355,7 +363,9 @@ class GraphCache:
             raise GraphBudgetError(needed, self.max_buffer_bytes)
         self._graphs[key] = graph
         while len(self._graphs) > self.max_graphs or (
-            self.max_buffer_bytes is not None and len(self._graphs) > 1 and self.buffer_bytes > self.max_buffer_bytes
+            self.max_buffer_bytes is not None
+            and len(self._graphs) > 1
+            and self.buffer_bytes > self.max_buffer_bytes
         ):
             _, evicted = self._graphs.popitem(last=False)
             evicted.close()

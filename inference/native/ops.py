@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from inference.errors import UsageError
 from inference.native.bindings import GgmlApi, InitParams
 from inference.native.dtypes import GgmlType, as_ggml_type
 from inference.native.tensor import MAX_DIMS, Tensor, ggml_axis, to_ne
+
+if TYPE_CHECKING:
+    from inference.native.blas import OpenBlasGemm, ProductArgs
 
 DEFAULT_MAX_NODES = 8192
 # Type pairs computed as they are by add/sub/mul/div; mixed pairs are promoted to f32 like numpy
@@ -26,8 +30,12 @@ _BINARY_TYPES = {(GgmlType.F32, GgmlType.F32), (GgmlType.F16, GgmlType.F16), (Gg
 class GraphBuilder:
     """Collects inputs, operations and outputs of one graph. Created and owned by a Graph."""
 
-    def __init__(self, api: GgmlApi, max_nodes: int = DEFAULT_MAX_NODES) -> None:
+    def __init__(
+        self, api: GgmlApi, max_nodes: int = DEFAULT_MAX_NODES, gemm: OpenBlasGemm | None = None
+    ) -> None:
         self.api = api
+        self.gemm = gemm  # big f32 weight products go to OpenBLAS when set (CPU backends)
+        self.product_args: list[ProductArgs] = []  # read by the gemm callback while the graph lives
         self.max_nodes = max_nodes
         self.max_tensors = max_nodes
         self.n_tensors = 0
@@ -259,7 +267,39 @@ class GraphBuilder:
         if not self._rows_contiguous(b):
             b = self.cont(b)
         b = self._as_f32(b)  # the CPU backend converts f32 activations to the weight's dot type itself
+        if self.gemm is not None and self._blas_eligible(a, b):
+            return self._blas_product(a, self.contiguous(b))
         return self._wrap(self.api.ggml_mul_mat(self._ctx(), a.ptr, b.ptr), max(a.ndim, b.ndim, 2))
+
+    def keep_products_on_ggml(self) -> None:
+        """Compute every product of this graph with ggml, whose f32 product gives each output row the same bits
+        whatever the row count (OpenBLAS's kernels do not: their blocking depends on the row count and, on some
+        CPUs, on the row's position). For graphs whose results must not depend on how rows are batched."""
+        self.gemm = None
+
+    def _blas_eligible(self, a: Tensor, b: Tensor) -> bool:
+        ne_a, ne_b = a.ne, b.ne
+        if a.type != GgmlType.F32 or ne_a[2] != 1 or ne_a[3] != 1:
+            return False  # quantised/f16 weights keep ggml's int8/f16 kernels; batched products stay too
+        rows = ne_b[1] * ne_b[2] * ne_b[3]
+        assert self.gemm is not None
+        return self.gemm.routes(rows, ne_a[1], ne_a[0]) and a.nb[0] == 4 and a.nb[1] % 4 == 0
+
+    def _blas_product(self, weight: Tensor, x: Tensor) -> Tensor:
+        from inference.native.blas import ProductArgs
+
+        assert self.gemm is not None
+        ne_w, ne_x = weight.ne, x.ne
+        args = ProductArgs(
+            weight.ptr, x.ptr, ne_x[1] * ne_x[2] * ne_x[3], ne_w[1], ne_w[0], weight.nb[1] // 4
+        )
+        self.product_args.append(args)
+        sources = (ctypes.c_void_p * 2)(weight.ptr, x.ptr)
+        ptr = self.api.ggml_custom_4d(
+            self._ctx(), int(GgmlType.F32), ne_w[1], ne_x[1], ne_x[2], ne_x[3], sources, 2,
+            self.gemm.callback, -1, ctypes.addressof(args),
+        )  # fmt: skip
+        return self._wrap(ptr, max(weight.ndim, x.ndim, 2))
 
     def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         """PyTorch ``nn.Linear``: ``x @ weight.T + bias`` with weight shaped (out, in)."""
@@ -463,7 +503,10 @@ class GraphBuilder:
         channels_first = self.permute(self.contiguous(x), (0, 3, 1, 2))  # (N, C, H, W) view, C contiguous
         kernel = self.permute(weight, (3, 2, 0, 1))  # (C, 1, KH, KW) view, C contiguous
         y = self._wrap(
-            self.api.ggml_conv_2d_dw_direct(self._ctx(), kernel.ptr, channels_first.ptr, sw, sh, pw, ph, dw, dh), 4
+            self.api.ggml_conv_2d_dw_direct(
+                self._ctx(), kernel.ptr, channels_first.ptr, sw, sh, pw, ph, dw, dh
+            ),
+            4,
         )  # (N, C, OH, OW) with channels-contiguous strides, as its input
         y = self.permute(y, (0, 2, 3, 1))  # (N, OH, OW, C): a contiguous view
         return self.add(y, bias) if bias is not None else y

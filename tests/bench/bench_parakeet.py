@@ -166,11 +166,13 @@ def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
     else:
         from inference.engine import load_engine
 
-        options = machine.parakeet_weight_options(kind.split(":", 1)[1])
-        engine = load_engine(model, "parakeet_tdt", options, backend=backend, threads=threads)
+        spec = kind.split(":", 1)[1]
+        machine.use_gemm_of(spec)
+        engine = load_engine(model, "parakeet_tdt", machine.parakeet_weight_options(spec), backend=backend,
+                             threads=threads)  # fmt: skip
         # ggml's thread count is the backend's; numpy's BLAS (the decoder's projection) is pinned too.
         effective = {"ggml_threads": engine.backend.threads, "omp_wait_policy": machine.omp_wait_policy(),
-                     "pools": machine.blas_threads()}  # fmt: skip
+                     "pools": machine.blas_threads(), "f32_gemm": engine.backend.f32_gemm}  # fmt: skip
 
         def run(audio: np.ndarray) -> list[int]:
             return list(engine.transcribe(audio).token_ids)
@@ -218,7 +220,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--clips", default="10,60", help="clip lengths in seconds")
     parser.add_argument("--types", default="f32,q8_0",
-                        help="Captioneer storage types to compare; TYPE/CONV also sets conv_weight_type (q6_k/q6_k)")
+                        help="Captioneer storage types to compare; TYPE/CONV also sets conv_weight_type (q6_k/q6_k); "
+                             "@ggml or @openblas picks the big f32 products' library (f32@ggml)")
     machine.add_reference_option(parser)
     parser.add_argument("--backend", default="cpu", help="ggml backend of the Captioneer workers (cpu, cuda, vulkan)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)

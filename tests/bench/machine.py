@@ -130,6 +130,9 @@ def machine_header(threads: int | None = None, interval: float = 0.5) -> str:
     ]
     if others:
         lines.append("other processes using CPU: " + ", ".join(f"{n} (pid {p}) {u:.2f} cores" for u, p, n in others[:5]))
+    forced = {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "CAPTIONEER_F32_GEMM") if name in os.environ}
+    if forced:  # OPENBLAS_CORETYPE=Haswell on an AVX-512 CPU halves OpenBLAS's f32 products (numpy's and ours)
+        lines.append("set in the environment: " + ", ".join(f"{k}={v}" for k, v in forced.items()))
     warning = busy_warning(load1, allowed, others)
     if warning:
         lines.append(warning)
@@ -214,7 +217,9 @@ def omp_wait_policy() -> str:
 def check_threads(side: str, wanted: int, effective: dict[str, Any]) -> str:
     """One line naming the threads a side really uses; raises when a pool differs from ``wanted``."""
     counts = {key: value for key, value in effective.items() if key.endswith("threads") and key != "torch_interop_threads"}
-    counts.update({f"{p['api']}:{p['lib']}": p["threads"] for p in effective.get("pools", []) if p.get("threads")})
+    # Captioneer's own OpenBLAS (scipy-openblas32: libscipy_openblas.*) runs one thread inside each ggml thread.
+    pools = [p for p in effective.get("pools", []) if not str(p.get("lib", "")).startswith("libscipy_openblas.")]
+    counts.update({f"{p['api']}:{p['lib']}": p["threads"] for p in pools if p.get("threads")})
     wrong = {key: value for key, value in counts.items() if value != wanted}
     if wrong:
         raise SystemExit(f"{side}: thread counts differ from the {wanted} asked for: {wrong}")
@@ -260,9 +265,18 @@ def run_interleaved(workers: Mapping[str, Any], clips: Mapping[float, Any], roun
 
 def parakeet_weight_options(spec: str) -> dict[str, str]:
     """Parakeet session options for a bench's weight-type spec: ``q6_k`` = matrices in q6_k, ``q6_k/q6_k`` = the
-    conformer's pointwise conv kernels too (``conv_weight_type``; default ``native``)."""
-    weight_type, _, conv_type = spec.partition("/")
+    conformer's pointwise conv kernels too (``conv_weight_type``; default ``native``). An ``@GEMM`` suffix
+    (``f32@ggml``) is not a session option: see :func:`use_gemm_of`."""
+    weight_type, _, conv_type = spec.partition("@")[0].partition("/")
     return {"weight_type": weight_type, "conv_weight_type": conv_type or "native"}
+
+
+def use_gemm_of(spec: str) -> None:
+    """In a worker, before its backend opens: ``TYPE@ggml`` / ``TYPE@openblas`` picks who computes the big f32
+    weight products (``CAPTIONEER_F32_GEMM``, inference/native/blas.py); without a suffix the default stays."""
+    gemm = spec.partition("@")[2]
+    if gemm:
+        os.environ["CAPTIONEER_F32_GEMM"] = gemm
 
 
 def run_workers(starters: Mapping[str, Callable[[], Any]], clips: Mapping[float, Any], rounds: int,

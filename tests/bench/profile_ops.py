@@ -69,8 +69,11 @@ _TORCH_GROUPS = {  # first match wins; weights vs attention products told apart 
 }  # fmt: skip
 
 
+PRODUCT_OPS = ("MUL_MAT", "CUSTOM")  # CUSTOM: the OpenBLAS f32 product (inference/native/blas.py)
+
+
 def ggml_category(record: Any) -> str:
-    if record.op == "MUL_MAT":
+    if record.op in PRODUCT_OPS:
         if any(src.op == "IM2COL" for src in record.srcs) or all(src.op == "PAD" for src in record.srcs):
             return "conv"  # im2col columns, or both sides zero-padded (ops.conv2d's short products)
         return "matmul weights" if record.srcs[0].weight else "matmul attention"
@@ -105,11 +108,11 @@ def ggml_breakdown(records: list[Any]) -> tuple[dict[str, tuple[float, float]], 
         cat = ggml_category(r)
         groups[cat][0] += r.seconds
         groups[cat][1] += r.flops
-        if r.op == "MUL_MAT":
+        if r.op in PRODUCT_OPS:
             a, b = r.srcs[0], r.srcs[1]
             rows = b.ne[1] * b.ne[2] * b.ne[3]
             role = "conv" if cat == "conv" else ("weight" if a.weight else "act")
-            key = (role, f"{a.type}x{b.type}", f"{a.ne[0]}x{a.ne[1]}" + (f"x{a.ne[2]}" if a.ne[2] > 1 else ""),
+            key = (role, f"{a.type}x{b.type}" + ("/openblas" if r.op == "CUSTOM" else ""), f"{a.ne[0]}x{a.ne[1]}" + (f"x{a.ne[2]}" if a.ne[2] > 1 else ""),
                    _row_class(rows))  # fmt: skip
             products[key][0] += 1
             products[key][1] += r.seconds
@@ -424,7 +427,7 @@ def print_other_ops(records: list[Any], total: float, limit: int = 10) -> None:
     """The ops other than products, by op and result shape: where the time beside the GEMMs goes."""
     kinds: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0])
     for r in records:
-        if r.op != "MUL_MAT":
+        if r.op not in PRODUCT_OPS:
             shape = "x".join(str(n) for n in r.ne if n > 1) or "1"
             kinds[(r.op, shape)][0] += 1
             kinds[(r.op, shape)][1] += r.seconds

@@ -19,6 +19,7 @@ from inference.families.parakeet_tdt.encoder import (
     subsampled_length,
 )
 from inference.native import open_backend, open_checkpoint
+from inference.native.blas import GemmLimits
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "parakeet_tdt"
 CLIPS = ("short", "medium", "long", "noisy", "quiet")
@@ -41,13 +42,24 @@ def _features(clip: str) -> tuple[np.ndarray, int, bool]:
     return features.values, features.valid_frames, False
 
 
-@pytest.fixture(scope="module", params=["tiny_a", "tiny_b"])
+@pytest.fixture(scope="module", params=["tiny_a", "tiny_b", "tiny_a/openblas", "tiny_b/openblas"])
 def model(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    name = request.param
+    name, _, gemm = request.param.partition("/")
     cfg = json.loads((ROOT / "models" / name / "config.json").read_text())
     hp = parse_encoder_config(cfg["encoder_config"], "config.json")
-    with open_backend("cpu", threads=2) as backend, open_checkpoint(ROOT / "models" / name / "model.safetensors") as ck:
-        yield name, backend, ck, hp
+    with open_backend("cpu", threads=2, gemm=gemm or "ggml") as backend, open_checkpoint(
+        ROOT / "models" / name / "model.safetensors"
+    ) as ck:
+        if backend.gemm is not None:
+            # Every f32 weight product on OpenBLAS (the tiny models' products are all under the speed limits).
+            backend.gemm.limits = GemmLimits(min_rows=1, min_macs=1)
+            calls = []
+            sgemm = backend.gemm._sgemm
+            backend.gemm._sgemm = lambda *args: (calls.append(args[3:6]), sgemm(*args))[1]  # type: ignore[method-assign]
+            yield name, backend, ck, hp
+            assert len(calls) > 10 * hp.num_hidden_layers, "the products did not run on OpenBLAS"
+        else:
+            yield name, backend, ck, hp
 
 
 @pytest.mark.parametrize("clip", CLIPS)

@@ -239,6 +239,11 @@ class AudioTower:
         self.freq = post_conv_frequency(config.num_mel_bins)
         self.weights = self._load(files)
         self.graphs = GraphCache(backend, self._build, max_graphs=max_graphs)
+        # Live streams need rows whose bits do not depend on batching (cache on == cache off): their graphs
+        # keep every product on ggml. Without the OpenBLAS products both are the same graphs.
+        self.row_invariant_graphs = (
+            GraphCache(backend, self._build_row_invariant, max_graphs=max_graphs) if backend.gemm else self.graphs
+        )
 
     # ----------------------------------------------------------------- weights
     def _load(self, files: ModelFiles) -> WeightStore:
@@ -295,6 +300,10 @@ class AudioTower:
         n = chunks * chunk_token_count(frames)
         g.output("embeddings", self._body(g, self._stem(g, chunks, frames), n))
 
+    def _build_row_invariant(self, g: GraphBuilder, key: tuple) -> None:
+        g.keep_products_on_ggml()
+        self._build(g, key)
+
     def _stem(self, g: GraphBuilder, chunks: int, frames: int) -> Tensor:
         """Conv stem, ``conv_out`` and positions of ``chunks`` chunks: (chunks * per_chunk, d_model) rows. Chunks
         never mix here (they are the N axis of every conv), so a chunk's rows do not depend on its neighbours."""
@@ -345,37 +354,43 @@ class AudioTower:
         return g.linear(x, w[f"{AUDIO}proj2.weight"], w[f"{AUDIO}proj2.bias"])
 
     # ----------------------------------------------------------------- running
-    def encode(self, mel: np.ndarray, stem_cache: StemCache | None = None) -> np.ndarray:
+    def encode(
+        self, mel: np.ndarray, stem_cache: StemCache | None = None, *, row_invariant: bool = False
+    ) -> np.ndarray:
         """Audio embeddings (tokens, output_dim) float32 for the valid mel frames of one clip (mels, frames).
 
         ``stem_cache`` (a live stream's): conv-stem rows of chunks whose mel was seen before are taken from it
         instead of computed again; the layers still run over everything. Same bits either way (chunks never
-        mix in the stem)."""
+        mix in the stem) provided ``row_invariant``: every product on ggml, whose rows do not depend on batching.
+        """
         mel = np.asarray(mel, dtype=np.float32)
         if mel.ndim != 2 or mel.shape[0] != self.config.num_mel_bins:
             raise UsageError(
                 f"the audio tower expects a mel of shape ({self.config.num_mel_bins}, frames), got {mel.shape}",
                 "pass the valid frames of the frontend's output",
             )
+        graphs = self.row_invariant_graphs if row_invariant else self.graphs
         plan = plan_clip(mel.shape[1], self.config)
         chunks = chunked_mel(mel, plan)
         if stem_cache is None or plan.chunk_frames != self.config.chunk_frames:
             kernel = np.broadcast_to(self.conv1, (plan.chunks, *self.conv1.shape))
-            out = self.graphs.run(plan.key, conv1_cols=conv1_columns(chunks), conv1_kernel=kernel,
-                                  mask=attention_mask(plan))["embeddings"]  # fmt: skip
+            out = graphs.run(plan.key, conv1_cols=conv1_columns(chunks), conv1_kernel=kernel,
+                             mask=attention_mask(plan))["embeddings"]  # fmt: skip
             return np.ascontiguousarray(out[: plan.tokens])
-        rows = stem_cache.rows(chunks, self._stem_rows)
-        out = self.graphs.run(("body", *plan.key), rows=rows, mask=attention_mask(plan))["embeddings"]
+        rows = stem_cache.rows(chunks, lambda fresh: self._stem_rows(graphs, fresh))
+        out = graphs.run(("body", *plan.key), rows=rows, mask=attention_mask(plan))["embeddings"]
         return np.ascontiguousarray(out[: plan.tokens])
 
-    def _stem_rows(self, chunks: np.ndarray) -> np.ndarray:
+    def _stem_rows(self, graphs: GraphCache, chunks: np.ndarray) -> np.ndarray:
         """(chunks, per_chunk, d_model) stem rows of full-size chunks."""
         count, frames = chunks.shape[0], chunks.shape[-1]
         kernel = np.broadcast_to(self.conv1, (count, *self.conv1.shape))
-        rows = self.graphs.run(("stem", count, frames), conv1_cols=conv1_columns(chunks), conv1_kernel=kernel)["rows"]
+        rows = graphs.run(("stem", count, frames), conv1_cols=conv1_columns(chunks), conv1_kernel=kernel)["rows"]
         return rows.reshape(count, chunk_token_count(frames), self.config.d_model)
 
     def close(self) -> None:
+        if self.row_invariant_graphs is not self.graphs:
+            self.row_invariant_graphs.close()
         self.graphs.close()
         self.weights.close()
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from inference.families.confucius4_r2t2.audio_tower import StemCache
+from inference.families.confucius4_r2t2.audio_tower import AudioTower, StemCache
 from inference.families.confucius4_r2t2.frontend import CHUNK_FRAMES, HOP_LENGTH, audio_token_count
 from inference.families.confucius4_r2t2.prompt import build_prompt
 from inference.families.confucius4_r2t2.stream_frontend import StreamingLogMel
@@ -50,6 +50,17 @@ class MelEncoder(Protocol):
 
 class StemCachingEncoder(Protocol):
     def encode(self, mel: np.ndarray, stem_cache: StemCache | None = None) -> np.ndarray: ...
+
+
+class RowInvariantTower:
+    """A live stream's view of the engine's tower: rows whose bits do not depend on how audio was batched, so
+    that reusing windows and stem rows gives exactly what encoding everything again gives."""
+
+    def __init__(self, tower: AudioTower) -> None:
+        self.tower = tower
+
+    def encode(self, mel: np.ndarray, stem_cache: StemCache | None = None) -> np.ndarray:
+        return self.tower.encode(mel, stem_cache, row_invariant=True)
 
 
 class WindowedEncoder:
@@ -112,7 +123,7 @@ class EngineChunkDecoder:
         assert engine.tower is not None
         audio_config = engine.checkpoint.config.audio
         self.frontend = StreamingLogMel(audio_config.num_mel_bins, cache)
-        self.encoder = WindowedEncoder(engine.tower, audio_config.n_window_infer, cache,
+        self.encoder = WindowedEncoder(RowInvariantTower(engine.tower), audio_config.n_window_infer, cache,
                                        stem_cache=StemCache() if cache else None)  # fmt: skip
         self._rows: np.ndarray | None = None  # input rows of this decoder's last prefill (still in the KV cache?)
         self.prefilled_rows = 0  # rows prefilled over the stream (for tests and benchmarks)

@@ -1,0 +1,174 @@
+"""Large f32 weight products on OpenBLAS's packed SGEMM, as a ggml custom op inside the graph.
+
+Why: ggml's CPU f32 product (llamafile's tinyBLAS: register tiles over unpacked rows) reaches about
+half of an AVX-512 core's peak; a packed GEMM reaches nearly all of it. Measured on an AMD EPYC
+(Zen 5, AVX-512, 1 thread, weight 4096x1024, 750 rows): ggml 127 GFLOP/s, OpenBLAS 0.3.34 (SkylakeX
+kernels, which it picks itself on this CPU) 217-227, ONNX Runtime's MLAS 234 (what onnx-asr runs on). So products whose weight is f32 and
+that have enough rows go to ``cblas_sgemm`` from ``scipy-openblas32`` (the OpenBLAS build NumPy and
+SciPy ship, with ``scipy_``-prefixed symbols, so it never clashes with another BLAS in the process).
+
+How: ``ggml_custom_4d`` calls back into Python on every compute thread; each thread runs a
+single-threaded ``cblas_sgemm`` on its share of the output columns (ctypes releases the GIL for the
+call, so the threads run in parallel and the op needs no thread pool of its own; OpenBLAS is kept at
+one thread so it never competes with ggml's threads for cores). The products stay exact f32; only the
+summation order differs from ggml's.
+
+Choice (``open_backend(gemm=...)``, else ``$CAPTIONEER_F32_GEMM``): ``auto`` uses OpenBLAS when
+the package loads on a CPU backend, ``openblas`` requires it, ``ggml`` never uses it.
+
+``OPENBLAS_CORETYPE`` (OpenBLAS's own override of its CPU detection) is respected; forcing
+``Haswell`` on an AVX-512 CPU halves the speed (118 GFLOP/s above), so the benchmarks print the core.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from inference.errors import BackendError, UsageError
+from inference.native.bindings import I32, I64, CustomOp, P
+
+GEMM_CHOICES = ("auto", "ggml", "openblas")
+GEMM_ENV = "CAPTIONEER_F32_GEMM"
+INSTALL_FIX = "pip install scipy-openblas32 (a Captioneer dependency), or set CAPTIONEER_F32_GEMM=ggml"
+
+# CBLAS enums.
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+# Output columns per thread are whole multiples of this (full SIMD panels for the packed kernels).
+_COLUMN_ALIGN = 64
+
+
+class ProductArgs(ctypes.Structure):
+    """What one product node needs at compute time (kept alive by the graph that holds the node)."""
+
+    _fields_ = [
+        ("weight", P),  # ggml tensor (n, k), rows contiguous
+        ("x", P),  # ggml tensor (..., rows, k), contiguous
+        ("rows", I64),
+        ("n", I64),
+        ("k", I64),
+        ("ldw", I64),  # weight row stride, elements
+    ]
+
+
+@dataclass(frozen=True)
+class GemmLimits:
+    """Products smaller than this stay on ggml: the callback costs a few microseconds per thread and
+    OpenBLAS packs the weight on every call, which only pays off over enough rows (measured on the
+    Zen 5 above: equal at 32 rows, 1.3x at 128, 1.7x at 750)."""
+
+    min_rows: int = 64
+    min_macs: int = 1 << 22
+
+
+def requested_gemm(gemm: str | None) -> str:
+    choice = (gemm if gemm is not None else os.environ.get(GEMM_ENV, "auto")).strip().lower() or "auto"
+    if choice not in GEMM_CHOICES:
+        source = "gemm" if gemm is not None else GEMM_ENV
+        raise UsageError(
+            f"unknown f32 GEMM {choice!r} (from {source})", f"choose one of: {', '.join(GEMM_CHOICES)}"
+        )
+    return choice
+
+
+def _load_library() -> ctypes.CDLL:
+    try:
+        import scipy_openblas32
+    except ImportError as exc:
+        raise BackendError("the OpenBLAS package scipy-openblas32 is not installed", INSTALL_FIX) from exc
+    lib_dir = Path(scipy_openblas32.get_lib_dir())
+    suffix = {"win32": ".dll", "darwin": ".dylib"}.get(sys.platform, ".so")
+    candidates = sorted(p for p in lib_dir.iterdir() if "scipy_openblas" in p.name and suffix in p.name)
+    if not candidates:
+        raise BackendError(f"no OpenBLAS library in {lib_dir}", INSTALL_FIX)
+    return ctypes.CDLL(str(candidates[0]))
+
+
+class OpenBlasGemm:
+    """Routes big f32 products of a CPU graph to OpenBLAS; one per backend."""
+
+    def __init__(self, get_data: Callable[[int], int], limits: GemmLimits | None = None) -> None:
+        lib = _load_library()
+        self.limits = limits or GemmLimits()
+        self._get_data = get_data
+        lib.scipy_openblas_set_num_threads(1)
+        corename = lib.scipy_openblas_get_corename
+        corename.restype = ctypes.c_char_p
+        self.core = corename().decode()
+        config = lib.scipy_openblas_get_config
+        config.restype = ctypes.c_char_p
+        self.config = config().decode()
+        sgemm = lib.scipy_cblas_sgemm
+        sgemm.restype = None
+        sgemm.argtypes = [
+            I32,
+            I32,
+            I32,
+            I32,
+            I32,
+            I32,
+            ctypes.c_float,
+            P,
+            I32,
+            P,
+            I32,
+            ctypes.c_float,
+            P,
+            I32,
+        ]
+        self._sgemm = sgemm
+        self._lib = lib
+        self._failure: BaseException | None = None
+        self._failure_lock = threading.Lock()
+        # One C entry point for every node; the node's ProductArgs arrive as userdata.
+        self.callback = CustomOp(self._compute)
+
+    def routes(self, rows: int, n: int, k: int) -> bool:
+        return rows >= self.limits.min_rows and rows * n * k >= self.limits.min_macs
+
+    def _compute(self, dst: int, ith: int, nth: int, userdata: int) -> None:
+        try:
+            args = ProductArgs.from_address(userdata)
+            n = args.n
+            share = -(-n // nth)
+            share = -(-share // _COLUMN_ALIGN) * _COLUMN_ALIGN
+            first = ith * share
+            columns = min(n, first + share) - first
+            if columns <= 0:
+                return
+            weight = self._get_data(args.weight) + first * args.ldw * 4
+            out = self._get_data(dst) + first * 4
+            self._sgemm(_ROW_MAJOR, _NO_TRANS, _TRANS, args.rows, columns, args.k, 1.0,
+                        self._get_data(args.x), args.k, weight, args.ldw, 0.0, out, n)  # fmt: skip
+        except BaseException as exc:  # a C caller cannot take an exception: keep it for check()
+            with self._failure_lock:
+                self._failure = self._failure or exc
+
+    def check(self) -> None:
+        """Raise what a product callback failed with during the last compute (then forget it)."""
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise BackendError(
+                f"an OpenBLAS product failed: {failure!r}", f"set {GEMM_ENV}=ggml"
+            ) from failure
+
+
+def open_gemm(choice: str, is_cpu: bool, get_data: Callable[[int], int]) -> OpenBlasGemm | None:
+    """The product router a backend should use for ``choice`` (None: ggml does every product)."""
+    if choice == "ggml" or not is_cpu:
+        if choice == "openblas" and not is_cpu:
+            raise UsageError("the OpenBLAS f32 GEMM runs on the CPU backend only", "use --backend cpu")
+        return None
+    try:
+        return OpenBlasGemm(get_data)
+    except (BackendError, OSError, AttributeError) as exc:
+        if choice == "openblas":
+            if isinstance(exc, BackendError):
+                raise
+            raise BackendError(f"could not load OpenBLAS: {exc}", INSTALL_FIX) from exc
+        return None  # auto: ggml's own product is the fallback
