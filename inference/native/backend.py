@@ -133,7 +133,11 @@ class Backend(NativeOwner):
         if self.is_cpu:
             api.ggml_backend_cpu_set_n_threads(handle, threads)
         # Big f32 weight products on OpenBLAS (None: ggml computes every product); see native/blas.py.
-        self.gemm: OpenBlasGemm | None = open_gemm(gemm, self.is_cpu, api.ggml_get_data)
+        try:
+            self.gemm: OpenBlasGemm | None = open_gemm(gemm, self.is_cpu, api.ggml_get_data)
+        except BaseException:
+            self.close()  # the handle is ours from the first line: free it once, here
+            raise
 
     @property
     def f32_gemm(self) -> str:
@@ -198,11 +202,7 @@ def open_backend(
             "check the driver installation",
         )
     kind = "cpu" if device.kind == "cpu" else device.registry.lower()
-    try:
-        return Backend(api, handle, kind, device, threads, gemm)
-    except BaseException:
-        api.ggml_backend_free(handle)
-        raise
+    return Backend(api, handle, kind, device, threads, gemm)
 
 
 def _pick_device(devices: list[DeviceInfo], name: str) -> DeviceInfo | None:

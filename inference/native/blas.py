@@ -1,14 +1,16 @@
-"""Large f32 weight products on OpenBLAS's packed SGEMM, as a ggml custom op inside the graph.
+"""Large f32 products on OpenBLAS's packed SGEMM, as a ggml custom op inside the graph.
 
 Why: ggml's CPU f32 product (llamafile's tinyBLAS: register tiles over unpacked rows) reaches about
 half of an AVX-512 core's peak; a packed GEMM reaches nearly all of it. Measured on an AMD EPYC
 (Zen 5, AVX-512, 1 thread, weight 4096x1024, 750 rows): ggml 127 GFLOP/s, OpenBLAS 0.3.34 (SkylakeX
-kernels, which it picks itself on this CPU) 217-227, ONNX Runtime's MLAS 234 (what onnx-asr runs on). So products whose weight is f32 and
-that have enough rows go to ``cblas_sgemm`` from ``scipy-openblas32`` (the OpenBLAS build NumPy and
-SciPy ship, with ``scipy_``-prefixed symbols, so it never clashes with another BLAS in the process).
+kernels, which it picks itself on this CPU) 217-227, ONNX Runtime's MLAS 234 (what onnx-asr runs
+on). So f32 x f32 products with enough rows — weight matrices, and the batched attention products of
+activations — go to ``cblas_sgemm`` from ``scipy-openblas32`` (the OpenBLAS build NumPy and SciPy
+ship, with ``scipy_``-prefixed symbols, so it never clashes with another BLAS in the process).
 
 How: ``ggml_custom_4d`` calls back into Python on every compute thread; each thread runs a
-single-threaded ``cblas_sgemm`` on its share of the output columns (ctypes releases the GIL for the
+single-threaded ``cblas_sgemm`` on its share of the output columns, or of the matrices of a batched
+product (ctypes releases the GIL for the
 call, so the threads run in parallel and the op needs no thread pool of its own; OpenBLAS is kept at
 one thread so it never competes with ggml's threads for cores). The products stay exact f32; only the
 summation order differs from ggml's.
@@ -44,15 +46,28 @@ _COLUMN_ALIGN = 64
 
 
 class ProductArgs(ctypes.Structure):
-    """What one product node needs at compute time (kept alive by the graph that holds the node)."""
+    """What one product node needs at compute time (kept alive by the graph that holds the node).
+
+    ggml's ``mul_mat(a, b)``: for each of ``batches`` (b's axes 2 and 3, flattened) ``out = b @ a.T`` with
+    a (n, k) and b (rows, k); a's batch index is b's divided by ``a_repeat`` (ggml broadcasts a over b).
+    Strides in bytes; rows of k contiguous floats on both sides. The output is contiguous."""
 
     _fields_ = [
-        ("weight", P),  # ggml tensor (n, k), rows contiguous
-        ("x", P),  # ggml tensor (..., rows, k), contiguous
+        ("a", P),  # ggml tensors (read with ggml_get_data at compute time: the allocator places them)
+        ("b", P),
         ("rows", I64),
         ("n", I64),
         ("k", I64),
-        ("ldw", I64),  # weight row stride, elements
+        ("a_row", I64),
+        ("b_row", I64),
+        ("batches", I64),
+        ("batches2", I64),  # b's axis-2 size: batch i is (i % batches2, i // batches2)
+        ("a_repeat2", I64),
+        ("a_repeat3", I64),
+        ("a_nb2", I64),
+        ("a_nb3", I64),
+        ("b_nb2", I64),
+        ("b_nb3", I64),
     ]
 
 
@@ -128,23 +143,32 @@ class OpenBlasGemm:
         # One C entry point for every node; the node's ProductArgs arrive as userdata.
         self.callback = CustomOp(self._compute)
 
-    def routes(self, rows: int, n: int, k: int) -> bool:
-        return rows >= self.limits.min_rows and rows * n * k >= self.limits.min_macs
+    def routes(self, rows: int, n: int, k: int, batches: int = 1) -> bool:
+        """Whether a product of ``batches`` matrices, each (rows, k) times (k, n), should go to OpenBLAS."""
+        return rows >= self.limits.min_rows and batches * rows * n * k >= self.limits.min_macs
 
     def _compute(self, dst: int, ith: int, nth: int, userdata: int) -> None:
         try:
             args = ProductArgs.from_address(userdata)
-            n = args.n
-            share = -(-n // nth)
-            share = -(-share // _COLUMN_ALIGN) * _COLUMN_ALIGN
-            first = ith * share
-            columns = min(n, first + share) - first
-            if columns <= 0:
-                return
-            weight = self._get_data(args.weight) + first * args.ldw * 4
-            out = self._get_data(dst) + first * 4
-            self._sgemm(_ROW_MAJOR, _NO_TRANS, _TRANS, args.rows, columns, args.k, 1.0,
-                        self._get_data(args.x), args.k, weight, args.ldw, 0.0, out, n)  # fmt: skip
+            n, rows = args.n, args.rows
+            a0, b0, out0 = self._get_data(args.a), self._get_data(args.b), self._get_data(dst)
+            if args.batches >= nth:  # whole matrices per thread (attention heads)
+                batches, first, columns = range(ith, args.batches, nth), 0, n
+            else:  # a share of the output columns per thread, whole 64-column panels where possible
+                share = -(-n // nth)
+                share = -(-share // _COLUMN_ALIGN) * _COLUMN_ALIGN
+                first = ith * share
+                columns = min(n, first + share) - first
+                if columns <= 0:
+                    return
+                batches = range(args.batches)
+            lda, ldb = args.a_row // 4, args.b_row // 4
+            for i in batches:
+                i2, i3 = i % args.batches2, i // args.batches2
+                a = a0 + (i2 // args.a_repeat2) * args.a_nb2 + (i3 // args.a_repeat3) * args.a_nb3 + first * args.a_row
+                b = b0 + i2 * args.b_nb2 + i3 * args.b_nb3
+                out = out0 + (i * rows * n + first) * 4
+                self._sgemm(_ROW_MAJOR, _NO_TRANS, _TRANS, rows, columns, args.k, 1.0, b, ldb, a, lda, 0.0, out, n)
         except BaseException as exc:  # a C caller cannot take an exception: keep it for check()
             with self._failure_lock:
                 self._failure = self._failure or exc

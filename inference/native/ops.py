@@ -268,7 +268,7 @@ class GraphBuilder:
             b = self.cont(b)
         b = self._as_f32(b)  # the CPU backend converts f32 activations to the weight's dot type itself
         if self.gemm is not None and self._blas_eligible(a, b):
-            return self._blas_product(a, self.contiguous(b))
+            return self._blas_product(a, b)
         return self._wrap(self.api.ggml_mul_mat(self._ctx(), a.ptr, b.ptr), max(a.ndim, b.ndim, 2))
 
     def keep_products_on_ggml(self) -> None:
@@ -278,28 +278,37 @@ class GraphBuilder:
         self.gemm = None
 
     def _blas_eligible(self, a: Tensor, b: Tensor) -> bool:
-        ne_a, ne_b = a.ne, b.ne
-        if a.type != GgmlType.F32 or ne_a[2] != 1 or ne_a[3] != 1:
-            return False  # quantised/f16 weights keep ggml's int8/f16 kernels; batched products stay too
-        rows = ne_b[1] * ne_b[2] * ne_b[3]
+        """f32 x f32 products big enough for OpenBLAS (quantised/f16 weights keep ggml's int8/f16 kernels)."""
         assert self.gemm is not None
-        return self.gemm.routes(rows, ne_a[1], ne_a[0]) and a.nb[0] == 4 and a.nb[1] % 4 == 0
+        if a.type != GgmlType.F32 or a.nb[0] != 4 or a.nb[1] % 4 or b.nb[1] % 4:
+            return False
+        ne_a, ne_b = a.ne, b.ne
+        if ne_a[2] == ne_a[3] == 1:  # one weight matrix: every row of b is one product row
+            return self.gemm.routes(ne_b[1] * ne_b[2] * ne_b[3], ne_a[1], ne_a[0])
+        return self.gemm.routes(ne_b[1], ne_a[1], ne_a[0], ne_b[2] * ne_b[3])
 
-    def _blas_product(self, weight: Tensor, x: Tensor) -> Tensor:
+    def _blas_product(self, a: Tensor, b: Tensor) -> Tensor:
         from inference.native.blas import ProductArgs
 
         assert self.gemm is not None
-        ne_w, ne_x = weight.ne, x.ne
+        ne_a, ne_b, nb_a, nb_b = a.ne, b.ne, a.nb, b.nb
+        if ne_a[2] == ne_a[3] == 1:  # b's leading axes are rows of one product: b must be contiguous
+            b = self.contiguous(b)
+            ne_b, nb_b = b.ne, b.nb
+            rows, batches, batches2 = ne_b[1] * ne_b[2] * ne_b[3], 1, 1
+        else:
+            rows, batches, batches2 = ne_b[1], ne_b[2] * ne_b[3], ne_b[2]
         args = ProductArgs(
-            weight.ptr, x.ptr, ne_x[1] * ne_x[2] * ne_x[3], ne_w[1], ne_w[0], weight.nb[1] // 4
-        )
+            a.ptr, b.ptr, rows, ne_a[1], ne_a[0], nb_a[1], nb_b[1], batches, batches2,
+            ne_b[2] // ne_a[2], ne_b[3] // ne_a[3], nb_a[2], nb_a[3], nb_b[2], nb_b[3],
+        )  # fmt: skip
         self.product_args.append(args)
-        sources = (ctypes.c_void_p * 2)(weight.ptr, x.ptr)
+        sources = (ctypes.c_void_p * 2)(a.ptr, b.ptr)
         ptr = self.api.ggml_custom_4d(
-            self._ctx(), int(GgmlType.F32), ne_w[1], ne_x[1], ne_x[2], ne_x[3], sources, 2,
+            self._ctx(), int(GgmlType.F32), ne_a[1], ne_b[1], ne_b[2], ne_b[3], sources, 2,
             self.gemm.callback, -1, ctypes.addressof(args),
         )  # fmt: skip
-        return self._wrap(ptr, max(weight.ndim, x.ndim, 2))
+        return self._wrap(ptr, max(a.ndim, b.ndim, 2))
 
     def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         """PyTorch ``nn.Linear``: ``x @ weight.T + bias`` with weight shaped (out, in)."""

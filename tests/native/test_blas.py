@@ -164,3 +164,45 @@ def test_a_missing_openblas_is_a_clear_error_or_a_quiet_fallback(monkeypatch):
     assert "CAPTIONEER_F32_GEMM=ggml" in info.value.fix
     with open_backend("cpu", threads=1, gemm="auto") as backend:
         assert backend.gemm is None
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"),
+    [
+        ((4, 96, 128), (4, 100, 128)),  # attention scores: per head (T, hd) x (T, hd)
+        ((2, 96, 128), (6, 80, 128)),  # a broadcast over b's heads (ggml's grouped heads)
+        ((2, 3, 70, 128), (2, 3, 90, 128)),  # two batch axes
+    ],
+)
+def test_batched_products_of_activations_run_on_openblas(blas_backend, a_shape, b_shape):
+    rng = np.random.default_rng(sum(a_shape))
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+
+    def build(g: GraphBuilder) -> None:
+        g.output("y", g.mul_mat(g.input("a", a.shape), g.input("b", b.shape)))
+
+    with Graph(blas_backend, build) as graph:
+        assert "CUSTOM" in graph_ops(graph)
+        got = graph.run(a=a, b=b)["y"]
+    repeat = b_shape[-3] // a_shape[-3]
+    expected = b @ np.repeat(a, repeat, axis=-3).swapaxes(-1, -2)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_batched_operands_may_be_strided_views(blas_backend):
+    """Per-head views of (T, heads, hd) activations: rows hd long but heads*hd apart, matrices hd apart."""
+    rng = np.random.default_rng(7)
+    q = rng.standard_normal((100, 4, 128)).astype(np.float32)
+    k = rng.standard_normal((90, 4, 128)).astype(np.float32)
+
+    def build(g: GraphBuilder) -> None:
+        qh = g.permute(g.input("q", q.shape), (1, 0, 2))  # (heads, T, hd) view
+        kh = g.permute(g.input("k", k.shape), (1, 0, 2))
+        g.output("scores", g.mul_mat(kh, qh))
+
+    with Graph(blas_backend, build) as graph:
+        assert "CUSTOM" in graph_ops(graph)
+        got = graph.run(q=q, k=k)["scores"]
+    expected = q.transpose(1, 0, 2) @ k.transpose(1, 2, 0)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
