@@ -288,7 +288,8 @@ def tower_bench(args: argparse.Namespace, model_dir: Path, valid: np.ndarray, fr
 
     checkpoint = load_checkpoint(model_dir)
     backend = open_backend(args.backend, threads=args.threads)
-    print(f"captioneer: ggml tower on {args.backend}, threads {backend.threads}", flush=True)
+    print(f"captioneer: ggml tower on {args.backend}, threads {backend.threads}, f32 products on {backend.f32_gemm}",
+          flush=True)  # fmt: skip
     towers = {kind: AudioTower(backend, checkpoint.files, checkpoint.config.audio, storage=kind)
               for kind in args.tower_types.split(",")}  # fmt: skip
     worker = TorchWorker(model_dir, args.threads, args.ref_python)
