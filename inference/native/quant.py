@@ -21,6 +21,17 @@ def can_store_rows(api: GgmlApi, ggml_type: GgmlType, n_per_row: int) -> bool:
     return n_per_row % int(api.ggml_blck_size(int(ggml_type))) == 0
 
 
+def fitting_type(api: GgmlApi, wanted: GgmlType, n_per_row: int) -> GgmlType:
+    """The type a matrix with rows of ``n_per_row`` values is stored in when ``wanted`` is asked for: ``wanted``
+    when its blocks fit the rows; otherwise q8_0 (32-value blocks, and more precise) in place of a type with
+    bigger blocks (the K-quants' 256: the 0.6B R2T2 tower's 896-wide rows, narrow demo models), else f32."""
+    if can_store_rows(api, wanted, n_per_row):
+        return wanted
+    if int(api.ggml_blck_size(int(wanted))) > 32 and can_store_rows(api, GgmlType.Q8_0, n_per_row):
+        return GgmlType.Q8_0
+    return GgmlType.F32
+
+
 def quantize(api: GgmlApi, values: np.ndarray, ggml_type: GgmlType) -> np.ndarray:
     """float32 array (..., n_per_row) -> raw bytes (rows, row_bytes) in ``ggml_type`` (f16/bf16 too)."""
     values = np.ascontiguousarray(values, dtype=np.float32)

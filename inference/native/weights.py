@@ -3,9 +3,10 @@
 On the CPU backend, tensors kept in their stored type are not copied: the backend uses the
 memory-mapped file directly (``map_files``), so loading is instant and the page cache is shared.
 
-Storage rule: the requested type (``native``, ``f32``, ``f16``, ``bf16``, ``q8_0``) applies to
-matrices (2-D and up) whose rows fit whole blocks of that type; 1-D tensors (norms, biases) and
-rows that do not fit stay float32, because ggml's element-wise ops want f32 operands. A per-name
+Storage rule: the requested type (``native``, ``f32``, ``f16``, ``bf16``, ``q8_0``, ``q6_k``, ``q4_k``)
+applies to matrices (2-D and up) whose rows fit whole blocks of that type; a K-quant's rows that do not
+fit its 256-value blocks take q8_0 when they fit 32 (:func:`~inference.native.quant.fitting_type`), other
+rows that do not fit stay float32, and so do 1-D tensors (norms, biases): ggml's element-wise ops want f32. A per-name
 override forces any type (e.g. depthwise kernels must be f32). Conversions use ggml's quantizer.
 """
 
@@ -22,7 +23,7 @@ from inference.native.bindings import InitParams, TensorHead
 from inference.native.checkpoint import Checkpoint, TensorRecord
 from inference.native.dtypes import QUANTIZED_TYPES, GgmlType, StorageType, ggml_type_of
 from inference.native.owner import NativeOwner
-from inference.native.quant import can_store_rows, dequantize, quantize
+from inference.native.quant import can_store_rows, dequantize, fitting_type, quantize
 from inference.native.tensor import MAX_DIMS, Tensor, to_ne
 
 GGML_BACKEND_BUFFER_USAGE_WEIGHTS = 1
@@ -245,8 +246,9 @@ def _entry(
     target = storage.ggml_type(stored)
     if target == GgmlType.F64:
         target = GgmlType.F32
-    fits = len(shape) >= 2 and can_store_rows(api, target, shape[-1])
-    return _Pending(name, shape, target if fits else GgmlType.F32, source)
+    if len(shape) < 2:
+        return _Pending(name, shape, GgmlType.F32, source)
+    return _Pending(name, shape, fitting_type(api, target, shape[-1]), source)
 
 
 def _with_mapping(entry: _Pending) -> _Pending:

@@ -233,8 +233,11 @@ def test_reduced_tower_storage_stays_close_to_the_reference(backend: Backend, st
             assert error > 1e-5, (clip, error)  # the storage really changed
 
 
-def test_k_quant_tower_storage_falls_back_where_rows_do_not_fit_its_blocks() -> None:
-    assert _matrix_storage("F32", StorageType.Q6_K, 1024) == "q6_k"  # the 1.7B tower
-    assert _matrix_storage("F32", StorageType.Q4_K, 896) == "q8_0"  # the 0.6B tower: 896 = 28 x 32
-    assert _matrix_storage("F32", StorageType.Q6_K, 40) == "f32"
-    assert _matrix_storage("BF16", StorageType.NATIVE, 1024) == "f32"
+def test_k_quant_tower_storage_falls_back_where_rows_do_not_fit_its_blocks(backend: Backend) -> None:
+    api = backend.api
+    assert _matrix_storage(api, "F32", StorageType.Q6_K, 1024) == "q6_k"  # the 1.7B tower
+    assert _matrix_storage(api, "F32", StorageType.Q4_K, 896) == "q8_0"  # the 0.6B tower: 896 = 28 x 32
+    assert _matrix_storage(api, "F32", StorageType.Q6_K, 40) == "f32"
+    assert _matrix_storage(api, "F32", StorageType.Q8_0, 40) == "f32"  # was a load error
+    assert _matrix_storage(api, "BF16", StorageType.NATIVE, 1024) == "f32"
+    assert _matrix_storage(api, "BF16", StorageType.F16, 40) == "f16"

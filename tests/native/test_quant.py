@@ -9,7 +9,7 @@ from gguf import quants
 
 from inference.errors import UsageError
 from inference.native import GgmlType, load_api
-from inference.native.quant import dequantize, quantize
+from inference.native.quant import dequantize, fitting_type, quantize
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +61,26 @@ def test_float_formats(api):
 def test_rows_that_do_not_fit_blocks_are_rejected(api):
     with pytest.raises(UsageError, match="blocks of 32"):
         quantize(api, values(2, 33), GgmlType.Q8_0)
+
+
+@pytest.mark.parametrize(
+    ("wanted", "row", "stored"),
+    [
+        (GgmlType.Q6_K, 1024, GgmlType.Q6_K),
+        (GgmlType.Q6_K, 896, GgmlType.Q8_0),  # K-quant blocks hold 256 values; q8_0's 32 fit
+        (GgmlType.Q4_K, 576, GgmlType.Q8_0),
+        (GgmlType.Q4_K, 40, GgmlType.F32),  # neither fits
+        (GgmlType.Q8_0, 40, GgmlType.F32),
+        (GgmlType.F16, 7, GgmlType.F16),
+    ],
+)
+def test_rows_that_do_not_fit_a_type_take_its_fallback(api, wanted, row, stored):
+    assert fitting_type(api, wanted, row) == stored
+
+
+def test_the_loader_applies_the_fallback(cpu_backend):
+    from inference.native import load_weights
+
+    arrays = {"wide": values(4, 512), "narrow": values(4, 96), "odd": values(4, 40), "norm": values(1, 512)[0]}
+    with load_weights(cpu_backend, arrays=arrays, storage="q6_k") as store:
+        assert [store[name].type for name in arrays] == [GgmlType.Q6_K, GgmlType.Q8_0, GgmlType.F32, GgmlType.F32]

@@ -109,10 +109,10 @@ def test_unknown_weight_type_is_refused(encoder_parts) -> None:  # type: ignore[
         ParakeetEncoder(backend, checkpoint, checkpoint, hp, weight_type="q5_1")
 
 
-def test_k_quants_on_a_model_too_narrow_for_their_blocks_keep_f32_like_weight_type() -> None:
+def test_k_quants_on_a_model_too_narrow_for_their_blocks_take_q8_0_like_weight_type() -> None:
     """The fixture model's layer rows (64, 128 values) do not fill 256-value blocks: with weight_type and
-    conv_weight_type q6_k those matrices, pointwise kernels included, stay f32 (the subsampling linear, with
-    256-value rows, does take q6_k), and the encoder runs."""
+    conv_weight_type q6_k those matrices, pointwise kernels included, take q8_0 (32-value blocks; the loader's
+    rule, also the R2T2 tower's), the subsampling linear, with 256-value rows, takes q6_k, and the encoder runs."""
     import json
 
     from inference.audio.io import load_audio_file
@@ -132,7 +132,7 @@ def test_k_quants_on_a_model_too_narrow_for_their_blocks_keep_f32_like_weight_ty
                 for i in range(hp.num_hidden_layers)
                 for name in ("conv.pointwise_conv1", "conv.pointwise_conv2", "q_proj", "feed_forward1.linear1")
             }
-            assert set(layer_types.values()) == {"f32"}, layer_types
+            assert set(layer_types.values()) == {"q8_0"}, layer_types
             assert narrow.weights["sub.linear.weight"].type.name.lower() == "q6_k"
             approx = narrow.encode(features.values, features.valid_frames).hidden
     max_bound, _ = BOUNDS["q6_k"]

@@ -40,6 +40,8 @@ from inference.families.confucius4_r2t2.config import AudioConfig
 from inference.families.confucius4_r2t2.frontend import audio_token_count, chunk_token_count
 from inference.native import (
     Backend,
+    GgmlApi,
+    GgmlType,
     GraphBuilder,
     GraphCache,
     StorageType,
@@ -47,6 +49,7 @@ from inference.native import (
     WeightStore,
     load_weights,
 )
+from inference.native.quant import fitting_type
 
 LAYER_NORM_EPS = 1e-5
 HOP_SECONDS = 0.01  # one mel frame
@@ -179,15 +182,13 @@ def tower_tensor_names(config: AudioConfig) -> list[str]:
     return names
 
 
-def _matrix_storage(dtype: str, requested: StorageType, row_length: int) -> str:
-    """Storage of one matrix: the requested type, with ``native`` bf16 promoted to f32 (see module doc).
-    K-quant blocks hold 256 values: a matrix whose rows do not fit them (the 0.6B tower's 896-wide rows)
-    is stored as q8_0 (32-value blocks) instead."""
-    if requested in (StorageType.Q6_K, StorageType.Q4_K) and row_length % 256:
-        return StorageType.Q8_0.value if row_length % 32 == 0 else StorageType.F32.value
-    if requested is not StorageType.NATIVE:
-        return requested.value
-    return "f32" if dtype == "BF16" else dtype.lower()
+def _matrix_storage(api: GgmlApi, dtype: str, requested: StorageType, row_length: int) -> str:
+    """Storage of one matrix: the requested type, with ``native`` bf16 promoted to f32 (see module doc). Rows
+    that do not fit the requested type's blocks (the 0.6B tower's 896-wide rows and K-quants' 256-value
+    blocks) take the loader's fallback (:func:`~inference.native.quant.fitting_type`: q8_0, else f32)."""
+    if requested is StorageType.NATIVE:
+        return "f32" if dtype == "BF16" else dtype.lower()
+    return fitting_type(api, GgmlType[requested.name], row_length).name.lower()
 
 
 def _conv_storage(dtype: str, requested: StorageType) -> str:
@@ -257,7 +258,7 @@ class AudioTower:
                 overrides[name] = (
                     _conv_storage(info.dtype, self.storage)
                     if conv
-                    else _matrix_storage(info.dtype, self.storage, info.shape[-1])
+                    else _matrix_storage(self.backend.api, info.dtype, self.storage, info.shape[-1])
                 )
         with files.open_weights() as checkpoint:
             arrays: dict[str, np.ndarray] = {
@@ -276,7 +277,9 @@ class AudioTower:
                 arrays[f"{p}qkv.bias"] = np.concatenate(
                     [checkpoint.numpy(files.tensors[f"{part}.bias"].stored_name) for part in parts]
                 )
-                overrides[f"{p}qkv.weight"] = _matrix_storage(stored[0].dtype, self.storage, stored[0].shape[-1])
+                overrides[f"{p}qkv.weight"] = _matrix_storage(
+                    self.backend.api, stored[0].dtype, self.storage, stored[0].shape[-1]
+                )
             return load_weights(self.backend, checkpoint, names=names, overrides=overrides, arrays=arrays)
 
     def stored_types(self) -> Mapping[str, int]:

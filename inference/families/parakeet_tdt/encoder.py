@@ -36,7 +36,7 @@ from inference.native import (
     WeightStore,
     load_weights,
 )
-from inference.native.quant import can_store_rows
+from inference.native.quant import fitting_type
 
 FEATURE_BUCKET = 64  # feature frames per bucket step (8 encoder frames)
 MEL_BINS_PER_STRIDE = 2
@@ -174,11 +174,12 @@ class ParakeetEncoder:
                 dense = "f32" if quantized_conv else conv_storage.value
                 overrides[name] = "f32" if name in ("sub.2.weight", "sub.5.weight") else dense
             elif ".conv.pointwise" in name and name.endswith(".weight"):
-                # As the loader treats ``weight_type``: rows that do not fill whole blocks stay f32.
-                fits = not quantized_conv or can_store_rows(
-                    backend.api, GgmlType[conv_storage.name], arrays[name].shape[-1]
+                # As the loader treats ``weight_type``: rows that do not fill whole blocks take q8_0 or f32.
+                overrides[name] = (
+                    fitting_type(backend.api, GgmlType[conv_storage.name], arrays[name].shape[-1]).name.lower()
+                    if quantized_conv
+                    else conv_storage.value
                 )
-                overrides[name] = conv_storage.value if fits else "f32"
             elif name.endswith("conv.depthwise.weight"):
                 overrides[name] = "f32"  # the exact f32 depthwise path needs f32 taps
             elif (name.endswith(".weight") and "norm" in name) or name.endswith(("bias_u", "bias_v")):
