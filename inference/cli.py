@@ -10,6 +10,8 @@ import argparse
 import contextlib
 import json
 import logging
+import os
+import select
 import sys
 import traceback
 from collections.abc import Sequence
@@ -293,9 +295,30 @@ def _run_stream(
 
 
 def _read_some(stdin: IO[bytes], size: int) -> bytes:
-    """Up to ``size`` bytes, returning early with what a pipe has (b"" only at the end of the input)."""
+    """Up to ``size`` bytes, returning early with what a pipe has (b"" only at the end of the input).
+
+    On POSIX a real stdin is read from its descriptor after short ``select`` waits: Ctrl-C is a process-wide
+    signal that the kernel may hand to any thread (the worker client's, a BLAS pool's), and then a ``read``
+    blocked in the main thread never returns to let Python raise KeyboardInterrupt while the pipe stays
+    open and quiet. Waking every 0.2 s lets the main thread run the handler."""
+    fileno = _posix_fileno(stdin)
+    if fileno is not None:
+        while not select.select([fileno], [], [], 0.2)[0]:
+            pass
+        return os.read(fileno, size)
     read1 = getattr(stdin, "read1", None)
     return read1(size) if read1 is not None else stdin.read(size)
+
+
+def _posix_fileno(stream: IO[bytes]) -> int | None:
+    """The descriptor of a real POSIX stream (the live loop reads stdin only through this function, so nothing
+    sits in Python's buffer in front of the descriptor), else None."""
+    if os.name != "posix":
+        return None
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:
