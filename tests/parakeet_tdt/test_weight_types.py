@@ -28,7 +28,8 @@ MATRICES = ["sub.linear.weight", *(
         "q_proj", "k_proj", "v_proj", "o_proj", "relative_k_proj", "conv.pointwise_conv1", "conv.pointwise_conv2",
     )
 )]  # fmt: skip
-BOUNDS = {"f16": (0.006, 0.0013), "q8_0": (0.12, 0.025), "q6_k": (0.24, 0.066), "q4_k": (0.9, 0.26)}
+# max |diff| measured: f16 0.0028, bf16 0.019 (RMS 0.0042), q8_0 0.058, q6_k 0.12, q4_k 0.49; bounds about 2x
+BOUNDS = {"f16": (0.006, 0.0013), "bf16": (0.04, 0.009), "q8_0": (0.12, 0.025), "q6_k": (0.24, 0.066), "q4_k": (0.9, 0.26)}
 
 
 def _tensors(rng: np.random.Generator) -> dict[str, np.ndarray]:

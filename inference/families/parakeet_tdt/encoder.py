@@ -171,7 +171,9 @@ class ParakeetEncoder:
             if name.startswith("sub.") and name.endswith(".weight") and not name.startswith("sub.linear"):
                 # Depthwise 2-D convs run on ggml_conv_2d_dw_direct, which needs f32 kernels; the others go
                 # through im2col, which takes f32/f16 kernels only.
-                dense = "f32" if quantized_conv else conv_storage.value
+                # (bf16 kernels included: a bf16 conv_weight_type applies to the pointwise kernels only.)
+                im2col_ok = conv_storage in (StorageType.NATIVE, StorageType.F32, StorageType.F16)
+                dense = conv_storage.value if im2col_ok else "f32"
                 overrides[name] = "f32" if name in ("sub.2.weight", "sub.5.weight") else dense
             elif ".conv.pointwise" in name and name.endswith(".weight"):
                 # As the loader treats ``weight_type``: rows that do not fill whole blocks take q8_0 or f32.
