@@ -120,22 +120,8 @@ class OpenBlasGemm:
         self.config = config().decode()
         sgemm = lib.scipy_cblas_sgemm
         sgemm.restype = None
-        sgemm.argtypes = [
-            I32,
-            I32,
-            I32,
-            I32,
-            I32,
-            I32,
-            ctypes.c_float,
-            P,
-            I32,
-            P,
-            I32,
-            ctypes.c_float,
-            P,
-            I32,
-        ]
+        # (order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); this build's ints are 32-bit
+        sgemm.argtypes = [I32] * 6 + [ctypes.c_float, P, I32, P, I32, ctypes.c_float, P, I32]
         self._sgemm = sgemm
         self._lib = lib
         self._failure: BaseException | None = None
