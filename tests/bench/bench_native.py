@@ -9,7 +9,8 @@ Shapes are the models': batched (weight 1024x4096, 64-512 rows: the encoders) an
 (weight 2048x6144, 1-4 rows: the thinker's decode). ggml and numpy runs alternate (A/B) so that
 noise from other processes hits both; figures are medians. "overhead" is the time the graph layer
 adds around ggml's compute (setting the input, reading the output, Python calls) relative to
-compute; the tiny-graph line gives the fixed per-call cost.
+compute; the tiny-graph line gives the fixed per-call cost. Storage ``f32`` is the default path (products
+with 64+ rows on OpenBLAS, inference/native/blas.py), ``f32@ggml`` ggml's own f32 product.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from tests.bench import machine  # noqa: E402
 
 BATCHED = ((1024, 4096), (64, 128, 256, 512))
 VECTOR = ((2048, 6144), (1, 2, 4))
-STORAGES = ("f32", "f16", "q8_0")
+STORAGES = ("f32", "f32@ggml", "bf16", "f16", "q8_0")  # f32: big products on OpenBLAS (native/blas.py)
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -188,19 +189,24 @@ def main() -> None:
     if args.reference_python or os.environ.get(machine.REFERENCE_ENV):
         torch_linear = TorchLinear(machine.reference_python(args.reference_python), args.threads or 2)
     machine.print_machine_header(args.threads)
-    with open_backend(args.backend, threads=args.threads) as backend:
+    with open_backend(args.backend, threads=args.threads) as backend, open_backend(
+        args.backend, threads=args.threads, gemm="ggml"
+    ) as ggml_only:
         print(f"{backend}; numpy {np.__version__}; numpy BLAS pools: {machine.blas_threads()}")
         if args.threads is not None:
             print(machine.check_threads("numpy", args.threads, {"pools": machine.blas_threads()}))
         print(
-            f"{'storage':8} {'weight':10} {'rows':>5} {'ggml GF/s':>10} {'numpy GF/s':>11} {'ratio':>6} {'overhead':>9} "
-            f"{'torch f32 GF/s':>15} {'ggml/torch':>10}"
+            f"{'storage':9} {'weight':10} {'rows':>5} {'graph GF/s':>10} {'numpy GF/s':>11} {'ratio':>6} {'overhead':>9} "
+            f"{'torch f32 GF/s':>15} {'graph/torch':>11}"
         )
         for weight_shape, rows_list in (BATCHED, VECTOR):
-            for storage in STORAGES:
-                for r in bench_matmul(backend, storage, weight_shape, rows_list, args.reps, torch_linear):
+            for label in STORAGES:
+                storage, _, gemm = label.partition("@")
+                chosen = ggml_only if gemm == "ggml" else backend
+                for r in bench_matmul(chosen, storage, weight_shape, rows_list, args.reps, torch_linear):
+                    r["storage"] = label
                     print(
-                        f"{r['storage']:8} {r['weight']:10} {r['rows']:5d} {r['ggml_gflops']:10.1f} "
+                        f"{r['storage']:9} {r['weight']:10} {r['rows']:5d} {r['ggml_gflops']:10.1f} "
                         f"{r['numpy_f32_gflops']:11.1f} {r['ratio']:6.2f} {r['overhead_pct']:8.1f}% "
                         f"{r['torch_f32_gflops']:15.1f} {r['ggml_gflops'] / r['torch_f32_gflops']:9.2f}x"
                     )
