@@ -253,7 +253,8 @@ class GraphBuilder:
         """ggml's product in numpy terms: ``b @ a.mT``.
 
         a: (..., M, K) (weights; any storage type), b: (..., N, K) float32 -> (..., N, M).
-        Leading axes of ``a`` broadcast over those of ``b``.
+        Leading axes of ``a`` broadcast over those of ``b``. Big f32 x f32 products run on OpenBLAS when the
+        graph's backend offers it (:mod:`inference.native.blas`), the others on ggml.
         """
         if a.shape[-1] != b.shape[-1]:
             raise UsageError(
