@@ -2,7 +2,7 @@
 
 Sources of clips (one of):
 * --data DIR --split SPLIT [--split SPLIT ...]   the make_data.py corpus (audio kept for the held-out splits
-                                                 test, test_structures, unseen)
+                                                 test, test_structures, unseen, unseen_fresh)
 * --fixtures DIR                                 tests/fixtures/demo_model (manifest.json + WAVs)
 
 Per split it reports the WER overall, for clips of training structures and of held-out structures
@@ -142,7 +142,7 @@ def main() -> None:
     parser.add_argument("--engine", choices=["torch", "captioneer"], default="torch")
     parser.add_argument("--model", type=Path, required=True)
     parser.add_argument("--data", type=Path)
-    parser.add_argument("--split", action="append", choices=["test", "test_structures", "unseen"],
+    parser.add_argument("--split", action="append", choices=["test", "test_structures", "unseen", "unseen_fresh"],
                         help="repeatable; default test")
     parser.add_argument("--fixtures", type=Path)
     parser.add_argument("--limit", type=int, help="at most this many clips per split")

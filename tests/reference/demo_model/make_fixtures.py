@@ -5,8 +5,8 @@ Writes tests/fixtures/demo_model/{manifest.json, *.wav} (a few short clips from 
 manifest records the true transcript and the torch greedy text + token ids, so Captioneer's engine can
 be asserted equal to the reference.
 
-    nice -n 15 /work/refvenv/bin/python tests/reference/demo_model/make_fixtures.py \
-        --model resources/demo_model --data /work/demo_work/data
+    .venv-ref/bin/python tests/reference/demo_model/make_fixtures.py \
+        --model resources/demo_model --data $DEMO_WORK/data4
 """
 
 from __future__ import annotations
