@@ -30,6 +30,8 @@ def test_ctrl_c_delivered_to_another_thread_still_interrupts_a_quiet_pipe() -> N
             os.write(write_end, b"late")  # unblocks a reader that missed the interrupt: the test cannot hang
 
     helper = threading.Thread(target=other_thread, daemon=True)
+    # Python's own handler, whatever this process inherited (a background job starts with SIGINT ignored).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     started = time.monotonic()
     helper.start()
     try:
@@ -39,6 +41,7 @@ def test_ctrl_c_delivered_to_another_thread_still_interrupts_a_quiet_pipe() -> N
         assert time.monotonic() - started < 2.0, "the interrupt waited for data"
     finally:
         helper.join()
+        signal.signal(signal.SIGINT, previous)
         stdin.close()
         os.close(write_end)
 

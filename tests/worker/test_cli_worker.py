@@ -49,6 +49,13 @@ def cli(*args: str, **kwargs: object) -> subprocess.Popen[bytes]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)  # type: ignore[call-overload]
 
 
+def default_sigint() -> None:
+    """In the child before exec: Ctrl-C's default action. A shell starts background jobs with SIGINT ignored and
+    an ignored signal stays ignored across exec (Python then installs no KeyboardInterrupt handler), so a suite
+    launched with ``&`` would otherwise test nothing but that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def within(proc: subprocess.Popen[bytes], seconds: float, read: Callable[[], bytes]) -> bytes:
     """``read()`` from the CLI's pipe, or kill the CLI and fail after ``seconds``: a stream that never answers
     must fail the test, not hang the suite."""
@@ -109,7 +116,8 @@ def test_ctrl_c_finishes_a_live_stream_with_done() -> None:
     with `done`, the worker survives until then."""
     audio = load_audio_file(SAMPLE)
     proc = cli("-", "--model", str(DEMO), "--mode", "streaming", "--stream-mode", "segmented", "--format", "jsonl",
-               "--input-format", "f32le", stdin=subprocess.PIPE, start_new_session=True)  # fmt: skip
+               "--input-format", "f32le", stdin=subprocess.PIPE, start_new_session=True,
+               preexec_fn=default_sigint)  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(np.concatenate([audio, np.zeros(16000, np.float32), audio]).astype("<f4").tobytes())
     proc.stdin.flush()
