@@ -167,9 +167,9 @@ def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
         from inference.engine import load_engine
 
         spec = kind.split(":", 1)[1]
-        machine.use_gemm_of(spec)
-        engine = load_engine(model, "parakeet_tdt", machine.parakeet_weight_options(spec), backend=backend,
-                             threads=threads)  # fmt: skip
+        with machine.gemm_of(spec):
+            engine = load_engine(model, "parakeet_tdt", machine.parakeet_weight_options(spec), backend=backend,
+                                 threads=threads)  # fmt: skip
         # ggml's thread count is the backend's; numpy's BLAS (the decoder's projection) is pinned too.
         effective = {"ggml_threads": engine.backend.threads, "omp_wait_policy": machine.omp_wait_policy(),
                      "pools": machine.blas_threads(), "f32_gemm": engine.backend.f32_gemm}  # fmt: skip

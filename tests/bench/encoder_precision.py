@@ -11,7 +11,6 @@ Types as in the other benches: ``q6_k/q6_k`` also puts the pointwise conv kernel
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -26,15 +25,11 @@ def measure(model: Path, features: np.ndarray, valid: int, expected: np.ndarray,
     from inference.engine import load_engine
 
     options = machine.parakeet_weight_options(spec)
-    saved = dict(os.environ)
-    machine.use_gemm_of(spec)  # f32@ggml: ggml's own f32 products for this type only
-    try:
-        with load_engine(model, "parakeet_tdt", options, backend="cpu", threads=threads) as engine:
-            got = engine.encoder.encode(features, valid).hidden
-            gemm = engine.backend.f32_gemm
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    with machine.gemm_of(spec):  # f32@ggml: ggml's own f32 products for this type only
+        engine = load_engine(model, "parakeet_tdt", options, backend="cpu", threads=threads)
+    with engine:
+        got = engine.encoder.encode(features, valid).hidden
+        gemm = engine.backend.f32_gemm
     frames = min(len(got), len(expected))
     diff = np.abs(got[:frames] - expected[:frames])
     rel_rms = np.sqrt(np.mean(diff**2) / np.mean(expected[:frames] ** 2))

@@ -13,12 +13,13 @@ chosen with ``--reference-python`` or ``$CAPTIONEER_REFERENCE_PYTHON`` (:func:`r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -266,17 +267,27 @@ def run_interleaved(workers: Mapping[str, Any], clips: Mapping[float, Any], roun
 def parakeet_weight_options(spec: str) -> dict[str, str]:
     """Parakeet session options for a bench's weight-type spec: ``q6_k`` = matrices in q6_k, ``q6_k/q6_k`` = the
     conformer's pointwise conv kernels too (``conv_weight_type``; default ``native``). An ``@GEMM`` suffix
-    (``f32@ggml``) is not a session option: see :func:`use_gemm_of`."""
+    (``f32@ggml``) is not a session option: see :func:`gemm_of`."""
     weight_type, _, conv_type = spec.partition("@")[0].partition("/")
     return {"weight_type": weight_type, "conv_weight_type": conv_type or "native"}
 
 
-def use_gemm_of(spec: str) -> None:
-    """In a worker, before its backend opens: ``TYPE@ggml`` / ``TYPE@openblas`` picks who computes the big f32
-    weight products (``CAPTIONEER_F32_GEMM``, inference/native/blas.py); without a suffix the default stays."""
+@contextlib.contextmanager
+def gemm_of(spec: str) -> Iterator[None]:
+    """While a backend opens: ``TYPE@ggml`` / ``TYPE@openblas`` picks who computes the big f32 weight products
+    (``CAPTIONEER_F32_GEMM``, inference/native/blas.py, read when the backend opens); without a suffix the
+    default stays. The environment is as before afterwards."""
     gemm = spec.partition("@")[2]
+    saved = os.environ.get("CAPTIONEER_F32_GEMM")
     if gemm:
         os.environ["CAPTIONEER_F32_GEMM"] = gemm
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("CAPTIONEER_F32_GEMM", None)
+        else:
+            os.environ["CAPTIONEER_F32_GEMM"] = saved
 
 
 def run_workers(starters: Mapping[str, Callable[[], Any]], clips: Mapping[float, Any], rounds: int,

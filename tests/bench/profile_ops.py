@@ -280,7 +280,8 @@ def parakeet_part(args: argparse.Namespace, reference: str | None) -> None:
     audio = speech_clip(args.seconds)
     for kind in args.types.split(","):
         options = machine.parakeet_weight_options(kind)
-        engine = load_engine(model, "parakeet_tdt", options, backend="cpu", threads=args.threads)
+        with machine.gemm_of(kind):
+            engine = load_engine(model, "parakeet_tdt", options, backend="cpu", threads=args.threads)
         try:
             features = compute_features(audio, engine.config.features)
             np.save(args.work / "parakeet_features.npy", features.values)
