@@ -132,7 +132,7 @@ class Backend(NativeOwner):
         self.profiler: OpProfiler | None = None
         if self.is_cpu:
             api.ggml_backend_cpu_set_n_threads(handle, threads)
-        # Big f32 weight products on OpenBLAS (None: ggml computes every product); see native/blas.py.
+        # Big f32 products on OpenBLAS (None: ggml computes every product); see native/blas.py.
         try:
             self.gemm: OpenBlasGemm | None = open_gemm(gemm, self.is_cpu, api.ggml_get_data)
         except BaseException:
@@ -141,7 +141,7 @@ class Backend(NativeOwner):
 
     @property
     def f32_gemm(self) -> str:
-        """Which library computes big f32 weight products: "openblas (SkylakeX)" or "ggml"."""
+        """Which library computes big f32 products: "openblas (SkylakeX)" (OpenBLAS's kernel set) or "ggml"."""
         return f"openblas ({self.gemm.core})" if self.gemm is not None else "ggml"
 
     @property
@@ -175,7 +175,7 @@ def open_backend(
 ) -> Backend:
     """Initialise the requested backend. ``auto`` prefers a GPU, then the CPU.
 
-    gemm: who computes big f32 weight products on the CPU backend, ``auto`` (OpenBLAS when it loads),
+    gemm: who computes big f32 products on the CPU backend, ``auto`` (OpenBLAS when it loads),
     ``openblas`` or ``ggml``; default ``$CAPTIONEER_F32_GEMM``, else ``auto`` (see native/blas.py).
     """
     api = api or load_api()
