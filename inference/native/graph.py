@@ -238,14 +238,20 @@ class Graph(NativeOwner):
         if profiler is not None:
             self._compute_profiled(profiler)
             return
-        status = self._compute(self.backend.ptr, self._cgraph)
-        if self.backend.gemm is not None:
-            self.backend.gemm.check()
+        status = self._compute_graph(self._cgraph)
         if status != 0:
             raise BackendError(f"graph computation failed (ggml status {status})", "see the log for details")
 
+    def _compute_graph(self, cgraph: int) -> int:
+        """ggml's compute status for ``cgraph``, after raising what an OpenBLAS product callback failed with
+        inside it (a C caller cannot take the exception, see native/blas.py)."""
+        status = self._compute(self.backend.ptr, cgraph)
+        if self.backend.gemm is not None:
+            self.backend.gemm.check()
+        return int(status)
+
     def _compute_profiled(self, profiler: OpProfiler) -> None:
-        api, backend = self.api, self.backend.ptr
+        api = self.api
         if self._node_runner is None:
             self._node_runner = _NodeRunner(api)
         runner = self._node_runner
@@ -258,10 +264,8 @@ class Graph(NativeOwner):
             api.ggml_graph_clear(runner.cgraph)
             api.ggml_graph_add_node(runner.cgraph, ptr)
             t0 = clock()
-            status = self._compute(backend, runner.cgraph)
+            status = self._compute_graph(runner.cgraph)
             seconds = clock() - t0
-            if self.backend.gemm is not None:
-                self.backend.gemm.check()
             record = timed_node(api, ptr, seconds)
             if status != 0:
                 raise BackendError(
