@@ -27,7 +27,7 @@ from inference.families.confucius4_r2t2.checkpoint import R2T2Checkpoint, load_c
 from inference.families.confucius4_r2t2.config import AudioConfig
 from inference.families.confucius4_r2t2.frontend import audio_token_count, log_mel
 from inference.native import Backend, StorageType, open_backend, open_checkpoint
-from inference.native.blas import GemmLimits
+from tests.native.openblas_spy import every_product_on_openblas
 
 F32_TOLERANCE = 1e-4  # float32 fixtures; measured ~1.4e-6
 F16_STORED_TOLERANCE = 2e-3  # the 35 s outputs are stored as float16 (half a step at |x|~2.3 is ~1e-3)
@@ -145,11 +145,7 @@ def test_products_on_openblas_match_the_reference_too(tmp_path: Path, name: str,
     expected = load_expected_arrays()
     checkpoint = load_checkpoint(checkpoint_variant(FIXTURE_DIR / name, tmp_path / name, window))
     with open_backend("cpu", threads=2, gemm="openblas") as blas:
-        assert blas.gemm is not None
-        blas.gemm.limits = GemmLimits(min_rows=1, min_macs=1)
-        shapes: list[tuple[int, int, int]] = []
-        sgemm = blas.gemm._sgemm
-        blas.gemm._sgemm = lambda *args: (shapes.append(args[3:6]), sgemm(*args))[1]  # type: ignore[method-assign]
+        shapes = every_product_on_openblas(blas)
         with AudioTower(blas, checkpoint.files, checkpoint.config.audio) as tower:
             for clip in CLIPS:
                 reference = expected[f"projected/{clip}/w{window}"]

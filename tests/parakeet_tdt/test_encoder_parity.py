@@ -19,7 +19,7 @@ from inference.families.parakeet_tdt.encoder import (
     subsampled_length,
 )
 from inference.native import open_backend, open_checkpoint
-from inference.native.blas import GemmLimits
+from tests.native.openblas_spy import every_product_on_openblas
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "parakeet_tdt"
 CLIPS = ("short", "medium", "long", "noisy", "quiet")
@@ -51,11 +51,7 @@ def model(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
         ROOT / "models" / name / "model.safetensors"
     ) as ck:
         if backend.gemm is not None:
-            # Every f32 weight product on OpenBLAS (the tiny models' products are all under the speed limits).
-            backend.gemm.limits = GemmLimits(min_rows=1, min_macs=1)
-            calls = []
-            sgemm = backend.gemm._sgemm
-            backend.gemm._sgemm = lambda *args: (calls.append(args[3:6]), sgemm(*args))[1]  # type: ignore[method-assign]
+            calls = every_product_on_openblas(backend)
             yield name, backend, ck, hp
             assert len(calls) > 10 * hp.num_hidden_layers, "the products did not run on OpenBLAS"
         else:
