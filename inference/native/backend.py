@@ -7,6 +7,7 @@ llama-cpp-python work without code changes here.
 from __future__ import annotations
 
 import os
+import platform
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import CPU_FEATURES, GgmlApi, load_api
 from inference.native.blas import OpenBlasGemm, open_gemm, requested_gemm
+from inference.native.int8 import Int8Gemm
 from inference.native.lib import PINNED_LLAMA_CPP_VERSION
 from inference.native.owner import NativeOwner
 
@@ -132,12 +134,36 @@ class Backend(NativeOwner):
         self.profiler: OpProfiler | None = None
         if self.is_cpu:
             api.ggml_backend_cpu_set_n_threads(handle, threads)
+        self._int8: Int8Gemm | None = None  # opened by the first int8 weight (int8())
         # Big f32 products on OpenBLAS (None: ggml computes every product); see native/blas.py.
         try:
             self.gemm: OpenBlasGemm | None = open_gemm(gemm, self.is_cpu, api.ggml_get_data)
         except BaseException:
             self.close()  # the handle is ours from the first line: free it once, here
             raise
+
+    def int8(self) -> Int8Gemm:
+        """What computes int8 weight products (native/int8.py), opened on first use: CPU backends only."""
+        if not self.is_cpu:
+            raise UsageError(
+                f"int8 weights run on the CPU backend only, not on {self.kind}",
+                "pick weight_type q8_0 (or bf16) for this backend, or use --backend cpu",
+            )
+        if self._int8 is None:
+            self._int8 = Int8Gemm(self.api.ggml_get_data, has_vnni=self._has_vnni())
+        return self._int8
+
+    @property
+    def int8_products(self) -> Int8Gemm | None:
+        """The int8 product engine when a weight store has opened it (graphs route I8 weights to it)."""
+        return self._int8
+
+    def _has_vnni(self) -> bool:
+        """Whether int8 products may use 8-bit weights without 16-bit saturation (see native/int8.py)."""
+        if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86"):
+            return True  # ARM's dot-product kernels accumulate in 32 bits
+        flags = (self.api.ggml_cpu_has_avx512_vnni, self.api.ggml_cpu_has_avx_vnni)
+        return any(flag is not None and bool(flag()) for flag in flags)
 
     @property
     def f32_gemm(self) -> str:

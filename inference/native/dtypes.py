@@ -94,6 +94,8 @@ class StorageType(enum.StrEnum):
     # q6_k keeps encoder outputs close to f32 (tests/parakeet_tdt/test_weight_types.py).
     Q6_K = "q6_k"
     Q4_K = "q4_k"
+    # Per-row int8 matrices multiplied by ONNX Runtime's VNNI int8 GEMM on the CPU backend (native/int8.py).
+    INT8 = "int8"
 
     @classmethod
     def parse(cls, value: StorageType | str) -> StorageType:
@@ -106,10 +108,17 @@ class StorageType(enum.StrEnum):
     @property
     def is_quantized(self) -> bool:
         """A block-quantised type (``native`` is not: it depends on the checkpoint)."""
-        return self is not StorageType.NATIVE and GgmlType[self.name] in QUANTIZED_TYPES
+        return self not in (StorageType.NATIVE, StorageType.INT8) and GgmlType[self.name] in QUANTIZED_TYPES
+
+    @property
+    def needs_matrices(self) -> bool:
+        """Whether weights in this type must be 2-D matrices (block rows, or int8's per-row scales)."""
+        return self.is_quantized or self is StorageType.INT8
 
     def ggml_type(self, stored: GgmlType) -> GgmlType:
-        """The type a tensor stored as ``stored`` ends up in."""
+        """The type a tensor stored as ``stored`` ends up in (int8 matrices: I8, see native/int8.py)."""
         if self is StorageType.NATIVE:
             return stored
+        if self is StorageType.INT8:
+            return GgmlType.I8
         return GgmlType[self.name]

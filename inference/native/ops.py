@@ -20,6 +20,7 @@ from inference.native.tensor import MAX_DIMS, Tensor, ggml_axis, to_ne
 
 if TYPE_CHECKING:
     from inference.native.blas import OpenBlasGemm, ProductArgs
+    from inference.native.int8 import Int8Args, Int8Gemm
 
 DEFAULT_MAX_NODES = 8192
 # Type pairs computed as they are by add/sub/mul/div; mixed pairs are promoted to f32 like numpy
@@ -31,11 +32,18 @@ class GraphBuilder:
     """Collects inputs, operations and outputs of one graph. Created and owned by a Graph."""
 
     def __init__(
-        self, api: GgmlApi, max_nodes: int = DEFAULT_MAX_NODES, gemm: OpenBlasGemm | None = None
+        self,
+        api: GgmlApi,
+        max_nodes: int = DEFAULT_MAX_NODES,
+        gemm: OpenBlasGemm | None = None,
+        int8: Int8Gemm | None = None,
     ) -> None:
         self.api = api
         self.gemm = gemm  # big f32 weight products go to OpenBLAS when set (CPU backends)
-        self.product_args: list[ProductArgs] = []  # read by the gemm callback while the graph lives
+        self.int8 = int8  # computes products with int8 weights (CPU backends that loaded some)
+        self.row_invariant = False  # set by keep_products_on_ggml()
+        # Read by the product callbacks while the graph lives.
+        self.product_args: list[ProductArgs | Int8Args] = []
         self.max_nodes = max_nodes
         self.max_tensors = max_nodes
         self.n_tensors = 0
@@ -260,6 +268,8 @@ class GraphBuilder:
             raise UsageError(
                 f"mul_mat: inner sizes differ, a {a.shape} vs b {b.shape} (last axes must match)"
             )
+        if a.type == GgmlType.I8:
+            return self._int8_product(a, b)
         ne_a, ne_b = a.ne, b.ne
         if ne_b[2] % ne_a[2] or ne_b[3] % ne_a[3]:
             raise UsageError(f"mul_mat: leading axes of {a.shape} do not broadcast over {b.shape}")
@@ -275,8 +285,10 @@ class GraphBuilder:
     def keep_products_on_ggml(self) -> None:
         """Compute every product of this graph with ggml, whose f32 product gives each output row the same bits
         whatever the row count (OpenBLAS's kernels do not: their blocking depends on the row count and, on some
-        CPUs, on the row's position). For graphs whose results must not depend on how rows are batched."""
+        CPUs, on the row's position). For graphs whose results must not depend on how rows are batched.
+        Products with int8 weights are refused from then on (their activation scale spans a thread's rows)."""
         self.gemm = None
+        self.row_invariant = True
 
     def _blas_eligible(self, a: Tensor, b: Tensor) -> bool:
         """f32 x f32 products big enough for OpenBLAS (quantised/f16 weights keep ggml's int8/f16 kernels)."""
@@ -310,6 +322,34 @@ class GraphBuilder:
             self.gemm.callback, -1, ctypes.addressof(args),
         )  # fmt: skip
         return self._wrap(ptr, max(a.ndim, b.ndim, 2))
+
+    def _int8_product(self, a: Tensor, b: Tensor) -> Tensor:
+        """``b @ a.mT`` for an int8 matrix ``a`` (N, K) of a weight store, on ONNX Runtime (native/int8.py)."""
+        from inference.native.int8 import Int8Args
+
+        scale = a.owner.int8_scale(a) if hasattr(a.owner, "int8_scale") else None
+        if scale is None or a.ndim != 2:
+            raise UsageError(f"mul_mat: an int8 tensor {a.shape} that is not an int8 weight matrix of a store")
+        if self.int8 is None:
+            raise UsageError("mul_mat: int8 weights on a backend that has no int8 products (load them on its CPU backend)")
+        if self.row_invariant:
+            raise UsageError(
+                "int8 weights cannot serve a graph whose rows must not depend on their batching",
+                "pick q8_0 (or f32) for this model's weights",
+            )
+        n, k = a.shape
+        if b.shape[-1] != k:
+            raise UsageError(f"mul_mat: inner sizes differ, a {a.shape} vs b {b.shape} (last axes must match)")
+        b = self.contiguous(self._as_f32(b))
+        ne_b = b.ne
+        args = Int8Args(b.ptr, a.ptr, scale.ptr, ne_b[1] * ne_b[2] * ne_b[3], n, k)
+        self.product_args.append(args)
+        sources = (ctypes.c_void_p * 3)(b.ptr, a.ptr, scale.ptr)
+        ptr = self.api.ggml_custom_4d(
+            self._ctx(), int(GgmlType.F32), n, ne_b[1], ne_b[2], ne_b[3], sources, 3,
+            self.int8.callback, -1, ctypes.addressof(args),
+        )  # fmt: skip
+        return self._wrap(ptr, max(b.ndim, 2))
 
     def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         """PyTorch ``nn.Linear``: ``x @ weight.T + bias`` with weight shaped (out, in)."""

@@ -8,6 +8,8 @@ applies to matrices (2-D and up) whose rows fit whole blocks of that type; a K-q
 fit its 256-value blocks take q8_0 when they fit 32 (:func:`~inference.native.quant.fitting_type`), other
 rows that do not fit stay float32, and so do 1-D tensors (norms, biases): ggml's element-wise ops want f32. A per-name
 override forces any type (e.g. depthwise kernels must be f32). Conversions use ggml's quantizer.
+``int8`` (CPU backends) applies to 2-D matrices only, stored with per-row scales for ONNX Runtime's int8
+GEMM (:mod:`inference.native.int8`); other tensors stay float32.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from inference.native.backend import Backend
 from inference.native.bindings import InitParams, TensorHead
 from inference.native.checkpoint import Checkpoint, TensorRecord
 from inference.native.dtypes import QUANTIZED_TYPES, GgmlType, StorageType, ggml_type_of
+from inference.native.int8 import dequantize_rows, quantize_rows
 from inference.native.owner import NativeOwner
 from inference.native.quant import can_store_rows, dequantize, fitting_type, quantize
 from inference.native.tensor import MAX_DIMS, Tensor, to_ne
@@ -36,6 +39,7 @@ class _Pending:
     target: GgmlType
     source: TensorRecord | np.ndarray
     mapped: bool = False  # use the memory-mapped file bytes in place (CPU backend only)
+    int8: bool = False  # an int8 matrix with row scales (native/int8.py): I8 bytes transposed + a scale tensor
 
 
 class WeightStore(NativeOwner):
@@ -52,15 +56,23 @@ class WeightStore(NativeOwner):
         self._mapped_files: list[np.ndarray] = []  # keeps the memory maps alive
         self.mapped_bytes = 0
         self._read_only: set[int] = set()  # tensors living in read-only file mappings
+        self._int8_scales: dict[int, Tensor] = {}  # int8 matrix pointer -> its (N,) f32 row scales
+        n_tensors = len(entries) + sum(entry.int8 for entry in entries)
         self._ctx: int | None = api.ggml_init(
-            InitParams(api.ggml_tensor_overhead() * max(1, len(entries)), None, True)
+            InitParams(api.ggml_tensor_overhead() * max(1, n_tensors), None, True)
         )
+
+        def new_tensor(name: str, ggml_type: GgmlType, shape: tuple[int, ...]) -> Tensor:
+            ne = (ctypes.c_int64 * MAX_DIMS)(*to_ne(shape))
+            ptr = api.ggml_new_tensor(self._ctx, int(ggml_type), MAX_DIMS, ne)
+            api.ggml_set_name(ptr, name.encode()[:63])
+            return Tensor(ptr, len(shape), self)
+
         try:
             for entry in entries:
-                ne = (ctypes.c_int64 * MAX_DIMS)(*to_ne(entry.shape))
-                ptr = api.ggml_new_tensor(self._ctx, int(entry.target), MAX_DIMS, ne)
-                api.ggml_set_name(ptr, entry.name.encode()[:63])
-                self._tensors[entry.name] = Tensor(ptr, len(entry.shape), self)
+                tensor = self._tensors[entry.name] = new_tensor(entry.name, entry.target, entry.shape)
+                if entry.int8:
+                    self._int8_scales[tensor.ptr] = new_tensor(f"{entry.name}.int8_scale", GgmlType.F32, entry.shape[:1])
             self._map_file_tensors([entry for entry in entries if entry.mapped])
             if any(not entry.mapped for entry in entries):
                 self._buffer = api.ggml_backend_alloc_ctx_tensors(self._ctx, backend.ptr)
@@ -100,14 +112,23 @@ class WeightStore(NativeOwner):
             self._read_only.add(self._tensors[entry.name].ptr)
 
     def _upload(self, tensor: Tensor, entry: _Pending) -> None:
-        raw = _convert(self.api, entry.source, entry.target, entry.shape)
-        expected = self.api.ggml_nbytes(tensor.ptr)
-        if raw.nbytes != expected:
-            raise BackendError(f"weight {entry.name!r}: {raw.nbytes} bytes converted, {expected} expected")
-        self.api.ggml_backend_tensor_set(tensor.ptr, raw.ctypes.data, 0, raw.nbytes)
+        if entry.int8:
+            transposed, scale = quantize_rows(_float_values(self.api, entry.source, entry.shape), self.backend.int8().qmax)
+            self._set(self._int8_scales[tensor.ptr], entry.name, scale)
+            raw = transposed.view(np.uint8)
+        else:
+            raw = _convert(self.api, entry.source, entry.target, entry.shape)
+        self._set(tensor, entry.name, raw)
         if isinstance(entry.source, TensorRecord):
             del raw
             entry.source.release_pages()  # keep the load's peak near one copy of the weights
+
+    def _set(self, tensor: Tensor, name: str, raw: np.ndarray) -> None:
+        expected = self.api.ggml_nbytes(tensor.ptr)
+        if raw.nbytes != expected:
+            raise BackendError(f"weight {name!r}: {raw.nbytes} bytes converted, {expected} expected")
+        raw = np.ascontiguousarray(raw)
+        self.api.ggml_backend_tensor_set(tensor.ptr, raw.ctypes.data, 0, raw.nbytes)
 
     # ----------------------------------------------------------------- access
     def __getitem__(self, name: str) -> Tensor:
@@ -118,6 +139,10 @@ class WeightStore(NativeOwner):
 
     def __contains__(self, name: object) -> bool:
         return name in self._tensors
+
+    def int8_scale(self, tensor: Tensor) -> Tensor | None:
+        """The row scales of an int8 matrix of this store (None for any other tensor)."""
+        return self._int8_scales.get(tensor.ptr)
 
     def is_read_only(self, tensor: Tensor) -> bool:
         """Whether ``tensor`` lives in a read-only file mapping (graphs must not write into it)."""
@@ -131,12 +156,23 @@ class WeightStore(NativeOwner):
         tensor = self[name]
         raw = np.empty(self.api.ggml_nbytes(tensor.ptr), dtype=np.uint8)
         self.api.ggml_backend_tensor_get(tensor.ptr, raw.ctypes.data, 0, raw.nbytes)
+        scale = self.int8_scale(tensor)
+        if scale is not None:
+            rows, columns = tensor.shape
+            transposed = raw.view(np.int8).reshape(columns, rows)
+            return dequantize_rows(transposed, self.numpy_of(scale))
         return dequantize(self.api, raw, tensor.type, tensor.shape)
+
+    def numpy_of(self, tensor: Tensor) -> np.ndarray:
+        """A float32 tensor of this store read back (int8 scales have no name of their own)."""
+        values = np.empty(tensor.shape, dtype=np.float32)
+        self.api.ggml_backend_tensor_get(tensor.ptr, values.ctypes.data, 0, values.nbytes)
+        return values
 
     def bytes_by_type(self) -> dict[str, int]:
         """Backend bytes used per ggml type name, e.g. {'q8_0': 123, 'f32': 45}."""
         totals: dict[str, int] = {}
-        for tensor in self._tensors.values():
+        for tensor in (*self._tensors.values(), *self._int8_scales.values()):
             key = tensor.type.name.lower()
             totals[key] = totals.get(key, 0) + int(self.api.ggml_nbytes(tensor.ptr))
         return totals
@@ -239,10 +275,16 @@ def _entry(
     if stored in (GgmlType.I8, GgmlType.I16, GgmlType.I32, GgmlType.I64):
         return _Pending(name, shape, stored, source)  # integer tables stay as they are
     if override is not None:
+        if str(override).lower() == StorageType.INT8.value:
+            return _int8_entry(backend, name, shape, stored, source)
         target = _override_type(override, stored)
         if not can_store_rows(api, target, shape[-1]):
             raise UsageError(f"weight {name!r} with rows of {shape[-1]} cannot be stored as {target.name}")
         return _Pending(name, shape, target, source)
+    if storage is StorageType.INT8:  # matrices only; vectors and kernels of 3+ axes stay f32
+        if len(shape) == 2:
+            return _int8_entry(backend, name, shape, stored, source)
+        return _Pending(name, shape, GgmlType.F32, source)
     target = storage.ggml_type(stored)
     if target == GgmlType.F64:
         target = GgmlType.F32
@@ -251,12 +293,31 @@ def _entry(
     return _Pending(name, shape, fitting_type(api, target, shape[-1]), source)
 
 
+def _int8_entry(
+    backend: Backend, name: str, shape: tuple[int, ...], stored: GgmlType, source: TensorRecord | np.ndarray
+) -> _Pending:
+    if len(shape) != 2:
+        raise UsageError(f"weight {name!r} of shape {shape} cannot be stored as int8 (matrices only)")
+    backend.int8()  # fails here, naming the fix, when this backend cannot compute int8 products
+    return _Pending(name, shape, GgmlType.I8, source, int8=True)
+
+
+def _float_values(api: object, source: TensorRecord | np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``source`` as float32 values of ``shape`` (dequantized when the checkpoint stores another type)."""
+    if isinstance(source, np.ndarray):
+        return np.asarray(source, dtype=np.float32).reshape(shape)
+    if source.type == GgmlType.F32:
+        return np.ascontiguousarray(source.raw).view(np.float32).reshape(shape)
+    return dequantize(api, source.raw, source.type, shape)  # type: ignore[arg-type]
+
+
 def _with_mapping(entry: _Pending) -> _Pending:
     record = entry.source
     mappable = (
         isinstance(record, TensorRecord)
         and record.file_bytes is not None
         and record.type == entry.target
+        and not entry.int8
         and record.raw.ctypes.data % 32 == 0  # ggml's tensor alignment; GGUF files guarantee it
     )
     return _Pending(entry.name, entry.shape, entry.target, entry.source, mapped=True) if mappable else entry

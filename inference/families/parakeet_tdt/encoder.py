@@ -159,10 +159,9 @@ class ParakeetEncoder:
         if missing:
             raise ModelError(f"checkpoint lacks encoder tensor {missing[0]!r}", "use an unmodified checkpoint")
         arrays = _prepared_arrays(source, config)
-        quantized_conv = conv_storage.is_quantized
-        if quantized_conv:
-            # Block-quantised types need rows of whole blocks along ne0, but a Conv1d kernel is stored
-            # (C_out, C_in, 1): give the pointwise kernels to the loader as (C_out, C_in) matrices.
+        if conv_storage.needs_matrices:
+            # Block-quantised and int8 types need matrices (rows of whole blocks along ne0; per-row scales), but a
+            # Conv1d kernel is stored (C_out, C_in, 1): give the pointwise kernels to the loader as (C_out, C_in).
             for name in [n for n in direct if ".conv.pointwise" in n and n.endswith(".weight")]:
                 kernel = source.numpy(direct.pop(name))
                 arrays[name] = kernel.reshape(kernel.shape[:2])
@@ -179,7 +178,7 @@ class ParakeetEncoder:
                 # As the loader treats ``weight_type``: rows that do not fill whole blocks take q8_0 or f32.
                 overrides[name] = (
                     fitting_type(backend.api, GgmlType[conv_storage.name], arrays[name].shape[-1]).name.lower()
-                    if quantized_conv
+                    if conv_storage.is_quantized
                     else conv_storage.value
                 )
             elif name.endswith("conv.depthwise.weight"):

@@ -1,0 +1,112 @@
+"""8-bit weight products on ONNX Runtime's int8 GEMM (MLAS), as a ggml custom op inside the graph.
+
+Why: ggml has no tiled x86 kernel for its 8-bit type (q8_0 runs at about f32 speed; only ARM and RISC-V get a
+repacked q8_0), while MLAS's u8 x s8 GEMM uses AVX-512 VNNI / AVX-VNNI. One product, weight 1024x4096,
+375 rows, one thread, AMD EPYC (Zen 5): OpenBLAS f32 about 210 GFLOP/s, MLAS int8 about 600 GOP/s.
+ONNX Runtime is already a Captioneer dependency (the Silero VAD runs on it).
+
+Format (``weight_type=int8``): each output row ``n`` of a weight ``W`` (N, K) has its own scale
+``s[n] = max|W[n]| / qmax`` and is stored as ``round(W[n] / s[n])`` in int8. The ggml tensor keeps the
+logical shape (N, K) with type I8 but holds the bytes **transposed**, (K, N) row-major, the layout MLAS's
+``B`` operand wants; ggml never reads it, only :class:`Int8Gemm` does. The scales sit in a separate f32
+tensor of the same store (``WeightStore.int8_scale``). qmax is 127 on CPUs with VNNI; without it (AVX2 only)
+MLAS multiplies pairs into 16 bits, which can saturate, so weights keep 7 bits (qmax 63, ONNX Runtime's
+``reduce_range``).
+
+Activations are quantized by ONNX Runtime per call (``DynamicQuantizeMatMul``: one u8 scale and zero point
+per tensor); each ggml thread quantizes and multiplies its own contiguous share of the rows, so the result
+depends on the thread count at the level of the int8 rounding (the same thread count gives the same bits).
+Graphs whose rows must not depend on their batching (R2T2's live tower) cannot take int8 weights.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from inference.errors import BackendError
+from inference.native.bindings import I64, CustomOp, P
+
+MODEL_PATH = Path(__file__).with_name("dynamic_quantize_matmul.onnx")
+INSTALL_FIX = "pip install onnxruntime (a Captioneer dependency), or pick weight_type q8_0"
+# The weight scale: VNNI CPUs multiply u8 x s8 into 32 bits; AVX2's pairwise 16-bit sums can saturate
+# above 7-bit weights (255 * 127 * 2 > 32767).
+QMAX_VNNI, QMAX_NO_VNNI = 127, 63
+
+
+class Int8Args(ctypes.Structure):
+    """One int8 product node: ``out (rows, n) = x (rows, k) @ dequant(w)``; ggml tensors read at compute time."""
+
+    _fields_ = [("x", P), ("w", P), ("scale", P), ("rows", I64), ("n", I64), ("k", I64)]
+
+
+def quantize_rows(weight: np.ndarray, qmax: int) -> tuple[np.ndarray, np.ndarray]:
+    """(N, K) float weights -> ((K, N) int8 transposed, (N,) float32 scales), one symmetric scale per row."""
+    values = np.asarray(weight, dtype=np.float32)
+    if values.ndim != 2:
+        raise ValueError(f"int8 weights are matrices, got shape {values.shape}")
+    peak = np.abs(values).max(axis=1)
+    scale = np.where(peak > 0, peak / qmax, 1.0).astype(np.float32)
+    q = np.clip(np.rint(values / scale[:, None]), -qmax, qmax).astype(np.int8)
+    return np.ascontiguousarray(q.T), scale
+
+
+def dequantize_rows(transposed: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The float32 (N, K) weight an int8 weight stands for."""
+    return transposed.T.astype(np.float32) * scale[:, None]
+
+
+class Int8Gemm:
+    """Computes the int8 weight products of a CPU backend's graphs; one per backend, opened on first use."""
+
+    def __init__(self, get_data: Callable[[int], int], has_vnni: bool) -> None:
+        try:
+            import onnxruntime as ort
+        except ImportError as exc:
+            raise BackendError("int8 weights need ONNX Runtime, which is not installed", INSTALL_FIX) from exc
+        if not MODEL_PATH.is_file():
+            raise BackendError(f"the int8 product model {MODEL_PATH.name} is missing", "reinstall Captioneer")
+        options = ort.SessionOptions()
+        # ggml's threads already cover the cores: each runs its own single-threaded product.
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self._session: Any = ort.InferenceSession(
+            str(MODEL_PATH), options, providers=["CPUExecutionProvider"]
+        )
+        self.qmax = QMAX_VNNI if has_vnni else QMAX_NO_VNNI
+        self.version = ort.__version__
+        self._get_data = get_data
+        self._failure: BaseException | None = None
+        self._failure_lock = threading.Lock()
+        self.callback = CustomOp(self._compute)
+
+    def _compute(self, dst: int, ith: int, nth: int, userdata: int) -> None:
+        try:
+            args = Int8Args.from_address(userdata)
+            share = -(-args.rows // nth)
+            first = ith * share
+            rows = min(args.rows, first + share) - first
+            if rows <= 0:
+                return
+            n, k = args.n, args.k
+            binding = self._session.io_binding()
+            binding.bind_input("x", "cpu", 0, np.float32, [rows, k], self._get_data(args.x) + first * k * 4)
+            binding.bind_input("w", "cpu", 0, np.int8, [k, n], self._get_data(args.w))
+            binding.bind_input("w_scale", "cpu", 0, np.float32, [n], self._get_data(args.scale))
+            binding.bind_output("y", "cpu", 0, np.float32, [rows, n], self._get_data(dst) + first * n * 4)
+            self._session.run_with_iobinding(binding)
+        except BaseException as exc:  # a C caller cannot take an exception: keep it for check()
+            with self._failure_lock:
+                self._failure = self._failure or exc
+
+    def check(self) -> None:
+        """Raise what an int8 product failed with during the last compute (then forget it)."""
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise BackendError(f"an int8 product failed: {failure!r}", INSTALL_FIX) from failure

@@ -1,0 +1,179 @@
+"""int8 weight products on ONNX Runtime's int8 GEMM inside ggml graphs (inference/native/int8.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inference.errors import BackendError, UsageError
+from inference.native import Backend, Graph, GraphBuilder, load_weights, open_backend
+from inference.native.dtypes import GgmlType
+from inference.native.int8 import MODEL_PATH, QMAX_NO_VNNI, QMAX_VNNI, dequantize_rows, quantize_rows
+
+
+@pytest.fixture(scope="module", params=[1, 3])
+def cpu(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    # 3 threads: uneven row shares, and with few rows a thread gets none.
+    backend = open_backend("cpu", threads=request.param)
+    yield backend
+    backend.close()
+
+
+def graph_ops(graph: Graph) -> list[str]:
+    api = graph.api
+    return [api.ggml_op_desc(api.ggml_graph_node(graph._cgraph, i)).decode() for i in range(graph.n_nodes)]
+
+
+def linear_graph(backend: Backend, weight: np.ndarray, x_shape: tuple[int, ...], bias: np.ndarray | None = None,
+                 row_invariant: bool = False):  # fmt: skip
+    arrays = {"w": weight} if bias is None else {"w": weight, "b": bias}
+    store = load_weights(backend, arrays=arrays, storage="int8")
+
+    def build(g: GraphBuilder) -> None:
+        if row_invariant:
+            g.keep_products_on_ggml()
+        x = g.input("x", x_shape)
+        g.output("y", g.linear(x, store["w"], store["b"] if bias is not None else None))
+
+    return store, Graph(backend, build)
+
+
+def relative_rms(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((got - want) ** 2) / np.mean(want**2)))
+
+
+def test_row_quantization_round_trips_within_half_a_step():
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((40, 24)).astype(np.float32) * np.linspace(0.01, 10, 40)[:, None]
+    weight[7] = 0.0  # an all-zero row keeps a finite scale
+    q, scale = quantize_rows(weight, 127)
+    assert q.dtype == np.int8 and q.shape == (24, 40) and q.flags.c_contiguous  # transposed: (K, N)
+    assert scale.shape == (40,) and np.isfinite(scale).all()
+    assert np.abs(q).max() == 127
+    back = dequantize_rows(q, scale)
+    assert np.all(np.abs(back - weight) <= scale[:, None] / 2 + 1e-7)
+    assert not back[7].any()
+    assert np.abs(quantize_rows(weight, QMAX_NO_VNNI)[0]).max() == 63
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "x_shape"),
+    [
+        (256, 128, (80, 128)),
+        (200, 96, (2, 35, 96)),  # batched rows
+        (48, 64, (3, 2, 5, 64)),  # 4-D input: every leading axis is rows
+        (64, 32, (2, 32)),  # fewer rows than threads get shares
+    ],
+)
+def test_int8_products_match_the_dequantized_weight(cpu, n, k, x_shape):
+    rng = np.random.default_rng(n + k)
+    weight = rng.standard_normal((n, k)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    store, graph = linear_graph(cpu, weight, x_shape, bias)
+    with store, graph:
+        assert store["w"].type == GgmlType.I8 and store["b"].type == GgmlType.F32
+        ops = graph_ops(graph)
+        assert "CUSTOM" in ops and "MUL_MAT" not in ops
+        got = graph.run(x=x)["y"]
+        again = graph.run(x=x)["y"]
+        stored = store.numpy("w")
+    assert got.shape == (*x_shape[:-1], n)
+    assert np.array_equal(got, again)
+    want = x @ stored.T + bias
+    # What remains is the activation rounding: u8 with one scale per thread's rows (about 1/255 of the range).
+    assert relative_rms(got, want) < 1.5e-2
+    assert relative_rms(got, x @ weight.T + bias) < 2e-2
+    assert np.abs(stored - weight).max() <= np.abs(weight).max() / cpu.int8().qmax
+
+
+def test_weight_scales_follow_the_cpu(cpu):
+    assert cpu.int8().qmax in (QMAX_VNNI, QMAX_NO_VNNI)
+    features = cpu.api
+    vnni = any(f is not None and f() for f in (features.ggml_cpu_has_avx512_vnni, features.ggml_cpu_has_avx_vnni))
+    import platform
+
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        assert cpu.int8().qmax == (QMAX_VNNI if vnni else QMAX_NO_VNNI)
+
+
+def test_only_matrices_become_int8():
+    backend = open_backend("cpu", threads=1)
+    try:
+        rng = np.random.default_rng(1)
+        arrays = {"m": rng.standard_normal((8, 16)), "v": rng.standard_normal(8), "k": rng.standard_normal((4, 3, 5))}
+        with load_weights(backend, arrays=arrays, storage="int8", overrides={"v": "f32"}) as store:
+            assert store["m"].type == GgmlType.I8 and store.int8_scale(store["m"]) is not None
+            assert store["v"].type == GgmlType.F32 and store["k"].type == GgmlType.F32
+            assert store.int8_scale(store["k"]) is None
+            assert store.bytes_by_type() == {"i8": 128, "f32": 8 * 4 + 60 * 4 + 8 * 4}
+        with load_weights(backend, arrays={"m": arrays["m"]}, overrides={"m": "int8"}) as store:
+            assert store["m"].type == GgmlType.I8
+        with pytest.raises(UsageError, match="matrices only"):
+            load_weights(backend, arrays={"k": arrays["k"]}, overrides={"k": "int8"})
+    finally:
+        backend.close()
+
+
+def test_row_invariant_graphs_refuse_int8_weights(cpu):
+    weight = np.ones((64, 32), np.float32)
+    with pytest.raises(UsageError, match="rows must not depend"):
+        linear_graph(cpu, weight, (10, 32), row_invariant=True)
+
+
+def test_a_failing_product_raises_instead_of_returning_garbage(cpu, monkeypatch):
+    weight = np.ones((64, 32), np.float32)
+    x = np.ones((16, 32), np.float32)
+    store, graph = linear_graph(cpu, weight, x.shape)
+    with store, graph:
+        broken = type("Broken", (), {"io_binding": lambda self: (_ for _ in ()).throw(RuntimeError("simulated ORT failure"))})()
+        monkeypatch.setattr(cpu.int8(), "_session", broken)
+        with pytest.raises(BackendError, match="simulated ORT failure"):
+            graph.run(x=x)
+        monkeypatch.undo()
+        np.testing.assert_allclose(graph.run(x=x)["y"], 32.0, rtol=1e-2)  # usable again
+
+
+def test_a_missing_onnxruntime_is_a_clear_error(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_ort(name: str, *args: object, **kwargs: object) -> object:
+        if name == "onnxruntime":
+            raise ImportError("simulated: no onnxruntime")
+        return real_import(name, *args, **kwargs)
+
+    backend = open_backend("cpu", threads=1)
+    try:
+        monkeypatch.setattr(builtins, "__import__", no_ort)
+        with pytest.raises(BackendError, match="ONNX Runtime") as info:
+            load_weights(backend, arrays={"m": np.ones((8, 8), np.float32)}, storage="int8")
+        assert "q8_0" in str(info.value)
+    finally:
+        backend.close()
+
+
+def test_the_shipped_product_model_is_what_the_generator_writes():
+    onnx = pytest.importorskip("onnx")  # the reference extras
+    del onnx
+    import importlib.util
+
+    script = Path(__file__).with_name("make_int8_product_model.py")
+    spec = importlib.util.spec_from_file_location("make_int8_product_model", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert MODEL_PATH.read_bytes() == module.build_model_bytes()
+
+
+def test_the_shipped_product_model_has_the_expected_signature():
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(MODEL_PATH), providers=["CPUExecutionProvider"])
+    inputs = {i.name: (i.type, len(i.shape)) for i in session.get_inputs()}
+    assert inputs == {"x": ("tensor(float)", 2), "w": ("tensor(int8)", 2), "w_scale": ("tensor(float)", 1)}
+    assert [(o.name, o.type) for o in session.get_outputs()] == [("y", "tensor(float)")]
