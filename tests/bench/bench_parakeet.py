@@ -173,6 +173,9 @@ def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
         # ggml's thread count is the backend's; numpy's BLAS (the decoder's projection) is pinned too.
         effective = {"ggml_threads": engine.backend.threads, "omp_wait_policy": machine.omp_wait_policy(),
                      "pools": machine.blas_threads(), "f32_gemm": engine.backend.f32_gemm}  # fmt: skip
+        int8 = engine.backend.int8_products
+        if int8 is not None:  # weight_type=int8: ONNX Runtime's int8 GEMM, one single-threaded run per ggml thread
+            effective["int8_gemm"] = f"onnxruntime {int8.version} (weights in +-{int8.qmax})"
 
         def run(audio: np.ndarray) -> list[int]:
             return list(engine.transcribe(audio).token_ids)

@@ -1,4 +1,4 @@
-"""Token agreement of reduced storage types (f16, bf16, q8_0) with the f32 reference decode, beside its margins.
+"""Token agreement of reduced storage types (f16, bf16, q8_0, int8) with the f32 reference decode, beside its margins.
 
 The tiny random fixture models decide many greedy steps by small logit margins (the reference records the
 top-1/top-2 gap of every joint step), so a reduced type can flip a decision that a trained model would not.
@@ -17,7 +17,7 @@ from inference.audio.io import load_audio_file
 from inference.engine import load_engine
 
 # (weight_type, conv_weight_type) pairs measured against the f32 checkpoint.
-STORAGE_CONFIGS = (("f16", "native"), ("f16", "f16"), ("bf16", "native"), ("q8_0", "native"))
+STORAGE_CONFIGS = (("f16", "native"), ("f16", "f16"), ("bf16", "native"), ("q8_0", "native"), ("int8", "int8"))
 
 
 @dataclass(frozen=True)

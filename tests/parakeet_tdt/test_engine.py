@@ -190,3 +190,27 @@ def test_encoder_graph_arena_bounds_full_context_memory() -> None:
         # and give the reference long-form result
         assert small.transcribe(audio, audio_chunk_mode="fixed").text == expected("tiny_a")["long_form"]["text"]
         assert 0 < small.encoder.graph_buffer_bytes <= 10 * 2**20
+
+
+@pytest.mark.parametrize(("threads", "decoder_threads"), [(1, 1), (2, 2), (3, 2)])
+def test_the_greedy_loop_runs_on_at_most_two_blas_threads(threads: int, decoder_threads: int) -> None:
+    """The loop's memory-bound matvecs get two BLAS threads (one core cannot stream the weights fast enough);
+    more only add synchronisation. The process's BLAS setting is back afterwards."""
+    from threadpoolctl import threadpool_info
+
+    def numpy_blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    with load_engine(model_dir("tiny_a"), backend="cpu", threads=threads) as engine:
+        seen: list[set[int]] = []
+        decode = engine.decoder.decode
+
+        def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+            seen.append(numpy_blas_threads())
+            return decode(*args, **kwargs)
+
+        engine.decoder.decode = recording  # type: ignore[method-assign]
+        before = numpy_blas_threads()
+        engine.transcribe(_audio(CLIPS[0]))
+        assert seen and all(pools == {decoder_threads} for pools in seen), seen
+        assert numpy_blas_threads() == before

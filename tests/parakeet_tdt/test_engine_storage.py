@@ -1,7 +1,7 @@
-"""Reduced storage types (f16, bf16, q8_0) end to end: they run, and f16 agrees with the f32 reference.
+"""Reduced storage types (f16, bf16, q8_0, int8) end to end: they run, and f16 agrees with the f32 reference.
 
 Random tiny models decide some greedy steps by logit margins of ~0.001, so only f16 is held to a bound
-(measured on the dev machine: agreement 1.000 on both models, every clip identical). bf16 and q8_0 flip
+(measured on the dev machine: agreement 1.000 on both models, every clip identical). bf16, q8_0 and int8 flip
 low-margin steps (measured agreement 0.56-0.88); their figures are printed, not asserted. Run
 ``tests/bench/parakeet_storage_agreement.py`` for the same table outside pytest.
 """
@@ -26,6 +26,6 @@ def test_reduced_storage_agreement_with_f32_reference() -> None:
 
 
 def test_storage_type_reaches_the_weights() -> None:
-    for weight_type, expected_type in (("q8_0", "q8_0"), ("bf16", "bf16"), ("f16", "f16")):
+    for weight_type, expected_type in (("q8_0", "q8_0"), ("bf16", "bf16"), ("f16", "f16"), ("int8", "i8")):
         with load_engine(model_dir("tiny_a"), session_options={"weight_type": weight_type}, backend="cpu") as engine:
             assert expected_type in engine.encoder.weights.bytes_by_type()
