@@ -69,14 +69,19 @@ _TORCH_GROUPS = {  # first match wins; weights vs attention products told apart 
 }  # fmt: skip
 
 
-PRODUCT_OPS = ("MUL_MAT", "CUSTOM")  # CUSTOM: the OpenBLAS f32 product (inference/native/blas.py)
+PRODUCT_OPS = ("MUL_MAT", "CUSTOM")  # CUSTOM: OpenBLAS f32 (inference/native/blas.py) or int8 (native/int8.py)
+
+
+def _int8_product(record: Any) -> bool:
+    """An int8 weight product (sources x, weight, scales; the weight is I8)."""
+    return record.op == "CUSTOM" and any(src.type == "i8" for src in record.srcs)
 
 
 def ggml_category(record: Any) -> str:
     if record.op in PRODUCT_OPS:
         if any(src.op == "IM2COL" for src in record.srcs) or all(src.op == "PAD" for src in record.srcs):
             return "conv"  # im2col columns, or both sides zero-padded (ops.conv2d's short products)
-        return "matmul weights" if record.srcs[0].weight else "matmul attention"
+        return "matmul weights" if record.srcs[0].weight or _int8_product(record) else "matmul attention"
     for name, ops in _GGML_GROUPS.items():
         if record.op in ops:
             return name
@@ -109,10 +114,13 @@ def ggml_breakdown(records: list[Any]) -> tuple[dict[str, tuple[float, float]], 
         groups[cat][0] += r.seconds
         groups[cat][1] += r.flops
         if r.op in PRODUCT_OPS:
-            a, b = r.srcs[0], r.srcs[1]
+            int8 = _int8_product(r)
+            a, b = (r.srcs[1], r.srcs[0]) if int8 else (r.srcs[0], r.srcs[1])  # int8: (x, weight, scales)
             rows = b.ne[1] * b.ne[2] * b.ne[3]
-            role = "conv" if cat == "conv" else ("weight" if a.weight else "act")
-            key = (role, f"{a.type}x{b.type}" + ("/openblas" if r.op == "CUSTOM" else ""), f"{a.ne[0]}x{a.ne[1]}" + (f"x{a.ne[2]}" if a.ne[2] > 1 else ""),
+            role = "conv" if cat == "conv" else ("weight" if a.weight or int8 else "act")
+            library = "/onnxruntime" if int8 else "/openblas" if r.op == "CUSTOM" else ""
+            # The int8 weight keeps its logical (N, K) shape: ne = (K, N) like any weight.
+            key = (role, f"{a.type}x{b.type}{library}", f"{a.ne[0]}x{a.ne[1]}" + (f"x{a.ne[2]}" if a.ne[2] > 1 else ""),
                    _row_class(rows))  # fmt: skip
             products[key][0] += 1
             products[key][1] += r.seconds
