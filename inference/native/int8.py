@@ -50,10 +50,11 @@ def quantize_rows(weight: np.ndarray, qmax: int) -> tuple[np.ndarray, np.ndarray
     values = np.asarray(weight, dtype=np.float32)
     if values.ndim != 2:
         raise ValueError(f"int8 weights are matrices, got shape {values.shape}")
-    peak = np.abs(values).max(axis=1)
+    peak = np.max(np.abs(values), axis=1)
     scale = np.where(peak > 0, peak / qmax, 1.0).astype(np.float32)
-    q = np.clip(np.rint(values / scale[:, None]), -qmax, qmax).astype(np.int8)
-    return np.ascontiguousarray(q.T), scale
+    scaled = np.divide(values, scale[:, None])  # |scaled| <= qmax, so rounding stays in range (no clip)
+    np.rint(scaled, out=scaled)
+    return np.ascontiguousarray(scaled.astype(np.int8).T), scale  # transposing int8 bytes: a quarter of f32's
 
 
 def dequantize_rows(transposed: np.ndarray, scale: np.ndarray) -> np.ndarray:

@@ -100,6 +100,25 @@ def test_weight_scales_follow_the_cpu(cpu):
         assert cpu.int8().qmax == (QMAX_VNNI if vnni else QMAX_NO_VNNI)
 
 
+def test_cpus_without_vnni_get_seven_bit_weights_and_the_same_products(monkeypatch):
+    """AVX2's u8 x s8 pair sums saturate 16 bits above 7-bit weights: those CPUs store +-63."""
+    monkeypatch.setattr(Backend, "_has_vnni", lambda self: False)
+    backend = open_backend("cpu", threads=2)
+    try:
+        rng = np.random.default_rng(3)
+        weight = rng.standard_normal((96, 64)).astype(np.float32)
+        x = rng.standard_normal((40, 64)).astype(np.float32)
+        store, graph = linear_graph(backend, weight, x.shape)
+        with store, graph:
+            assert backend.int8().qmax == QMAX_NO_VNNI
+            stored = store.numpy("w")
+            got = graph.run(x=x)["y"]
+        assert np.abs(stored - weight).max() <= np.abs(weight).max() / QMAX_NO_VNNI
+        assert relative_rms(got, x @ stored.T) < 1.5e-2
+    finally:
+        backend.close()
+
+
 def test_only_matrices_become_int8():
     backend = open_backend("cpu", threads=1)
     try:

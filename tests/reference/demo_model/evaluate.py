@@ -19,6 +19,7 @@ Engines:
         --data $DEMO_WORK/data4 --split test --split test_structures --split unseen --json-out torch.json
     .venv/bin/python tests/reference/demo_model/evaluate.py --engine captioneer --model resources/demo_model \
         --data $DEMO_WORK/data4 --split test --split test_structures --split unseen --compare-with torch.json
+    (add --session-option weight_type=int8 --session-option conv_weight_type=int8 for a storage type's WER)
 """
 
 from __future__ import annotations
@@ -67,10 +68,10 @@ def torch_transcriber(model_dir: Path, threads: int) -> Transcriber:
     return transcribe
 
 
-def captioneer_transcriber(model_dir: Path, threads: int) -> Transcriber:
+def captioneer_transcriber(model_dir: Path, threads: int, session_options: dict[str, str] | None = None) -> Transcriber:
     from inference.engine import load_engine
 
-    engine = load_engine(model_dir, threads=threads)
+    engine = load_engine(model_dir, session_options=session_options or {}, threads=threads)
 
     def transcribe(audio: np.ndarray) -> tuple[str, list[int]]:
         transcript = engine.transcribe(audio)
@@ -147,6 +148,8 @@ def main() -> None:
     parser.add_argument("--fixtures", type=Path)
     parser.add_argument("--limit", type=int, help="at most this many clips per split")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--session-option", action="append", default=[], metavar="K=V",
+                        help="captioneer engine session option, e.g. weight_type=int8 (repeatable)")
     parser.add_argument("--known-words", type=Path, help="a word list, one per line")
     parser.add_argument("--compare-with", type=Path, help="another run's --json-out, to check equal outputs")
     parser.add_argument("--json-out", type=Path, help="write every hypothesis here")
@@ -158,10 +161,16 @@ def main() -> None:
         clips = fixture_clips(args.fixtures)
     else:
         clips = [clip for split in args.split or ["test"] for clip in corpus_clips(args.data, split, args.limit)]
-    factory = torch_transcriber if args.engine == "torch" else captioneer_transcriber
-    report = evaluate(factory(args.model, args.threads), clips)
+    options = dict(option.split("=", 1) for option in args.session_option)
+    if options and args.engine != "captioneer":
+        parser.error("--session-option applies to --engine captioneer")
+    if args.engine == "torch":
+        transcriber = torch_transcriber(args.model, args.threads)
+    else:
+        transcriber = captioneer_transcriber(args.model, args.threads, options)
+    report = evaluate(transcriber, clips)
     known = set(args.known_words.read_text().split()) if args.known_words else None
-    report.update(engine=args.engine, model=str(args.model),
+    report.update(engine=args.engine, model=str(args.model), session_options=options,
                   source=str(args.fixtures or f"{args.data}:{','.join(args.split or ['test'])}"),
                   breakdown=breakdown(report["results"], known))
     if args.compare_with:
