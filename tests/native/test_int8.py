@@ -137,6 +137,18 @@ def test_only_matrices_become_int8():
         backend.close()
 
 
+def test_int8_weights_need_the_cpu_backend(monkeypatch):
+    backend = open_backend("cpu", threads=1)
+    try:
+        monkeypatch.setattr(backend, "is_cpu", False)  # as a GPU backend reports itself
+        with pytest.raises(UsageError, match="CPU backend only") as info:
+            load_weights(backend, arrays={"m": np.ones((8, 8), np.float32)}, storage="int8")
+        assert "q8_0" in str(info.value)
+    finally:
+        monkeypatch.undo()
+        backend.close()
+
+
 def test_row_invariant_graphs_refuse_int8_weights(cpu):
     weight = np.ones((64, 32), np.float32)
     with pytest.raises(UsageError, match="rows must not depend"):
