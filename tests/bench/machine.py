@@ -119,8 +119,47 @@ def other_processes(interval: float = 0.5, min_cores: float = 0.05) -> list[tupl
     return sorted(busy, reverse=True)
 
 
-def machine_header(threads: int | None = None, interval: float = 0.5) -> str:
-    """The lines every bench prints above its table; ends with a loud warning on a busy machine."""
+class OutsideCpu:
+    """CPU the rest of the machine used while a benchmark ran, from a start to :meth:`cores`: the busy CPU time of
+    the whole machine (``/proc/stat``) minus this process's and its descendants' (alive, or reaped), and the time
+    the hypervisor gave to other guests (steal). Unlike the load average, the benchmark's own threads do not
+    count, so a run that kept its cores busy is not called "busy" for that."""
+
+    def __init__(self) -> None:
+        self._start = self._sample()
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float, float] | None:
+        try:
+            fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+        except (OSError, ValueError):
+            return None
+        hz = os.sysconf("SC_CLK_TCK")
+        user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+        ticks = _cpu_ticks()
+        family = {os.getpid(), *_descendants(os.getpid())}
+        alive = sum(ticks[pid][1] for pid in family if pid in ticks and pid != os.getpid()) / hz
+        own = os.times()
+        mine = own.user + own.system + own.children_user + own.children_system + alive
+        return time.monotonic(), (user + nice + system + irq + softirq) / hz, steal / hz, mine
+
+    def cores(self) -> tuple[float, float] | None:
+        """(cores used outside this benchmark, cores stolen by the hypervisor), averaged since the start."""
+        end = self._sample()
+        if self._start is None or end is None or end[0] <= self._start[0]:
+            return None
+        wall = end[0] - self._start[0]
+        outside = (end[1] - self._start[1]) - (end[3] - self._start[3])
+        return max(0.0, outside / wall), (end[2] - self._start[2]) / wall
+
+
+def machine_header(
+    threads: int | None = None, interval: float = 0.5, outside: tuple[float, float] | None = None
+) -> str:
+    """The lines every bench prints above its table; ends with a loud warning on a busy machine.
+
+    ``outside``: what :class:`OutsideCpu` measured over the timed runs; given, it decides "busy" instead of the
+    1-minute load, which at the end of a run is mostly the benchmark's own."""
     allowed, total = cores()
     load1, load5, load15 = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     others = other_processes(interval)
@@ -134,21 +173,31 @@ def machine_header(threads: int | None = None, interval: float = 0.5) -> str:
     forced = {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "CAPTIONEER_F32_GEMM") if name in os.environ}
     if forced:  # OPENBLAS_CORETYPE=Haswell on an AVX-512 CPU halves OpenBLAS's f32 products (numpy's and ours)
         lines.append("set in the environment: " + ", ".join(f"{k}={v}" for k, v in forced.items()))
-    warning = busy_warning(load1, allowed, others)
+    if outside is not None:
+        lines.append(f"during the timed runs, CPU used outside this benchmark: {outside[0]:.2f} cores on average; "
+                     f"stolen by the hypervisor: {outside[1]:.2f} cores")  # fmt: skip
+    warning = busy_warning(load1, allowed, others, outside)
     if warning:
         lines.append(warning)
     return "\n".join(lines)
 
 
-def busy_warning(load1: float, allowed: int, others: list[tuple[float, int, str]]) -> str | None:
+def busy_warning(
+    load1: float, allowed: int, others: list[tuple[float, int, str]], outside: tuple[float, float] | None = None
+) -> str | None:
     heavy = [o for o in others if o[0] >= BUSY_PROCESS_CORES]
-    if load1 <= BUSY_LOAD_PER_CORE * allowed and not heavy:
+    loaded = outside is None and load1 > BUSY_LOAD_PER_CORE * allowed
+    crowded = outside is not None and max(outside) >= BUSY_PROCESS_CORES
+    if not (loaded or heavy or crowded):
         return None
     why = []
-    if load1 > BUSY_LOAD_PER_CORE * allowed:
+    if loaded:
         why.append(f"1-minute load {load1:.2f} > {BUSY_LOAD_PER_CORE} x {allowed} cores")
     if heavy:
         why.append(f"{len(heavy)} other process(es) using >= {BUSY_PROCESS_CORES} cores")
+    if crowded:
+        assert outside is not None
+        why.append(f"{outside[0]:.2f} cores used outside the benchmark and {outside[1]:.2f} stolen during the runs")
     bar = "!" * 100
     return (
         f"{bar}\n!!! WARNING: THE MACHINE IS BUSY ({'; '.join(why)}).\n"
@@ -157,8 +206,8 @@ def busy_warning(load1: float, allowed: int, others: list[tuple[float, int, str]
     )
 
 
-def print_machine_header(threads: int | None = None) -> None:
-    print(machine_header(threads), flush=True)
+def print_machine_header(threads: int | None = None, outside: tuple[float, float] | None = None) -> None:
+    print(machine_header(threads, outside=outside), flush=True)
 
 
 def process_cpu_seconds() -> float:
@@ -298,12 +347,14 @@ def run_workers(starters: Mapping[str, Callable[[], Any]], clips: Mapping[float,
     try:
         for kind, start in starters.items():
             workers[kind] = start()
+        outside = OutsideCpu()
         results = run_interleaved(workers, clips, rounds)
+        used_outside = outside.cores()  # while the workers are alive: their CPU time is the benchmark's
     finally:
         for worker in workers.values():
             worker.close()
     print()
-    print_machine_header(threads)  # the load as it is at the end of the run
+    print_machine_header(threads, used_outside)  # the machine as it was during the timed runs
     return results
 
 
