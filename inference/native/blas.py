@@ -27,13 +27,13 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import I32, I64, CustomOp, P
+from inference.native.callback_errors import CallbackErrors
 
 GEMM_CHOICES = ("auto", "ggml", "openblas")
 GEMM_ENV = "CAPTIONEER_F32_GEMM"
@@ -124,8 +124,7 @@ class OpenBlasGemm:
         sgemm.argtypes = [I32] * 6 + [ctypes.c_float, P, I32, P, I32, ctypes.c_float, P, I32]
         self._sgemm = sgemm
         self._lib = lib
-        self._failure: BaseException | None = None
-        self._failure_lock = threading.Lock()
+        self._errors = CallbackErrors("an OpenBLAS product", f"set {GEMM_ENV}=ggml")
         # One C entry point for every node; the node's ProductArgs arrive as userdata.
         self.callback = CustomOp(self._compute)
 
@@ -156,16 +155,11 @@ class OpenBlasGemm:
                 out = out0 + (i * rows * n + first) * 4
                 self._sgemm(_ROW_MAJOR, _NO_TRANS, _TRANS, rows, columns, args.k, 1.0, b, ldb, a, lda, 0.0, out, n)
         except BaseException as exc:  # a C caller cannot take an exception: keep it for check()
-            with self._failure_lock:
-                self._failure = self._failure or exc
+            self._errors.keep(exc)
 
     def check(self) -> None:
         """Raise what a product callback failed with during the last compute (then forget it)."""
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise BackendError(
-                f"an OpenBLAS product failed: {failure!r}", f"set {GEMM_ENV}=ggml"
-            ) from failure
+        self._errors.raise_kept()
 
 
 def open_gemm(choice: str, is_cpu: bool, get_data: Callable[[int], int]) -> OpenBlasGemm | None:

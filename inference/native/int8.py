@@ -22,7 +22,6 @@ Graphs whose rows must not depend on their batching (R2T2's live tower) cannot t
 from __future__ import annotations
 
 import ctypes
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ import numpy as np
 
 from inference.errors import BackendError
 from inference.native.bindings import I64, CustomOp, P
+from inference.native.callback_errors import CallbackErrors
 
 MODEL_PATH = Path(__file__).with_name("dynamic_quantize_matmul.onnx")
 INSTALL_FIX = "pip install onnxruntime (a Captioneer dependency), or pick weight_type q8_0"
@@ -83,8 +83,7 @@ class Int8Gemm:
         self.qmax = QMAX_VNNI if has_vnni else QMAX_NO_VNNI
         self.version = ort.__version__
         self._get_data = get_data
-        self._failure: BaseException | None = None
-        self._failure_lock = threading.Lock()
+        self._errors = CallbackErrors("an int8 product", INSTALL_FIX)
         self.callback = CustomOp(self._compute)
 
     def _compute(self, dst: int, ith: int, nth: int, userdata: int) -> None:
@@ -103,11 +102,8 @@ class Int8Gemm:
             binding.bind_output("y", "cpu", 0, np.float32, [rows, n], self._get_data(dst) + first * n * 4)
             self._session.run_with_iobinding(binding)
         except BaseException as exc:  # a C caller cannot take an exception: keep it for check()
-            with self._failure_lock:
-                self._failure = self._failure or exc
+            self._errors.keep(exc)
 
     def check(self) -> None:
         """Raise what an int8 product failed with during the last compute (then forget it)."""
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise BackendError(f"an int8 product failed: {failure!r}", INSTALL_FIX) from failure
+        self._errors.raise_kept()
