@@ -32,3 +32,21 @@ def run_op(cpu_backend: Backend) -> OpRunner:
             return graph.run({f"in{i}": a for i, a in enumerate(arrays)})["out"]
 
     return run
+
+
+@pytest.fixture
+def hide_module(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """``hide_module(name)``: importing ``name`` raises ImportError for the rest of the test (a missing package)."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def hide(name: str) -> None:
+        def importing(module: str, *args: object, **kwargs: object) -> object:
+            if module == name:
+                raise ImportError(f"No module named {name!r}")
+            return real_import(module, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "__import__", importing)
+
+    return hide

@@ -148,17 +148,8 @@ def test_the_choice_comes_from_the_argument_then_the_environment(monkeypatch):
         assert backend.gemm is not None
 
 
-def test_a_missing_openblas_is_a_clear_error_or_a_quiet_fallback(monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_openblas(name: str, *args: object, **kwargs: object) -> object:
-        if name == "scipy_openblas32":
-            raise ImportError("No module named 'scipy_openblas32'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_openblas)
+def test_a_missing_openblas_is_a_clear_error_or_a_quiet_fallback(hide_module):
+    hide_module("scipy_openblas32")
     with pytest.raises(BackendError, match="scipy-openblas32 is not installed") as info:
         open_backend("cpu", threads=1, gemm="openblas")
     assert "CAPTIONEER_F32_GEMM=ggml" in info.value.fix

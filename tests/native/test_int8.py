@@ -168,19 +168,10 @@ def test_a_failing_product_raises_instead_of_returning_garbage(cpu, monkeypatch)
         np.testing.assert_allclose(graph.run(x=x)["y"], 32.0, rtol=1e-2)  # usable again
 
 
-def test_a_missing_onnxruntime_is_a_clear_error(monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_ort(name: str, *args: object, **kwargs: object) -> object:
-        if name == "onnxruntime":
-            raise ImportError("simulated: no onnxruntime")
-        return real_import(name, *args, **kwargs)
-
+def test_a_missing_onnxruntime_is_a_clear_error(hide_module):
     backend = open_backend("cpu", threads=1)
     try:
-        monkeypatch.setattr(builtins, "__import__", no_ort)
+        hide_module("onnxruntime")
         with pytest.raises(BackendError, match="ONNX Runtime") as info:
             load_weights(backend, arrays={"m": np.ones((8, 8), np.float32)}, storage="int8")
         assert "q8_0" in str(info.value)
