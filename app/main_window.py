@@ -169,6 +169,15 @@ class MainWindow(QMainWindow):
         self.segmented_action.setChecked(self.settings.caption_mode == "segmented")
         self.segmented_action.toggled.connect(self._set_segmented)
         view_menu.addAction(self.segmented_action)
+        weights_menu = view_menu.addMenu("Parakeet &weights")
+        self.weights_actions: dict[str, QAction] = {}
+        for value, label in (("native", "Full precision (f32)"),
+                             ("int8", "int8 on the CPU — fastest without a GPU")):  # fmt: skip
+            action = weights_menu.addAction(label)
+            action.setCheckable(True)
+            action.setChecked(self.settings.parakeet_weights == value)
+            action.triggered.connect(lambda _checked=False, v=value: self._set_parakeet_weights(v))
+            self.weights_actions[value] = action
         self.timestamps_action = QAction("&Timestamps", self, checkable=True)
         self.timestamps_action.setChecked(self.settings.show_timestamps)
         self.timestamps_action.toggled.connect(self._set_timestamps)
@@ -534,6 +543,14 @@ class MainWindow(QMainWindow):
     def _set_segmented(self, enabled: bool) -> None:
         self.settings.caption_mode = "segmented" if enabled else "auto"  # applies from the next start
         self.settings_store.save(self.settings)
+
+    def _set_parakeet_weights(self, value: str) -> None:
+        """Applies from the next start: the model list is rebuilt with the new load options."""
+        self.settings.parakeet_weights = value
+        self.settings_store.save(self.settings)
+        for key, action in self.weights_actions.items():
+            action.setChecked(key == value)
+        self._fill_models()
 
     def _set_timestamps(self, enabled: bool) -> None:
         self.settings.show_timestamps = enabled

@@ -49,11 +49,24 @@ def installed_models(paths: AppPaths, settings: object | None = None) -> list[Mo
         # captions come segment by segment (measured: committed-text latency p50 0.67 s vs 2.6 s in 2/10/2 s
         # windows, and every word of the test recording instead of 60 of 68).
         mode = "segmented" if entry.package.format == "bundled" else "auto"
-        choices.append(ModelChoice(entry.package.name, path, entry.package.family,
-                                   backend=getattr(settings, "backend", "auto"),
+        family = entry.package.family
+        backend, options = weight_choice(family, getattr(settings, "backend", "auto"), settings)
+        choices.append(ModelChoice(entry.package.name, path, family, options, backend=backend,
                                    threads=getattr(settings, "threads", None), stream_mode=mode))  # fmt: skip
     if not choices:  # the catalog's fallback: the bundled demo model
         path, package = catalog.resolve_model(None)
-        choices.append(ModelChoice(package.name if package else path.name, path, detect_family(path),
+        family = detect_family(path)
+        backend, options = weight_choice(family, "auto", settings)
+        choices.append(ModelChoice(package.name if package else path.name, path, family, options, backend=backend,
                                    stream_mode="segmented"))  # fmt: skip
     return choices
+
+
+def weight_choice(
+    family: str | None, backend: str, settings: object | None
+) -> tuple[str, tuple[tuple[str, object], ...]]:
+    """(backend, session options) for a family under the user's weights setting: Parakeet-TDT's int8 weights run
+    on ONNX Runtime's CPU kernels only, so that choice also picks the CPU backend (a GPU build would refuse them)."""
+    if family == "parakeet_tdt" and getattr(settings, "parakeet_weights", "native") == "int8":
+        return "cpu", (("conv_weight_type", "int8"), ("weight_type", "int8"))
+    return backend, ()

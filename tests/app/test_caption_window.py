@@ -81,6 +81,22 @@ def test_live_captions_from_a_recording_reach_the_window_overlay_and_exports(qtb
     assert unfinished_sessions(window.state.paths.data) == []
 
 
+def test_int8_weights_picked_in_the_view_menu_caption_the_recording(qtbot, window) -> None:  # type: ignore[no-untyped-def]
+    """Parakeet's int8 weights (ONNX Runtime's CPU kernels) from the menu: saved, loaded by the real worker on the
+    CPU backend, and the demo model still captions both sentences exactly."""
+    assert window.model_combo.currentData().session_options == ()
+    window.weights_actions["int8"].trigger()
+    choice = window.model_combo.currentData()
+    assert dict(choice.session_options) == {"weight_type": "int8", "conv_weight_type": "int8"}
+    assert choice.backend == "cpu" and choice.family == "parakeet_tdt"
+    assert window.settings_store.load().parakeet_weights == "int8"
+    assert window.weights_actions["int8"].isChecked() and not window.weights_actions["native"].isChecked()
+    run_session(qtbot, window)
+    assert window.caption_text() == f"{FIRST} {SECOND}"
+    window.weights_actions["native"].trigger()
+    assert window.model_combo.currentData().session_options == ()
+
+
 def test_provisional_text_is_styled_apart_and_replaced_in_place(qtbot, window) -> None:  # type: ignore[no-untyped-def]
     session = window.controller.session
     window._bind(session)

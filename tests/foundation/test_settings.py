@@ -58,3 +58,14 @@ def test_a_plaintext_token_from_an_old_version_is_dropped_and_not_logged(tmp_pat
     store.save(settings)
     assert "hf_secret123" not in store.path.read_text()
     assert "Hugging Face token" in caplog.text and "hf_secret123" not in caplog.text
+
+
+def test_parakeet_int8_weights_pick_the_cpu_backend_and_touch_no_other_family() -> None:
+    from app.state import weight_choice
+
+    int8 = Settings(parakeet_weights="int8", backend="cuda")
+    assert weight_choice("parakeet_tdt", "cuda", int8) == ("cpu", (("conv_weight_type", "int8"), ("weight_type", "int8")))
+    assert weight_choice("confucius4_r2t2", "cuda", int8) == ("cuda", ())
+    assert weight_choice("parakeet_tdt", "auto", Settings()) == ("auto", ())
+    assert weight_choice("parakeet_tdt", "auto", None) == ("auto", ())
+    assert Settings.from_dict(Settings(parakeet_weights="int8").to_dict()).parakeet_weights == "int8"
