@@ -39,6 +39,7 @@ def test_the_wheel_transcribes_the_bundled_sample_outside_the_checkout(tmp_path:
     for needed in ("model_specs/parakeet_tdt.json", "resources/vad/silero_vad.onnx",
                    "resources/demo_model/model.safetensors", "resources/samples/demo_sample_1.wav"):  # fmt: skip
         assert any(n.endswith("data/share/captioneer/" + needed) for n in names), needed
+    assert "inference/native/dynamic_quantize_matmul.onnx" in names  # the int8 weight type's product model
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
@@ -60,6 +61,11 @@ def test_the_wheel_transcribes_the_bundled_sample_outside_the_checkout(tmp_path:
                           capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "emma quickly closed the early bottle and sang"
+    int8 = subprocess.run([str(python), "-m", "app.launcher", "transcribe", str(sample), "--session-option",
+                           "weight_type=int8", "--backend", "cpu"], cwd=elsewhere, env=env, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert int8.returncode == 0, int8.stderr[-3000:]
+    assert int8.stdout.strip() == done.stdout.strip()
     where = subprocess.run([str(python), "-c", "import inference, inference.paths as p; print(inference.__file__);"
                             "print(p.data_root())"], cwd=elsewhere, env=env, capture_output=True, text=True)  # fmt: skip
     module_file, data_root = where.stdout.split()
