@@ -13,7 +13,7 @@
 Weight types are interleaved round by round (the machine is shared and noisy) and medians are reported.
 The random checkpoint (numpy, no torch needed) is written once to the user cache dir (2.5 GB f32):
 
-    .venv/bin/python tests/bench/bench_parakeet_stream.py --rounds 3 --types q8_0,f16 --seconds 20
+    .venv/bin/python tests/bench/bench_parakeet_stream.py --rounds 3 --types q8_0,f16,int8/int8 --seconds 20
 
 Greedy decoding of random weights emits about one token per step, more than real speech does, so the
 decode share of each figure is pessimistic; the encoder share is what real weights cost.
@@ -204,7 +204,7 @@ def main() -> None:
     parser.add_argument("--parts", default="buffered,phonon", help="which measurements: buffered, phonon or both")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from tests.bench.machine import print_machine_header  # CPU, flags, load; warns on a busy machine
+    from tests.bench.machine import parakeet_weight_options, print_machine_header  # header: CPU, flags, load
 
     print_machine_header(args.threads)
     parts = set(args.parts.split(","))
@@ -218,9 +218,10 @@ def main() -> None:
     engines = {}
     for kind in types:
         t0 = time.perf_counter()
+        options = parakeet_weight_options(kind)  # TYPE/CONV: conv_weight_type too, as in the other benches
         engines[kind] = (
-            load_engine(stock, "parakeet_tdt", {"weight_type": kind}, backend="cpu", threads=args.threads),
-            load_engine(phonon, "parakeet_tdt", {"weight_type": kind}, backend="cpu", threads=args.threads),
+            load_engine(stock, "parakeet_tdt", options, backend="cpu", threads=args.threads),
+            load_engine(phonon, "parakeet_tdt", options, backend="cpu", threads=args.threads),
         )
         print(f"loaded {kind} (stock + phonon) in {time.perf_counter() - t0:.1f} s", flush=True)
     rtf: dict[tuple[str, str], list[float]] = {}
