@@ -159,11 +159,19 @@ class Backend(NativeOwner):
         return self._int8
 
     def _has_vnni(self) -> bool:
-        """Whether int8 products may use 8-bit weights without 16-bit saturation (see native/int8.py)."""
+        """Whether int8 products may use 8-bit weights without 16-bit saturation (see native/int8.py): the running
+        CPU's flags where the OS lists them (Linux), else what ggml was compiled for (a native build's CPU)."""
         if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86"):
             return True  # ARM's dot-product kernels accumulate in 32 bits
-        flags = (self.api.ggml_cpu_has_avx512_vnni, self.api.ggml_cpu_has_avx_vnni)
-        return any(flag is not None and bool(flag()) for flag in flags)
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+                flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), None)
+        except OSError:
+            flags = None
+        if flags is not None:
+            return bool({"avx512_vnni", "avx_vnni"} & set(flags))
+        compiled = (self.api.ggml_cpu_has_avx512_vnni, self.api.ggml_cpu_has_avx_vnni)
+        return any(flag is not None and bool(flag()) for flag in compiled)
 
     @property
     def f32_gemm(self) -> str:

@@ -9,9 +9,9 @@ Format (``weight_type=int8``): each output row ``n`` of a weight ``W`` (N, K) ha
 ``s[n] = max|W[n]| / qmax`` and is stored as ``round(W[n] / s[n])`` in int8. The ggml tensor keeps the
 logical shape (N, K) with type I8 but holds the bytes **transposed**, (K, N) row-major, the layout MLAS's
 ``B`` operand wants; ggml never reads it, only :class:`Int8Gemm` does. The scales sit in a separate f32
-tensor of the same store (``WeightStore.int8_scale``). qmax is 127 on CPUs with VNNI; without it (AVX2 only)
-MLAS multiplies pairs into 16 bits, which can saturate, so weights keep 7 bits (qmax 63, ONNX Runtime's
-``reduce_range``).
+tensor of the same store (``WeightStore.int8_scale``). qmax is 127 on CPUs with VNNI (``Backend._has_vnni``);
+without it (AVX2 only) MLAS multiplies pairs into 16 bits, which can saturate, so weights keep 7 bits (qmax 63,
+ONNX Runtime's ``reduce_range``).
 
 Activations are quantized by ONNX Runtime per call (``DynamicQuantizeMatMul``: one u8 scale and zero point
 per tensor); each ggml thread quantizes and multiplies its own contiguous share of the rows, so the result

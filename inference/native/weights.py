@@ -160,10 +160,10 @@ class WeightStore(NativeOwner):
         if scale is not None:
             rows, columns = tensor.shape
             transposed = raw.view(np.int8).reshape(columns, rows)
-            return dequantize_rows(transposed, self.numpy_of(scale))
+            return dequantize_rows(transposed, self._floats(scale))
         return dequantize(self.api, raw, tensor.type, tensor.shape)
 
-    def numpy_of(self, tensor: Tensor) -> np.ndarray:
+    def _floats(self, tensor: Tensor) -> np.ndarray:
         """A float32 tensor of this store read back (int8 scales have no name of their own)."""
         values = np.empty(tensor.shape, dtype=np.float32)
         self.api.ggml_backend_tensor_get(tensor.ptr, values.ctypes.data, 0, values.nbytes)
