@@ -343,13 +343,8 @@ def _convert(
             return np.ascontiguousarray(source.raw)
         if source.type in (GgmlType.I8, GgmlType.I16, GgmlType.I32, GgmlType.I64):
             raise UsageError(f"integer tensor {source.name!r} cannot be converted to {target.name}")
-        values = dequantize(api, source.raw, source.type, shape)  # type: ignore[arg-type]
-    else:
-        if source.dtype == np.float16 and target == GgmlType.F16:
-            return np.ascontiguousarray(source).view(np.uint8)
-        if source.dtype.kind in "iu":
-            return np.ascontiguousarray(source).view(np.uint8)
-        values = np.asarray(source, dtype=np.float32)
+    elif (source.dtype == np.float16 and target == GgmlType.F16) or source.dtype.kind in "iu":
+        return np.ascontiguousarray(source).view(np.uint8)
     if target in QUANTIZED_TYPES or target in (GgmlType.F16, GgmlType.BF16, GgmlType.F32):
-        return quantize(api, values.reshape(shape), target)  # type: ignore[arg-type]
+        return quantize(api, _float_values(api, source, shape), target)  # type: ignore[arg-type]
     raise UsageError(f"cannot store weights as {target.name}")
