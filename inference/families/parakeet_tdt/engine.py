@@ -148,7 +148,6 @@ class ParakeetEngine:
         # too, long-form windows included (encoder graphs alternating with the loop). More threads only add
         # synchronisation to matvecs this small. (A Python helper thread splitting the rows gained nothing.)
         self._blas = ThreadpoolController()
-        self._decoder_threads = min(2, backend.threads)
         self._vad: Any = None  # SileroVad, created on the first VAD request
         self.capabilities = Capabilities(
             streaming=True,
@@ -261,7 +260,7 @@ class ParakeetEngine:
     ) -> tuple[list[TokenStep], DecoderState]:
         """Greedy TDT over encoder frames, continuing ``state`` (None: a fresh decoder)."""
         projected = self.decoder.project_encoder(frames)  # one matmul: BLAS threads help here
-        with self._blas.limit(limits=self._decoder_threads, user_api="blas"):
+        with self._blas.limit(limits=min(2, self.backend.threads), user_api="blas"):
             return self.decoder.decode(
                 projected, state, frame_offset=frame_offset, max_tokens=max_tokens, bias=bias
             )
