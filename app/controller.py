@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot
 
 from app.live.journal import SessionJournal, sessions_dir
 from app.live.pipeline import LivePipeline
@@ -99,17 +99,22 @@ class LiveController(QObject):
         threading.Thread(target=self._start_in_background, args=(choice, source), name="captioneer-start",
                          daemon=True).start()  # fmt: skip
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 600.0) -> None:
         if self.state != "running" or self.pipeline is None:
             return
         self.state = "stopping"
         self._set_state("stopping", "finishing the transcript…")
         pipeline = self.pipeline
-        threading.Thread(target=pipeline.stop, name="captioneer-stop", daemon=True).start()
+        threading.Thread(target=pipeline.stop, args=(timeout_s,), name="captioneer-stop", daemon=True).start()
 
-    def shutdown(self) -> None:
-        """Window closing: cancel anything live, close the session file and the worker."""
+    def shutdown(self, drain_timeout_s: float = 3.0) -> None:
+        """Window closing: drain like Stop for at most ``drain_timeout_s`` (the sentence in progress is committed
+        and journaled), then cancel what is left and close the session file and the worker."""
         if self.pipeline is not None and self.state in ("running", "stopping"):
+            self._drain(drain_timeout_s)
+        if self.pipeline is not None and self.state in ("running", "stopping"):
+            log.warning("the transcript did not finish within %.0f s of quitting; the rest is cancelled",
+                        drain_timeout_s)  # fmt: skip
             self.pipeline.cancel()
         self._close_journal()
         if self._client is not None:
@@ -117,6 +122,23 @@ class LiveController(QObject):
             # Stopping the worker process waits for it (up to its join timeout): never on the GUI thread. Not a
             # daemon, so the interpreter still lets it finish at exit.
             threading.Thread(target=client.close, name="captioneer-worker-close").start()
+
+    def _drain(self, timeout_s: float) -> None:
+        """Stop and wait (running the event loop, which applies the final events) until the session is done."""
+        loop = QEventLoop()
+
+        def settled(state: str, _message: str) -> None:
+            if state in ("idle", "failed"):
+                loop.quit()
+
+        self.state_changed.connect(settled)
+        QTimer.singleShot(int(timeout_s * 1000), loop.quit)
+        try:
+            self.stop(timeout_s)
+            if self.state == "stopping":
+                loop.exec()
+        finally:
+            self.state_changed.disconnect(settled)
 
     def latency_summary(self) -> tuple[float, float] | None:
         """(p50, p95) caption latency in seconds over this session, None before the first segment."""

@@ -8,8 +8,9 @@ Each session is one JSON-lines file in ``<data dir>/sessions/`` named by its sta
     {"type": "speech_end", "segment_id": 0, "text": "hello", "start_s": 0.1, "end_s": 1.2, "at": ...}
     {"type": "closed", "at": 1764589990.0}
 
-Every line is written and flushed when the text is committed, and fsync-ed at least once a second, so a
-crash or a power cut loses at most the last second of committed text. A file without its ``closed``
+Every line is written and flushed when the text is committed (a killed app loses nothing), fsync-ed when a
+segment closes, and otherwise within a second by a flusher thread, so a power cut loses at most the last
+second of committed text. A file without its ``closed``
 line is a session that did not end cleanly: the next start offers to recover it. A line cut off by a
 power cut is skipped; everything else is kept.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,11 +40,15 @@ def sessions_dir(data_dir: Path) -> Path:
 
 
 class SessionJournal:
-    """Appends a session's committed events to its file. Not thread-safe: call from the model's thread."""
+    """Appends a session's committed events to its file; call ``record`` from one thread (the model's)."""
 
-    def __init__(self, directory: Path, model: str, source: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, directory: Path, model: str, source: str, clock: Callable[[], float] = time.time,
+                 sync: Callable[[int], None] = os.fsync) -> None:  # fmt: skip
         directory.mkdir(parents=True, exist_ok=True)
         self.clock = clock
+        self._sync = sync
+        self._lock = threading.Lock()  # the flusher thread syncs while the model's thread writes
+        self._dirty = threading.Event()  # written, not yet synced
         started = clock()
         stamp = time.strftime("%Y-%m-%dT%H-%M-%S", time.localtime(started))
         path = directory / f"{stamp}.jsonl"
@@ -52,9 +58,10 @@ class SessionJournal:
             path = directory / f"{stamp}-{suffix}.jsonl"
         self.path = path
         self._file: IO[str] | None = path.open("x", encoding="utf-8")
-        self._last_sync = 0.0
         self._write({"type": "session", "version": JOURNAL_VERSION, "started": started, "model": model,
-                     "source": source})  # fmt: skip
+                     "source": source}, force_sync=True)  # fmt: skip
+        self._flusher = threading.Thread(target=self._flush_pending, name="captioneer-journal", daemon=True)
+        self._flusher.start()
 
     def record(self, events: list[StreamEvent]) -> None:
         for event in events:
@@ -63,7 +70,8 @@ class SessionJournal:
                              "start_s": event.start_s, "end_s": event.end_s, "at": self.clock()})  # fmt: skip
             elif isinstance(event, SpeechEnd):
                 self._write({"type": "speech_end", "segment_id": event.segment_id, "text": event.text,
-                             "start_s": event.start_s, "end_s": event.end_s, "at": self.clock()})  # fmt: skip
+                             "start_s": event.start_s, "end_s": event.end_s, "at": self.clock()},
+                            force_sync=True)  # fmt: skip
 
     def record_final_tail(self, segment_id: int, text: str) -> None:
         """Text the stream's final transcript committed without a delta (see ``SessionModel``)."""
@@ -73,18 +81,39 @@ class SessionJournal:
     def close(self) -> None:
         if self._file is not None:
             self._write({"type": "closed", "at": self.clock()}, force_sync=True)
-            self._file.close()
-            self._file = None
+            with self._lock:
+                self._file.close()
+                self._file = None
+            self._dirty.set()  # wakes the flusher, which sees the file is gone and ends
+
+    @property
+    def pending_sync(self) -> bool:
+        """Something was written that is not on disk yet (the flusher syncs it within a second)."""
+        return self._dirty.is_set() and self._file is not None
 
     def _write(self, entry: dict[str, Any], force_sync: bool = False) -> None:
-        if self._file is None:
-            return
-        self._file.write(json.dumps(entry, ensure_ascii=False) + "\n")
-        self._file.flush()
-        now = time.monotonic()
-        if force_sync or now - self._last_sync >= FSYNC_INTERVAL_S:
-            os.fsync(self._file.fileno())
-            self._last_sync = now
+        with self._lock:
+            if self._file is None:
+                return
+            self._file.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            self._file.flush()  # in the OS's hands: a killed app loses nothing
+            if force_sync:
+                self._sync(self._file.fileno())
+                self._dirty.clear()
+            else:
+                self._dirty.set()
+
+    def _flush_pending(self) -> None:
+        """Flusher thread: a write waits at most ``FSYNC_INTERVAL_S`` for its sync, however long the pause after it."""
+        while True:
+            self._dirty.wait()
+            time.sleep(FSYNC_INTERVAL_S / 2)  # gathers a burst of writes into one sync
+            with self._lock:
+                if self._file is None:
+                    return
+                if self._dirty.is_set():
+                    self._sync(self._file.fileno())
+                    self._dirty.clear()
 
 
 @dataclass(frozen=True)

@@ -82,8 +82,9 @@ class LivePipeline:
             self._stream.cancel()
             raise
 
-    def stop(self) -> None:
-        """Stop the source and drain: blocks until the worker has processed everything (call off the GUI thread)."""
+    def stop(self, timeout_s: float = 600.0) -> None:
+        """Stop the source and drain: blocks until the worker has processed everything or ``timeout_s`` passed
+        (call off the GUI thread)."""
         if not self.running:
             return
         self.running = False
@@ -95,7 +96,7 @@ class LivePipeline:
         try:
             if tail is not None:
                 stream.push(tail)
-            final = stream.finish(timeout=600)
+            final = stream.finish(timeout=timeout_s)
         except CaptioneerError as exc:
             self.deliver([ErrorEvent("worker_crashed", exc.message, exc.fix)])
             return
