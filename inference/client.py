@@ -52,10 +52,12 @@ from inference.contract import (
     event_from_json,
 )
 from inference.errors import CaptioneerError, UsageError, WorkerError, error_class
+from inference.replay import Replay, ReplayBuffer
 
 log = logging.getLogger("captioneer.client")
 
 EventsCallback = Callable[[list[StreamEvent]], None]
+REPLAY_LIMIT_S = 150.0  # audio kept per live stream for a worker restart (an R2T2 window, a long last word)
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,7 @@ class RemoteStream:
         on_events: EventsCallback | None,
         backlog: BacklogPolicy,
         mode: str = "auto",
+        replay_limit_s: float = REPLAY_LIMIT_S,
     ) -> None:
         self.engine = engine
         self.client = engine.client
@@ -210,15 +213,16 @@ class RemoteStream:
         self._events: deque[StreamEvent] = deque()
         self._queued: deque[np.ndarray] = deque()  # accepted, not yet sent
         self._in_flight: dict[int, _InFlight] = {}  # by push sequence number
-        self._replaying: set[int] = set()  # ids (object ids) of chunks already re-sent after a crash
+        self._replay = ReplayBuffer(round(replay_limit_s * SAMPLE_RATE))  # audio a new worker would need again
+        self._reopen: Replay | None = None  # how the next worker takes over (after a death)
         self._seq = 0
         self._queued_samples = 0
         self._pushed_samples = 0  # accepted from the caller
-        self._done_samples = 0  # processed by the worker
         self._worker_wall = 0.0
         self._timings: deque[tuple[float, float]] = deque(maxlen=500)  # (round trip, worker compute) per push
         self._continuity = StreamContinuity()  # committed text, times and ids across worker restarts
         self._open = False  # a worker stream exists (False while restarting)
+        self._finishing = False  # finish() was called: no more pushes
         self._closed = False
         self._failure: CaptioneerError | None = None
 
@@ -250,31 +254,60 @@ class RemoteStream:
             return self._drain_events()
 
     def finish(self, timeout: float | None = None) -> Transcript:
-        """Send everything queued, wait until the worker processed it, then return the final transcript."""
+        """Send everything queued, wait until the worker processed it, then return the final transcript.
+
+        A worker that dies meanwhile is replaced and the stream replayed into the new one, then finished there."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             self._raise_if_unusable()
-            while self._queued or self._in_flight or not self._open:
-                self._pump()
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise WorkerError("the worker did not drain the stream in time", "try again or restart")
-                self._lock.wait(0.5 if remaining is None else min(0.5, remaining))
-                self._raise_if_unusable()
-            self._closed = True
+            self._finishing = True
         try:
-            result = self.client.request(p.FinishStream(self.client.next_id(), self.stream_id), timeout=timeout)
+            while True:
+                self._drain(deadline)
+                generation = self.client.generation
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    result = self.client.request(p.FinishStream(self.client.next_id(), self.stream_id),
+                                                 timeout=remaining)  # fmt: skip
+                    break
+                except WorkerError:
+                    if self.client.gave_up is not None or not self._worker_was_replaced(generation):
+                        raise
+                    log.info("the worker died while finishing stream %s; finishing in the new one", self.stream_id)
         finally:
+            with self._lock:
+                self._closed = True
+                self._lock.notify_all()
             self.client.forget_stream(self)
         assert isinstance(result, p.Result)
         with self._lock:
             return self._continuity.final(result.as_transcript())
 
+    def _drain(self, deadline: float | None) -> None:
+        """Wait until a worker stream is open and has answered every push."""
+        with self._lock:
+            while self._queued or self._in_flight or not self._open:
+                self._failure_or_none()
+                self._pump()
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise WorkerError("the worker did not drain the stream in time", "try again or restart")
+                self._lock.wait(0.5 if remaining is None else min(0.5, remaining))
+            self._failure_or_none()
+
+    def _worker_was_replaced(self, generation: int) -> bool:
+        deadline = time.monotonic() + 5.0  # the supervisor notices a death within a ping interval
+        while time.monotonic() < deadline:
+            if self.client.restarting or self.client.generation != generation:
+                return True
+            time.sleep(0.05)
+        return False
+
     def cancel(self) -> None:
         with self._lock:
             if self._closed:
                 return
-            self._closed = True
+            self._closed = self._finishing = True
             self._queued.clear()
             self._queued_samples = 0
             self._lock.notify_all()
@@ -295,7 +328,7 @@ class RemoteStream:
     def stats(self) -> Stats:
         with self._lock:
             latency = float(np.median([t[0] for t in self._timings])) if self._timings else None
-            return Stats(self._done_samples / SAMPLE_RATE, self._worker_wall,
+            return Stats(self._replay.answered_end / SAMPLE_RATE, self._worker_wall,
                          self._backlog_samples() / SAMPLE_RATE, latency)  # fmt: skip
 
     def push_timings(self) -> list[tuple[float, float]]:
@@ -309,6 +342,11 @@ class RemoteStream:
         return self._queued_samples + sum(f.chunk.size for f in self._in_flight.values())
 
     def _raise_if_unusable(self) -> None:
+        self._failure_or_none()
+        if self._closed or self._finishing:
+            raise UsageError("the stream is finished or cancelled", "open a new stream")
+
+    def _failure_or_none(self) -> None:
         if self._failure is not None:
             raise self._failure
         if self._closed:
@@ -328,22 +366,25 @@ class RemoteStream:
                 self._queued.clear()
             else:
                 self._queued.popleft()
-            replayed = any(id(part) in self._replaying for part in parts)
-            for part in parts:
-                self._replaying.discard(id(part))
             chunk = np.concatenate(parts) if len(parts) > 1 else parts[0]
             self._queued_samples -= chunk.size
             self._seq += 1
-            self._in_flight[self._seq] = _InFlight(chunk, time.monotonic(), replayed)
+            self._in_flight[self._seq] = _InFlight(chunk, time.monotonic())
+            self._replay.sent(chunk)
             if not self.client.send_quietly(p.PushAudio(self.stream_id, self._seq, chunk)):
                 return  # the worker is gone; the supervisor re-sends in-flight audio to the next one
 
     def _deliver(self, events: list[StreamEvent]) -> None:
-        """Reader thread: record and forward events (lock not held)."""
+        """Reader thread: record and forward the worker stream's events (lock not held)."""
         if not events:
             return
         with self._lock:
             events = [self._continuity.adopt(event) for event in events]
+        self._deliver_raw(events)
+
+    def _deliver_raw(self, events: list[StreamEvent]) -> None:
+        """Forward events already in this stream's terms (lock not held)."""
+        with self._lock:
             self._events.extend(events)
         if self._on_events is not None:
             try:
@@ -355,9 +396,10 @@ class RemoteStream:
         events = message.stream_events()
         with self._lock:
             sent = self._in_flight.pop(message.seq, None)
-            if sent is not None:
-                self._timings.append((time.monotonic() - sent.sent_at, message.wall_s))
-            self._done_samples += message.samples
+            if sent is None:  # an answer of a worker already given up for dead: its audio is being replayed
+                return
+            self._timings.append((time.monotonic() - sent.sent_at, message.wall_s))
+            self._replay.answered(message.samples, message.resume)
             self._worker_wall += message.wall_s
             self._pump()
             self._lock.notify_all()
@@ -377,40 +419,43 @@ class RemoteStream:
             self._lock.notify_all()
 
     def on_worker_lost(self, reason: str) -> None:
-        """The worker died. Audio it had not answered for goes to the new worker once more, ahead of the
-        queue; audio that was already being replayed when it died again is given up (it may be what
-        crashes the model), and the gap is reported."""
+        """The worker died. The audio since the stream's last resume point goes to the new worker ahead of the
+        queue (its first part, the context, primes the new stream), so no word is lost or committed twice;
+        audio that keeps killing workers, or that outgrew the replay bound, is given up with a visible gap."""
         with self._lock:
-            flights = [self._in_flight[seq] for seq in sorted(self._in_flight)]
             self._in_flight.clear()
-            resume_s = self._done_samples / SAMPLE_RATE
-            dropped = [f.chunk for f in flights if f.replayed]
-            if dropped:
-                self._done_samples += sum(c.size for c in dropped)  # stream time moves past the gap
-            retry = [f.chunk for f in flights if not f.replayed]
-            if dropped and retry:  # keep stream time monotonic: only drop a prefix, retry what follows
-                retry = []
-                self._done_samples += sum(f.chunk.size for f in flights if not f.replayed)
-            for chunk in reversed(retry):
-                self._queued.appendleft(chunk)
-                self._queued_samples += chunk.size
-                self._replaying.add(id(chunk))
+            replay = self._replay.worker_died()
+            self._reopen = replay
+            if replay.audio.size:
+                self._queued.appendleft(replay.audio)
+                self._queued_samples += replay.audio.size
             self._open = False
-            self._continuity.worker_replaced(self._done_samples / SAMPLE_RATE)
-            gap_end_s = self._done_samples / SAMPLE_RATE
+            gap = None
+            if replay.lost is not None and replay.lost[1] > replay.lost[0]:
+                gap = self._continuity.gap(replay.lost[0] / SAMPLE_RATE, replay.lost[1] / SAMPLE_RATE)
+            self._continuity.worker_replaced(replay.start / SAMPLE_RATE, replay.continues_segment)
             self._lock.notify_all()
-        message = f"{reason}; it was restarted and captions continue"
-        if gap_end_s > resume_s:
-            message += f" (audio from {resume_s:.1f} s to {gap_end_s:.1f} s could not be transcribed)"
-        self._deliver([ErrorEvent("worker_restarted", message, "if it happens again, try another model or weight type",
-                                  fatal=False)])  # fmt: skip
+        message = f"{reason}; restarting it, captions continue"
+        if gap is not None:
+            message += f" (audio from {gap.start_s:.1f} s to {gap.end_s:.1f} s could not be transcribed)"
+        events: list[StreamEvent] = [ErrorEvent("worker_restarted", message,
+                                                "if it happens again, try another model or weight type",
+                                                fatal=False)]  # fmt: skip
+        self._deliver_raw(events + ([gap] if gap is not None else []))
+
+    def reopen_request(self) -> tuple[dict[str, Any] | None, np.ndarray | None]:
+        """The resume state and context audio for reopening this stream in a new worker (None, None: fresh)."""
+        with self._lock:
+            replay = self._reopen
+        if replay is None or replay.resume is None:
+            return None, None
+        return replay.resume, replay.context
 
 
 @dataclass
 class _InFlight:
     chunk: np.ndarray
     sent_at: float
-    replayed: bool = False  # this audio was re-sent after a crash: if the worker dies again, give it up
 
 
 # ------------------------------------------------------------------------------------------ client
@@ -446,15 +491,20 @@ class WorkerClient:
         self._dead: WorkerError | None = None  # set when the client gave up
         self._closing = False
         self._restarting = False
+        self._starting = False
         self._supervisor: threading.Thread | None = None
         self._wake = threading.Event()
 
     # ------------------------------------------------------------------ lifetime
     def start(self) -> WorkerClient:
         with self._lock:
-            if self._process is not None:
+            if self._process is not None or self._starting:
                 return self
-            self._spawn()
+            self._starting = True
+        try:
+            self._adopt(*self._spawn())
+        finally:
+            self._starting = False
         self._supervisor = threading.Thread(target=self._supervise, name="captioneer-supervisor", daemon=True)
         self._supervisor.start()
         return self
@@ -506,8 +556,9 @@ class WorkerClient:
     def next_id(self) -> int:
         return next(self._ids)
 
-    def _spawn(self) -> None:
-        """Start a worker and wait for its hello (lock held)."""
+    def _spawn(self) -> tuple[multiprocessing.process.BaseProcess, Any]:
+        """Start a worker and wait for its hello. Runs without the lock: a handshake may take a minute, and
+        closing the window or cancelling a stream meanwhile must not wait for it."""
         from inference.worker import worker_main
 
         context = multiprocessing.get_context("spawn")
@@ -516,7 +567,14 @@ class WorkerClient:
                                   daemon=True)  # fmt: skip
         process.start()
         child.close()
-        if not parent.poll(self.policy.start_timeout_s):
+        deadline = time.monotonic() + self.policy.start_timeout_s
+        while not parent.poll(0.1) and not self._closing and time.monotonic() < deadline:
+            pass
+        if self._closing:
+            process.kill()
+            process.join(5)
+            raise WorkerError("the worker client was closed")
+        if not parent.poll(0):
             process.kill()
             process.join(5)
             raise WorkerError(
@@ -530,12 +588,23 @@ class WorkerClient:
             process.join(5)
             raise WorkerError(f"the inference worker failed to start ({describe_exit(process.exitcode)})",
                               "run `captioneer transcribe --verbose` to see why") from exc  # fmt: skip
-        self._process, self._conn = process, parent
-        self._generation += 1
-        self._last_pong = time.monotonic()
-        self._busy_s = 0.0
-        reader = threading.Thread(target=self._read, args=(parent, self._generation), name="captioneer-reader",
-                                  daemon=True)  # fmt: skip
+        return process, parent
+
+    def _adopt(self, process: multiprocessing.process.BaseProcess, conn: Any) -> None:
+        """Publish a started worker (takes the lock only for that); a client closed meanwhile stops it."""
+        with self._lock:
+            if not self._closing:
+                self._process, self._conn = process, conn
+                self._generation += 1
+                generation = self._generation
+                self._last_pong = time.monotonic()
+                self._busy_s = 0.0
+        if self._closing:
+            conn.close()
+            process.kill()
+            process.join(5)
+            raise WorkerError("the worker client was closed")
+        reader = threading.Thread(target=self._read, args=(conn, generation), name="captioneer-reader", daemon=True)
         reader.start()
 
     # ------------------------------------------------------------------ sending
@@ -646,8 +715,9 @@ class WorkerClient:
         self._open_remote(stream)
 
     def _open_remote(self, stream: RemoteStream) -> None:
+        resume, context = stream.reopen_request()
         message = p.OpenStream(self.next_id(), stream.engine.engine_id, stream.stream_id, stream.options,
-                               stream.segmenter, stream.mode)  # fmt: skip
+                               stream.segmenter, stream.mode, resume, context)  # fmt: skip
         try:
             opened = self.request(message)
         except CaptioneerError:
@@ -790,8 +860,7 @@ class WorkerClient:
                     return
                 self._wake.clear()
                 try:
-                    with self._lock:
-                        self._spawn()
+                    self._adopt(*self._spawn())
                     self._restore(pending)
                 except CaptioneerError as exc:  # the new worker failed too: that counts as another failure
                     reason = str(exc)

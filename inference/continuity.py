@@ -23,21 +23,48 @@ class StreamContinuity:
         self._id_offset = 0
         self._max_id = -1
         self._join_next = False
+        self._continued = False  # the current worker stream continues a segment of the one before it
+        self._closed: set[int] = set()  # segment ids a speech end closed
+        self._by_segment: dict[
+            int, str
+        ] = {}  # each segment's text: its deltas, or its speech end's once closed
 
     @property
     def text(self) -> str:
         return "".join(self._committed)
 
     @property
+    def authoritative_text(self) -> str:
+        """The committed text with each closed segment's text as its speech end gave it (a segment's last words
+        may arrive only there)."""
+        return "".join(self._by_segment.values())
+
+    @property
     def restarted(self) -> bool:
         return self._before is not None
 
-    def worker_replaced(self, resume_at_s: float) -> None:
-        """The next events come from a new worker stream whose time 0 is ``resume_at_s`` of this stream."""
-        self._before = (self.text.strip(), list(self._segments))
+    def worker_replaced(self, resume_at_s: float, continues_segment: bool = False) -> None:
+        """The next events come from a new worker stream whose time 0 is ``resume_at_s`` of this stream.
+
+        ``continues_segment``: that stream's segment 0 is the segment left open here, and its text continues
+        the committed text as it is (it may go on inside a word); otherwise it starts a new segment."""
+        self._before = (self.authoritative_text, list(self._segments))
         self._time_offset_s = resume_at_s
-        self._id_offset = self._max_id + 1
-        self._join_next = bool(self._committed)
+        open_id = self._max_id if self._max_id >= 0 and self._max_id not in self._closed else None
+        self._continued = continues_segment
+        self._id_offset = open_id if continues_segment and open_id is not None else self._max_id + 1
+        self._join_next = bool(self._committed) and not continues_segment
+
+    def gap(self, start_s: float, end_s: float) -> Delta:
+        """A visible marker for audio that could not be transcribed, committed as a segment of its own."""
+        self._max_id += 1
+        self._closed.add(self._max_id)
+        text = f"[… {start_s:.1f}–{end_s:.1f} s not transcribed …]"
+        event = Delta((" " if self.text.strip() else "") + text, self._max_id, start_s, end_s)
+        self._committed.append(event.text)
+        self._by_segment[self._max_id] = event.text
+        self._join_next = True
+        return event
 
     def adopt(self, event: StreamEvent) -> StreamEvent:
         """The event as this stream reports it (shifted, renumbered); records committed text."""
@@ -55,8 +82,17 @@ class StreamContinuity:
                 event = dataclasses.replace(event, text=" " + event.text)
             self._join_next = False
             self._committed.append(event.text)
-        elif isinstance(event, SpeechEnd) and event.text:
-            self._segments.append(Segment(event.text, event.start_s, event.end_s))
+            self._by_segment[event.segment_id] = self._by_segment.get(event.segment_id, "") + event.text
+        elif isinstance(event, SpeechEnd):
+            self._closed.add(event.segment_id)
+            if event.text:
+                self._segments.append(Segment(event.text, event.start_s, event.end_s))
+                known = self._by_segment.get(event.segment_id)
+                if known is not None:
+                    lead = known[: len(known) - len(known.lstrip())]
+                else:
+                    lead = " " if self.authoritative_text.strip() else ""
+                self._by_segment[event.segment_id] = lead + event.text.strip()
         return event
 
     def final(self, transcript: Transcript) -> Transcript:
@@ -73,7 +109,10 @@ class StreamContinuity:
             Segment(s.text, s.start_s + shift, s.end_s + shift, tuple(moved(w) for w in s.words))
             for s in transcript.segments
         ]
-        text = " ".join(part for part in (text_before, transcript.text.strip()) if part)
+        if self._continued:  # the new stream's text goes on from the committed text, maybe inside a word
+            text = (text_before + transcript.text).strip()
+        else:
+            text = " ".join(part for part in (text_before.strip(), transcript.text.strip()) if part)
         return Transcript(
             text=text,
             language=transcript.language,

@@ -352,6 +352,45 @@ class Stream(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a replacement stream can take over from this one, in this stream's samples.
+
+    Everything before ``start_sample`` is reflected in the committed text already. A new stream given the
+    audio from there on continues without losing or repeating a word: its first ``context_samples`` only
+    prime it (``Resumable.resume``, no events), the rest is pushed as usual. ``state`` (JSON values) is what
+    it needs besides audio, such as the committed text that belongs to the context.
+    ``continues_segment``: the new stream's segment 0 is this stream's open segment, not a new one.
+    """
+
+    start_sample: int
+    context_samples: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
+    continues_segment: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"start_sample": self.start_sample, "context_samples": self.context_samples, "state": self.state,
+                "continues_segment": self.continues_segment}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ResumePoint:
+        return cls(int(data["start_sample"]), int(data.get("context_samples", 0)), dict(data.get("state") or {}),
+                   bool(data.get("continues_segment", False)))  # fmt: skip
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """A stream that a fresh stream can continue after its process died (the client replays the audio)."""
+
+    def resume_point(self) -> ResumePoint:
+        """Where a replacement would start now; asked after every push."""
+        ...
+
+    def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:
+        """On a new stream, before any push: take over from a ``ResumePoint`` of a dead one."""
+        ...
+
+
 @runtime_checkable
 class Engine(Protocol):
     """A loaded model. ``transcribe`` and streams run on one thread at a time (the worker's)."""

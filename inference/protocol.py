@@ -18,7 +18,7 @@ import numpy as np
 from inference.contract import Capabilities, StreamEvent, Transcript, event_from_json, event_to_json
 from inference.errors import UsageError, WorkerError
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 _HEADER = struct.Struct("<I")
 
 
@@ -79,6 +79,8 @@ class OpenStream:
     options: dict[str, Any] = field(default_factory=dict)
     segmenter: dict[str, Any] = field(default_factory=dict)
     mode: str = "auto"  # auto: the engine's own live path if it has one; native; segmented (VAD segments)
+    resume: dict[str, Any] | None = None  # a ResumePoint's state: this stream continues one whose worker died
+    pcm: np.ndarray | None = None  # with ``resume``: the context audio that primes the new stream
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,7 @@ class Pushed:
     samples: int
     wall_s: float
     events: list[dict[str, Any]] = field(default_factory=list)
+    resume: dict[str, Any] | None = None  # the stream's ResumePoint after this push (resumable streams)
 
     def stream_events(self) -> list[StreamEvent]:
         return [event_from_json(e) for e in self.events]

@@ -9,6 +9,7 @@ live. A segment commits when speech is followed by ``end_silence_s`` of non-spee
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from inference.contract import (
     SAMPLE_RATE,
     Delta,
     Engine,
+    ResumePoint,
     Segment,
     SpeechEnd,
     StreamEvent,
@@ -71,6 +73,8 @@ class SegmentedStream:
         self._frames_seen = 0  # VAD frames consumed since the start of the stream
         self._pending = np.zeros(0, dtype=np.float32)  # samples not yet a whole VAD frame
         self._pre_roll: list[np.ndarray] = []
+        self._pre_roll_vad: list[str] = []  # the VAD's state before each pre-roll frame
+        self._segment_vad = self.vad.snapshot()  # the VAD's state before the open segment's first frame
         self._segment: list[np.ndarray] | None = None  # frames of the open segment
         self._segment_start = 0  # sample index of the open segment's first sample
         self._voiced_frames = 0
@@ -93,11 +97,11 @@ class SegmentedStream:
         self._samples_seen += samples.size
         buffered = np.concatenate([self._pending, samples]) if self._pending.size else samples
         complete = buffered.size // FRAME_SAMPLES
-        probabilities = self.vad.push(buffered[: complete * FRAME_SAMPLES]) if complete else np.zeros(0)
         events: list[StreamEvent] = []
-        for i, probability in enumerate(probabilities):
+        for i in range(complete):
             frame = buffered[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]
-            events.extend(self._frame(frame, float(probability)))
+            state = self.vad.snapshot()  # before this frame: where a replacement would pick the VAD up
+            events.extend(self._frame(frame, self.vad.process(frame), state))
         self._pending = buffered[complete * FRAME_SAMPLES :].copy()
         return events
 
@@ -120,10 +124,26 @@ class SegmentedStream:
     def cancel(self) -> None:
         self._closed = True
         self._segment = None
-        self._pre_roll = []
+        self._pre_roll, self._pre_roll_vad = [], []
+
+    # ------------------------------------------------------------------ contract.Resumable
+    def resume_point(self) -> ResumePoint:
+        """The open segment's first sample (with its pre-roll), else the pre-roll before the next one: every
+        segment before it is closed and committed."""
+        if self._segment is not None:
+            return ResumePoint(self._segment_start, state={"vad": self._segment_vad})
+        start = self._frames_seen * FRAME_SAMPLES - sum(frame.size for frame in self._pre_roll)
+        return ResumePoint(start, state={"vad": self._pre_roll_vad[0] if self._pre_roll else self.vad.snapshot()})
+
+    def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:
+        """Segments are independent: a replacement needs no context, only the VAD's state at its start (so it
+        hears the replayed audio exactly as this stream did)."""
+        if "vad" in state:
+            self.vad.restore(str(state["vad"]))
+            self._segment_vad = str(state["vad"])
 
     # ------------------------------------------------------------------ segmentation
-    def _frame(self, frame: np.ndarray, probability: float) -> list[StreamEvent]:
+    def _frame(self, frame: np.ndarray, probability: float, vad_before: str) -> list[StreamEvent]:
         s = self.settings
         self._frames_seen += 1
         frame_start = (self._frames_seen - 1) * FRAME_SAMPLES
@@ -132,14 +152,17 @@ class SegmentedStream:
                 pre_roll = self._pre_roll
                 self._segment = [*pre_roll, frame]
                 self._segment_start = frame_start - len(pre_roll) * FRAME_SAMPLES
+                self._segment_vad = self._pre_roll_vad[0] if pre_roll else vad_before
                 self._voiced_frames, self._silent_run = 1, 0
                 self._voiced_end = frame_start + FRAME_SAMPLES
-                self._pre_roll = []
+                self._pre_roll, self._pre_roll_vad = [], []
             else:
                 self._pre_roll.append(frame)
+                self._pre_roll_vad.append(vad_before)
                 keep = int(round(s.pre_roll_s * SAMPLE_RATE / FRAME_SAMPLES))
                 if len(self._pre_roll) > keep:
                     del self._pre_roll[: len(self._pre_roll) - keep]
+                    del self._pre_roll_vad[: len(self._pre_roll_vad) - keep]
             return []
         self._segment.append(frame)
         if probability >= s.release:

@@ -32,8 +32,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from inference import protocol as p
-from inference.contract import CancelToken, Engine, JobControl, Progress, Stream, event_to_json
+from inference.contract import CancelToken, Engine, JobControl, Progress, Resumable, Stream, event_to_json
 from inference.errors import CaptioneerError, UsageError, error_kind
 
 log = logging.getLogger("captioneer.worker")
@@ -254,6 +256,12 @@ class Worker:
 
             settings = SegmenterSettings.from_options(dict(message.segmenter))
             stream, kind = SegmentedStream(engine, SileroVad(), dict(message.options), settings), "segmented"
+        if message.resume is not None:
+            if not isinstance(stream, Resumable):
+                raise UsageError(f"a {kind} {engine.family} stream cannot continue another one",
+                                 "open a new stream")  # fmt: skip
+            context = message.pcm if message.pcm is not None else np.zeros(0, np.float32)
+            stream.resume(context, message.resume)
         self.streams[message.stream_id] = _StreamSlot(stream, message.engine_id)
         self.send(p.Opened(message.request_id, message.stream_id, kind))
 
@@ -268,8 +276,9 @@ class Worker:
         except BaseException:
             self.streams.pop(message.stream_id, None)  # a stream that failed once is not trusted again
             raise
+        resume = slot.stream.resume_point().to_json() if isinstance(slot.stream, Resumable) else None
         self.send(p.Pushed(message.stream_id, message.seq, int(message.pcm.size), time.perf_counter() - started,
-                           [event_to_json(e) for e in events]))  # fmt: skip
+                           [event_to_json(e) for e in events], resume))  # fmt: skip
 
 
 def worker_main(conn: Connection, log_level: int = logging.WARNING) -> None:

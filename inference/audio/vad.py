@@ -8,6 +8,7 @@ speech probability [1, 1] and the next state. The torch-based package itself is 
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,21 @@ class SileroVad:
         """Forget the recurrent state, the 64-sample context and any buffered partial frame."""
         self._window[:] = 0.0
         self._state = np.zeros(_STATE_SHAPE, dtype=np.float32)
+        self._pending = np.zeros(0, dtype=np.float32)
+
+    def snapshot(self) -> str:
+        """The recurrent state and the 64-sample context, as text (a live stream's resume point carries it)."""
+        values = np.concatenate([self._state.reshape(-1), self._window[0, :CONTEXT_SAMPLES]]).astype("<f4")
+        return base64.b64encode(values.tobytes()).decode("ascii")
+
+    def restore(self, snapshot: str) -> None:
+        """Continue exactly where a ``snapshot`` was taken (of this model, perhaps in another process)."""
+        values = np.frombuffer(base64.b64decode(snapshot), dtype="<f4")
+        size = int(np.prod(_STATE_SHAPE))
+        if values.size != size + CONTEXT_SAMPLES:
+            raise ValueError(f"a Silero VAD snapshot holds {size + CONTEXT_SAMPLES} values, got {values.size}")
+        self._state = values[:size].reshape(_STATE_SHAPE).astype(np.float32)
+        self._window[0, :CONTEXT_SAMPLES] = values[size:]
         self._pending = np.zeros(0, dtype=np.float32)
 
     def process(self, frame: np.ndarray) -> float:

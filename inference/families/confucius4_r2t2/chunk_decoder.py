@@ -140,7 +140,8 @@ class EngineChunkDecoder:
         embeddings = self.encoder.encode(self.frontend(audio))
         prompt = build_prompt(self.tokenizer, ckpt.special.audio, embeddings.shape[0], self.context,
                               self.language, prefix)  # fmt: skip
-        budget = engine.check_room(len(prompt.ids), max_tokens)
+        budget = engine.check_room(len(prompt.ids), max_tokens, int(embeddings.shape[0]),
+                                   len(self.tokenizer.encode(prefix)) if prefix else 0)  # fmt: skip
         thinker = engine.thinker
         assert thinker is not None
         rows = thinker.input_rows(prompt.ids, embeddings, np.asarray(prompt.audio_positions))

@@ -14,7 +14,7 @@ segment's first delta after earlier committed text starts with that space.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,6 +23,7 @@ import numpy as np
 from inference.contract import (
     SAMPLE_RATE,
     Delta,
+    ResumePoint,
     Segment,
     Snapshot,
     SpeechEnd,
@@ -136,6 +137,8 @@ class EndpointedStream:
         self._closed = False
         self._model_wall_s = 0.0
         self.decode_calls = 0
+        self._resumed_text = ""  # committed text a dead stream had published for the segment this one continues
+        self._resumed_lead = ""  # the separator that segment's text needs after the dead stream's text
 
     # ------------------------------------------------------------------ contract.Stream
     def push(self, pcm: np.ndarray) -> list[StreamEvent]:
@@ -180,6 +183,29 @@ class EndpointedStream:
     def cancel(self) -> None:
         self._closed = True
         self._buffer = self._accum = self._seed = self._pending = np.zeros(0, dtype=np.float32)
+
+    # ------------------------------------------------------------------ contract.Resumable
+    def resume_point(self) -> ResumePoint:
+        """An open segment resumes from its start with its decoded chunks as context (and their committed text
+        as the stable prefix); between segments, from the seed that would lead the next one."""
+        state: dict[str, Any] = {"committed_any": self._committed_any}
+        if self._segment_audio:
+            state.update(self.recognizer.checkpoint(), in_speech=self.detector.in_speech)
+            return ResumePoint(self._segment_start, int(self._accum.size), state, True)
+        return ResumePoint(self._consumed - self._seed.size, 0, state)
+
+    def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:
+        self._committed_any = bool(state.get("committed_any", False))
+        if "committed" not in state:
+            return
+        self._accum = _checked(context).copy()
+        self._consumed = self._segment_samples = self._accum.size
+        self._segment_audio = True
+        self.detector.in_speech = bool(state.get("in_speech", False))
+        self.recognizer.resume_from(dict(state))
+        self._resumed_text = self.recognizer.committed
+        self._segment_committed = bool(self._resumed_text)
+        self._resumed_lead = " " if self._committed_any and not self._resumed_text else ""
 
     # ------------------------------------------------------------------ frames
     def _frame(self, frame: np.ndarray) -> list[StreamEvent]:
@@ -267,7 +293,9 @@ class EndpointedStream:
             self._language = self.recognizer.language
         language = self.recognizer.language or None
         if text:
-            self._texts.append(text)
+            resumed, lead, self._resumed_text, self._resumed_lead = self._resumed_text, self._resumed_lead, "", ""
+            # The dead stream this one continues reported the segment's first part already.
+            self._texts.append(text[len(resumed) :] if resumed and text.startswith(resumed) else lead + text)
             self._segments.append(Segment(text, start / SAMPLE_RATE, end / SAMPLE_RATE))
             events.append(SpeechEnd(self._segment_id, start / SAMPLE_RATE, end / SAMPLE_RATE, text, language))
         # A fresh recognizer (and decoder caches) for the next segment; the VAD state carries on.

@@ -50,7 +50,7 @@ from inference.families.confucius4_r2t2.frontend import log_mel
 from inference.families.confucius4_r2t2.languages import resolve_language, supported_languages
 from inference.families.confucius4_r2t2.lsp import STREAM_OPTIONS, StreamOptions
 from inference.families.confucius4_r2t2.postprocess import parse_asr_output, truncate_at_pipe
-from inference.families.confucius4_r2t2.prompt import build_prompt
+from inference.families.confucius4_r2t2.prompt import PromptOverflow, build_prompt
 from inference.families.confucius4_r2t2.spans import join_span_texts, plan_offline_spans
 from inference.families.confucius4_r2t2.streaming import R2T2Stream
 from inference.families.confucius4_r2t2.thinker import GreedyResult, Thinker, ThinkerOptions
@@ -185,14 +185,11 @@ class R2T2Engine:
         return SpanResult(offset_s, end_s, parsed.language, truncate_at_pipe(parsed.text), result.token_ids,
                           result.eos_id)  # fmt: skip
 
-    def check_room(self, prompt_length: int, max_tokens: int) -> int:
+    def check_room(self, prompt_length: int, max_tokens: int, audio_tokens: int = 0, prefix_tokens: int = 0) -> int:
         """The token budget that fits the thinker context after a prompt of ``prompt_length`` positions."""
         room = THINKER_CONTEXT - prompt_length
         if room < 1:
-            raise UsageError(
-                f"the prompt needs {prompt_length} positions, more than the thinker context of {THINKER_CONTEXT}",
-                "shorten the context text",
-            )
+            raise PromptOverflow(prompt_length + 1, THINKER_CONTEXT, audio_tokens, prefix_tokens)
         if max_tokens > room:
             log.warning("max_tokens %d exceeds the %d positions left in the thinker context; using %d",
                         max_tokens, room, room)  # fmt: skip
@@ -202,7 +199,7 @@ class R2T2Engine:
         self, prompt_ids: np.ndarray, embeddings: np.ndarray, positions: np.ndarray, max_tokens: int
     ) -> GreedyResult:
         assert self.thinker is not None
-        budget = self.check_room(len(prompt_ids), max_tokens)
+        budget = self.check_room(len(prompt_ids), max_tokens, int(embeddings.shape[0]))
         self.kv_owner = None  # a stream's cached KV rows are gone
         self.thinker.truncate(0)
         self.thinker.prefill(prompt_ids, embeddings, positions)
@@ -240,7 +237,7 @@ class R2T2Engine:
             return EndpointedStream(new_decoder, stream_options, endpoints, vad, language)
         limit = max_stream_samples(self.checkpoint.config.audio.max_source_positions)
         window = round(rolling * SAMPLE_RATE) if rolling else None
-        return R2T2Stream(new_decoder(), stream_options, language, limit, window, new_decoder)
+        return R2T2Stream(new_decoder(), stream_options, language, limit, window, new_decoder, auto_roll=True)
 
     # ----------------------------------------------------------------- lifetime
     def close(self) -> None:

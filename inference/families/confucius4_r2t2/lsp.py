@@ -136,6 +136,21 @@ class LspRecognizer:
         self.published_cp = len(kept_text)
         self.chunk_id = max(self.chunk_id, self.options.unfixed_chunk_num)
 
+    def checkpoint(self) -> dict[str, Any]:
+        """What a recognizer in another process needs to continue this one exactly (``resume_from``)."""
+        return {"raw": self.raw_decoded, "text": self.text, "committed": self.committed, "language": self.language,
+                "chunk_id": self.chunk_id}  # fmt: skip
+
+    def resume_from(self, state: dict[str, Any]) -> None:
+        """Continue a ``checkpoint`` of a recognizer whose process died, on the same audio: the next prefix is
+        built from the same last answer, and only text past the committed text is published."""
+        self.raw_decoded = str(state.get("raw", ""))
+        self.text = str(state.get("text", ""))
+        self.committed = str(state.get("committed", ""))
+        self.published_cp = len(self.committed)
+        self.language = str(state.get("language") or self.language)
+        self.chunk_id = int(state.get("chunk_id", 0))
+
     def decode_chunk(self, audio: np.ndarray, final: bool = False, publish: bool | None = None) -> ChunkOutcome:
         """Steps 1-10 of ``decode_chunk`` plus the committed-delta contract.
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inference.errors import ModelError
+from inference.errors import ModelError, UsageError
 from inference.families.confucius4_r2t2.postprocess import ASR_TEXT_TAG
 from inference.families.confucius4_r2t2.tokenizer import R2T2Tokenizer
 
@@ -39,6 +39,21 @@ class Prompt:
     @property
     def audio_positions(self) -> range:
         return range(self.audio_start, self.audio_start + self.audio_count)
+
+
+class PromptOverflow(UsageError):
+    """A prompt (audio, text so far, context) does not fit the thinker context; a live stream rolls on it."""
+
+    def __init__(self, needed: int, room: int, audio_tokens: int, prefix_tokens: int) -> None:
+        rest = needed - audio_tokens - prefix_tokens
+        if rest >= room // 2:
+            fix = f"shorten the context text (with the prompt's frame it takes {rest} positions)"
+        else:
+            fix = ("shorten the audio: transcribe a file offline, or stream with endpointing or "
+                   "rolling_window_seconds")  # fmt: skip
+        super().__init__(f"the prompt needs {needed} positions ({audio_tokens} for audio, {prefix_tokens} for the "
+                         f"text decoded so far, {rest} for the context and the prompt's frame), more than the "
+                         f"thinker context of {room}", fix)  # fmt: skip
 
 
 def build_prompt(

@@ -13,15 +13,26 @@ start of the stream: both span the segment start to the end of the audio decoded
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from inference.audio.io import checked_samples
-from inference.contract import SAMPLE_RATE, Delta, Segment, Snapshot, StreamEvent, Timing, Transcript
+from inference.contract import (
+    SAMPLE_RATE,
+    Delta,
+    ResumePoint,
+    Segment,
+    Snapshot,
+    StreamEvent,
+    Timing,
+    Transcript,
+)
 from inference.errors import UsageError
 from inference.families.confucius4_r2t2.lsp import ChunkDecoder, LspRecognizer, StreamOptions
 from inference.families.confucius4_r2t2.postprocess import ASR_TEXT_TAG
+from inference.families.confucius4_r2t2.prompt import PromptOverflow
 
 SEGMENT_ID = 0  # one segment until endpointing splits the stream
 
@@ -37,12 +48,15 @@ class R2T2Stream:
         max_samples: int | None = None,
         rolling_samples: int | None = None,
         decoder_factory: Callable[[], ChunkDecoder] | None = None,
+        auto_roll: bool = False,
     ) -> None:
         self.options = options
         self.recognizer = LspRecognizer(decoder, options, forced_language)
         self.max_samples = max_samples  # the audio tower's limit on accumulated audio (None: unchecked)
         # Rolling window: keep at most this much audio, dropping the oldest half (and its text) when it is full.
         self.rolling_samples = rolling_samples
+        # Without a window: roll only when the audio tower's limit or the thinker context is reached (endless).
+        self.auto_roll = auto_roll
         self._decoder_factory = decoder_factory  # a fresh decoder after a cut (its caches hold the old audio)
         self._dropped_samples = 0
         self._dropped_text = ""  # committed text of the dropped audio
@@ -54,6 +68,7 @@ class R2T2Stream:
         self._closed = False
         self._model_wall_s = 0.0
         self._snapshot = ""
+        self._resumed_text = ""  # committed text a dead stream had published for the audio this one took over
 
     # ------------------------------------------------------------------ contract.Stream
     def push(self, pcm: np.ndarray) -> list[StreamEvent]:
@@ -87,6 +102,8 @@ class R2T2Stream:
         rec = self.recognizer
         total_s = (self._dropped_samples + self._accum_samples) / SAMPLE_RATE
         text = self._dropped_text + rec.text
+        if self._resumed_text and text.startswith(self._resumed_text):
+            text = text[len(self._resumed_text) :]  # the stream this one continues reported it already
         return Transcript(
             text=text,
             language=rec.language or None,
@@ -98,6 +115,19 @@ class R2T2Stream:
         self._closed = True
         self._buffer, self._accum = [], []
         self._buffered = self._accum_samples = 0
+
+    # ------------------------------------------------------------------ contract.Resumable
+    def resume_point(self) -> ResumePoint:
+        """The rolling window's start; its decoded chunks prime a replacement, with their committed text as the
+        stable prefix, so the replacement's deltas continue the text (segment 0 goes on)."""
+        return ResumePoint(self._dropped_samples, self._accum_samples, self.recognizer.checkpoint(), True)
+
+    def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:
+        samples = _checked(context)
+        if samples.size:
+            self._accum, self._accum_samples = [samples.copy()], samples.size
+        self.recognizer.resume_from(dict(state))
+        self._resumed_text = self.recognizer.committed
 
     # ------------------------------------------------------------------ internals
     @property
@@ -114,6 +144,9 @@ class R2T2Stream:
     def _move_to_accum(self, samples: np.ndarray) -> None:
         if self.rolling_samples is not None and self._accum_samples + samples.size > self.rolling_samples:
             self._roll()
+        full = self.max_samples is not None and self._accum_samples + samples.size > self.max_samples
+        if full and self.auto_roll and self._accum_samples >= 2 * self._chunk:
+            self._roll()
         total = self._accum_samples + samples.size
         if self.max_samples is not None and total > self.max_samples:
             self._closed = True
@@ -126,9 +159,13 @@ class R2T2Stream:
         self._accum_samples = total
 
     def _roll(self) -> None:
-        """Drop the oldest half of the window and the committed text estimated to belong to it."""
+        """Drop the oldest half of the window (of the audio held, without one) and the committed text estimated
+        to belong to it."""
         audio = np.concatenate(self._accum) if len(self._accum) > 1 else self._accum[0]
-        drop = (self.rolling_samples or 0) // 2
+        if self.rolling_samples is not None:
+            drop = self.rolling_samples // 2
+        else:
+            drop = min(audio.size, max(self._chunk, audio.size // 2 // self._chunk * self._chunk))
         rec = self.recognizer
         # Without word times, the running text (which covers all the audio) is split in proportion to time;
         # only committed text can be dropped, cut at a word boundary where there is one.
@@ -144,10 +181,18 @@ class R2T2Stream:
         rec.restart_from(kept, self._decoder_factory() if self._decoder_factory else None)
 
     def _decode(self, final: bool):  # -> ChunkOutcome
-        if len(self._accum) > 1:
-            self._accum = [np.concatenate(self._accum)]
         started = time.perf_counter()
-        outcome = self.recognizer.decode_chunk(self._accum[0], final)
+        while True:
+            if len(self._accum) > 1:
+                self._accum = [np.concatenate(self._accum)]
+            try:
+                outcome = self.recognizer.decode_chunk(self._accum[0], final)
+                break
+            except PromptOverflow:
+                # Audio and text so far fill the thinker context: go on with the newer half (never below 2 chunks).
+                if not (self.auto_roll or self.rolling_samples) or self._accum_samples < 2 * self._chunk:
+                    raise
+                self._roll()
         self._model_wall_s += time.perf_counter() - started
         return outcome
 

@@ -31,7 +31,8 @@ A commit decodes the segment and appends its text. Events, in the terms of ``inf
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from inference.audio.spans import Span
 from inference.contract import (
     SAMPLE_RATE,
     Delta,
+    ResumePoint,
     Segment,
     Snapshot,
     SpeechEnd,
@@ -145,6 +147,14 @@ class RollingStream:
         self._closed = True
         self._blocks = []
         self._pending = np.zeros(0, np.float32)
+
+    # ------------------------------------------------------------------ contract.Resumable
+    def resume_point(self) -> ResumePoint:
+        """The open phrase's first sample: phrases before it are committed, and the gate's peak is per phrase."""
+        return ResumePoint(self._segment_start, state={"committed_tokens": self._committed_tokens})
+
+    def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:
+        self._committed_tokens = int(state.get("committed_tokens", 0))  # max_tokens is shared by the stream
 
     def _check_open(self) -> None:
         if self._closed:

@@ -24,14 +24,15 @@ Audio older than ``next center − left context`` is dropped, so memory stays bo
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from inference.audio.io import checked_samples
 from inference.audio.spans import LongFormWindow, Span, encoder_valid_frames, seconds_to_samples
-from inference.contract import SAMPLE_RATE, Delta, Snapshot, StreamEvent, Timing, Transcript
+from inference.contract import SAMPLE_RATE, Delta, ResumePoint, Snapshot, StreamEvent, Timing, Transcript
 from inference.errors import UsageError
 from inference.families.parakeet_tdt.decoder import DecoderState, TokenBias, TokenStep
 from inference.families.parakeet_tdt.options import RequestSettings
@@ -161,6 +162,27 @@ class BufferedStream:
     @property
     def received_samples(self) -> int:
         return self._received
+
+    # ------------------------------------------------------------------ contract.Resumable
+    def resume_point(self) -> ResumePoint:
+        """The first frame of the uncommitted last word (or the next center when no token is pending), with
+        the left context its window needs: what a replacement decodes again is exactly the uncommitted tail."""
+        samples_per_frame = self._hop << SUBSAMPLING_STAGES
+        pending = self._tokens[self._split :]
+        start = pending[0].frame * samples_per_frame if pending else self._next_cs
+        start = min(start, self._next_cs)
+        context = min(self._left, start)
+        return ResumePoint(start - context, context, {"remaining": self._remaining})
+
+    def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:
+        """Take ``context`` as the left context of the first center, which starts right after it."""
+        samples_per_frame = self._hop << SUBSAMPLING_STAGES
+        self._buffer = checked_samples(context).copy()
+        self._buffer_start = 0
+        self._received = self._next_cs = self._buffer.size
+        self._frame_offset = self._buffer.size // samples_per_frame
+        remaining = state.get("remaining")
+        self._remaining = None if remaining is None else int(remaining)
 
     # ------------------------------------------------------------------ windows
     def _check_open(self) -> None:

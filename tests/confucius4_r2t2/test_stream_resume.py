@@ -1,0 +1,145 @@
+"""R2T2 live streams continue in a new process without losing or repeating text (the client's replay after a
+worker death), and a stream without a window never ends because it is long (it rolls when full)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fake_decoder import FakeTokenizer
+from test_endpointing import LevelVad, SpeechCountingDecoder, frames
+from test_rolling_window import WordReader, speech, word
+
+from inference.contract import Delta, SpeechEnd
+from inference.errors import UsageError
+from inference.families.confucius4_r2t2.endpointing import EndpointedStream, EndpointOptions
+from inference.families.confucius4_r2t2.lsp import StreamOptions
+from inference.families.confucius4_r2t2.prompt import PromptOverflow
+from inference.families.confucius4_r2t2.streaming import R2T2Stream
+from tests.stream_handover import run_with_handovers
+
+STEP = 4000  # 250 ms pushes: chunk boundaries (320 ms) fall inside pushes
+
+
+def plain(window_s: float | None = None):
+    def make() -> R2T2Stream:
+        rolling = None if window_s is None else int(window_s * 16000)
+        return R2T2Stream(
+            WordReader(), StreamOptions(), "English", rolling_samples=rolling, decoder_factory=WordReader
+        )
+
+    return make
+
+
+@pytest.mark.parametrize("window_s", [None, 16.0])
+@pytest.mark.parametrize(
+    "cuts", [[16000], [33000, 36000], [100000, 100500, 101000], [250000, 400000, 470000]]
+)
+def test_a_replaced_plain_stream_commits_exactly_what_an_undisturbed_one_does(window_s, cuts):
+    audio = speech(300)  # 30 s, one word per 100 ms
+    undisturbed = run_with_handovers(plain(window_s), audio, [], STEP)
+    run = run_with_handovers(plain(window_s), audio, cuts, STEP)
+    assert run.streams == len(cuts) + 1
+    assert run.committed == undisturbed.committed  # nothing lost, nothing twice, not even inside a word
+    assert run.final.text == undisturbed.final.text == " ".join(word(i) for i in range(300))
+    assert {e.segment_id for e in run.events if isinstance(e, Delta)} == {0}  # one segment goes on
+
+
+def test_a_replaced_stream_in_automatic_language_mode_keeps_its_language_head():
+    class Tagged(WordReader):
+        def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
+            head = "language English<asr_text>"
+            body = super().generate(
+                audio, prefix[len(head) :] if prefix.startswith(head) else prefix, max_tokens
+            )
+            return body if prefix.startswith(head) else head + body
+
+    def make() -> R2T2Stream:
+        return R2T2Stream(Tagged(), StreamOptions(), "", decoder_factory=Tagged)
+
+    audio = speech(120)
+    undisturbed = run_with_handovers(make, audio, [], STEP)
+    run = run_with_handovers(make, audio, [60000, 90000], STEP)
+    assert run.committed == undisturbed.committed and run.final.text == undisturbed.final.text
+    assert "language" not in run.final.text and run.final.language == "English"
+
+
+def make_endpointed() -> EndpointedStream:
+    return EndpointedStream(SpeechCountingDecoder, StreamOptions(), EndpointOptions(), LevelVad(), "English")
+
+
+@pytest.mark.parametrize("cut_frames", [[20], [60], [100], [130], [40, 41, 150]])
+def test_a_replaced_endpointed_stream_continues_its_open_segment(cut_frames):
+    audio = frames((31, False), (63, True), (37, False), (31, True), (19, False))
+    undisturbed = run_with_handovers(make_endpointed, audio, [], 512 * 3)
+    run = run_with_handovers(make_endpointed, audio, [f * 512 for f in cut_frames], 512 * 3)
+    assert run.committed == undisturbed.committed
+    assert run.final.text == undisturbed.final.text
+    ends = [(round(e.start_s, 6), round(e.end_s, 6), e.text) for e in run.speech_ends]
+    assert ends == [(round(e.start_s, 6), round(e.end_s, 6), e.text) for e in undisturbed.speech_ends]
+    assert len({e.segment_id for e in run.speech_ends}) == 2
+
+
+def test_without_a_window_a_stream_rolls_at_the_tower_limit_instead_of_ending():
+    stream = R2T2Stream(WordReader(), StreamOptions(chunk_size_ms=2000), "English", max_samples=20 * 16000,
+                        decoder_factory=WordReader, auto_roll=True)  # fmt: skip
+    audio = speech(600)  # 60 s: three times the limit
+    committed = ""
+    for start in range(0, audio.size, 32000):
+        committed += "".join(
+            e.text for e in stream.push(audio[start : start + 32000]) if isinstance(e, Delta)
+        )
+        assert stream._accum_samples <= 20 * 16000
+    final = stream.finish()
+    assert final.text == " ".join(word(i) for i in range(600))
+    assert final.text.startswith(committed) and len(committed.split()) > 550
+
+
+class ContextLimited(WordReader):
+    """Refuses a prompt of more than ``limit`` words (audio or text), as the thinker context does."""
+
+    limit = 120
+
+    def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
+        words = audio.size // 1600 + len(prefix.split())
+        if words > self.limit:
+            raise PromptOverflow(words, self.limit, audio.size // 1600, len(prefix.split()))
+        return super().generate(audio, prefix, max_tokens)
+
+
+def test_a_full_thinker_context_rolls_the_stream_and_text_only_grows():
+    stream = R2T2Stream(ContextLimited(), StreamOptions(), "English", decoder_factory=ContextLimited,
+                        auto_roll=True)  # fmt: skip
+    audio = speech(900)  # 90 s
+    committed = ""
+    for start in range(0, audio.size, STEP):
+        committed += "".join(e.text for e in stream.push(audio[start : start + STEP]) if isinstance(e, Delta))
+    final = stream.finish()
+    assert final.text == " ".join(word(i) for i in range(900))
+    assert final.text.startswith(committed) and len(committed.split()) > 850
+
+
+def test_an_overflow_that_rolling_cannot_fix_names_the_context_text():
+    class Hopeless(FakeTokenizer):
+        def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
+            raise PromptOverflow(2100, 2048, 20, 0)
+
+    stream = R2T2Stream(Hopeless(), StreamOptions(), "English", decoder_factory=Hopeless, auto_roll=True)
+    with pytest.raises(UsageError) as raised:
+        for start in range(0, 64000, STEP):
+            stream.push(speech(40)[start : start + STEP])
+    assert "2080 for the context" in raised.value.message and "shorten the context text" in raised.value.fix
+
+
+def test_the_overflow_of_long_audio_names_the_audio_not_a_context_that_was_never_given():
+    error = PromptOverflow(2049, 2048, 1600, 400)
+    assert "1600 for audio, 400 for the text decoded so far, 49 for the context" in error.message
+    assert "endpointing" in error.fix and "context" not in error.fix.split(":")[0]
+
+
+def test_segment_ids_and_times_of_a_replaced_endpointed_stream_match():
+    audio = frames((10, False), (40, True), (20, False), (40, True), (20, False))
+    undisturbed = run_with_handovers(make_endpointed, audio, [], 512 * 2)
+    run = run_with_handovers(make_endpointed, audio, [30 * 512, 80 * 512], 512 * 2)
+    assert [e.segment_id for e in run.speech_ends] == [0, 1]
+    assert [isinstance(e, SpeechEnd) for e in run.events].count(True) == 2
+    assert run.final.segments == undisturbed.final.segments
