@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import logging
 import multiprocessing
+import queue
 import signal
 import threading
 import time
@@ -101,8 +102,8 @@ def error_from_failure(failed: p.Failed) -> CaptioneerError:
     return error_class(failed.kind)(failed.message, failed.fix)
 
 
-def describe_exit(exitcode: int | None) -> str:
-    """Plain words for how the worker process ended."""
+def describe_exit(exitcode: int | None, rss_bytes: int = 0) -> str:
+    """Plain words for how the worker process ended (``rss_bytes``: its memory when last heard of)."""
     if exitcode is None:
         return "the inference worker stopped answering"
     if exitcode < 0:
@@ -115,10 +116,11 @@ def describe_exit(exitcode: int | None) -> str:
             "SIGBUS": "a crash in native model code",
             "SIGILL": "the native library uses instructions this CPU lacks",
             "SIGABRT": "the native library aborted",
-            "SIGKILL": "killed, usually by the system when memory ran out",
+            "SIGKILL": "killed from outside: by the system's out-of-memory killer or by another program",
             "SIGTERM": "terminated from outside",
         }.get(name, "a signal")
-        return f"the inference worker died ({name}: {meaning})"
+        memory = f"; it was using {rss_bytes / 2**20:.0f} MB" if rss_bytes and name == "SIGKILL" else ""
+        return f"the inference worker died ({name}: {meaning}{memory})"
     return f"the inference worker exited with code {exitcode}"
 
 
@@ -433,7 +435,7 @@ class RemoteStream:
             gap = None
             if replay.lost is not None and replay.lost[1] > replay.lost[0]:
                 gap = self._continuity.gap(replay.lost[0] / SAMPLE_RATE, replay.lost[1] / SAMPLE_RATE)
-            self._continuity.worker_replaced(replay.start / SAMPLE_RATE, replay.continues_segment)
+            self._continuity.worker_replaced(replay.start / SAMPLE_RATE, replay.continues_segment, replay.overlap_text)
             self._lock.notify_all()
         message = f"{reason}; restarting it, captions continue"
         if gap is not None:
@@ -442,6 +444,29 @@ class RemoteStream:
                                                 "if it happens again, try another model or weight type",
                                                 fatal=False)]  # fmt: skip
         self._deliver_raw(events + ([gap] if gap is not None else []))
+
+    def on_given_up(self) -> None:
+        """No worker will take the stream over: the audio since its last commit point is lost; mark the gap."""
+        with self._lock:
+            if self._closed:
+                return
+            start = self._reopen.start if self._reopen is not None else self._replay.answered_end
+            end = self._pushed_samples
+            gap = self._continuity.gap(start / SAMPLE_RATE, end / SAMPLE_RATE) if end > start else None
+        if gap is not None:
+            self._deliver_raw([gap])
+
+    def on_worker_restored(self, took_s: float) -> None:
+        """The new worker took the stream over: say so, with what it cost."""
+        with self._lock:
+            replay = self._reopen
+            if self._closed or replay is None:
+                return
+        replayed = (replay.context.size + replay.audio.size) / SAMPLE_RATE
+        message = f"the inference worker was restarted in {took_s:.1f} s; captions continue"
+        if replayed:
+            message += f" ({replayed:.1f} s of audio since the last committed words replayed)"
+        self._deliver_raw([ErrorEvent("worker_resumed", message, None, fatal=False)])
 
     def reopen_request(self) -> tuple[dict[str, Any] | None, np.ndarray | None]:
         """The resume state and context audio for reopening this stream in a new worker (None, None: fresh)."""
@@ -477,7 +502,7 @@ class WorkerClient:
         self._on_status = on_status
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
-        self._send_lock = threading.Lock()
+        self._outbox: queue.SimpleQueue[bytes | None] | None = None  # frames for the current worker's writer
         self._pending: dict[int, _Pending] = {}
         self._engines: dict[str, _EngineRecord] = {}
         self._streams: dict[str, RemoteStream] = {}
@@ -529,8 +554,8 @@ class WorkerClient:
             if process.is_alive():
                 process.kill()
                 process.join(timeout=5)
-        if conn is not None:
-            conn.close()
+        with self._lock:
+            self._retire_worker()
         self._fail_all(WorkerError("the worker client was closed"))
 
     @property
@@ -592,9 +617,10 @@ class WorkerClient:
 
     def _adopt(self, process: multiprocessing.process.BaseProcess, conn: Any) -> None:
         """Publish a started worker (takes the lock only for that); a client closed meanwhile stops it."""
+        outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         with self._lock:
             if not self._closing:
-                self._process, self._conn = process, conn
+                self._process, self._conn, self._outbox = process, conn, outbox
                 self._generation += 1
                 generation = self._generation
                 self._last_pong = time.monotonic()
@@ -604,23 +630,33 @@ class WorkerClient:
             process.kill()
             process.join(5)
             raise WorkerError("the worker client was closed")
+        threading.Thread(target=self._write, args=(conn, outbox), name="captioneer-writer", daemon=True).start()
         reader = threading.Thread(target=self._read, args=(conn, generation), name="captioneer-reader", daemon=True)
         reader.start()
 
     # ------------------------------------------------------------------ sending
     def send_quietly(self, message: p.Message) -> bool:
-        """Send if a worker is up; False when it is not (the supervisor handles the loss)."""
-        conn = self._conn
-        if conn is None:
+        """Queue a message for the worker if one is up; False when none is (the supervisor handles the loss).
+
+        Never blocks: a writer thread does the writing, so a frozen worker whose pipe is full stalls only that
+        thread, never a request's timeout, a stream, or the supervisor's pings (which then go unanswered)."""
+        outbox = self._outbox
+        if outbox is None or self._conn is None:
             return False
-        frame = p.encode(message)
-        try:
-            with self._send_lock:
-                conn.send_bytes(frame)
-        except (OSError, ValueError):
-            self._wake.set()
-            return False
+        outbox.put(p.encode(message))
         return True
+
+    def _write(self, conn: Any, outbox: queue.SimpleQueue[bytes | None]) -> None:
+        """Writer thread of one worker: sends queued frames in order until told to stop or the pipe breaks."""
+        while True:
+            frame = outbox.get()
+            if frame is None:
+                return
+            try:
+                conn.send_bytes(frame)
+            except (OSError, ValueError):
+                self._wake.set()  # the supervisor finds out why
+                return
 
     def request(
         self,
@@ -803,7 +839,7 @@ class WorkerClient:
             reason = None
             if not process.is_alive():
                 process.join(1)
-                reason = describe_exit(process.exitcode)
+                reason = describe_exit(process.exitcode, self.worker_rss)
             else:
                 nonce += 1
                 self.send_quietly(p.Ping(nonce))
@@ -827,12 +863,11 @@ class WorkerClient:
     def _recover(self, reason: str) -> None:
         """Fail what was in flight, then restart (with backoff) and restore engines and streams."""
         log.warning("%s", reason)
+        lost_at = time.monotonic()
         self._notify(reason)
         with self._lock:
             self._restarting = True
-            if self._conn is not None:
-                self._conn.close()
-            self._conn, self._process = None, None
+            self._retire_worker()
             pending = list(self._pending.values())
             self._pending.clear()
             streams = list(self._streams.values())
@@ -868,14 +903,23 @@ class WorkerClient:
                     with self._lock:
                         if self._process is not None:
                             self._process.kill()
-                        if self._conn is not None:
-                            self._conn.close()
-                        self._conn, self._process = None, None
+                        self._retire_worker()
                     continue
-                self._notify("the inference worker was restarted")
+                took = time.monotonic() - lost_at
+                self._notify(f"the inference worker was restarted in {took:.1f} s")
+                for stream in streams:
+                    stream.on_worker_restored(took)
                 return
         finally:
             self._restarting = False
+
+    def _retire_worker(self) -> None:
+        """Forget the current worker's process and pipe (lock held); its writer thread ends."""
+        if self._outbox is not None:
+            self._outbox.put(None)
+        if self._conn is not None:
+            self._conn.close()
+        self._conn, self._process, self._outbox = None, None, None
 
     def _restore(self, pending: list[_Pending]) -> None:
         with self._lock:
@@ -900,6 +944,10 @@ class WorkerClient:
         for item in pending:
             if not item.future.done():
                 item.future.set_exception(error)
+        with self._lock:
+            streams = list(self._streams.values())
+        for stream in streams:
+            stream.on_given_up()
         self._fail_all(error)
 
     def _fail_all(self, error: CaptioneerError) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from inference.contract import Delta, Segment, Snapshot, SpeechEnd, StreamEvent, Transcript, Word
+from inference.contract import Delta, Segment, Snapshot, SpeechEnd, StreamEvent, Timing, Transcript, Word
 
 
 class StreamContinuity:
@@ -43,12 +43,18 @@ class StreamContinuity:
     def restarted(self) -> bool:
         return self._before is not None
 
-    def worker_replaced(self, resume_at_s: float, continues_segment: bool = False) -> None:
+    def worker_replaced(
+        self, resume_at_s: float, continues_segment: bool = False, overlap_text: str = ""
+    ) -> None:
         """The next events come from a new worker stream whose time 0 is ``resume_at_s`` of this stream.
 
-        ``continues_segment``: that stream's segment 0 is the segment left open here, and its text continues
-        the committed text as it is (it may go on inside a word); otherwise it starts a new segment."""
-        self._before = (self.authoritative_text, list(self._segments))
+        ``continues_segment``: that stream's segment 0 is the segment left open here, and its deltas continue
+        the committed text as it is (it may go on inside a word); otherwise it starts a new segment.
+        ``overlap_text``: committed text the new stream's final transcript repeats (its context's)."""
+        before = self.authoritative_text
+        if overlap_text and before.endswith(overlap_text):
+            before = before[: len(before) - len(overlap_text)]
+        self._before = (before, list(self._segments))
         self._time_offset_s = resume_at_s
         open_id = self._max_id if self._max_id >= 0 and self._max_id not in self._closed else None
         self._continued = continues_segment
@@ -109,7 +115,9 @@ class StreamContinuity:
             Segment(s.text, s.start_s + shift, s.end_s + shift, tuple(moved(w) for w in s.words))
             for s in transcript.segments
         ]
-        if self._continued:  # the new stream's text goes on from the committed text, maybe inside a word
+        if (
+            self._continued
+        ):  # the new stream's text goes on from the text before its context, maybe inside a word
             text = (text_before + transcript.text).strip()
         else:
             text = " ".join(part for part in (text_before.strip(), transcript.text.strip()) if part)
@@ -119,5 +127,8 @@ class StreamContinuity:
             words=[moved(w) for w in transcript.words],  # word times before the crash lived in the old worker
             segments=segments_before + segments,
             token_ids=list(transcript.token_ids),
-            timing=transcript.timing,
+            # The new stream's clock starts where it took over: the whole stream's audio is longer.
+            timing=Timing(transcript.timing.audio_s + shift, transcript.timing.wall_s)
+            if transcript.timing
+            else None,
         )

@@ -227,7 +227,8 @@ ERROR_KINDS = (
     "out_of_memory",
     "worker_crashed",  # the worker process died (signal or exit)
     "worker_hung",  # the worker stopped answering and was killed
-    "worker_restarted",  # not fatal: a new worker continues with new audio
+    "worker_restarted",  # not fatal: the worker died; a new one is starting and will replay the audio
+    "worker_resumed",  # not fatal, a notice: the new worker took the stream over
     "backlog",  # audio arrives faster than it is transcribed and the policy refused it
     "cancelled",
     "internal",  # a bug: report it
@@ -361,21 +362,24 @@ class ResumePoint:
     prime it (``Resumable.resume``, no events), the rest is pushed as usual. ``state`` (JSON values) is what
     it needs besides audio, such as the committed text that belongs to the context.
     ``continues_segment``: the new stream's segment 0 is this stream's open segment, not a new one.
+    ``overlap_text``: the end of the committed text that belongs to the context; the new stream's final
+    transcript covers that audio again, so its text replaces this overlap instead of following it.
     """
 
     start_sample: int
     context_samples: int = 0
     state: dict[str, Any] = field(default_factory=dict)
     continues_segment: bool = False
+    overlap_text: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"start_sample": self.start_sample, "context_samples": self.context_samples, "state": self.state,
-                "continues_segment": self.continues_segment}  # fmt: skip
+                "continues_segment": self.continues_segment, "overlap_text": self.overlap_text}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ResumePoint:
         return cls(int(data["start_sample"]), int(data.get("context_samples", 0)), dict(data.get("state") or {}),
-                   bool(data.get("continues_segment", False)))  # fmt: skip
+                   bool(data.get("continues_segment", False)), str(data.get("overlap_text", "")))  # fmt: skip
 
 
 @runtime_checkable

@@ -33,6 +33,7 @@ class Replay:
     audio: np.ndarray
     resume: dict[str, Any] | None = None
     continues_segment: bool = False
+    overlap_text: str = ""
     lost: tuple[int, int] | None = None
 
 
@@ -89,10 +90,12 @@ class ReplayBuffer:
         context = replayed[: point.context_samples]
         stateful = bool(point.state) or point.continues_segment
         replay = Replay(start, context, replayed[context.size :], dict(point.state) if stateful else None,
-                        point.continues_segment, lost)  # fmt: skip
+                        point.continues_segment, point.overlap_text, lost)  # fmt: skip
         # The new stream starts at `start`; until it answers, a further death replays the same way.
         self._base = start
-        self._point = ResumePoint(0, point.context_samples, point.state, point.continues_segment)
+        self._point = ResumePoint(
+            0, point.context_samples, point.state, point.continues_segment, point.overlap_text
+        )
         self._answered_end = start + context.size
         # The context travels with the new stream's opening; the rest is sent (and recorded) again by pushes.
         self._chunks = deque([context]) if context.size else deque()

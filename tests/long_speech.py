@@ -61,7 +61,10 @@ class Recording:
 def recording(seconds: float, seed: int = 0, pause_s: tuple[float, float] = (0.6, 1.4)) -> Recording:
     """At least ``seconds`` of sentences separated by pauses of ``pause_s`` (uniform), plus a final pause."""
     rng = random.Random(seed)
-    texts = [text for text, _ in _sentences_module().make_sentences(seed, 400, held_out=True)]
+    # about 3.5 s per sentence with its pause; distinct sentences as long as the grammar has them
+    texts = [
+        text for text, _ in _sentences_module().make_sentences(seed, int(seconds / 2.5) + 20, held_out=True)
+    ]
     parts: list[np.ndarray] = [np.zeros(int(0.5 * SAMPLE_RATE), np.float32)]
     sentences: list[tuple[str, float, float]] = []
     total = parts[0].size

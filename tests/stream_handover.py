@@ -48,7 +48,7 @@ def run_with_handovers(
             pending_cuts.pop(0)
             point = stream.resume_point()
             start = base + point.start_sample
-            continuity.worker_replaced(start / SAMPLE_RATE, point.continues_segment)
+            continuity.worker_replaced(start / SAMPLE_RATE, point.continues_segment, point.overlap_text)
             stream = make()
             stream.resume(audio[start : start + point.context_samples], point.state)
             streams += 1

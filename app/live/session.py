@@ -99,7 +99,7 @@ class SessionModel:
         if isinstance(event, Delta):
             if self.status.worker == "restarting":  # text flows again: the new worker is up
                 self.status = replace(self.status, worker="running",
-                                      message="the worker was restarted; captions continue")  # fmt: skip
+                                      message="the inference worker was restarted; captions continue")  # fmt: skip
             segment = self._segment(event.segment_id, now)
             if not segment.text:
                 segment.started_at = now
@@ -134,7 +134,9 @@ class SessionModel:
             return SessionChange(provisional=dropped)
         if isinstance(event, ErrorEvent):
             self.errors.append(event)
-            worker = "restarting" if event.kind == "worker_restarted" else ("failed" if event.fatal else "running")
+            worker = {"worker_restarted": "restarting", "worker_resumed": "running"}.get(
+                event.kind, "failed" if event.fatal else "running"
+            )
             self.status = replace(self.status, worker=worker, message=event.message)
             return SessionChange(status=True)
         if isinstance(event, Stats):

@@ -65,6 +65,8 @@ class EventTranslator:
             self._saw_text()
             return {"type": "transcript.text.partial", "text": self.committed + event.text, **_times(event)}
         if isinstance(event, ErrorEvent):
+            if event.kind == "worker_resumed":
+                return None  # a notice, not an error: the stream simply goes on
             error = from_captioneer(error_class(event.kind)(event.message, event.fix))
             if event.kind == "worker_restarted":
                 error = ApiError(503, f"{event.message} ({event.fix})" if event.fix else event.message,

@@ -83,7 +83,7 @@ class ServedModel:
     def _on_status(self, text: str) -> None:
         """The client reports a lost worker first and "the inference worker was restarted" once the new one
         has the model again. In between, a request sent to the new worker would find no model there."""
-        if text == RESTARTED:
+        if text.startswith(RESTARTED):
             self._restored.set()
         elif self.client is not None and self.client.gave_up is not None:
             log.error("model %s: %s; a request after %.0f s will start a fresh worker", self.id, text,

@@ -98,14 +98,18 @@ def test_quitting_mid_sentence_commits_and_journals_it(qtbot, talk: np.ndarray) 
     paths = AppPaths.from_environment().ensure()
     controller = LiveController(WorkerClient, paths.data)
     source = ArraySource(talk, "test recording", speed=1.0)  # live: the second sentence is still being said
-    window = MainWindow(AppState.load(paths), SettingsStore(paths), controller, source_factory=lambda _device: source)
+    window = MainWindow(
+        AppState.load(paths), SettingsStore(paths), controller, source_factory=lambda _device: source
+    )
     qtbot.addWidget(window)
     window.show()
     window.device_combo.addItem("test recording", "test")
     window.device_combo.setCurrentIndex(window.device_combo.count() - 1)
     window.start()
     qtbot.waitUntil(lambda: "emma" in controller.session.committed_text, timeout=60000)
-    second_starts = 16000 + load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav").size + 16000
+    second_starts = (
+        16000 + load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav").size + 16000
+    )
     qtbot.waitUntil(lambda: source.played_samples > second_starts + 20000, timeout=30000)  # 1.2 s into it
     started = time.monotonic()
     window.close()  # Quit

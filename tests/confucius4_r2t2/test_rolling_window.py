@@ -93,3 +93,25 @@ def test_rolling_window_options_are_checked(engine):
         engine.open_stream(chunk_size_ms=1000, rolling_window_seconds=3)
     with pytest.raises(UsageError, match="live streams only"):
         engine.transcribe(np.zeros(1600, np.float32), rolling_window_seconds=16)
+
+
+def test_a_default_live_stream_never_ends_because_it_is_long(tmp_path_factory: pytest.TempPathFactory):
+    """No window, no endpointing (the app's, the CLI's and /live's defaults): past the tower's ~115 s and the
+    thinker context the stream rolls instead of failing, and its published text only grows."""
+    path = stream_variant(HF_CHECKPOINT, tmp_path_factory.mktemp("endless") / "w800", 800)
+    engine = create_engine(EngineRequest(path, "confucius4_r2t2", {}, "cpu", 2))
+    try:
+        stream = engine.open_stream(language="English", chunk_size_ms=2000, max_tokens=4)
+        clip = load_audio()["clip_long"]
+        audio = np.concatenate([clip] * 12)[: 160 * 16000]  # 160 s, past both limits
+        committed = ""
+        held: list[int] = []
+        for start in range(0, audio.size, 32000):
+            committed += "".join(e.text for e in stream.push(audio[start : start + 32000]) if isinstance(e, Delta))
+            held.append(stream._accum_samples)
+        transcript = stream.finish()
+    finally:
+        engine.close()
+    assert max(held) <= 115.4 * 16000 and held[-1] < max(held)  # it rolled
+    assert transcript.timing is not None and transcript.timing.audio_s == pytest.approx(160.0)
+    assert transcript.text.startswith(committed)

@@ -287,3 +287,26 @@ def test_bounded_snapshots_on_the_model_leave_commits_unchanged(phonon: Parakeet
     assert max(whole[:-1]) > 2 * window and max(decodes[:-1]) < window + 1280  # snapshots; the last: commit
     assert decodes[-1] == whole[-1] == audio.size
     assert any(isinstance(e, Snapshot) and e.text for e in events)
+
+
+@pytest.mark.parametrize("cuts", [[12 * BLOCK], [30 * BLOCK, 31 * BLOCK], [45 * BLOCK, 70 * BLOCK, 95 * BLOCK]])
+def test_a_replaced_rolling_stream_commits_what_an_undisturbed_one_does(phonon: ParakeetEngine, cuts) -> None:
+    """After a worker death the client reopens the stream at the open phrase's first sample (phrases before it
+    are committed): the phrases come out as they would have."""
+    from tests.stream_handover import run_with_handovers
+
+    audio = blocks((0.0, 6), (0.1, 30), (0.0, 20), (0.08, 25), (0.0, 20), (0.12, 15), (0.0, 16), seed=3)
+
+    def make() -> RollingStream:
+        stream = phonon.open_stream()
+        assert isinstance(stream, RollingStream)
+        return stream
+
+    undisturbed = run_with_handovers(make, audio, [], 3 * BLOCK + 100)
+    run = run_with_handovers(make, audio, cuts, 3 * BLOCK + 100)
+    assert len(undisturbed.speech_ends) == 3 and undisturbed.committed.strip()  # three phrases, with text
+    assert run.committed == undisturbed.committed
+    assert run.final.text == undisturbed.final.text
+    assert [(round(e.start_s, 3), e.text) for e in run.speech_ends] == [
+        (round(e.start_s, 3), e.text) for e in undisturbed.speech_ends
+    ]

@@ -17,8 +17,10 @@ import pytest
 
 from inference.server.config import ServerConfig
 from inference.server.registry import ModelRegistry, ServedModel
+from tests.long_speech import espeak_available, recording
 from tests.server.harness import SAMPLE_1, TEXT_1, running_server, s16le, wav_bytes
-from tests.server.live_client import post_live, split
+from tests.server.live_client import LiveResult, post_live, split
+from tests.stream_handover import word_edits
 
 THREE_SECONDS = base64.b64encode(wav_bytes(np.full(48000, 0.01, np.float32))).decode()
 
@@ -206,3 +208,83 @@ def test_a_worker_that_keeps_failing_is_revived_after_a_pause() -> None:
             assert fragile.worker_pid not in (None, first_pid) and fragile.client.gave_up is None
     finally:
         models.close()
+
+
+@pytest.fixture(scope="module")
+def killable() -> Iterator[tuple[str, ServedModel]]:
+    """A server of the demo model whose worker may be killed many times in a row (the breaker stays shut)."""
+    from inference.client import WorkerPolicy
+    from inference.models.spec import load_family_spec
+    from tests.server.harness import DEMO_MODEL
+
+    policy = WorkerPolicy(ping_interval_s=0.2, max_restarts=50, backoff_s=(0.0,))
+    demo = ServedModel("demo", DEMO_MODEL, "parakeet_tdt", load_family_spec("parakeet_tdt"), ("en",), 2,
+                       policy=policy)  # fmt: skip
+    models = ModelRegistry([demo])
+    models.start(threads=1)
+    try:
+        with running_server(ServerConfig(), models) as url:
+            yield url, demo
+    finally:
+        models.close()
+
+
+def _live_killing(base_url: str, demo: ServedModel, audio: np.ndarray, kill_at: tuple[int, ...]) -> LiveResult:
+    """/live with ``audio`` in 0.32 s pieces, the worker SIGKILLed as pieces ``kill_at`` are sent (each kill
+    waits for the previous restart)."""
+    pieces = split(s16le(audio), 10240)
+
+    def killing() -> Iterator[bytes]:
+        for index, piece in enumerate(pieces):
+            if index in kill_at:
+                old = demo.worker_pid
+                assert old is not None
+                os.kill(old, signal.SIGKILL)
+                # noqa below: the lambda is waited for at once; a kill mid-restore is another test's matter
+                _wait(lambda: _restarted(demo, old) and not demo.client.restarting, 60)  # type: ignore[union-attr]  # noqa: B023
+            yield piece
+
+    return post_live(base_url, {"model": "demo", "sample_rate": 16000, "sample_format": "s16le"}, killing(),
+                     pace_s=0.02, timeout_s=180)  # fmt: skip
+
+
+@pytest.mark.skipif(not espeak_available(), reason="needs espeak-ng for speech")
+def test_a_live_upload_loses_no_words_to_killed_workers(killable: tuple[str, ServedModel]) -> None:
+    base_url, demo = killable
+    audio = recording(30.0, seed=13).audio
+    undisturbed = _live_killing(base_url, demo, audio, ())
+    killed = _live_killing(base_url, demo, audio, (15, 40, 41, 70))
+    assert killed.status == 200 and killed.done_marker
+    restarts = [e for e in killed.events if e["type"] == "error"]
+    assert len(restarts) == 4 and all(e["error"]["code"] == "worker_restarted" and not e["fatal"] for e in restarts)
+    done, before = killed.of_type("transcript.text.done")[0], undisturbed.of_type("transcript.text.done")[0]
+    # The whole upload was transcribed: nothing dropped at the kills.
+    assert done["timing"]["audio_duration_ms"] == before["timing"]["audio_duration_ms"] == round(audio.size / 16)
+    # Buffered windows restarted at a word may change a word next to a kill, never lose a stretch of speech.
+    assert word_edits(done["text"], before["text"]) <= 4, (done["text"], before["text"])
+    committed = "".join(e["delta"] for e in killed.of_type("transcript.text.delta"))
+    assert done["text"].startswith(committed.strip()[: len(committed.strip()) // 2])
+
+
+@pytest.mark.skipif(not espeak_available(), reason="needs espeak-ng for speech")
+def test_a_streamed_file_request_loses_no_audio_to_a_killed_worker(killable: tuple[str, ServedModel]) -> None:
+    base_url, demo = killable
+    http = httpx.Client(base_url=base_url, timeout=120)
+    audio = recording(20.0, seed=14).audio
+    body = {"model": "demo", "audio": base64.b64encode(wav_bytes(audio)).decode(), "stream": True}
+
+    def run(kill: bool) -> dict[str, Any]:
+        with http.stream("POST", "/v1/audio/transcriptions", json=body) as response:
+            lines = []
+            for line in response.iter_lines():
+                if kill and line.startswith("data:") and "transcript.text.delta" in line:
+                    kill = False
+                    os.kill(demo.worker_pid or 0, signal.SIGKILL)
+                lines.append(line)
+        events = [json.loads(line.removeprefix("data: ")) for line in lines if line and line != "data: [DONE]"]
+        return {"done": events[-1], "errors": [e for e in events if e["type"] == "error"]}
+
+    undisturbed, killed = run(False), run(True)
+    assert len(killed["errors"]) == 1 and killed["errors"][0]["error"]["code"] == "worker_restarted"
+    assert killed["done"]["timing"]["audio_duration_ms"] == undisturbed["done"]["timing"]["audio_duration_ms"]
+    assert word_edits(killed["done"]["text"], undisturbed["done"]["text"]) <= 1

@@ -57,6 +57,10 @@ class Recorder:
             return [e for e in self.events if isinstance(e, kind)]
 
 
+def restarts(recorder: Recorder) -> list[ErrorEvent]:
+    return [e for e in recorder.of(ErrorEvent) if e.kind == "worker_restarted"]  # type: ignore[misc]
+
+
 def open_faulty(client: WorkerClient, recorder: Recorder | None = None, **options: object) -> RemoteStream:
     engine = client.load("unused", factory=FAULTY)
     return engine.open_stream(on_events=recorder, **options)
@@ -209,12 +213,12 @@ def test_audio_that_crashes_the_worker_three_times_is_given_up_with_a_visible_ga
     stream.push(CHUNK)
     wait_until(lambda: len(recorder.of(Delta)) == 1, what="the first delta")
     stream.push(np.full_like(CHUNK, 0.25))  # crashes the worker; replayed twice (it may be chance), crashes again
-    wait_until(lambda: len(recorder.of(ErrorEvent)) == 3 and stream.ready, what="three restarts")
+    wait_until(lambda: len(restarts(recorder)) == 3 and stream.ready, what="three restarts")
     stream.push(CHUNK)
     final = stream.finish(timeout=30)
     # The poisoned 0.32 s is skipped, nothing else, and the transcript says so where it happened.
     assert final.text == stream.committed_text == "w1 [… 0.3–0.6 s not transcribed …] w1"
-    first, _, third = recorder.of(ErrorEvent)
+    first, _, third = restarts(recorder)
     assert "could not be transcribed" not in first.message
     assert "audio from 0.3 s to 0.6 s could not be transcribed" in third.message and not third.fatal
     gap = recorder.of(Delta)[1]
@@ -275,11 +279,13 @@ def test_repeated_crashes_back_off_then_stop_with_a_message(tmp_path: Path) -> N
         def fatal() -> list[ErrorEvent]:
             return [e for e in recorder.of(ErrorEvent) if e.fatal]  # type: ignore[misc]
 
+        pushed = 0
         for attempt in range(1, 4):  # every new worker's stream exits on its first push
             wait_until(lambda: stream.ready or fatal(), what=f"worker {attempt} to take audio")
             if fatal():
                 break
             stream.push(CHUNK)
+            pushed += 1
             wait_until(lambda a=attempt: len(recorder.of(ErrorEvent)) >= a, what=f"crash {attempt}")
         wait_until(lambda: bool(fatal()), what="the client to give up")
         with pytest.raises(WorkerError, match="stopped restarting"):
@@ -292,6 +298,12 @@ def test_repeated_crashes_back_off_then_stop_with_a_message(tmp_path: Path) -> N
         with pytest.raises(WorkerError, match="stopped restarting"):
             client.load("unused", factory=FAULTY)
         assert any("restarted" in s for s in statuses)
+        # Every push killed a worker: none of the audio was transcribed, and the transcript marks all of it (in
+        # one or two gaps: audio given up after three deaths, then what no worker took over at all).
+        gaps = [d for d in recorder.of(Delta) if "not transcribed" in d.text]
+        assert stream.committed_text == "".join(d.text for d in gaps)
+        assert gaps[0].start_s == 0.0 and gaps[-1].end_s == pytest.approx(pushed * CHUNK.size / SAMPLE_RATE)
+        assert all(a.end_s == pytest.approx(b.start_s) for a, b in zip(gaps, gaps[1:], strict=False))
 
 
 # ------------------------------------------------------------------------------------------ backpressure
@@ -406,3 +418,61 @@ def test_a_first_r2t2_load_reports_its_conversion(client: WorkerClient, tmp_path
     seen.clear()
     client.load(model, backend="cpu", progress=seen.append)  # converted once: the second load only loads
     assert not [e for e in seen if "converting" in e.message]
+
+
+def test_cancelling_a_stream_while_its_worker_restarts_returns_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting and greeting a new worker happens outside the client's lock: a window closing meanwhile (which
+    cancels its stream) must not wait for the handshake."""
+    slow_start = threading.Event()
+    original = WorkerClient._spawn
+
+    def slow_spawn(self: WorkerClient):  # type: ignore[no-untyped-def]
+        if slow_start.is_set():
+            time.sleep(3.0)  # a slow machine importing the native libraries
+        return original(self)
+
+    monkeypatch.setattr(WorkerClient, "_spawn", slow_spawn)
+    with WorkerClient(FAST) as client:
+        stream = open_faulty(client)
+        stream.push(CHUNK)
+        slow_start.set()
+        pid = client.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: client.restarting, what="the restart to begin")
+        started = time.monotonic()
+        stream.cancel()
+        assert time.monotonic() - started < 1.0
+        assert client.restarting  # it really was still starting
+        started = time.monotonic()
+        client.close()
+        assert time.monotonic() - started < 1.0
+
+
+def test_a_frozen_worker_behind_a_full_pipe_is_found_and_replaced() -> None:
+    """SIGSTOP the worker, then send requests bigger than the pipe's buffer: the writes block, but only the
+    writer thread waits; the supervisor's pings go unanswered, so the worker is killed and replaced, and the
+    requests fail with the reason instead of hanging."""
+    policy = WorkerPolicy(ping_interval_s=0.2, ping_timeout_s=2.0, backoff_s=(0.0,))
+    with WorkerClient(policy) as client:
+        engine = client.load("unused", factory=FAULTY)
+        frozen = client.pid
+        assert frozen is not None
+        os.kill(frozen, signal.SIGSTOP)
+        outcomes: list[BaseException | str] = []
+
+        def big_request() -> None:
+            try:
+                outcomes.append(engine.transcribe(np.zeros(4 * SAMPLE_RATE, np.float32), timeout=60).text)
+            except WorkerError as exc:
+                outcomes.append(exc)
+
+        started = time.monotonic()
+        threads = [threading.Thread(target=big_request) for _ in range(2)]  # 256 KB each: more than a pipe holds
+        for thread in threads:
+            thread.start()
+        wait_until(lambda: len(outcomes) == 2, timeout=20, what="both requests to be answered")
+        assert time.monotonic() - started < 10
+        assert all(isinstance(o, WorkerError) and "stopped answering" in str(o) for o in outcomes), outcomes
+        wait_until(lambda: client.generation == 2 and not client.restarting, what="a new worker")
+        assert engine.transcribe(np.zeros(SAMPLE_RATE, np.float32), timeout=30).text.startswith("16000 samples")

@@ -137,8 +137,7 @@ class EndpointedStream:
         self._closed = False
         self._model_wall_s = 0.0
         self.decode_calls = 0
-        self._resumed_text = ""  # committed text a dead stream had published for the segment this one continues
-        self._resumed_lead = ""  # the separator that segment's text needs after the dead stream's text
+        self._resumed_lead = ""  # the separator a continued segment's text needs after the dead stream's text
 
     # ------------------------------------------------------------------ contract.Stream
     def push(self, pcm: np.ndarray) -> list[StreamEvent]:
@@ -191,7 +190,7 @@ class EndpointedStream:
         state: dict[str, Any] = {"committed_any": self._committed_any}
         if self._segment_audio:
             state.update(self.recognizer.checkpoint(), in_speech=self.detector.in_speech)
-            return ResumePoint(self._segment_start, int(self._accum.size), state, True)
+            return ResumePoint(self._segment_start, int(self._accum.size), state, True, self.recognizer.committed)
         return ResumePoint(self._consumed - self._seed.size, 0, state)
 
     def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:
@@ -203,9 +202,8 @@ class EndpointedStream:
         self._segment_audio = True
         self.detector.in_speech = bool(state.get("in_speech", False))
         self.recognizer.resume_from(dict(state))
-        self._resumed_text = self.recognizer.committed
-        self._segment_committed = bool(self._resumed_text)
-        self._resumed_lead = " " if self._committed_any and not self._resumed_text else ""
+        self._segment_committed = bool(self.recognizer.committed)
+        self._resumed_lead = " " if self._committed_any and not self._segment_committed else ""
 
     # ------------------------------------------------------------------ frames
     def _frame(self, frame: np.ndarray) -> list[StreamEvent]:
@@ -293,9 +291,8 @@ class EndpointedStream:
             self._language = self.recognizer.language
         language = self.recognizer.language or None
         if text:
-            resumed, lead, self._resumed_text, self._resumed_lead = self._resumed_text, self._resumed_lead, "", ""
-            # The dead stream this one continues reported the segment's first part already.
-            self._texts.append(text[len(resumed) :] if resumed and text.startswith(resumed) else lead + text)
+            lead, self._resumed_lead = self._resumed_lead, ""
+            self._texts.append(lead + text)
             self._segments.append(Segment(text, start / SAMPLE_RATE, end / SAMPLE_RATE))
             events.append(SpeechEnd(self._segment_id, start / SAMPLE_RATE, end / SAMPLE_RATE, text, language))
         # A fresh recognizer (and decoder caches) for the next segment; the VAD state carries on.

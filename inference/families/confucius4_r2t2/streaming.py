@@ -68,7 +68,6 @@ class R2T2Stream:
         self._closed = False
         self._model_wall_s = 0.0
         self._snapshot = ""
-        self._resumed_text = ""  # committed text a dead stream had published for the audio this one took over
 
     # ------------------------------------------------------------------ contract.Stream
     def push(self, pcm: np.ndarray) -> list[StreamEvent]:
@@ -102,8 +101,6 @@ class R2T2Stream:
         rec = self.recognizer
         total_s = (self._dropped_samples + self._accum_samples) / SAMPLE_RATE
         text = self._dropped_text + rec.text
-        if self._resumed_text and text.startswith(self._resumed_text):
-            text = text[len(self._resumed_text) :]  # the stream this one continues reported it already
         return Transcript(
             text=text,
             language=rec.language or None,
@@ -118,16 +115,16 @@ class R2T2Stream:
 
     # ------------------------------------------------------------------ contract.Resumable
     def resume_point(self) -> ResumePoint:
-        """The rolling window's start; its decoded chunks prime a replacement, with their committed text as the
-        stable prefix, so the replacement's deltas continue the text (segment 0 goes on)."""
-        return ResumePoint(self._dropped_samples, self._accum_samples, self.recognizer.checkpoint(), True)
+        """The rolling window's start; its decoded chunks prime a replacement with this recognizer's state, so the
+        replacement's deltas continue the text (segment 0 goes on); its final text covers the window again."""
+        rec = self.recognizer
+        return ResumePoint(self._dropped_samples, self._accum_samples, rec.checkpoint(), True, rec.committed)
 
     def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:
         samples = _checked(context)
         if samples.size:
             self._accum, self._accum_samples = [samples.copy()], samples.size
         self.recognizer.resume_from(dict(state))
-        self._resumed_text = self.recognizer.committed
 
     # ------------------------------------------------------------------ internals
     @property
