@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,8 +160,23 @@ def _decode_pcm(usable: bytes, width: int) -> np.ndarray:
     return (raw32.astype(np.float64) / 2147483648.0).astype(np.float32)
 
 
-def decode_with_soundfile(data: bytes, name: str = "audio") -> DecodedAudio:
-    """Decode any container libsndfile knows (FLAC, OGG Vorbis/Opus, MP3, RF64, AIFF, A-law WAV, ...)."""
+class AudioTooLong(InputFileError):
+    """The audio lasts longer than a caller's limit: found from the header or while decoding, never after."""
+
+    def __init__(self, name: str, seconds: float, limit_s: float, exact: bool = True) -> None:
+        lasts = f"lasts {seconds:.1f} s" if exact else f"lasts more than {seconds:.1f} s"
+        super().__init__(f"{name} {lasts}, more than the limit of {limit_s:g} s", "split it into shorter files")
+        self.seconds = seconds
+        self.limit_s = limit_s
+
+
+def decode_with_soundfile(data: bytes, name: str = "audio", max_seconds: float | None = None,
+                          mono: bool = False) -> DecodedAudio:  # fmt: skip
+    """Decode any container libsndfile knows (FLAC, OGG Vorbis/Opus, MP3, RF64, AIFF, A-law WAV, ...).
+
+    ``max_seconds``: refuse longer audio from the header, or as soon as decoding passes it (a compressed file
+    may hold far more audio than its size suggests). ``mono``: average the channels block by block, so memory
+    follows the mono length, not the channel count."""
     try:
         import soundfile
     except (ImportError, OSError) as exc:  # OSError: the wheel's bundled libsndfile failed to load
@@ -173,12 +189,15 @@ def decode_with_soundfile(data: bytes, name: str = "audio") -> DecodedAudio:
         handle = soundfile.SoundFile(io.BytesIO(data))
     except decode_errors as exc:
         raise InputFileError(
-            f"{name} is not an audio file Captioneer can read ({exc})", _unreadable_fix(data)
+            f"{name} is not an audio file Captioneer can read ({_why(exc, name)})", _unreadable_fix(data)
         ) from exc
     blocks: list[np.ndarray] = []
     truncated = False
+    decoded = 0
     with handle:
         channels, rate = handle.channels, int(handle.samplerate)
+        if max_seconds is not None and rate > 0 and handle.frames > max_seconds * rate:
+            raise AudioTooLong(name, handle.frames / rate, max_seconds)
         while True:
             try:
                 block = handle.read(_SOUNDFILE_BLOCK_FRAMES, dtype="float32", always_2d=True)
@@ -186,16 +205,21 @@ def decode_with_soundfile(data: bytes, name: str = "audio") -> DecodedAudio:
                 # A cut-off stream (e.g. FLAC "lost sync"): keep what decoded cleanly, like a truncated WAV.
                 if not blocks:
                     raise InputFileError(
-                        f"{name} is damaged and cannot be decoded ({exc})", _unreadable_fix(data)
+                        f"{name} is damaged and cannot be decoded ({_why(exc, name)})", _unreadable_fix(data)
                     ) from exc
                 truncated = True
-                log.warning("%s is damaged or truncated (%s); using the audio decoded before it", name, exc)
+                log.warning("%s is damaged or truncated (%s); using the audio decoded before it", name,
+                            _why(exc, name))  # fmt: skip
                 break
             if not len(block):
                 break
-            blocks.append(block)
+            decoded += len(block)
+            if max_seconds is not None and decoded > max_seconds * rate:  # the header under-declared it
+                raise AudioTooLong(name, decoded / rate, max_seconds, exact=False)
+            blocks.append(_mono_block(block) if mono else block)
         declared = handle.frames
-    samples = np.concatenate(blocks) if blocks else np.zeros((0, channels), dtype=np.float32)
+    width = 1 if mono else channels
+    samples = np.concatenate(blocks) if blocks else np.zeros((0, width), dtype=np.float32)
     # MP3 lengths can be estimates, so only a clear shortfall counts as truncation.
     if not truncated and declared > 0 and len(samples) < 0.99 * declared:
         truncated = True
@@ -205,22 +229,40 @@ def decode_with_soundfile(data: bytes, name: str = "audio") -> DecodedAudio:
     return DecodedAudio(np.ascontiguousarray(samples, dtype=np.float32), rate, truncated)
 
 
+def _why(exc: BaseException, name: str) -> str:
+    """A decoder's message without the in-memory file object it names (``<_io.BytesIO object at 0x...>``)."""
+    return re.sub(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>", name, str(exc))
+
+
+def _mono_block(block: np.ndarray) -> np.ndarray:
+    """One block averaged to one channel (non-finite samples silenced first, as ``to_mono_16k`` does)."""
+    if block.shape[1] == 1:
+        return block
+    finite = np.where(np.isfinite(block), block, 0.0)
+    return finite.mean(axis=1, dtype=np.float64).astype(np.float32)[:, None]
+
+
 def _unreadable_fix(data: bytes) -> str:
     if data[4:8] == b"ftyp":  # ISO media (M4A/MP4/AAC): libsndfile has no AAC decoder
         return f"M4A/MP4/AAC audio is not supported; {_CONVERT_FIX}"
     return f"supported are WAV, FLAC, OGG (Vorbis/Opus), MP3, AIFF and RF64; otherwise {_CONVERT_FIX}"
 
 
-def decode_audio_bytes(data: bytes, name: str = "audio") -> DecodedAudio:
-    """Decode a whole audio file held in memory, choosing the decoder from its content, not its name."""
+def decode_audio_bytes(data: bytes, name: str = "audio", max_seconds: float | None = None,
+                       mono: bool = False) -> DecodedAudio:  # fmt: skip
+    """Decode a whole audio file held in memory, choosing the decoder from its content, not its name
+    (``max_seconds``, ``mono``: see ``decode_with_soundfile``; a WAV's size already bounds its length)."""
     if not data:
         raise InputFileError(f"{name} is empty (0 bytes)", "record or export the audio again")
     if data[:4] == b"RIFF" and data[8:12] == b"WAVE":
         try:
-            return parse_wav(data, name)
+            decoded = parse_wav(data, name)
         except _UndecodableWavEncoding:
-            return decode_with_soundfile(data, name)
-    return decode_with_soundfile(data, name)
+            return decode_with_soundfile(data, name, max_seconds, mono)
+        if max_seconds is not None and decoded.duration_s > max_seconds:
+            raise AudioTooLong(name, decoded.duration_s, max_seconds)
+        return decoded
+    return decode_with_soundfile(data, name, max_seconds, mono)
 
 
 def decode_raw_pcm(data: bytes, sample_format: str, channels: int) -> np.ndarray:

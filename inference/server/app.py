@@ -18,7 +18,7 @@ from inference.server.config import ServerConfig
 from inference.server.errors import ApiError, from_captioneer
 from inference.server.live import live
 from inference.server.registry import ModelRegistry
-from inference.server.routes import health, list_models, transcription_details, transcriptions
+from inference.server.routes import health, list_models, retrieve_model, transcription_details, transcriptions
 
 log = logging.getLogger("captioneer.server")
 
@@ -44,6 +44,40 @@ class ApiKeyMiddleware:
             await error.response()(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+class LoopbackHostMiddleware:
+    """Without an API key the server trusts whoever reaches it on loopback, so it must also know it was meant:
+    a web page that rebinds its own DNS name to 127.0.0.1 reaches the port with its own name in ``Host``.
+    Only loopback names (and the bound host) are answered; others get 421."""
+
+    def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
+        self.app = app
+        self.enabled = config.api_key is None
+        self.allowed = {"127.0.0.1", "localhost", "[::1]", config.host.lower(), _bracketed(config.host.lower())}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.enabled:
+            await self.app(scope, receive, send)
+            return
+        host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1").strip().lower()
+        if host and _host_name(host) not in self.allowed:
+            error = ApiError(421, f"this server answers only to loopback host names, not {host[:100]!r} (without an "
+                             "API key it must not be reachable from web pages under other names)", "invalid_host")  # fmt: skip
+            await error.response()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _host_name(host: str) -> str:
+    """A Host header without its port: ``localhost:8488`` -> ``localhost``, ``[::1]:8488`` -> ``[::1]``."""
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.split(":", 1)[0]
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 async def _api_error(_request: Request, exc: Exception) -> Response:
@@ -79,6 +113,7 @@ async def _unexpected(_request: Request, exc: Exception) -> Response:
 def create_app(config: ServerConfig, registry: ModelRegistry) -> Any:
     routes = [
         Route("/v1/models", list_models, methods=["GET"]),
+        Route("/v1/models/{model_id:path}", retrieve_model, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/v1/audio/transcriptions", transcriptions, methods=["POST"]),
         Route("/v1/audio/transcriptions/details", transcription_details, methods=["POST"]),
@@ -90,4 +125,4 @@ def create_app(config: ServerConfig, registry: ModelRegistry) -> Any:
     })  # fmt: skip
     app.state.config = config
     app.state.registry = registry
-    return ApiKeyMiddleware(app, config.api_key)
+    return LoopbackHostMiddleware(ApiKeyMiddleware(app, config.api_key), config)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -80,9 +81,11 @@ class EventTranslator:
         timing: dict[str, Any] = {"wall_ms": round((time.monotonic() - self.started) * 1000)}
         if self.first_text_at is not None:
             timing["ttft_ms"] = round((self.first_text_at - self.started) * 1000)
+        done: dict[str, Any] = {"type": "transcript.text.done", "text": transcript.text.strip(), "timing": timing}
         if transcript.timing is not None:
             timing["audio_duration_ms"] = round(transcript.timing.audio_s * 1000)
-        return {"type": "transcript.text.done", "text": transcript.text.strip(), "timing": timing}
+            done["usage"] = {"type": "duration", "seconds": math.ceil(transcript.timing.audio_s)}
+        return done
 
 
 class SSEResponse:

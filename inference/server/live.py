@@ -78,9 +78,7 @@ async def live(request: Request) -> Response:
     if unknown:
         raise ApiError(400, f"unknown query parameter(s) {', '.join(unknown)}; this route takes "
                        f"{', '.join(sorted(_QUERY))}", "unknown_parameter", param=unknown[0])  # fmt: skip
-    if not query.get("model"):
-        raise ApiError(400, "the 'model' query parameter is required", "missing_model", param="model")
-    model = registry.get(query["model"])
+    model = registry.get(query.get("model"))  # may be left out when the server has one model
     rate = _int(query, "sample_rate", SAMPLE_RATE, 1000, 384000)
     channels = _int(query, "channels", 1, 1, 16)
     sample_format = query.get("sample_format") or "s16le"

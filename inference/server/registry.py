@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -56,6 +58,7 @@ class ServedModel:
     _restored: threading.Event = field(default_factory=threading.Event)
     _revive_lock: threading.Lock = field(default_factory=threading.Lock)
     _gave_up_at: float | None = None
+    _typical_s: float = 1.0  # how long a request holds its slot (moving average)
     _start_args: tuple[str, int | None] = ("auto", None)
 
     def start(self, backend: str = "auto", threads: int | None = None) -> None:
@@ -145,9 +148,20 @@ class ServedModel:
                     f"model {self.id!r} is already running {self._active} requests (the limit is "
                     f"{self.max_concurrent}); retry shortly, or start the server with a higher --max-concurrent",
                     "too_many_requests",
-                    headers={"Retry-After": "1"},
+                    headers=self._retry_after(),
                 )
             self._active += 1
+
+    def note_duration(self, seconds: float) -> None:
+        """A request held its slot this long: the estimate that 429s hand out follows it."""
+        with self._lock:
+            self._typical_s = 0.8 * self._typical_s + 0.2 * max(0.0, seconds)
+
+    def _retry_after(self) -> dict[str, str]:
+        """When a slot is likely free, jittered so that refused clients do not all come back at once (the
+        ``openai`` client honours retry-after-ms; others Retry-After in whole seconds). Lock held."""
+        wait = max(0.2, self._typical_s) * random.uniform(0.5, 1.5)
+        return {"Retry-After": str(max(1, math.ceil(wait))), "retry-after-ms": str(max(1, round(wait * 1000)))}
 
     async def acquire_within(self, busy_timeout_s: float) -> None:
         """Take a slot, waiting up to ``busy_timeout_s`` for one to free up (the client's busy_timeout_ms)."""

@@ -35,12 +35,20 @@ _JSON_FIELDS = {"model", "audio", "audio_path", "file", "language", "text", "pro
 @dataclass
 class TranscriptionRequest:
     model: ServedModel
-    audio: np.ndarray  # mono float32 at SAMPLE_RATE
+    upload: bytes  # the audio file as sent; decoded by ``decode`` once the request holds a slot of the model
+    upload_name: str
     options: dict[str, Any]  # validated request options for the engine
     response_format: str = "json"
     stream: bool = False
     notes: list[str] = field(default_factory=list)
     busy_timeout_s: float = 0.0  # how long the client will wait for a busy model before a 429
+    audio: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # mono float32 at SAMPLE_RATE
+
+    async def decode(self, max_audio_s: float) -> None:
+        """Decode the upload (off the event loop); longer audio than ``max_audio_s`` is refused from the
+        header or as soon as decoding passes it, so a small compressed file cannot expand without bound."""
+        self.audio = await anyio.to_thread.run_sync(decode_audio, self.upload, self.upload_name, max_audio_s)
+        self.upload = b""
 
     @property
     def duration_s(self) -> float:
@@ -93,13 +101,12 @@ async def read_transcription_request(
     if content_type == "application/json":  # parsing and decoding run off the event loop
         return await anyio.to_thread.run_sync(_from_json, body, registry, config, details)
     if content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
-        return await _from_form(request, registry, config.max_audio_s, details)
+        return await _from_form(request, registry, details)
     raise ApiError(415, f"unsupported Content-Type {content_type or '(none)'!r}: send multipart/form-data with "
                    "a 'file' field, or application/json with base64 'audio'", "unsupported_media_type")
 
 
-async def _from_form(request: Request, registry: ModelRegistry, max_audio_s: float,
-                     details: bool) -> TranscriptionRequest:  # fmt: skip
+async def _from_form(request: Request, registry: ModelRegistry, details: bool) -> TranscriptionRequest:
     try:
         form = await request.form(max_files=1, max_fields=64)
     except Exception as exc:  # multipart parse errors (malformed body, too many parts)
@@ -126,8 +133,8 @@ async def _from_form(request: Request, registry: ModelRegistry, max_audio_s: flo
         data = await upload.read()
     finally:
         await form.close()
-    audio = await anyio.to_thread.run_sync(decode_audio, data, upload.filename or "file", max_audio_s)
-    return TranscriptionRequest(model, audio, options, response_format, stream, notes, wait_s)
+    return TranscriptionRequest(model, data, upload.filename or "file", options, response_format, stream, notes,
+                                wait_s)  # fmt: skip
 
 
 def _from_json(body: bytes, registry: ModelRegistry, config: ServerConfig, details: bool) -> TranscriptionRequest:
@@ -135,6 +142,8 @@ def _from_json(body: bytes, registry: ModelRegistry, config: ServerConfig, detai
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(400, f"the body is not valid JSON: {exc}", "invalid_json") from None
+    except RecursionError:
+        raise ApiError(400, "the JSON body is nested too deeply; requests are a flat object", "invalid_json") from None
     if not isinstance(data, dict):
         raise ApiError(400, "the JSON body must be an object", "invalid_json")
     unknown = sorted(set(data) - _JSON_FIELDS)
@@ -158,14 +167,13 @@ def _from_json(body: bytes, registry: ModelRegistry, config: ServerConfig, detai
         except (binascii.Error, ValueError):
             raise ApiError(400, "'audio' is not valid base64", "invalid_audio", param="audio") from None
         name = "audio"
-    audio = decode_audio(raw, name, config.max_audio_s)
     extra = data.get("options") or {}
     if not isinstance(extra, dict):
         raise ApiError(400, "'options' must be an object of the model family's request options",
                        "invalid_value", param="options")  # fmt: skip
     context = _json_text(data, "text") or _json_text(data, "prompt")
     options = request_options(model, language=_json_text(data, "language"), context=context, extra=extra)
-    return TranscriptionRequest(model, audio, options, _response_format(data.get("response_format"), details),
+    return TranscriptionRequest(model, raw, name, options, _response_format(data.get("response_format"), details),
                                 parse_bool(data.get("stream", False), "stream"),
                                 busy_timeout_s=busy_timeout_s(data.get("busy_timeout_ms")))  # fmt: skip
 
@@ -176,8 +184,8 @@ def read_allowed_file(config: ServerConfig, value: Any, key: str) -> bytes:
         raise ApiError(400, f"'{key}' (a file on the server) is off: start the server with --audio-dir DIR to "
                        "allow files under DIR, or send the audio itself (base64 'audio' or a multipart upload)",
                        "unsupported_parameter", param=key)  # fmt: skip
-    if not isinstance(value, str) or not value.strip():
-        raise ApiError(400, f"'{key}' must be a file path", "invalid_value", param=key)
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        raise ApiError(400, f"'{key}' must be a file path (text without NUL characters)", "invalid_value", param=key)
     root = config.audio_dir.resolve()
     path = (root / value).resolve()  # an absolute value replaces root; resolve() follows links and ".."
     if not path.is_relative_to(root):
@@ -209,16 +217,17 @@ def busy_timeout_s(value: Any) -> float:
 
 
 def decode_audio(data: bytes, name: str, max_audio_s: float) -> np.ndarray:
-    from inference.audio.io import decode_audio_bytes, to_mono_16k
+    from inference.audio.io import AudioTooLong, decode_audio_bytes, to_mono_16k
 
     if not data:
         raise ApiError(400, f"the audio {name!r} is empty", "invalid_audio", param="file")
     try:
-        decoded = decode_audio_bytes(data, name)
-        if decoded.duration_s > max_audio_s:
-            raise ApiError(413, f"the audio lasts {decoded.duration_s:.1f} s, more than this server's limit of "
-                           f"{max_audio_s:g} s; split it", "audio_too_long", param="file")  # fmt: skip
+        decoded = decode_audio_bytes(data, name, max_seconds=max_audio_s, mono=True)
         audio = to_mono_16k(decoded.samples, decoded.sample_rate)
+    except AudioTooLong as exc:
+        lasts = f"{exc.seconds:.1f} s" if exc.seconds > exc.limit_s * 1.0001 else f"more than {exc.limit_s:g} s"
+        raise ApiError(413, f"the audio lasts {lasts}, more than this server's limit of {max_audio_s:g} s; split "
+                       "it", "audio_too_long", param="file") from None  # fmt: skip
     except CaptioneerError as exc:
         raise from_captioneer(exc, param="file") from None
     if audio.size == 0:

@@ -10,8 +10,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from inference.contract import SAMPLE_RATE, Transcript
-from inference.formats import render
+from inference.contract import SAMPLE_RATE, Segment, Transcript
+from inference.formats import build_cues, render
 from inference.server.config import ServerConfig
 from inference.server.errors import ApiError
 from inference.server.events import EventTranslator, SSEResponse
@@ -27,6 +27,11 @@ def _state(request: Request) -> tuple[ServerConfig, ModelRegistry]:
 async def list_models(request: Request) -> Response:
     _, registry = _state(request)
     return JSONResponse({"object": "list", "data": [m.to_json() for m in registry.models]})
+
+
+async def retrieve_model(request: Request) -> Response:
+    _, registry = _state(request)
+    return JSONResponse(registry.get(request.path_params["model_id"]).to_json())
 
 
 async def health(request: Request) -> Response:
@@ -51,12 +56,18 @@ async def _transcribe(request: Request, *, details: bool) -> Response:
                        "/v1/audio/transcriptions", "invalid_value", param="stream")  # fmt: skip
     headers = {"x-captioneer-notes": "; ".join(job.notes)} if job.notes else {}
     await job.model.acquire_within(job.busy_timeout_s)
+    try:  # decoding in the slot: concurrent uploads cannot all expand in memory at once
+        await job.decode(config.max_audio_s)
+    except BaseException:
+        job.model.release()
+        raise
     if job.stream:
         return await _stream(job, headers, config.request_timeout_s)
     try:
         started = time.monotonic()
         transcript = await transcribe_file(job.model, job.audio, job.options, config.request_timeout_s)
         wall_s = time.monotonic() - started
+        job.model.note_duration(wall_s)
     finally:
         job.model.release()
     return _render(job, transcript, wall_s, details, headers)
@@ -117,6 +128,18 @@ def _language(job: TranscriptionRequest, transcript: Transcript) -> str | None:
     return job.model.languages[0] if len(job.model.languages) == 1 else None
 
 
+def segments_of(transcript: Transcript) -> list[Segment]:
+    """The transcript's segments; a transcript that has only words (Parakeet offline) is cut as its subtitle
+    cues are (at sentence ends and line limits), so clients that read segments get its text and times."""
+    if transcript.segments or not transcript.words:
+        return list(transcript.segments)
+    segments, words = [], list(transcript.words)
+    for cue in build_cues(transcript):
+        inside = tuple(w for w in words if cue.start_s <= w.start_s and w.end_s <= cue.end_s)
+        segments.append(Segment(" ".join(cue.lines), cue.start_s, cue.end_s, inside))
+    return segments
+
+
 def verbose_json(job: TranscriptionRequest, transcript: Transcript, timing: dict[str, Any]) -> dict[str, Any]:
     """OpenAI's verbose_json: words and segments with times in seconds."""
     return {
@@ -130,8 +153,9 @@ def verbose_json(job: TranscriptionRequest, transcript: Transcript, timing: dict
             {"id": i, "start": round(s.start_s, 3), "end": round(s.end_s, 3), "text": s.text.strip(),
              "words": [{"word": w.text.strip(), "start": round(w.start_s, 3), "end": round(w.end_s, 3)}
                        for w in s.words]}  # fmt: skip
-            for i, s in enumerate(transcript.segments)
+            for i, s in enumerate(segments_of(transcript))
         ],
+        "usage": {"type": "duration", "seconds": math.ceil(job.duration_s)},
         "timing": timing,
     }
 
@@ -151,6 +175,6 @@ def details_json(job: TranscriptionRequest, transcript: Transcript, timing: dict
         "words": [word(w) for w in transcript.words],
         "segments": [{"id": i, "text": s.text.strip(), "start_sample": round(s.start_s * SAMPLE_RATE),
                       "end_sample": round(s.end_s * SAMPLE_RATE), "words": [word(w) for w in s.words]}
-                     for i, s in enumerate(transcript.segments)],  # fmt: skip
+                     for i, s in enumerate(segments_of(transcript))],  # fmt: skip
         "timing": timing,
     }

@@ -57,7 +57,7 @@ def test_past_the_concurrency_limit_is_429_with_retry_after(http: httpx.Client, 
     thread, out = _slow_job(http, 0.4)
     _wait(lambda: faulty.active == 1)
     busy = http.post("/v1/audio/transcriptions", json={"model": "faulty", "audio": THREE_SECONDS})
-    assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
+    assert busy.status_code == 429 and int(busy.headers["retry-after"]) >= 1  # estimated and jittered
     error = busy.json()["error"]
     assert error["type"] == "rate_limit_error" and "--max-concurrent" in error["message"]
     live = post_live(base_url, {"model": "faulty"}, [s16le(np.zeros(1600, np.float32))])

@@ -213,6 +213,13 @@ class ParakeetEncoder:
         self.close()
 
     # ------------------------------------------------------------------------------------------
+    def full_context_samples(self, hop_length: int = 160) -> int:
+        """The longest clip (16 kHz samples) one full-context encode can hold within the position table."""
+        buckets = 1
+        while subsampled_length((buckets + 1) * FEATURE_BUCKET) <= self.hp.max_position_embeddings:
+            buckets += 1
+        return buckets * FEATURE_BUCKET * hop_length - hop_length  # the STFT adds a frame
+
     def encode(self, features: np.ndarray, valid_feature_frames: int) -> EncoderOutput:
         """features: (frames, mel) from the frontend (padded frames already zero)."""
         frames, mels = features.shape
@@ -227,7 +234,7 @@ class ParakeetEncoder:
             raise UsageError(
                 f"{frames * 0.01:.0f} s of audio exceeds the encoder's {self.hp.max_position_embeddings} positions "
                 f"(about {self.hp.max_position_embeddings * 0.08:.0f} s) in full-context mode",
-                "use --session-option offline_mode=long_form (or auto)",
+                "leave audio_chunk_mode at auto (longer clips then use long-form windows), or set it to fixed or vad",
             )
         padded = np.zeros((1, 1, bucket, mels), np.float32)
         padded[0, 0, :frames] = features

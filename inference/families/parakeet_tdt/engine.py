@@ -230,7 +230,8 @@ class ParakeetEngine:
     def _decode(self, audio: np.ndarray, request: RequestSettings, control: JobControl) -> Decoded:
         bias = self.token_bias(request)
         samples = _mono_16k(audio)
-        mode = choose_mode(samples.size, self.session, request)
+        limit = self.encoder.full_context_samples(self.config.features.hop_length)
+        mode = choose_mode(samples.size, self.session, request, limit)
         log.debug("parakeet_tdt: %d samples, mode %s", samples.size, mode.value)
         budget = request.max_tokens or None
         if not samples.any():

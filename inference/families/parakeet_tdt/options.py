@@ -95,8 +95,10 @@ class RequestSettings:
         )
 
 
-def choose_mode(n_samples: int, session: SessionSettings, request: RequestSettings) -> DecodeMode:
-    """The request's ``audio_chunk_mode`` wins; ``auto`` follows the session's ``offline_mode``."""
+def choose_mode(n_samples: int, session: SessionSettings, request: RequestSettings,
+                full_context_limit: int | None = None) -> DecodeMode:  # fmt: skip
+    """The request's ``audio_chunk_mode`` wins; ``auto`` follows the session's ``offline_mode``, except that a
+    clip longer than the encoder can take at once (``full_context_limit`` samples) uses long-form windows."""
     chunk_mode = request.audio_chunk_mode
     if chunk_mode == "vad":
         return DecodeMode.VAD
@@ -108,4 +110,6 @@ def choose_mode(n_samples: int, session: SessionSettings, request: RequestSettin
         return DecodeMode.LONG_FORM
     if session.offline_mode == "auto" and n_samples > seconds_to_samples(session.threshold_sec, SAMPLE_RATE):
         return DecodeMode.LONG_FORM
+    if full_context_limit is not None and n_samples > full_context_limit:
+        return DecodeMode.LONG_FORM  # full context cannot hold it: the only way to transcribe it at all
     return DecodeMode.FULL_CONTEXT
