@@ -116,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-audio-s", type=float, default=3600.0, help="longest file, in seconds (default 3600)")
     serve.add_argument("--request-timeout-s", type=float, default=600.0,
                        help="longest time one file may take to transcribe (default 600)")
+    serve.add_argument("--grace-s", type=float, default=10.0,
+                       help="on SIGTERM/Ctrl-C, how long requests in flight may still finish (default 10)")
     serve.add_argument("--audio-dir", type=Path, metavar="DIR",
                        help="let JSON requests name files under DIR in 'audio_path' (default: off)")
     serve.add_argument("--backend", choices=BACKENDS, default="auto")
@@ -427,7 +429,7 @@ def cmd_serve(args: argparse.Namespace, paths: AppPaths) -> int:
     config = ServerConfig(host=args.host, port=args.port, api_key=api_key_from(args.api_key),
                           max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), max_audio_s=args.max_audio_s,
                           max_concurrent=args.max_concurrent, request_timeout_s=args.request_timeout_s,
-                          audio_dir=args.audio_dir)  # fmt: skip
+                          audio_dir=args.audio_dir, grace_s=args.grace_s)  # fmt: skip
     return serve(config, args.model, paths, backend=args.backend, threads=args.threads)
 
 

@@ -19,6 +19,7 @@ from inference.server.errors import ApiError, from_captioneer
 from inference.server.live import live
 from inference.server.registry import ModelRegistry
 from inference.server.routes import health, list_models, retrieve_model, transcription_details, transcriptions
+from inference.server.shutdown import ShutdownState
 
 log = logging.getLogger("captioneer.server")
 
@@ -42,6 +43,20 @@ class ApiKeyMiddleware:
             error = ApiError(401, f"the API key is {problem}: send 'Authorization: Bearer <key>' with the key "
                              "the server was started with", "invalid_api_key")  # fmt: skip
             await error.response()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class DrainingMiddleware:
+    """While the server shuts down, new requests get a 503 at once (those in flight finish)."""
+
+    def __init__(self, app: ASGIApp, shutdown: ShutdownState) -> None:
+        self.app = app
+        self.shutdown = shutdown
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.shutdown.draining:
+            await self.shutdown.refusal().response()(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -110,7 +125,7 @@ async def _unexpected(_request: Request, exc: Exception) -> Response:
                     "internal_error").response()  # fmt: skip
 
 
-def create_app(config: ServerConfig, registry: ModelRegistry) -> Any:
+def create_app(config: ServerConfig, registry: ModelRegistry, shutdown: ShutdownState | None = None) -> Any:
     routes = [
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/models/{model_id:path}", retrieve_model, methods=["GET"]),
@@ -125,4 +140,5 @@ def create_app(config: ServerConfig, registry: ModelRegistry) -> Any:
     })  # fmt: skip
     app.state.config = config
     app.state.registry = registry
-    return LoopbackHostMiddleware(ApiKeyMiddleware(app, config.api_key), config)
+    app.state.shutdown = shutdown = shutdown or ShutdownState()
+    return LoopbackHostMiddleware(ApiKeyMiddleware(DrainingMiddleware(app, shutdown), config.api_key), config)

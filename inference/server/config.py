@@ -36,6 +36,7 @@ class ServerConfig:
     request_timeout_s: float = 600.0  # one file transcription
     live: LiveLimits = field(default_factory=LiveLimits)
     audio_dir: Path | None = None  # the JSON form's audio_path may name files under it (off when None)
+    grace_s: float = 10.0  # on shutdown, how long requests in flight may still finish
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -45,6 +46,8 @@ class ServerConfig:
         if self.max_upload_bytes < 1 or not (0 < self.max_audio_s < math.inf and 0 < self.request_timeout_s < math.inf):
             raise UsageError("upload, duration and timeout limits must be positive finite numbers",
                              "e.g. --max-audio-s 3600 --request-timeout-s 600")  # fmt: skip
+        if not 0 <= self.grace_s < math.inf:
+            raise UsageError(f"--grace-s must be a finite number of seconds >= 0, got {self.grace_s}")
         if self.api_key is not None and not self.api_key.strip():
             raise UsageError("the API key is empty", f"pass a non-empty --api-key or unset {API_KEY_ENV}")
         if self.api_key is not None and not (self.api_key.isascii() and self.api_key.isprintable()):

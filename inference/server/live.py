@@ -19,7 +19,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from inference.audio.io import PcmStreamDecoder
-from inference.contract import SAMPLE_RATE
+from inference.contract import SAMPLE_RATE, ErrorEvent
 from inference.errors import UsageError
 from inference.server.config import LiveLimits, ServerConfig
 from inference.server.errors import ApiError
@@ -27,6 +27,7 @@ from inference.server.events import EventTranslator, SSEResponse
 from inference.server.registry import ModelRegistry
 from inference.server.requests import busy_timeout_s, request_options
 from inference.server.routes import closer
+from inference.server.shutdown import ShutdownState
 from inference.server.transcribe import EventPipe, finish_into, open_stream, sse_frames
 
 PUSH_SAMPLES = int(0.16 * SAMPLE_RATE)  # decoded audio is handed to the model in pieces of at least this
@@ -112,29 +113,43 @@ async def live(request: Request) -> Response:
         raise
     frame_bytes = (2 if sample_format == "s16le" else 4) * channels
 
-    async def feed() -> None:
-        await feed_body(pipe, stream, body, first, decoder, frame_bytes, limits)
+    shutdown = request.app.state.shutdown
 
-    frames = sse_frames(pipe, EventTranslator(), feed)
+    async def feed() -> None:
+        await feed_body(pipe, stream, body, first, decoder, frame_bytes, limits, rate, shutdown)
+
+    frames = sse_frames(pipe, EventTranslator(), feed, shutdown)
     return SSEResponse(frames, on_close=closer(stream, model))  # type: ignore[return-value]
 
 
-async def _next(body: AsyncIterator[bytes], timeout_s: float) -> bytes:
-    """The next piece of the body; b"" at its end."""
+async def _next(body: AsyncIterator[bytes], timeout_s: float, shutdown: ShutdownState | None = None) -> bytes | None:
+    """The next piece of the body; b"" at its end; None when the server began shutting down meanwhile."""
+    piece = asyncio.ensure_future(body.__anext__())
+    draining = asyncio.ensure_future(shutdown.wait_draining()) if shutdown is not None else None
     try:
-        return await asyncio.wait_for(body.__anext__(), timeout_s)
+        await asyncio.wait({piece} | ({draining} if draining else set()), timeout=timeout_s,
+                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+    finally:
+        if draining is not None:
+            draining.cancel()
+    if not piece.done():
+        piece.cancel()
+        if draining is not None and shutdown is not None and shutdown.draining:
+            return None
+        raise ApiError(408, f"no audio arrived for {timeout_s:g} s; the upload was abandoned",
+                       "idle_timeout")  # fmt: skip
+    try:
+        return piece.result()
     except StopAsyncIteration:
         return b""
-    except TimeoutError:
-        raise ApiError(408, f"no audio arrived for {timeout_s:g} s; the upload was abandoned",
-                       "idle_timeout") from None  # fmt: skip
     except ClientDisconnect:
         raise ApiError(400, "the client closed the connection before the end of the body (the terminating "
                        "zero-length chunk)", "incomplete_body") from None  # fmt: skip
 
 
 async def feed_body(pipe: EventPipe, stream: Any, body: AsyncIterator[bytes], first: bytes,
-                    decoder: PcmStreamDecoder, frame_bytes: int, limits: LiveLimits) -> None:  # fmt: skip
+                    decoder: PcmStreamDecoder, frame_bytes: int, limits: LiveLimits, rate: int,
+                    shutdown: ShutdownState | None = None) -> None:  # fmt: skip
     """Decode and push the body as it arrives; at its end, the final transcript (or an error) goes to the pipe."""
     started = time.monotonic()
     received = 0
@@ -154,7 +169,7 @@ async def feed_body(pipe: EventPipe, stream: Any, body: AsyncIterator[bytes], fi
 
     async def run() -> None:
         nonlocal received
-        piece = first
+        piece: bytes | None = first
         while piece:
             received += len(piece)
             if received > limits.max_body_bytes:
@@ -164,7 +179,13 @@ async def feed_body(pipe: EventPipe, stream: Any, body: AsyncIterator[bytes], fi
                 raise ApiError(408, f"the upload lasted longer than this server's limit of "
                                f"{limits.total_timeout_s:g} s", "total_timeout")  # fmt: skip
             await push(decoder.feed(piece))
-            piece = await _next(body, limits.idle_timeout_s)
+            piece = await _next(body, limits.idle_timeout_s, shutdown)
+        if piece is None:  # shutting down: the upload ends here, and what arrived is transcribed
+            said = received // frame_bytes / rate
+            pipe.put([ErrorEvent("cancelled", f"the server is shutting down: the upload was cut at {said:.1f} s; "
+                                 "the transcript covers the audio received", "send the rest again", fatal=False)])
+            await push(np.zeros(0, np.float32), force=True)  # a partial last frame is dropped, not an error
+            return
         if received % frame_bytes:
             raise ApiError(400, f"the body ends with a partial frame: {received} bytes is not a whole number of "
                            f"{frame_bytes}-byte frames; check sample_format and channels", "partial_frame",

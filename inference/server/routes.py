@@ -17,11 +17,16 @@ from inference.server.errors import ApiError
 from inference.server.events import EventTranslator, SSEResponse
 from inference.server.registry import ModelRegistry, ServedModel
 from inference.server.requests import TranscriptionRequest, read_transcription_request
+from inference.server.shutdown import ShutdownState
 from inference.server.transcribe import EventPipe, feed_file, open_stream, sse_frames, transcribe_file
 
 
 def _state(request: Request) -> tuple[ServerConfig, ModelRegistry]:
     return request.app.state.config, request.app.state.registry
+
+
+def shutdown_of(request: Request) -> ShutdownState:
+    return request.app.state.shutdown  # type: ignore[no-any-return]
 
 
 async def list_models(request: Request) -> Response:
@@ -62,10 +67,11 @@ async def _transcribe(request: Request, *, details: bool) -> Response:
         job.model.release()
         raise
     if job.stream:
-        return await _stream(job, headers, config.request_timeout_s)
+        return await _stream(job, headers, config.request_timeout_s, shutdown_of(request))
     try:
         started = time.monotonic()
-        transcript = await transcribe_file(job.model, job.audio, job.options, config.request_timeout_s)
+        work = transcribe_file(job.model, job.audio, job.options, config.request_timeout_s)
+        transcript = await shutdown_of(request).bounded(work)
         wall_s = time.monotonic() - started
         job.model.note_duration(wall_s)
     finally:
@@ -73,7 +79,8 @@ async def _transcribe(request: Request, *, details: bool) -> Response:
     return _render(job, transcript, wall_s, details, headers)
 
 
-async def _stream(job: TranscriptionRequest, headers: dict[str, str], timeout_s: float) -> Response:
+async def _stream(job: TranscriptionRequest, headers: dict[str, str], timeout_s: float,
+                  shutdown: ShutdownState) -> Response:  # fmt: skip
     """``stream=true``: the file goes through the model's live path and its events come back as SSE."""
     pipe = EventPipe()
     try:
@@ -81,7 +88,7 @@ async def _stream(job: TranscriptionRequest, headers: dict[str, str], timeout_s:
     except BaseException:
         job.model.release()
         raise
-    frames = sse_frames(pipe, EventTranslator(), lambda: feed_file(stream, job.audio, pipe, timeout_s))
+    frames = sse_frames(pipe, EventTranslator(), lambda: feed_file(stream, job.audio, pipe, timeout_s), shutdown)
     return SSEResponse(frames, headers, on_close=closer(stream, job.model), watch_disconnect=True)  # type: ignore[return-value]
 
 

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Any
 
+from inference.errors import UsageError
 from inference.paths import AppPaths
 from inference.server.config import ServerConfig
+from inference.server.shutdown import ShutdownState
 
 log = logging.getLogger("captioneer.server")
 
@@ -25,20 +29,68 @@ def serve(config: ServerConfig, model_names: list[str], paths: AppPaths, *, back
 
     err = err or sys.stderr
     registry = ModelRegistry(resolve_models(model_names, paths, config.max_concurrent))
-    err.write(f"captioneer: loading {', '.join(m.id for m in registry.models)}\n")
-    registry.start(backend, threads)
+    sock = bind(config.host, config.port)  # before loading: a busy port fails at once, and nothing says "serving"
     try:
-        app = create_app(config, registry)
+        err.write(f"captioneer: loading {', '.join(m.id for m in registry.models)}\n")
+        registry.start(backend, threads)
+        shutdown = ShutdownState(config.grace_s)
+        app = create_app(config, registry, shutdown)
+        # uvicorn's own grace is longer: requests end themselves (with an error) when ours is over.
+        grace = math.ceil(config.grace_s) + 3
+        server = DrainingServer(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=grace), shutdown)
+        port = sock.getsockname()[1]
         names = ", ".join(m.id for m in registry.models)
-        err.write(f"captioneer: serving {names} on http://{_url_host(config.host)}:{config.port}/v1 "
+        err.write(f"captioneer: serving {names} on http://{_url_host(config.host)}:{port}/v1 "
                   f"({'API key required' if config.api_key else 'no API key: loopback only'}); Ctrl-C stops\n")
         err.flush()
         with _sigterm_stops_quietly():
-            uvicorn.run(app, host=config.host, port=config.port, log_level="warning", timeout_graceful_shutdown=5)
+            server.run(sockets=[sock])
     finally:
+        sock.close()
         registry.close()
     err.write("captioneer: server stopped\n")
     return 0
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, or a clear error naming the address that could not be taken."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {_url_host(host)}:{port}: {exc.strerror}",
+                         "another program (perhaps another captioneer serve) uses it: stop it or pass --port N") from None  # fmt: skip
+    sock.set_inheritable(True)
+    return sock
+
+
+class DrainingServer:
+    """uvicorn's server, telling the app when a shutdown begins so requests in flight can wind down."""
+
+    def __init__(self, config: Any, shutdown: ShutdownState) -> None:
+        import uvicorn
+
+        class _Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: Any) -> None:
+                shutdown.begin()
+                super().handle_exit(sig, frame)
+
+        self._server = _Server(config)
+
+    def run(self, sockets: list[socket.socket]) -> None:
+        self._server.run(sockets=sockets)
+
+    @property
+    def started(self) -> bool:
+        return bool(self._server.started)
+
+    def stop(self) -> None:
+        """As SIGTERM does (tests and embedding callers)."""
+        self._server.handle_exit(signal.SIGTERM, None)
 
 
 @contextlib.contextmanager

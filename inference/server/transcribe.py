@@ -18,6 +18,7 @@ from inference.errors import Cancelled, CaptioneerError, WorkerError
 from inference.server.errors import ApiError, error_event, from_captioneer
 from inference.server.events import DONE_LINE, EventTranslator, sse
 from inference.server.registry import ServedModel
+from inference.server.shutdown import ShutdownState
 
 PUSH_SECONDS = 0.32  # a file streamed through the live path is pushed in pieces of this length
 
@@ -105,11 +106,22 @@ async def open_stream(model: ServedModel, pipe: EventPipe, options: dict[str, An
         raise from_captioneer(exc) from None
 
 
-async def sse_frames(pipe: EventPipe, translator: EventTranslator,
-                     work: Callable[[], Any]) -> AsyncIterator[bytes]:
+async def sse_frames(pipe: EventPipe, translator: EventTranslator, work: Callable[[], Any],
+                     shutdown: ShutdownState | None = None) -> AsyncIterator[bytes]:  # fmt: skip
     """Run ``work`` (a coroutine function that feeds the stream and puts its final transcript or an
-    ``ApiError`` into the pipe) and yield the SSE frames of everything the pipe carries."""
+    ``ApiError`` into the pipe) and yield the SSE frames of everything the pipe carries. A server that shuts
+    down ends the answer with an error event and ``[DONE]`` once its grace is over."""
     task = asyncio.ensure_future(work())
+    cut: asyncio.Future[None] | None = None
+    if shutdown is not None:
+
+        async def cut_off() -> None:
+            await shutdown.wait_grace_over()
+            task.cancel()
+            pipe.put(shutdown.cut_off())
+            pipe.end()
+
+        cut = asyncio.ensure_future(cut_off())
     try:
         async for item in pipe.items():
             if isinstance(item, list):
@@ -125,8 +137,12 @@ async def sse_frames(pipe: EventPipe, translator: EventTranslator,
             elif isinstance(item, ApiError):
                 yield sse(error_event(item))
                 yield DONE_LINE
-        await task
+                break
+        if not (cut is not None and cut.done()):  # cut off: the work was cancelled, its answer already sent
+            await task
     finally:
+        if cut is not None:
+            cut.cancel()
         if not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
