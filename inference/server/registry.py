@@ -131,6 +131,15 @@ class ServedModel:
                                "worker_failed", headers={"Retry-After": str(round(self.revive_after_s))}) from exc  # fmt: skip
 
     @property
+    def worker_state(self) -> str:
+        """running, restarting (a dead or frozen worker is being replaced), failed (given up on) or stopped."""
+        if self.client is None:
+            return "stopped"
+        if self.client.gave_up is not None:
+            return "failed"
+        return "restarting" if self.client.restarting else "running"
+
+    @property
     def worker_pid(self) -> int | None:
         return self.client.pid if self.client is not None else None
 

@@ -40,9 +40,12 @@ async def retrieve_model(request: Request) -> Response:
 
 
 async def health(request: Request) -> Response:
+    """``ok`` while every model's worker runs; ``degraded`` (still 200: the server answers) while one restarts
+    or was given up on, with the state per model."""
     _, registry = _state(request)
-    return JSONResponse({"status": "ok", "models": {m.id: {"active": m.active, "limit": m.max_concurrent}
-                                                    for m in registry.models}})  # fmt: skip
+    models = {m.id: {"active": m.active, "limit": m.max_concurrent, "worker": m.worker_state} for m in registry.models}
+    status = "ok" if all(m["worker"] == "running" for m in models.values()) else "degraded"
+    return JSONResponse({"status": status, "models": models})
 
 
 async def transcriptions(request: Request) -> Response:

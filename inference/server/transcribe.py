@@ -57,7 +57,9 @@ async def transcribe_file(model: ServedModel, audio: np.ndarray, options: dict[s
             raise _timeout(timeout_s) from None
         raise
     except CaptioneerError as exc:
-        raise from_captioneer(exc) from None
+        error = from_captioneer(exc)
+        error.message = f"model {model.id!r}: {error.message}"
+        raise error from None
 
 
 def _timeout(timeout_s: float) -> ApiError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -217,7 +218,7 @@ def killable() -> Iterator[tuple[str, ServedModel]]:
     from inference.models.spec import load_family_spec
     from tests.server.harness import DEMO_MODEL
 
-    policy = WorkerPolicy(ping_interval_s=0.2, max_restarts=50, backoff_s=(0.0,))
+    policy = WorkerPolicy(ping_interval_s=0.2, ping_timeout_s=4.0, max_restarts=50, backoff_s=(0.0,))
     demo = ServedModel("demo", DEMO_MODEL, "parakeet_tdt", load_family_spec("parakeet_tdt"), ("en",), 2,
                        policy=policy)  # fmt: skip
     models = ModelRegistry([demo])
@@ -288,3 +289,39 @@ def test_a_streamed_file_request_loses_no_audio_to_a_killed_worker(killable: tup
     assert len(killed["errors"]) == 1 and killed["errors"][0]["error"]["code"] == "worker_restarted"
     assert killed["done"]["timing"]["audio_duration_ms"] == undisturbed["done"]["timing"]["audio_duration_ms"]
     assert word_edits(killed["done"]["text"], undisturbed["done"]["text"]) <= 1
+
+
+@pytest.mark.parametrize("seconds", [0.1, 20.0])  # 20 s of float32 is 1.3 MB: far more than a pipe holds
+def test_a_frozen_worker_is_a_503_naming_the_model_and_the_next_request_works(
+    killable: tuple[str, ServedModel], seconds: float
+) -> None:
+    base_url, demo = killable
+    frozen = demo.worker_pid
+    assert frozen is not None
+    body = {"model": "demo", "audio": base64.b64encode(wav_bytes(np.zeros(int(seconds * 16000), np.float32))).decode()}
+    with httpx.Client(base_url=base_url, timeout=60) as http:
+        os.kill(frozen, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            answers: list[httpx.Response] = []
+            threads = [threading.Thread(target=lambda: answers.append(http.post("/v1/audio/transcriptions", json=body)))
+                       for _ in range(2)]  # fmt: skip
+            for thread in threads:
+                thread.start()
+            _wait(lambda: demo.worker_state == "restarting", 20)
+            assert http.get("/health").json()["status"] == "degraded"
+            for thread in threads:
+                thread.join(30)
+            took = time.monotonic() - started
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(frozen, signal.SIGKILL)
+        assert took < 4.0 + 6.0, took  # the ping limit, then the answer
+        for answer in answers:
+            assert answer.status_code == 503, answer.text
+            message = answer.json()["error"]["message"]
+            assert "model 'demo'" in message and "stopped answering" in message
+        _wait(lambda: demo.worker_state == "running", 60)
+        again = http.post("/v1/audio/transcriptions", data={"model": "demo"}, files={"file": SAMPLE_1.read_bytes()})
+        assert again.status_code == 200 and again.json()["text"] == TEXT_1
+        assert http.get("/health").json()["status"] == "ok"
