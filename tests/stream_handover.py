@@ -58,15 +58,3 @@ def run_with_handovers(
                 events += [continuity.adopt(e) for e in stream.push(replay[at : at + step])]  # type: ignore[attr-defined]
     final = continuity.final(stream.finish())  # type: ignore[attr-defined]
     return HandoverRun(final, events, streams)
-
-
-def word_edits(a: str, b: str) -> int:
-    """Word-level edit distance (insertions, deletions, substitutions)."""
-    x, y = a.split(), b.split()
-    previous = list(range(len(y) + 1))
-    for i, word in enumerate(x, 1):
-        current = [i]
-        for j, other in enumerate(y, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (word != other)))
-        previous = current
-    return previous[-1]

@@ -33,17 +33,12 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE_MODEL = REPO / "tests" / "fixtures" / "confucius4_r2t2" / "checkpoint_hf"
+sys.path.insert(0, str(REPO / "tests" / "bench"))
+from machine import rss_mib  # noqa: E402
 CONFIGS = {
     "endpointing": ({"endpointing": True}, {}),
     "rolling 16 s": ({}, {"rolling_window_seconds": 16.0}),
 }
-
-
-def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def speech_with_pauses(seconds: float) -> np.ndarray:

@@ -374,3 +374,14 @@ def serve_timed_runs(effective: dict[str, Any], load: Callable[[str], Any], run:
         cpu = process_cpu_seconds() - cpu_start
         peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         print(json.dumps({"wall": wall, "cpu": cpu, "tokens": tokens, "peak_rss_mb": peak_kb / 1024}), flush=True)
+
+
+def rss_mib() -> float:
+    """This process's resident memory in MiB (Linux; NaN elsewhere)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")

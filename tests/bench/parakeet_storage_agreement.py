@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "parakeet_tdt"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.text_metrics
 
 from storage_agreement import format_table, measure_all  # noqa: E402
 

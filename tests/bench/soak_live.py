@@ -40,20 +40,13 @@ sys.path.insert(0, str(REPO))
 
 from inference.client import BacklogPolicy, WorkerClient  # noqa: E402
 from inference.contract import SAMPLE_RATE, Delta, ErrorEvent, Snapshot, SpeechEnd, StreamEvent  # noqa: E402
-from tests.bench.machine import machine_header  # noqa: E402
+from tests.bench.machine import machine_header, rss_mib  # noqa: E402
 from tests.long_speech import recording  # noqa: E402
 
 DEMO = REPO / "resources" / "demo_model"
 R2T2_TINY = REPO / "tests" / "fixtures" / "confucius4_r2t2" / "checkpoint_hf"
 RSS_GROWTH_LIMIT_MB = 50.0
 COST_RATIO_LIMIT = 1.2
-
-
-def client_rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def speech(minutes: float) -> np.ndarray:
@@ -113,7 +106,7 @@ def soak(mode: str, audio: np.ndarray, threads: int, r2t2_model: Path | None) ->
                 time.sleep(1.2)  # a pong carries the worker's RSS
                 rows.append({
                     "minute": (start + step) // minute, "worker_rss_mb": client.worker_rss / 2**20,
-                    "client_rss_mb": client_rss_mb(), "p50_ms": 1000 * statistics.median(minute_costs),
+                    "client_rss_mb": rss_mib(), "p50_ms": 1000 * statistics.median(minute_costs),
                     "p95_ms": 1000 * float(np.percentile(minute_costs, 95)), "wall_s": time.monotonic() - started,
                 })  # fmt: skip
                 print(f"  {mode} minute {rows[-1]['minute']:3d}: worker {rows[-1]['worker_rss_mb']:7.1f} MB, "

@@ -8,13 +8,14 @@ around the first flipped token.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from parakeet_fixtures import CLIPS, MODELS, audio_path, expected, model_dir
 
 from inference.audio.io import load_audio_file
 from inference.engine import load_engine
+from tests.text_metrics import edit_distance
 
 # (weight_type, conv_weight_type) pairs measured against the f32 checkpoint.
 STORAGE_CONFIGS = (("f16", "native"), ("f16", "f16"), ("bf16", "native"), ("q8_0", "native"), ("int8", "int8"))
@@ -45,16 +46,6 @@ class StorageAgreement:
     @property
     def identical_clips(self) -> int:
         return sum(c.identical for c in self.clips)
-
-
-def edit_distance(a: Sequence[int], b: Sequence[int]) -> int:
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return previous[-1]
 
 
 def _flip_margin(ref: dict, got: list[tuple[int, int, int]]) -> float | None:

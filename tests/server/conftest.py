@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from inference.models.spec import load_family_spec
@@ -32,3 +33,9 @@ def registry() -> Iterator[ModelRegistry]:
 def base_url(registry: ModelRegistry) -> Iterator[str]:
     with running_server(ServerConfig(), registry) as url:
         yield url
+
+
+@pytest.fixture
+def http(base_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=base_url, timeout=60) as client:
+        yield client

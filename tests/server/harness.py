@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import numpy as np
 import soundfile
 import uvicorn
@@ -67,3 +68,13 @@ def wav_bytes(audio: np.ndarray, rate: int = 16000) -> bytes:
 
 def s16le(audio: np.ndarray) -> bytes:
     return (np.clip(audio, -1.0, 1.0) * 32767).astype("<i2").tobytes()
+
+
+def openai_error(response: httpx.Response, status: int, code: str) -> str:
+    """The OpenAI error body of ``response`` after checking its status, shape and code; returns the message."""
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["code"] == code, error
+    assert error["type"] == ("invalid_request_error" if status < 500 and status not in (401, 429) else error["type"])
+    return str(error["message"])

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -22,21 +21,16 @@ import soundfile
 from inference.errors import UsageError
 from inference.server.config import ServerConfig
 from inference.server.registry import ModelRegistry
-from tests.server.harness import SAMPLE_1, TEXT_1, running_server, s16le, two_sentences, wav_bytes
+from tests.server.harness import (
+    SAMPLE_1,
+    TEXT_1,
+    openai_error,
+    running_server,
+    s16le,
+    two_sentences,
+    wav_bytes,
+)
 from tests.server.live_client import post_live, split
-
-
-@pytest.fixture
-def http(base_url: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=base_url, timeout=60) as client:
-        yield client
-
-
-def _error(response: httpx.Response, status: int, code: str) -> str:
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["code"] == code, error
-    return str(error["message"])
 
 
 def bomb(minutes: float = 15.0, rate: int = 48000, channels: int = 4) -> bytes:
@@ -91,17 +85,17 @@ def test_audio_longer_than_its_header_says_is_stopped_while_decoding() -> None:
 def test_hostile_bodies_are_4xx_openai_errors(http: httpx.Client) -> None:
     deep = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
     response = http.post("/v1/audio/transcriptions", content=deep, headers={"content-type": "application/json"})
-    assert "nested too deeply" in _error(response, 400, "invalid_json")
+    assert "nested too deeply" in openai_error(response, 400, "invalid_json")
     garbage = base64.b64encode(b"\x00\x01not audio at all" * 50).decode()
     response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": garbage})
-    message = _error(response, 400, "invalid_audio")
+    message = openai_error(response, 400, "invalid_audio")
     assert "BytesIO" not in message and "0x" not in message and "audio" in message
 
 
 def test_a_nul_byte_in_a_server_path_is_a_400(registry: ModelRegistry, tmp_path: Path) -> None:
     with running_server(ServerConfig(audio_dir=tmp_path), registry) as url, httpx.Client(base_url=url) as http:
         response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio_path": "a\x00b.wav"})
-        assert "NUL" in _error(response, 400, "invalid_value")
+        assert "NUL" in openai_error(response, 400, "invalid_value")
 
 
 def test_other_host_names_are_refused_without_an_api_key(http: httpx.Client, base_url: str) -> None:
@@ -110,7 +104,7 @@ def test_other_host_names_are_refused_without_an_api_key(http: httpx.Client, bas
         assert http.get("/v1/models", headers={"host": host}).status_code == 200, host
     for host in (f"attacker.example:{port}", "attacker.example", f"127.0.0.1.nip.io:{port}"):
         response = http.get("/v1/models", headers={"host": host})
-        assert "loopback host names" in _error(response, 421, "invalid_host"), host
+        assert "loopback host names" in openai_error(response, 421, "invalid_host"), host
 
 
 def test_with_an_api_key_any_host_name_may_be_used(registry: ModelRegistry) -> None:
@@ -184,4 +178,4 @@ def test_the_sox_bomb_of_the_report_is_refused(registry: ModelRegistry, tmp_path
     with running_server(config, registry) as url, httpx.Client(base_url=url, timeout=60) as http:
         response = http.post("/v1/audio/transcriptions", data={"model": "demo"},
                              files={"file": ("bomb.flac", path.read_bytes())})  # fmt: skip
-    assert "limit of 30 s" in _error(response, 413, "audio_too_long")
+    assert "limit of 30 s" in openai_error(response, 413, "audio_too_long")

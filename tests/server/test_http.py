@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -14,23 +13,7 @@ import pytest
 from inference.errors import UsageError
 from inference.server.config import ServerConfig
 from inference.server.registry import ModelRegistry
-from tests.server.harness import SAMPLE_1, TEXT_1, running_server, two_sentences, wav_bytes
-
-
-@pytest.fixture
-def http(base_url: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=base_url, timeout=60) as client:
-        yield client
-
-
-def _error(response: httpx.Response, status: int, code: str) -> str:
-    """The OpenAI error body of ``response`` after checking its status and code; returns the message."""
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    assert error["code"] == code, error
-    assert error["type"] == ("invalid_request_error" if status < 500 and status not in (401, 429) else error["type"])
-    return str(error["message"])
+from tests.server.harness import SAMPLE_1, TEXT_1, openai_error, running_server, two_sentences, wav_bytes
 
 
 def _b64(data: bytes) -> str:
@@ -52,20 +35,20 @@ def test_json_form_options_are_validated_by_the_family_spec(http: httpx.Client) 
     audio = _b64(SAMPLE_1.read_bytes())
     response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio,
                                                            "options": {"beam_size": 4}})  # fmt: skip
-    assert "unknown request option 'beam_size'" in _error(response, 400, "invalid_option")
+    assert "unknown request option 'beam_size'" in openai_error(response, 400, "invalid_option")
     response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio,
                                                            "options": {"hotwords_score": 500}})  # fmt: skip
-    assert "hotwords_score" in _error(response, 400, "invalid_option")
+    assert "hotwords_score" in openai_error(response, 400, "invalid_option")
     response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio_path": "/etc/passwd"})
-    assert "--audio-dir" in _error(response, 400, "unsupported_parameter")
+    assert "--audio-dir" in openai_error(response, 400, "unsupported_parameter")
     response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": "not base64!"})
-    _error(response, 400, "invalid_audio")
+    openai_error(response, 400, "invalid_audio")
     response = http.post("/v1/audio/transcriptions", json={"model": "demo"})
-    _error(response, 400, "missing_audio")
+    openai_error(response, 400, "missing_audio")
     response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio, "colour": "red"})
-    assert "colour" in _error(response, 400, "unknown_parameter")
+    assert "colour" in openai_error(response, 400, "unknown_parameter")
     response = http.post("/v1/audio/transcriptions", content=b"{not json", headers={"content-type": "application/json"})
-    _error(response, 400, "invalid_json")
+    openai_error(response, 400, "invalid_json")
 
 
 def test_details_gives_samples_and_rejects_stream(http: httpx.Client) -> None:
@@ -79,7 +62,7 @@ def test_details_gives_samples_and_rejects_stream(http: httpx.Client) -> None:
     assert starts == sorted(starts) and all(isinstance(s, int) for s in starts)
     assert all(w["end_sample"] <= 3970 * 16 for w in details["words"])
     response = http.post("/v1/audio/transcriptions/details", files=files, data={"model": "demo", "stream": "true"})
-    assert "does not stream" in _error(response, 400, "invalid_value")
+    assert "does not stream" in openai_error(response, 400, "invalid_value")
 
 
 def test_stream_json_form_over_sse(http: httpx.Client) -> None:
@@ -104,25 +87,25 @@ def test_stream_json_form_over_sse(http: httpx.Client) -> None:
 def test_bad_requests_are_openai_errors(http: httpx.Client) -> None:
     wav = SAMPLE_1.read_bytes()
     post = "/v1/audio/transcriptions"
-    _error(http.post(post, data={"model": "demo"}, files={"nofile": ("x", b"1")}), 400, "unknown_parameter")
-    _error(http.post(post, data={"model": "demo", "language": "en"}), 400, "missing_file")
-    assert "empty" in _error(http.post(post, data={"model": "demo"}, files={"file": ("e.wav", b"")}), 400,
+    openai_error(http.post(post, data={"model": "demo"}, files={"nofile": ("x", b"1")}), 400, "unknown_parameter")
+    openai_error(http.post(post, data={"model": "demo", "language": "en"}), 400, "missing_file")
+    assert "empty" in openai_error(http.post(post, data={"model": "demo"}, files={"file": ("e.wav", b"")}), 400,
                              "invalid_audio")  # fmt: skip
-    assert "response_format" in _error(http.post(post, data={"model": "demo", "response_format": "xml"},
+    assert "response_format" in openai_error(http.post(post, data={"model": "demo", "response_format": "xml"},
                                                  files={"file": ("a.wav", wav)}), 400, "invalid_value")  # fmt: skip
-    _error(http.post(post, data={"model": "demo", "temperature": "hot"}, files={"file": ("a.wav", wav)}), 400,
+    openai_error(http.post(post, data={"model": "demo", "temperature": "hot"}, files={"file": ("a.wav", wav)}), 400,
            "invalid_value")  # fmt: skip
-    _error(http.post(post, data={"model": "demo", "stream": "maybe"}, files={"file": ("a.wav", wav)}), 400,
+    openai_error(http.post(post, data={"model": "demo", "stream": "maybe"}, files={"file": ("a.wav", wav)}), 400,
            "invalid_value")  # fmt: skip
-    _error(http.post(post, content=wav, headers={"content-type": "audio/wav"}), 415, "unsupported_media_type")
+    openai_error(http.post(post, content=wav, headers={"content-type": "audio/wav"}), 415, "unsupported_media_type")
     # Several models: 'model' is required.
-    _error(http.post(post, files={"file": ("a.wav", wav)}), 400, "missing_model")
+    openai_error(http.post(post, files={"file": ("a.wav", wav)}), 400, "missing_model")
     # A prompt goes to the family's context option, which the worker's engine checks (Phonon-2 only).
-    message = _error(http.post(post, data={"model": "demo", "prompt": "Emma"}, files={"file": ("a.wav", wav)}),
+    message = openai_error(http.post(post, data={"model": "demo", "prompt": "Emma"}, files={"file": ("a.wav", wav)}),
                      400, "invalid_value")  # fmt: skip
     assert "Phonon-2" in message
-    _error(http.get("/v1/nothing"), 404, "not_found")
-    _error(http.get(post), 405, "method_not_allowed")
+    openai_error(http.get("/v1/nothing"), 404, "not_found")
+    openai_error(http.get(post), 405, "method_not_allowed")
 
 
 def test_multipart_forms_carry_family_options_and_hotwords(http: httpx.Client) -> None:
@@ -130,16 +113,16 @@ def test_multipart_forms_carry_family_options_and_hotwords(http: httpx.Client) -
     short = http.post(post, data={"model": "demo", "options": json.dumps({"max_tokens": 2})}, files=wav)
     assert short.status_code == 200, short.text
     assert 0 < len(short.json()["text"]) < len(TEXT_1) and TEXT_1.startswith(short.json()["text"].strip())
-    assert "beam_size" in _error(http.post(post, data={"model": "demo", "options": '{"beam_size": 4}'}, files=wav),
+    assert "beam_size" in openai_error(http.post(post, data={"model": "demo", "options": '{"beam_size": 4}'}, files=wav),
                                  400, "invalid_option")  # fmt: skip
-    _error(http.post(post, data={"model": "demo", "options": "[1]"}, files=wav), 400, "invalid_value")
-    _error(http.post(post, data={"model": "demo", "options": "{nope"}, files=wav), 400, "invalid_value")
+    openai_error(http.post(post, data={"model": "demo", "options": "[1]"}, files=wav), 400, "invalid_value")
+    openai_error(http.post(post, data={"model": "demo", "options": "{nope"}, files=wav), 400, "invalid_value")
     # The hotwords fields reach the family's engine, which checks them (the demo model is no Phonon-2).
-    assert "Phonon-2" in _error(http.post(post, data={"model": "demo", "hotwords": "Emma, Ruth"}, files=wav),
+    assert "Phonon-2" in openai_error(http.post(post, data={"model": "demo", "hotwords": "Emma, Ruth"}, files=wav),
                                 400, "invalid_value")  # fmt: skip
-    _error(http.post(post, data={"model": "demo", "hotwords_score": "strong"}, files=wav), 400, "invalid_value")
+    openai_error(http.post(post, data={"model": "demo", "hotwords_score": "strong"}, files=wav), 400, "invalid_value")
     both = {"model": "demo", "hotwords": "Emma", "options": json.dumps({"hotwords": "Ruth"})}
-    assert "both" in _error(http.post(post, data=both, files=wav), 400, "invalid_value")
+    assert "both" in openai_error(http.post(post, data=both, files=wav), 400, "invalid_value")
 
 
 def test_temperature_is_accepted_with_a_note(http: httpx.Client) -> None:
@@ -155,10 +138,10 @@ def test_upload_and_duration_limits(registry: ModelRegistry) -> None:
         big = np.zeros(16000 * 10, np.float32)  # 320 kB as 16-bit WAV
         response = http.post("/v1/audio/transcriptions", data={"model": "demo"},
                              files={"file": ("big.wav", wav_bytes(big))})  # fmt: skip
-        assert "limit" in _error(response, 413, "upload_too_large")
+        assert "limit" in openai_error(response, 413, "upload_too_large")
         response = http.post("/v1/audio/transcriptions", data={"model": "demo"},
                              files={"file": ("a.wav", SAMPLE_1.read_bytes())})  # fmt: skip
-        message = _error(response, 413, "audio_too_long")
+        message = openai_error(response, 413, "audio_too_long")
         assert "lasts 4.0 s" in message and "limit of 3 s" in message
         short = wav_bytes(np.zeros(16000 * 2, np.float32))
         ok = http.post("/v1/audio/transcriptions", data={"model": "demo"}, files={"file": ("s.wav", short)})
@@ -168,9 +151,9 @@ def test_upload_and_duration_limits(registry: ModelRegistry) -> None:
 def test_api_key(registry: ModelRegistry) -> None:
     with running_server(ServerConfig(api_key="s3cret"), registry) as url:
         response = httpx.get(f"{url}/v1/models")
-        assert "missing" in _error(response, 401, "invalid_api_key")
+        assert "missing" in openai_error(response, 401, "invalid_api_key")
         response = httpx.get(f"{url}/v1/models", headers={"Authorization": "Bearer wrong"})
-        assert "wrong" in _error(response, 401, "invalid_api_key")
+        assert "wrong" in openai_error(response, 401, "invalid_api_key")
         response = httpx.get(f"{url}/v1/models", headers={"Authorization": "Bearer s3cret"})
         assert response.status_code == 200 and len(response.json()["data"]) == 2
 
@@ -200,8 +183,8 @@ def test_audio_path_only_inside_the_audio_dir(registry: ModelRegistry, tmp_path:
         assert ok.status_code == 200 and ok.json()["text"] == TEXT_1
         assert post(file=str(allowed / "sub" / "one.wav")).json()["text"] == TEXT_1  # the seeds' other name
         for escape in ("../secret.wav", str(tmp_path / "secret.wav"), "link.wav"):
-            _error(post(audio_path=escape), 403, "path_not_allowed")
-        _error(post(audio_path="sub/none.wav"), 400, "file_not_found")
-        _error(post(audio_path="sub/one.wav", audio=_b64(b"x")), 400, "invalid_value")
+            openai_error(post(audio_path=escape), 403, "path_not_allowed")
+        openai_error(post(audio_path="sub/none.wav"), 400, "file_not_found")
+        openai_error(post(audio_path="sub/one.wav", audio=_b64(b"x")), 400, "invalid_value")
     with pytest.raises(UsageError, match="not a directory"):
         ServerConfig(audio_dir=tmp_path / "missing")

@@ -21,15 +21,9 @@ from inference.server.registry import ModelRegistry, ServedModel
 from tests.long_speech import espeak_available, recording
 from tests.server.harness import SAMPLE_1, TEXT_1, running_server, s16le, wav_bytes
 from tests.server.live_client import LiveResult, post_live, split
-from tests.stream_handover import word_edits
+from tests.text_metrics import word_edits
 
 THREE_SECONDS = base64.b64encode(wav_bytes(np.full(48000, 0.01, np.float32))).decode()
-
-
-@pytest.fixture
-def http(base_url: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=base_url, timeout=60) as client:
-        yield client
 
 
 def _slow_job(http: httpx.Client, delay_s: float) -> tuple[threading.Thread, list[httpx.Response]]:

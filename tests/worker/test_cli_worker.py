@@ -20,7 +20,7 @@ import soundfile
 from inference.audio.io import load_audio_file
 from tests.conftest import REPO_ROOT
 from tests.long_speech import espeak_available, recording
-from tests.stream_handover import word_edits
+from tests.text_metrics import word_edits
 
 DEMO = REPO_ROOT / "resources" / "demo_model"
 SAMPLE = REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav"

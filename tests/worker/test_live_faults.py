@@ -18,7 +18,7 @@ from inference.client import BacklogPolicy, RemoteEngine, WorkerClient, WorkerPo
 from inference.contract import SAMPLE_RATE, Delta, ErrorEvent, Transcript
 from tests.conftest import REPO_ROOT
 from tests.long_speech import Recording, espeak_available, recording
-from tests.stream_handover import word_edits
+from tests.text_metrics import word_edits
 from tests.worker.test_worker import Recorder, wait_until
 
 DEMO = REPO_ROOT / "resources" / "demo_model"

@@ -14,7 +14,8 @@ from inference.engine import load_engine
 from inference.streaming import SegmentedStream
 from tests.conftest import REPO_ROOT
 from tests.long_speech import Recording, espeak_available, recording
-from tests.stream_handover import run_with_handovers, word_edits
+from tests.stream_handover import run_with_handovers
+from tests.text_metrics import word_edits
 
 DEMO = REPO_ROOT / "resources" / "demo_model"
 STEP = 5120  # the app's 320 ms pushes
