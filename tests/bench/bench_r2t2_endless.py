@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 FIXTURE_MODEL = REPO / "tests" / "fixtures" / "confucius4_r2t2" / "checkpoint_hf"
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 from machine import rss_mib  # noqa: E402
+
 CONFIGS = {
     "endpointing": ({"endpointing": True}, {}),
     "rolling 16 s": ({}, {"rolling_window_seconds": 16.0}),
