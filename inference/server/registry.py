@@ -18,6 +18,7 @@ import math
 import random
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,9 @@ class ServedModel:
     _restored: threading.Event = field(default_factory=threading.Event)
     _revive_lock: threading.Lock = field(default_factory=threading.Lock)
     _gave_up_at: float | None = None
-    _typical_s: float = 1.0  # how long a request holds its slot (moving average)
+    _typical_s: float = 1.0  # how long a request holds its slot (moving average; a guess until measured)
+    _measured: int = 0
+    _refused: deque[float] = field(default_factory=deque)  # when recent 429s were sent
     _start_args: tuple[str, int | None] = ("auto", None)
 
     def start(self, backend: str = "auto", threads: int | None = None) -> None:
@@ -164,12 +167,21 @@ class ServedModel:
     def note_duration(self, seconds: float) -> None:
         """A request held its slot this long: the estimate that 429s hand out follows it."""
         with self._lock:
-            self._typical_s = 0.8 * self._typical_s + 0.2 * max(0.0, seconds)
+            seconds = max(0.0, seconds)
+            self._typical_s = seconds if self._measured == 0 else 0.7 * self._typical_s + 0.3 * seconds
+            self._measured += 1
 
     def _retry_after(self) -> dict[str, str]:
-        """When a slot is likely free, jittered so that refused clients do not all come back at once (the
-        ``openai`` client honours retry-after-ms; others Retry-After in whole seconds). Lock held."""
-        wait = max(0.2, self._typical_s) * random.uniform(0.5, 1.5)
+        """When a slot is likely free for this client: the clients refused just before it come back first, so
+        the wait grows with them; jittered, so they do not all come back at once (the ``openai`` client honours
+        retry-after-ms; others Retry-After in whole seconds). Lock held."""
+        now = time.monotonic()
+        horizon = max(1.0, 2 * self._typical_s)
+        while self._refused and now - self._refused[0] > horizon:
+            self._refused.popleft()
+        self._refused.append(now)
+        ahead = len(self._refused) / self.max_concurrent  # request times before a slot is free for this one
+        wait = max(0.2, self._typical_s) * ahead * random.uniform(0.5, 1.5)
         return {"Retry-After": str(max(1, math.ceil(wait))), "retry-after-ms": str(max(1, round(wait * 1000)))}
 
     async def acquire_within(self, busy_timeout_s: float) -> None:
