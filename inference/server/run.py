@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import signal
@@ -22,7 +23,6 @@ log = logging.getLogger("captioneer.server")
 
 def serve(config: ServerConfig, model_names: list[str], paths: AppPaths, *, backend: str = "auto",
           threads: int | None = None, err: IO[str] | None = None) -> int:  # fmt: skip
-    import uvicorn
 
     from inference.server.app import create_app
     from inference.server.registry import ModelRegistry, resolve_models
@@ -36,8 +36,7 @@ def serve(config: ServerConfig, model_names: list[str], paths: AppPaths, *, back
         shutdown = ShutdownState(config.grace_s)
         app = create_app(config, registry, shutdown)
         # uvicorn's own grace is longer: requests end themselves (with an error) when ours is over.
-        grace = math.ceil(config.grace_s) + 3
-        server = DrainingServer(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=grace), shutdown)
+        server = DrainingServer(uvicorn_config(app, config.grace_s), shutdown)
         port = sock.getsockname()[1]
         names = ", ".join(m.id for m in registry.models)
         err.write(f"captioneer: serving {names} on http://{_url_host(config.host)}:{port}/v1 "
@@ -50,6 +49,36 @@ def serve(config: ServerConfig, model_names: list[str], paths: AppPaths, *, back
         registry.close()
     err.write("captioneer: server stopped\n")
     return 0
+
+
+def uvicorn_config(app: Any, grace_s: float) -> Any:
+    """uvicorn's settings for our app: its own grace is longer than ours (requests end themselves, with an
+    error, when ours is over), and requests it cannot parse get an OpenAI-shaped JSON error too."""
+    import uvicorn
+
+    return uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=math.ceil(grace_s) + 3,
+                          http=_json_error_protocol())  # fmt: skip
+
+
+def _json_error_protocol() -> type:
+    """uvicorn's h11 protocol, answering unreadable requests (bad syntax, headers past h11's 16 KB) with JSON."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    body = json.dumps({"error": {"message": "the request could not be read as HTTP/1.1: malformed, or its headers "
+                                 "are larger than 16 KB", "type": "invalid_request_error", "param": None,
+                                 "code": "malformed_request"}}).encode()  # fmt: skip
+
+    class JsonErrorsH11(H11Protocol):
+        def send_400_response(self, msg: str) -> None:
+            headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
+                       (b"content-length", str(len(body)).encode())]  # fmt: skip
+            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"), h11.Data(data=body),
+                          h11.EndOfMessage()):  # fmt: skip
+                self.transport.write(self.conn.send(event))
+            self.transport.close()
+
+    return JsonErrorsH11
 
 
 def bind(host: str, port: int) -> socket.socket:

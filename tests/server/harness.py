@@ -19,6 +19,7 @@ from inference.audio.io import load_audio_file
 from inference.server.app import create_app
 from inference.server.config import ServerConfig
 from inference.server.registry import ModelRegistry
+from inference.server.run import uvicorn_config
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_MODEL = REPO / "resources" / "demo_model"
@@ -35,8 +36,7 @@ def running_server(config: ServerConfig, registry: ModelRegistry) -> Iterator[st
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(config, registry), log_level="warning", lifespan="off",
-                                           timeout_graceful_shutdown=2))  # fmt: skip
+    server = uvicorn.Server(uvicorn_config(create_app(config, registry), grace_s=0))  # as `captioneer serve` runs it
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="test-uvicorn", daemon=True)
     thread.start()
     try:

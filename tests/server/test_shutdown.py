@@ -12,12 +12,11 @@ from collections.abc import Iterator
 
 import httpx
 import numpy as np
-import uvicorn
 
 from inference.server.app import create_app
 from inference.server.config import ServerConfig
 from inference.server.registry import ModelRegistry
-from inference.server.run import DrainingServer, bind
+from inference.server.run import DrainingServer, bind, uvicorn_config
 from inference.server.shutdown import ShutdownState
 from tests.server.harness import TEXT_1, s16le, two_sentences, wav_bytes
 from tests.server.live_client import post_live, split
@@ -28,8 +27,7 @@ def stoppable_server(registry: ModelRegistry, grace_s: float) -> Iterator[tuple[
     sock = bind("127.0.0.1", 0)
     shutdown = ShutdownState(grace_s)
     app = create_app(ServerConfig(grace_s=grace_s), registry, shutdown)
-    server = DrainingServer(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=int(grace_s) + 3),
-                            shutdown)  # fmt: skip
+    server = DrainingServer(uvicorn_config(app, grace_s), shutdown)
     thread = threading.Thread(target=server.run, args=([sock],), daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
