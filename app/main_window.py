@@ -35,8 +35,10 @@ from app.live.export import EXPORT_FORMATS, export_session
 from app.live.journal import list_sessions, mark_recovered, read_session, unfinished_sessions
 from app.live.session import SessionChange, SessionModel
 from app.live.sources import AudioSource, AudioSourceError, DeviceSource, FileSource, list_input_devices
+from app.models_manager import size_text
 from app.settings import Settings, SettingsStore
 from app.state import AppState, installed_models
+from app.views.model_banner import ModelBanner
 from app.views.overlay import CaptionOverlay, wayland_note
 from inference.client import WorkerClient
 from inference.errors import CaptioneerError
@@ -80,6 +82,10 @@ class MainWindow(QMainWindow):
 
         central = QWidget(self)
         layout = QVBoxLayout(central)
+        self._suggested: str | None = None  # the package the first-run banner offers
+        self.model_banner = ModelBanner(central, on_download=self._download_suggested,
+                                        on_choose=lambda: self.open_models(), on_dismiss=self._dismiss_model_offer)  # fmt: skip
+        layout.addWidget(self.model_banner)
         bar = QHBoxLayout()
         self.start_button = QPushButton("Start", central)
         self.start_button.setObjectName("startButton")
@@ -611,24 +617,38 @@ class MainWindow(QMainWindow):
                 return
 
     # ------------------------------------------------------------------ models dialog
-    def open_models(self) -> None:
+    def open_models(self, select: str | None = None) -> None:
         from app.models_dialog import open_models_dialog
 
-        self.models_dialog = open_models_dialog(self, self.state.paths)
+        self.models_dialog = open_models_dialog(self, self.state.paths, select=select)
         self.models_dialog.finished.connect(self.refresh_model_state)
 
     def offer_models_on_first_run(self) -> None:
-        from app.models_dialog import offer_models_on_first_run
+        """Without a real model, a banner above the captions offers one; it blocks nothing and, once dismissed,
+        stays away."""
+        from app.models_dialog import first_run_suggestion
 
-        dialog = offer_models_on_first_run(self, self.state.paths)
-        if dialog is not None:
-            self.models_dialog = dialog
-            dialog.finished.connect(self.refresh_model_state)
+        needed, suggestion = first_run_suggestion(self.state.paths)
+        if needed and not self.settings.model_offer_dismissed:
+            self._suggested = suggestion.id if suggestion is not None else None
+            self.model_banner.offer(f"{suggestion.name} ({size_text(suggestion)})" if suggestion else None)
+
+    def _download_suggested(self) -> None:
+        self.open_models(select=self._suggested)
+
+    def _dismiss_model_offer(self) -> None:
+        self.model_banner.hide()
+        self.settings.model_offer_dismissed = True
+        self.settings_store.save(self.settings)
 
     def refresh_model_state(self) -> None:
         self.state = AppState.load(self.state.paths)
         self.model_label.setText(self.state.model_summary)
         self._fill_models()
+        from app.models_dialog import first_run_suggestion
+
+        if not first_run_suggestion(self.state.paths)[0]:
+            self.model_banner.hide()  # a real model is installed now
 
     # ------------------------------------------------------------------ helpers
     def _show_problem(self, message: str, fix: str) -> None:

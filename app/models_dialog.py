@@ -35,12 +35,12 @@ from app.models_manager import (
     ModelsManager,
     PackageRow,
     needs_first_run_offer,
-    size_text,
     suggested_package,
 )
 from inference.models.catalog import Catalog
 from inference.models.hub import HubClient
 from inference.models.progress import InstallProgress, describe
+from inference.models.spec import PackageSpec
 from inference.models.store import ModelStore
 from inference.paths import AppPaths
 
@@ -288,17 +288,9 @@ def open_models_dialog(
     return dialog
 
 
-def offer_models_on_first_run(
-    parent: QWidget | None, paths: AppPaths, token: str | None = None, confirm: Confirm = _ask
-) -> ModelsDialog | None:
-    """When no real model is installed, ask once whether to open the dialog on the default package."""
+def first_run_suggestion(paths: AppPaths) -> tuple[bool, PackageSpec | None]:
+    """(no real model is installed, the package to suggest downloading) for the first-run banner."""
     catalog = Catalog(paths)
     if not needs_first_run_offer(catalog):
-        return None
-    suggestion = suggested_package(catalog)
-    question = "No speech model is installed yet (at most the small English demo).\nOpen the model list"
-    if suggestion is not None:
-        question += f" to download {suggestion.name} ({size_text(suggestion)})"
-    if not confirm(parent, "Download a speech model", question + "?"):  # type: ignore[arg-type]
-        return None
-    return open_models_dialog(parent, paths, token, select=suggestion.id if suggestion else None)
+        return False, None
+    return True, suggested_package(catalog)

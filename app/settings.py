@@ -56,6 +56,7 @@ class Settings:
     # Parakeet-TDT weights: "native" (the checkpoint's own, f32) or "int8" (on the CPU backend: the fastest type,
     # ~1.7x f32 and WER-equal on held-out speech; README "CPU speed"). Applies from the next model load.
     parakeet_weights: str = "native"
+    model_offer_dismissed: bool = False  # the first-run banner ("download a real model") was dismissed
     extra: dict[str, Any] = field(default_factory=dict)  # keys from other versions, kept verbatim
 
     @classmethod

@@ -8,7 +8,7 @@ from collections import namedtuple
 
 import pytest
 
-from app.models_dialog import COLUMNS, ModelsDialog, offer_models_on_first_run  # noqa: E402
+from app.models_dialog import COLUMNS, ModelsDialog, first_run_suggestion  # noqa: E402
 from app.models_manager import explain, needs_first_run_offer  # noqa: E402
 from inference.models.catalog import Catalog  # noqa: E402
 from inference.models.errors import DiskSpaceError  # noqa: E402
@@ -131,27 +131,42 @@ def test_delete_asks_first(opened, qtbot, app_paths):
 
 
 def test_first_run_offer_only_without_a_real_model(app_paths, hub, qtbot):
-    asked = []
-
-    def decline(parent, title, text):
-        asked.append(text)
-        return False
-
-    assert needs_first_run_offer(Catalog(app_paths))
-    assert offer_models_on_first_run(None, app_paths, confirm=decline) is None
-    assert asked and "Tiny GGUF (600.0 KB)" in asked[0]
+    needed, suggestion = first_run_suggestion(app_paths)
+    assert needed and suggestion is not None and suggestion.id == "tiny_gguf"
     make_store(app_paths).install("tiny_gguf")
     assert not needs_first_run_offer(Catalog(app_paths))
-    assert offer_models_on_first_run(None, app_paths, confirm=decline) is None
-    assert len(asked) == 1
+    assert first_run_suggestion(app_paths) == (False, None)
 
 
-def test_first_run_offer_opens_the_dialog_on_the_suggested_package(app_paths, hub, qtbot):
-    dialog = offer_models_on_first_run(None, app_paths, confirm=lambda *a: True)
-    assert dialog is not None
-    qtbot.addWidget(dialog)
-    assert dialog.selected_id() == "tiny_gguf"
-    dialog.close()
+def test_the_first_run_banner_blocks_nothing_and_stays_dismissed(app_paths, hub, qtbot):
+    """No modal question: the window is usable at once; Download opens the list on the suggested package;
+    Dismiss is remembered across starts; installing a real model hides it."""
+    from app.controller import LiveController
+    from app.main_window import MainWindow
+    from app.settings import SettingsStore
+    from app.state import AppState
+    from inference.client import WorkerClient
+
+    def new_window() -> MainWindow:
+        window = MainWindow(AppState.load(app_paths), SettingsStore(app_paths),
+                            LiveController(WorkerClient, app_paths.data))  # fmt: skip
+        qtbot.addWidget(window)
+        window.show()
+        window.offer_models_on_first_run()
+        return window
+
+    window = new_window()
+    assert window.model_banner.isVisible() and window.start_button.isEnabled()
+    assert "Tiny GGUF (600.0 KB)" in window.model_banner.text.text()
+    window.model_banner.download_button.click()
+    assert window.models_dialog.selected_id() == "tiny_gguf"
+    window.models_dialog.close()
+    window.model_banner.dismiss_button.click()
+    assert not window.model_banner.isVisible()
+    window.close()
+    again = new_window()
+    assert not again.model_banner.isVisible()  # dismissed once: not offered at every start
+    again.close()
 
 
 def test_explain_names_the_category():
