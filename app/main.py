@@ -4,8 +4,9 @@ recording through the live pipeline in real time (captions for a recording, demo
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
@@ -13,6 +14,17 @@ def parse_gui_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="captioneer", description="Live captions (the window).")
     parser.add_argument("--input-file", type=Path, help="caption this recording, played in real time")
     return parser.parse_args(list(argv))
+
+
+def missing_display(environ: Mapping[str, str] | None = None, platform: str | None = None) -> str | None:
+    """Why the window cannot open here, in one line with the fix (None: it can). Qt would abort instead."""
+    env = os.environ if environ is None else environ
+    if (platform or sys.platform) != "linux" or env.get("QT_QPA_PLATFORM"):
+        return None
+    if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return None
+    return ("no display to open the caption window on (DISPLAY and WAYLAND_DISPLAY are unset); run it in a desktop "
+            "session, use the command line (`captioneer transcribe FILE`), or set QT_QPA_PLATFORM=offscreen for tests")
 
 
 def run_gui(argv: Sequence[str] = ()) -> int:
@@ -26,6 +38,10 @@ def run_gui(argv: Sequence[str] = ()) -> int:
     args = parse_gui_args(argv)
     if args.input_file is not None and not args.input_file.is_file():
         sys.stderr.write(f"captioneer: error: input file not found: {args.input_file} (check the path)\n")
+        return 2
+    problem = missing_display()
+    if problem:
+        sys.stderr.write(f"captioneer: error: {problem}\n")
         return 2
     paths = AppPaths.from_environment().ensure()
     configure_logging(paths)

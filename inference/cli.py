@@ -38,7 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="captioneer",
         description="Local live captions and dictation. Without a command, opens the caption window.",
-    )
+        epilog="The window and dictation:\n"
+               "  captioneer [gui] [--input-file PATH]   open the caption window (and caption PATH in real time)\n"
+               "  captioneer dictate --toggle            start dictating, or stop and insert the text (bind it to a "
+               "shortcut)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     parser.add_argument("--verbose", "-v", action="store_true", help="show details and tracebacks on errors")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
@@ -160,6 +165,8 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
         from inference.errors import InputFileError
 
         raise InputFileError(f"audio file not found: {args.audio}", "check the path")
+    if args.output:
+        check_writable(Path(args.output))  # before the model runs, not after
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be at least 1, got {args.threads}")
     if args.format == "jsonl" and args.mode != "streaming":
@@ -205,10 +212,24 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
         return 0
     rendered = render(transcript, args.format)
     if args.output:
-        Path(args.output).write_text(rendered, encoding="utf-8")
+        try:
+            Path(args.output).write_text(rendered, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror}", "choose a writable file with -o") from None
     else:
         out.write(rendered)
     return 0
+
+
+def check_writable(path: Path) -> None:
+    """Refuse an output path that cannot be written, naming why (missing folder, a folder, no permission)."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise UsageError(f"-o {path} is a folder", "give a file name, e.g. -o talk.srt")
+    if not folder.is_dir():
+        raise UsageError(f"-o {path}: the folder {folder} does not exist", f"create it first (mkdir -p {folder})")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"-o {path}: no permission to write there", "choose another file")
 
 
 def _load_progress_printer() -> Any:

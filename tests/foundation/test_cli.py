@@ -207,3 +207,42 @@ def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("captioneer: error: audio file not found")
+
+
+def test_help_names_the_window_and_dictation() -> None:
+    from inference.cli import build_parser
+
+    text = build_parser().format_help()
+    assert "captioneer [gui] [--input-file PATH]" in text and "captioneer dictate --toggle" in text
+
+
+def test_an_unwritable_output_is_refused_before_transcribing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wav = write_wav(tmp_path / "a.wav")
+    code, _ = run_cli("transcribe", str(wav), "-o", str(tmp_path / "missing" / "a.srt"))
+    err = capsys.readouterr().err
+    assert code == 2 and "the folder" in err and "does not exist" in err and "Traceback" not in err
+    code, _ = run_cli("transcribe", str(wav), "-o", str(tmp_path))
+    assert code == 2 and "is a folder" in capsys.readouterr().err
+
+
+def test_a_text_file_named_wav_is_named_in_the_error_not_a_python_object(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    fake = tmp_path / "notes.wav"
+    fake.write_text("this is not audio")
+    code, _ = run_cli("transcribe", str(fake))
+    err = capsys.readouterr().err
+    assert code == 2 and "notes.wav is not an audio file" in err and "BytesIO" not in err and "0x" not in err
+
+
+def test_without_a_display_the_window_says_so_in_one_line() -> None:
+    from app.main import missing_display
+
+    problem = missing_display({}, "linux")
+    assert problem is not None and "QT_QPA_PLATFORM=offscreen" in problem and "\n" not in problem
+    assert missing_display({"DISPLAY": ":0"}, "linux") is None
+    assert missing_display({"QT_QPA_PLATFORM": "offscreen"}, "linux") is None
+    env = {key: value for key, value in __import__("os").environ.items()
+           if key not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "app.launcher"], env=env, capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no display" in done.stderr
