@@ -7,6 +7,7 @@ factor, backlog and the worker's state. All work happens in the controller and i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.controller import LiveController, ModelChoice
-from app.live.export import EXPORT_FORMATS, export_session
+from app.live.export import EXPORT_FORMATS, export_session, path_for_filter
 from app.live.journal import list_sessions, mark_recovered, read_session, unfinished_sessions
 from app.live.session import SessionChange, SessionModel
 from app.live.sources import AudioSource, AudioSourceError, DeviceSource, FileSource, list_input_devices
@@ -571,17 +572,20 @@ class MainWindow(QMainWindow):
         if self._session is None or not self._session.committed_text.strip():
             self._show_problem("There is nothing to export yet.", "Start captions first.")
             return
-        filters = ";;".join(f"{label} (*.{ext})" for ext, label in EXPORT_FORMATS.items())
+        labels = {f"{label} (*.{ext})": ext for ext, label in EXPORT_FORMATS.items()}
+        suggested = next(name for name, ext in labels.items() if ext == "srt")
         path, chosen = QFileDialog.getSaveFileName(self, "Export transcript", str(Path.home() / "transcript.srt"),
-                                                   filters)  # fmt: skip
+                                                   ";;".join(labels), suggested)  # fmt: skip
         if path:
-            self.export_to(Path(path))
+            with contextlib.suppress(OSError, CaptioneerError):  # export_to showed and logged it
+                self.export_to(path_for_filter(Path(path), labels.get(chosen, "txt")))
 
     def export_to(self, path: Path) -> Path:
         assert self._session is not None
         try:
             return export_session(self._session, path)
         except (OSError, CaptioneerError) as exc:
+            log.warning("export to %s failed: %s", path, exc)
             self._show_problem(f"Could not export to {path}: {exc}", "Choose another folder or file name.")
             raise
 

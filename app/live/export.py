@@ -14,6 +14,17 @@ EXPORT_FORMATS = {"txt": "Plain text", "srt": "SubRip subtitles", "vtt": "WebVTT
 _RENDERERS = {"txt": "text", "srt": "srt", "vtt": "vtt", "json": "json"}
 
 
+def path_for_filter(path: Path, fmt: str) -> Path:
+    """The file a save dialog means: a name without a known extension gets the chosen filter's."""
+    return path if path.suffix.lstrip(".").lower() in _RENDERERS else path.with_name(f"{path.name}.{fmt}")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it: put it back at once
+    os.umask(mask)
+    return mask
+
+
 def export_session(session: SessionModel, path: Path, fmt: str | None = None) -> Path:
     """Write the committed transcript to ``path`` (format from ``fmt`` or the file extension), atomically."""
     fmt = (fmt or path.suffix.lstrip(".")).lower()
@@ -25,6 +36,7 @@ def export_session(session: SessionModel, path: Path, fmt: str | None = None) ->
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's file is private; an export is an ordinary file
         Path(tmp).replace(path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

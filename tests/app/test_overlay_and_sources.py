@@ -226,3 +226,25 @@ def test_a_device_that_goes_away_is_replaced_and_the_session_goes_on(qtbot) -> N
         assert text == "emma quickly closed the early bottle and sang there are twenty hearts in the garden"
     finally:
         controller.shutdown()
+
+
+def test_exports_take_the_filter_s_extension_and_the_user_s_umask(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import stat
+
+    from app.live.export import export_session, path_for_filter
+    from app.live.session import SessionModel
+    from inference.contract import Delta, SpeechEnd
+
+    assert path_for_filter(tmp_path / "notes", "txt") == tmp_path / "notes.txt"
+    assert path_for_filter(tmp_path / "notes.srt", "txt") == tmp_path / "notes.srt"  # typed on purpose
+    assert path_for_filter(tmp_path / "v1.2", "vtt") == tmp_path / "v1.2.vtt"
+    session = SessionModel()
+    session.apply([Delta("hello there", 0, 0.0, 1.0), SpeechEnd(0, 0.0, 1.0, "hello there")])
+    previous = os.umask(0o022)
+    try:
+        written = export_session(session, path_for_filter(tmp_path / "notes", "txt"))
+    finally:
+        os.umask(previous)
+    assert written.read_text() == "hello there\n"
+    assert stat.S_IMODE(written.stat().st_mode) == 0o644
