@@ -654,7 +654,7 @@ class WorkerClient:
                 return
             try:
                 conn.send_bytes(frame)
-            except (OSError, ValueError):
+            except (OSError, ValueError, TypeError):  # TypeError: the pipe was closed under a long write
                 self._wake.set()  # the supervisor finds out why
                 return
 
