@@ -109,7 +109,7 @@ class StreamContinuity:
         shift = self._time_offset_s
 
         def moved(word: Word) -> Word:
-            return Word(word.text, word.start_s + shift, word.end_s + shift, word.confidence)
+            return word.shifted(shift)
 
         segments = [
             Segment(s.text, s.start_s + shift, s.end_s + shift, tuple(moved(w) for w in s.words))

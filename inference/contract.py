@@ -43,20 +43,40 @@ def _round(value: float | None, digits: int = 3) -> float | None:
 
 @dataclass(frozen=True)
 class Word:
+    """``end_s`` is the reference's end (Parakeet's runs up to the next word's start); ``voiced_end_s``, where
+    known, is where the word's own sound ends (its last token), which subtitles use so cues leave silences."""
+
     text: str
     start_s: float
     end_s: float
     confidence: float | None = None
+    voiced_end_s: float | None = None
+
+    @property
+    def sound_end_s(self) -> float:
+        return self.end_s if self.voiced_end_s is None else min(self.voiced_end_s, self.end_s)
+
+    def shifted(self, offset: float, limit: float | None = None) -> Word:
+        """The same word ``offset`` seconds later (times clipped to ``limit``)."""
+
+        def move(t: float | None) -> float | None:
+            return None if t is None else (t + offset if limit is None else min(t + offset, limit))
+
+        return Word(self.text, move(self.start_s), move(self.end_s), self.confidence, move(self.voiced_end_s))  # type: ignore[arg-type]
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"word": self.text, "start": _round(self.start_s), "end": _round(self.end_s)}
         if self.confidence is not None:
             out["confidence"] = _round(self.confidence, 4)
+        if self.voiced_end_s is not None:
+            out["voiced_end"] = _round(self.voiced_end_s)
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Word:
-        return cls(str(data["word"]), float(data["start"]), float(data["end"]), data.get("confidence"))
+        voiced = data.get("voiced_end")
+        return cls(str(data["word"]), float(data["start"]), float(data["end"]), data.get("confidence"),
+                   None if voiced is None else float(voiced))  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -39,27 +39,54 @@ def build_cues(
     return cues
 
 
+PAUSE_BREAK_S = 0.5  # a silence this long between words always starts a new cue
+# Words a cue should not end on when the break can move (a reader expects what follows them).
+FUNCTION_WORDS = frozenset(
+    "a an the and or but nor so yet of in on at to for from by with about as into over than that this these those "
+    "is are was were be been am his her its their our your my if then when while because".split()
+)
+LOOK_BACK_WORDS = 3  # how far a forced break may move back to avoid ending on a function word
+
+
 def _cues_from_words(words: list[Word], max_line_chars: int, max_lines: int, max_cue_s: float) -> list[Cue]:
+    """Cues end where their last word's sound ends (not at the next word's start), break at pauses and sentence
+    ends, and, when the size or duration limits force a break, avoid leaving a function word at the end."""
     cues: list[Cue] = []
     current: list[Word] = []
 
-    def flush() -> None:
-        if current:
-            lines = _wrap([w.text for w in current], max_line_chars)
-            cues.append(Cue(current[0].start_s, max(current[-1].end_s, current[0].start_s + 0.001), tuple(lines)))
-            current.clear()
+    def emit(count: int) -> None:
+        piece = current[:count]
+        del current[:count]
+        lines = _wrap([w.text for w in piece], max_line_chars)
+        cues.append(Cue(piece[0].start_s, max(piece[-1].sound_end_s, piece[0].start_s + 0.001), tuple(lines)))
+
+    def forced_break() -> int:
+        """How many of ``current`` to emit: all, or fewer so that the cue does not end on a function word."""
+        for count in range(len(current), max(0, len(current) - LOOK_BACK_WORDS), -1):
+            if _bare(current[count - 1].text) not in FUNCTION_WORDS:
+                return count
+        return len(current)
 
     for word in words:
-        candidate = [w.text for w in current] + [word.text]
-        too_long = len(_wrap(candidate, max_line_chars)) > max_lines
-        too_slow = bool(current) and word.end_s - current[0].start_s > max_cue_s
-        if current and (too_long or too_slow):
-            flush()
+        if current and word.start_s - current[-1].sound_end_s >= PAUSE_BREAK_S:
+            emit(len(current))
+        while current:
+            candidate = [w.text for w in current] + [word.text]
+            too_long = len(_wrap(candidate, max_line_chars)) > max_lines
+            too_slow = word.sound_end_s - current[0].start_s > max_cue_s
+            if not (too_long or too_slow):
+                break
+            emit(forced_break())
         current.append(word)
         if word.text.endswith((".", "?", "!")):
-            flush()
-    flush()
+            emit(len(current))
+    if current:
+        emit(len(current))
     return cues
+
+
+def _bare(word: str) -> str:
+    return word.strip(".,;:!?\"'()").lower()
 
 
 def _cues_from_text(

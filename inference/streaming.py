@@ -198,7 +198,7 @@ class SegmentedStream:
             return [SpeechEnd(segment_id, start_s, end_s, "", result.language)]
         piece = (" " if self._committed else "") + text
         self._committed.append(piece)
-        words = tuple(Word(w.text, w.start_s + start_s, w.end_s + start_s, w.confidence) for w in result.words)
+        words = tuple(w.shifted(start_s) for w in result.words)
         self._words.extend(words)
         self._segments.append(Segment(text, start_s, end_s, words))
         return [

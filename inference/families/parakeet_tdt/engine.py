@@ -375,10 +375,7 @@ class ParakeetEngine:
                 continue
             offset, end = span.span.start / SAMPLE_RATE, span.span.end / SAMPLE_RATE
             # Clamped to the span (the last frame may reach past it), so words of the next span never overlap.
-            shifted = [
-                Word(w.text, min(w.start_s + offset, end), min(w.end_s + offset, end), w.confidence)
-                for w in span_words
-            ]
+            shifted = [w.shifted(offset, limit=end) for w in span_words]
             texts.append(text)
             words.extend(shifted)
             segments.append(Segment(text, offset, end, tuple(shifted)))

@@ -253,7 +253,7 @@ class RollingStream:
         if text:
             piece = (" " if self._committed else "") + text
             self._committed += piece
-            shifted = tuple(Word(w.text, w.start_s + start, w.end_s + start, w.confidence) for w in words)
+            shifted = tuple(w.shifted(start) for w in words)
             self._words.extend(shifted)
             self._segments.append(Segment(text, start, end, shifted))
             events.append(Delta(piece, segment_id, start, end, LANGUAGE))

@@ -83,6 +83,7 @@ class _WordBuilder:
     text: str
     start: int  # frames
     end: int
+    voiced_end: int  # the end of its own last token (``end`` may be stretched to the next word's start)
 
 
 def default_word_timestamps(
@@ -103,13 +104,15 @@ def default_word_timestamps(
         end = min(max(tok.frame + max(tok.duration, 1), start), audio_end_frame)
         if starts_word or new_word or not words:
             if words:
-                words[-1].end = start  # a word ends where the next one starts
-            words.append(_WordBuilder(text, start, end))
+                words[-1].end = start  # a word ends where the next one starts (the reference's rule)
+            words.append(_WordBuilder(text, start, end, end))
         else:
             words[-1].text += text
             words[-1].end = max(words[-1].end, end)
+            words[-1].voiced_end = max(words[-1].voiced_end, end)
         new_word = False
-    return [Word(w.text, w.start * seconds_per_frame, w.end * seconds_per_frame) for w in words]
+    return [Word(w.text, w.start * seconds_per_frame, w.end * seconds_per_frame, None,
+                 min(w.voiced_end, w.end) * seconds_per_frame) for w in words]  # fmt: skip
 
 
 def token_duration_word_timestamps(
