@@ -138,6 +138,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.figures_label)
 
         self.overlay = CaptionOverlay(self.settings)
+        self._closed = False
         self._build_menus()
         self._fill_models()
         self._fill_devices(input_file)
@@ -147,6 +148,8 @@ class MainWindow(QMainWindow):
         self.models_dialog: Any = None  # the models dialog, while open
         self.tray = self._make_tray()
         self._render_all()
+        if self.settings.overlay_enabled:  # it was on when the app last closed
+            self.overlay.show_captions()
 
     # ------------------------------------------------------------------ construction
     def _build_menus(self) -> None:
@@ -533,10 +536,9 @@ class MainWindow(QMainWindow):
         if visible:
             if self._session is not None:
                 self.overlay.bind(self._session)
-            self.overlay.place()
-            self.overlay.show()
+            self.overlay.show_captions()
         else:
-            self.overlay.hide()
+            self.overlay.hide_captions()
 
     def open_overlay_settings(self) -> None:
         from app.views.overlay_settings import OverlaySettingsDialog
@@ -659,6 +661,10 @@ class MainWindow(QMainWindow):
         self.status_label.setText(f"{message} {fix}".strip())
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt naming
+        if self._closed:  # a second close (the tray's Quit after the window's): the overlay is already gone
+            super().closeEvent(event)
+            return
+        self._closed = True
         self.settings_store.save(self.settings)
         if self._unsubscribe is not None:  # the session outlives the window: stop calling into it
             self._unsubscribe()

@@ -12,9 +12,10 @@ supports input regions. ``wayland_note()`` says so in the window instead of fail
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 from PySide6.QtCore import QPoint, Qt, QTimer
-from PySide6.QtGui import QFont, QGuiApplication, QMouseEvent
+from PySide6.QtGui import QFont, QFontMetrics, QGuiApplication, QMouseEvent
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.live.session import SessionChange, SessionModel
@@ -51,6 +52,8 @@ class CaptionOverlay(QWidget):
         self._session: SessionModel | None = None
         self._unsubscribe: object = None
         self._drag_from: QPoint | None = None
+        self._enabled = False  # shown from the View menu (it may be faded for the moment)
+        self._faded = False
         self.settings = settings
         self.apply_settings(settings)
 
@@ -114,17 +117,39 @@ class CaptionOverlay(QWidget):
         self._unsubscribe = None
         self._session = None
 
+    @property
+    def faded(self) -> bool:
+        """Enabled but hidden because no new caption came for the hold time."""
+        return self._faded
+
+    def show_captions(self) -> None:
+        """Show the overlay (enabled from the View menu): captions appear, and fade after the hold time."""
+        self._enabled = True
+        self._faded = False
+        self.place()
+        self.show()
+        self.fade_timer.start()
+
+    def hide_captions(self) -> None:
+        self._enabled = False
+        self.fade_timer.stop()
+        self.hide()
+
     def _on_change(self, change: SessionChange) -> None:
         if change.committed or change.rewritten or change.provisional:
             self.refresh_text()
-            if self.isVisible() and self.windowOpacity() < self.settings.overlay_opacity:
-                self.setWindowOpacity(self.settings.overlay_opacity)
+            if self._enabled and self._faded:
+                self._faded = False
+                self.show()
             self.fade_timer.start()
 
     def refresh_text(self) -> None:
         committed = self._session.committed_text.strip() if self._session else ""
         provisional = self._session.provisional_text if self._session else ""
-        committed_lines, provisional_lines = _last_lines(committed, provisional, self.settings.overlay_lines)
+        metrics = QFontMetrics(self.label.font())
+        width = max(80, self.width() - 2 * 16 - 2 * 8 - 4)  # the layout's and the label's margins and padding
+        committed_lines, provisional_lines = _last_lines(committed, provisional, self.settings.overlay_lines,
+                                                         fits=lambda line: metrics.horizontalAdvance(line) <= width)  # fmt: skip
         parts = [html.escape(committed_lines)]
         if provisional_lines:
             parts.append(f'<i style="color:{self.settings.overlay_provisional_color}">'
@@ -136,7 +161,11 @@ class CaptionOverlay(QWidget):
         return self.label.text()
 
     def _fade(self) -> None:
-        self.setWindowOpacity(0.0)  # faded, still placed: the next caption shows at once
+        # Unmapped, not made transparent: without a compositor (most X11 set-ups, Xvfb) opacity changes nothing on
+        # screen. The next caption maps it again where it was, without taking the focus.
+        if self._enabled:
+            self._faded = True
+            self.hide()
 
     # ------------------------------------------------------------------ dragging (custom position)
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt naming
@@ -156,11 +185,36 @@ class CaptionOverlay(QWidget):
                 self.settings.overlay_custom_positions[screen.name()] = [self.x(), self.y()]
 
 
-def _last_lines(committed: str, provisional: str, lines: int, width: int = 60) -> tuple[str, str]:
-    """The tail of committed + provisional text that fits ``lines`` lines of about ``width`` characters."""
-    budget = max(1, lines) * width
-    text = (committed + (" " if committed and provisional else "") + provisional)[-budget:]
-    if len(committed) + len(provisional) + 1 > budget and " " in text:
-        text = text[text.index(" ") + 1 :]  # start at a word
-    split = max(0, len(text) - len(provisional)) if provisional else len(text)
-    return text[:split].strip(), text[split:].strip()
+def _last_lines(committed: str, provisional: str, lines: int, width: int = 60,
+                fits: Callable[[str], bool] | None = None) -> tuple[str, str]:  # fmt: skip
+    """The tail of committed + provisional text that fills at most ``lines`` wrapped lines, whole words only.
+
+    ``fits(line)``: whether a line fits the overlay in its font (default: at most ``width`` characters). The
+    lines are filled greedily from the end, as the text's last lines look when wrapped from its start."""
+    fits = fits or (lambda line: len(line) <= width)
+    tokens = [(word, False) for word in committed.split()] + [(word, True) for word in provisional.split()]
+    kept: list[tuple[str, bool]] = []
+    used, line = 0, ""
+    for word, is_provisional in reversed(tokens):
+        candidate = f"{word} {line}" if line else word
+        if line and not fits(candidate):
+            used += 1
+            if used >= max(1, lines):
+                break
+            candidate = word
+        line = candidate
+        kept.insert(0, (word, is_provisional))
+    while len(kept) > 1 and _wrapped_lines([w for w, _ in kept], fits) > max(1, lines):
+        kept.pop(0)  # wrapped from its start (as the label wraps it) it needs one line more: drop a word
+    return " ".join(w for w, p in kept if not p), " ".join(w for w, p in kept if p)
+
+
+def _wrapped_lines(words: list[str], fits: Callable[[str], bool]) -> int:
+    count, line = 0, ""
+    for word in words:
+        candidate = f"{line} {word}" if line else word
+        if line and not fits(candidate):
+            count += 1
+            candidate = word
+        line = candidate
+    return count + (1 if line else 0)

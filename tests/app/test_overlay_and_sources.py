@@ -57,15 +57,48 @@ def test_overlay_shows_the_last_lines_and_fades(qtbot, overlay) -> None:  # type
     assert "w99" in text and "w0 " not in text and "<i" in text and "maybe" in text
     # Tall enough for both wrapped lines (it was sized for one line when it was created).
     assert overlay.label.height() >= 2 * overlay.label.fontMetrics().lineSpacing()
-    assert overlay.windowOpacity() > 0
-    qtbot.waitUntil(lambda: overlay.windowOpacity() == 0.0, timeout=3000)  # hold time 0.5 s, then faded
+    overlay.show_captions()
+    assert overlay.isVisible()
+    # Faded means off the screen (unmapped): without a compositor an opacity change shows nothing.
+    qtbot.waitUntil(lambda: not overlay.isVisible(), timeout=3000)  # hold time 0.5 s, then faded
+    assert overlay.faded
     session.apply([Delta(" again", 2)])
-    assert overlay.windowOpacity() > 0
+    assert overlay.isVisible() and not overlay.faded
+    overlay.hide_captions()
+    session.apply([Delta(" more", 3)])
+    assert not overlay.isVisible()  # switched off stays off
 
 
 def test_last_lines_keeps_whole_words() -> None:
     committed, provisional = _last_lines("alpha beta gamma delta", "eps", lines=1, width=12)
     assert (committed, provisional) == ("delta", "eps")
+
+
+def test_the_overlay_shows_no_more_lines_than_asked(qtbot, overlay) -> None:  # type: ignore[no-untyped-def]
+    session = SessionModel()
+    overlay.bind(session)
+    overlay.show_captions()
+    session.apply([Delta(" ".join(["caption"] * 400), 0)])
+    label = overlay.label
+    lines = round(label.heightForWidth(label.width()) / label.fontMetrics().lineSpacing())
+    assert 1 <= lines <= 2, lines  # Lines: 2 (it showed 3 with a fixed 60-character estimate)
+
+
+def test_an_overlay_left_on_is_shown_at_the_next_start(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.controller import LiveController
+    from app.main_window import MainWindow
+    from app.settings import SettingsStore
+    from app.state import AppState
+    from inference.client import WorkerClient
+    from inference.paths import AppPaths
+
+    paths = AppPaths.from_environment().ensure()
+    store = SettingsStore(paths)
+    store.save(Settings(overlay_enabled=True))
+    window = MainWindow(AppState.load(paths), store, LiveController(WorkerClient, paths.data))
+    qtbot.addWidget(window)
+    assert window.overlay.isVisible() and window.overlay_action.isChecked()
+    window.close()
 
 
 def test_session_rules_for_deltas_snapshots_and_speech_ends() -> None:
