@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QFont, QGuiApplication, QTextCharFormat, QTextCursor
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSystemTrayIcon,
-    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
@@ -39,6 +38,7 @@ from app.live.sources import AudioSource, AudioSourceError, DeviceSource, FileSo
 from app.models_manager import size_text
 from app.settings import Settings, SettingsStore
 from app.state import AppState, installed_models
+from app.views.caption_view import CaptionView
 from app.views.model_banner import ModelBanner
 from app.views.overlay import CaptionOverlay, wayland_note
 from inference.client import WorkerClient
@@ -77,7 +77,6 @@ class MainWindow(QMainWindow):
         self.source_factory = source_factory
         self.setWindowTitle("Captioneer")
         self.resize(820, 480)
-        self._provisional_start: int | None = None
         self._session: SessionModel | None = None
         self._unsubscribe: Callable[[], None] | None = None
 
@@ -119,12 +118,8 @@ class MainWindow(QMainWindow):
         self.model_label.setObjectName("modelLabel")
         self.model_label.setWordWrap(True)
         layout.addWidget(self.model_label)
-        self.text_view = QTextEdit(central)
-        self.text_view.setObjectName("captionText")
-        self.text_view.setReadOnly(True)
-        font = QFont()
-        font.setPointSize(max(8, self.settings.caption_font_size))
-        self.text_view.setFont(font)
+        self.text_view = CaptionView(central, self.settings.caption_font_size, self.settings.caption_theme,
+                                     self.settings.show_timestamps)  # fmt: skip
         layout.addWidget(self.text_view, 1)
         # Below the captions, not in the status bar: a restart's cause and its fix wrap and are read whole.
         self.status_label = QLabel("Ready", central)
@@ -195,6 +190,19 @@ class MainWindow(QMainWindow):
         self.timestamps_action.setChecked(self.settings.show_timestamps)
         self.timestamps_action.toggled.connect(self._set_timestamps)
         view_menu.addAction(self.timestamps_action)
+        size_menu = view_menu.addMenu("Caption text &size")
+        for label, step, keys in (("&Larger", 2, "Ctrl++"), ("&Smaller", -2, "Ctrl+-"), ("&Reset", 0, "Ctrl+0")):
+            action = size_menu.addAction(label)
+            action.setShortcut(QKeySequence(keys))
+            action.triggered.connect(lambda _checked=False, d=step: self._change_font_size(d))
+        theme_menu = view_menu.addMenu("Caption t&heme")
+        self.theme_actions: dict[str, QAction] = {}
+        for value, label in (("system", "&System"), ("dark", "&Dark"), ("high_contrast", "&High contrast")):
+            action = theme_menu.addAction(label)
+            action.setCheckable(True)
+            action.setChecked(self.settings.caption_theme == value)
+            action.triggered.connect(lambda _checked=False, v=value: self.set_caption_theme(v))
+            self.theme_actions[value] = action
         self._build_dictation_menu()
         note = wayland_note()
         if note:
@@ -414,61 +422,13 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ rendering (GUI thread)
     def _on_change(self, change: SessionChange) -> None:
-        if self.settings.show_timestamps or change.rewritten:
-            self._render_all()
-        elif change.committed or change.provisional:
-            self._render_tail(change.committed)
+        self.text_view.on_change(change)
         if change.status:
             self._render_status()
 
     def _render_all(self) -> None:
-        bar = self.text_view.verticalScrollBar()
-        at_bottom = bar.value() >= bar.maximum() - 4
-        self.text_view.clear()
-        self._provisional_start = None
-        session = self._session
-        if session is not None:
-            cursor = self.text_view.textCursor()
-            cursor.movePosition(QTextCursor.MoveOperation.End)
-            if self.settings.show_timestamps:
-                for segment in session.segments:
-                    if segment.text.strip():
-                        stamp = _clock(segment.start_s)
-                        cursor.insertText(("\n" if cursor.position() else "") + f"[{stamp}] {segment.text.strip()}",
-                                          QTextCharFormat())  # fmt: skip
-            else:
-                cursor.insertText(session.committed_text.lstrip(), QTextCharFormat())
-            self._insert_provisional(cursor)
+        self.text_view.show_session(self._session)
         self._render_status()
-        if at_bottom:
-            bar.setValue(bar.maximum())
-
-    def _render_tail(self, committed: str) -> None:
-        """Append committed text and replace the provisional tail in place (no full redraw, no flicker)."""
-        bar = self.text_view.verticalScrollBar()
-        at_bottom = bar.value() >= bar.maximum() - 4  # the user scrolled up: leave the view where it is
-        cursor = self.text_view.textCursor()
-        if self._provisional_start is not None:
-            cursor.setPosition(self._provisional_start)
-            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-            cursor.removeSelectedText()
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        if committed:
-            cursor.insertText(committed if cursor.position() else committed.lstrip(), QTextCharFormat())
-        self._insert_provisional(cursor)
-        if at_bottom:
-            bar.setValue(bar.maximum())
-
-    def _insert_provisional(self, cursor: QTextCursor) -> None:
-        session = self._session
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        self._provisional_start = cursor.position()
-        if session is None or not session.provisional_text:
-            return
-        styled = QTextCharFormat()
-        styled.setFontItalic(True)
-        styled.setForeground(Qt.GlobalColor.gray)
-        cursor.insertText((" " if cursor.position() else "") + session.provisional_text, styled)
 
     def _render_status(self) -> None:
         session = self._session
@@ -485,7 +445,7 @@ class MainWindow(QMainWindow):
         self.figures_label.setText("  ·  ".join(figures))
 
     def caption_text(self) -> str:
-        return self.text_view.toPlainText()
+        return self.text_view.plain_text()
 
     # ------------------------------------------------------------------ controller signals
     @Slot(str, str)
@@ -564,10 +524,23 @@ class MainWindow(QMainWindow):
             action.setChecked(key == value)
         self._fill_models()
 
+    def _change_font_size(self, step: int) -> None:
+        size = 14 if step == 0 else max(8, min(72, self.settings.caption_font_size + step))
+        self.settings.caption_font_size = size
+        self.settings_store.save(self.settings)
+        self.text_view.set_font_size(size)
+
+    def set_caption_theme(self, theme: str) -> None:
+        self.settings.caption_theme = theme
+        self.settings_store.save(self.settings)
+        self.text_view.set_theme(theme)
+        for value, action in self.theme_actions.items():
+            action.setChecked(value == theme)
+
     def _set_timestamps(self, enabled: bool) -> None:
         self.settings.show_timestamps = enabled
         self.settings_store.save(self.settings)
-        self._render_all()
+        self.text_view.set_timestamps(enabled)
 
     # ------------------------------------------------------------------ export and sessions
     def export_dialog(self) -> None:

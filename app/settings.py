@@ -29,6 +29,7 @@ class Settings:
     language: str | None = None
     input_device: str | None = None  # sounddevice name; None = the system default
     caption_font_size: int = 14
+    caption_theme: str = "system"  # system | dark | high_contrast
     show_timestamps: bool = False
     caption_mode: str = "auto"  # auto (the model's live path) | segmented (final text at each pause)
     overlay_enabled: bool = False

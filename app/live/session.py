@@ -64,6 +64,7 @@ class SessionChange:
     rewritten: bool = False
     provisional: bool = False
     status: bool = False
+    opened_segment: int | None = None  # index in ``segments`` of the segment that ``committed`` begins
 
 
 Listener = Callable[[SessionChange], None]
@@ -101,6 +102,7 @@ class SessionModel:
                 self.status = replace(self.status, worker="running",
                                       message="the inference worker was restarted; captions continue")  # fmt: skip
             segment = self._segment(event.segment_id, now)
+            opened = None if segment.text else self.segments.index(segment)
             if not segment.text:
                 segment.started_at = now
                 event_text = event.text.lstrip() if not self.committed_text else event.text
@@ -112,7 +114,7 @@ class SessionModel:
             segment.end_s = event.end_s if event.end_s is not None else segment.end_s
             segment.language = event.language or segment.language
             dropped = self.provisional.pop(event.segment_id, None) is not None
-            return SessionChange(committed=event_text, provisional=dropped)
+            return SessionChange(committed=event_text, provisional=dropped, opened_segment=opened)
         if isinstance(event, Snapshot):
             self.provisional[event.segment_id] = event
             return SessionChange(provisional=True)
@@ -130,7 +132,8 @@ class SessionModel:
                 segment.text = lead + event.text.strip() if appended else _keep_lead(segment.text, event.text)
                 segment.committed_at = now
                 return SessionChange(committed=segment.text if appended else "", rewritten=not appended,
-                                     provisional=dropped)  # fmt: skip
+                                     provisional=dropped,
+                                     opened_segment=self.segments.index(segment) if appended else None)  # fmt: skip
             return SessionChange(provisional=dropped)
         if isinstance(event, ErrorEvent):
             self.errors.append(event)
@@ -170,7 +173,7 @@ class SessionModel:
                 segment.start_s, segment.end_s, segment.words = source.start_s, source.end_s, source.words
         self._by_id[segment.segment_id] = segment
         self.segments.append(segment)
-        return SessionChange(committed=segment.text, provisional=True)
+        return SessionChange(committed=segment.text, provisional=True, opened_segment=len(self.segments) - 1)
 
     def set_status(self, worker: str, message: str = "", latency_s: float | None = None) -> None:
         self.status = replace(self.status, worker=worker, message=message)

@@ -60,7 +60,8 @@ def test_live_captions_from_a_recording_reach_the_window_overlay_and_exports(qtb
     expected = f"{FIRST} {SECOND}"
     window.set_overlay_visible(True)
     run_session(qtbot, window)
-    assert window.caption_text() == expected  # committed live, then completed by the final transcript
+    # committed live, then completed by the final transcript; the pause between the sentences starts a paragraph
+    assert window.caption_text() == f"{FIRST}\n{SECOND}"
     assert "garden" in window.overlay.displayed_text()
     session = window.controller.session
     assert session.committed_text.strip() == expected and session.provisional == {}
@@ -92,7 +93,7 @@ def test_int8_weights_picked_in_the_view_menu_caption_the_recording(qtbot, windo
     assert window.settings_store.load().parakeet_weights == "int8"
     assert window.weights_actions["int8"].isChecked() and not window.weights_actions["native"].isChecked()
     run_session(qtbot, window)
-    assert window.caption_text() == f"{FIRST} {SECOND}"
+    assert window.caption_text() == f"{FIRST}\n{SECOND}"
     window.weights_actions["native"].trigger()
     assert window.model_combo.currentData().session_options == ()
 
@@ -161,3 +162,21 @@ def test_input_file_option(capsys) -> None:  # type: ignore[no-untyped-def]
 
     assert main(["--input-file", "/no/such/recording.wav"]) == 2
     assert "input file not found: /no/such/recording.wav" in capsys.readouterr().err
+
+
+def test_paragraphs_at_pauses_times_text_size_and_theme(qtbot, window) -> None:  # type: ignore[no-untyped-def]
+    session = window.controller.session
+    window._bind(session)
+    session.apply([Delta("first part", 0, 0.0, 1.0), SpeechEnd(0, 0.0, 1.0, "first part"),
+                   Delta(" goes on", 1, 1.2, 2.0), SpeechEnd(1, 1.2, 2.0, "goes on"),  # 0.2 s later: same paragraph
+                   Delta(" after a pause", 2, 4.0, 5.0), Snapshot(" and", 2)])  # fmt: skip
+    assert window.caption_text() == "first part goes on\nafter a pause and"
+    window.timestamps_action.setChecked(True)
+    assert window.caption_text() == "[00:00] first part\n[00:01] goes on\n[00:04] after a pause and"
+    window.timestamps_action.setChecked(False)
+    size = window.text_view.font().pointSize()
+    window._change_font_size(4)
+    assert window.text_view.font().pointSize() == size + 4 and window.settings_store.load().caption_font_size == size + 4
+    window.set_caption_theme("dark")
+    assert "#1e1e1e" in window.text_view.styleSheet() and window.settings_store.load().caption_theme == "dark"
+    assert window.caption_text() == "first part goes on\nafter a pause and"  # the text survives the redraw
