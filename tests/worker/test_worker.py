@@ -268,6 +268,9 @@ def test_an_offline_job_lost_in_a_crash_fails_with_the_reason(client: WorkerClie
 
 
 def test_repeated_crashes_back_off_then_stop_with_a_message(tmp_path: Path) -> None:
+    """One push whose audio kills every worker it reaches: it is replayed into each new worker (it might have been
+    chance), the restarts back off, and the third failure stops the client with a message; the audio no worker
+    transcribed is marked in the transcript where it was said."""
     policy = WorkerPolicy(ping_interval_s=0.2, max_restarts=2, backoff_s=(0.0, 0.3))
     statuses: list[str] = []
     with WorkerClient(policy, on_status=statuses.append) as client:
@@ -279,31 +282,21 @@ def test_repeated_crashes_back_off_then_stop_with_a_message(tmp_path: Path) -> N
         def fatal() -> list[ErrorEvent]:
             return [e for e in recorder.of(ErrorEvent) if e.fatal]  # type: ignore[misc]
 
-        pushed = 0
-        for attempt in range(1, 4):  # every new worker's stream exits on its first push
-            wait_until(lambda: stream.ready or fatal(), what=f"worker {attempt} to take audio")
-            if fatal():
-                break
-            stream.push(CHUNK)
-            pushed += 1
-            wait_until(lambda a=attempt: len(recorder.of(ErrorEvent)) >= a, what=f"crash {attempt}")
+        stream.push(CHUNK)  # every new worker's stream exits on its first push: the replay of this one
         wait_until(lambda: bool(fatal()), what="the client to give up")
         with pytest.raises(WorkerError, match="stopped restarting"):
             stream.push(CHUNK)
         message = fatal()[0].message
         history = [e.message for e in recorder.of(ErrorEvent)]
         assert "stopped restarting" in message and "exited with code 3" in message, history
-        assert client.generation == 3  # the first worker and two restarts
+        assert len(restarts(recorder)) == 3 and client.generation == 3  # the first worker and two restarts
         assert time.monotonic() - started >= 0.3  # the second restart waited for its backoff
         with pytest.raises(WorkerError, match="stopped restarting"):
             client.load("unused", factory=FAULTY)
         assert any("restarted" in s for s in statuses)
-        # Every push killed a worker: none of the audio was transcribed, and the transcript marks all of it (in
-        # one or two gaps: audio given up after three deaths, then what no worker took over at all).
         gaps = [d for d in recorder.of(Delta) if "not transcribed" in d.text]
         assert stream.committed_text == "".join(d.text for d in gaps)
-        assert gaps[0].start_s == 0.0 and gaps[-1].end_s == pytest.approx(pushed * CHUNK.size / SAMPLE_RATE)
-        assert all(a.end_s == pytest.approx(b.start_s) for a, b in zip(gaps, gaps[1:], strict=False))
+        assert gaps[0].start_s == 0.0 and gaps[-1].end_s == pytest.approx(CHUNK.size / SAMPLE_RATE)
 
 
 # ------------------------------------------------------------------------------------------ backpressure
