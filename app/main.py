@@ -50,6 +50,7 @@ def run_gui(argv: Sequence[str] = ()) -> int:
     window.show()
     window.offer_recovery()
     window.offer_models_on_first_run()
+    window.restore_dictation()
     if args.input_file is not None:
         window.start()
     return int(app.exec())

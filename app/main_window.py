@@ -211,10 +211,14 @@ class MainWindow(QMainWindow):
             view_menu.addAction(wayland)
 
     def _build_dictation_menu(self) -> None:
+        from app.views.dictation_settings import hotkey_label
+
         menu = self.menuBar().addMenu("&Dictation")
-        self.dictation_action = QAction(f"&Push-to-talk ({self.settings.push_to_talk_hotkey})", self, checkable=True)
+        self.dictation_action = QAction(f"&Push-to-talk ({hotkey_label(self.settings.push_to_talk_hotkey)})", self,
+                                        checkable=True)  # fmt: skip
         self.dictation_action.setChecked(False)
         self.dictation_action.toggled.connect(self.set_dictation_enabled)
+        self.dictation_action.triggered.connect(self._remember_dictation)  # the user's choice, not a failed start
         menu.addAction(self.dictation_action)
         mode_menu = menu.addMenu("Hotkey &mode")
         for mode, label in (("hold", "Hold to talk"), ("toggle", "Press to start, press to stop"),
@@ -313,9 +317,20 @@ class MainWindow(QMainWindow):
         self.dictation_settings.accepted.connect(self._dictation_settings_saved)
         self.dictation_settings.show()
 
-    def _dictation_settings_saved(self) -> None:
+    def _remember_dictation(self, enabled: bool) -> None:
+        self.settings.dictation_enabled = enabled
         self.settings_store.save(self.settings)
-        self.dictation_action.setText(f"&Push-to-talk ({self.settings.push_to_talk_hotkey})")
+
+    def restore_dictation(self) -> None:
+        """Switch push-to-talk back on when it was on at the last quit (after the window is shown)."""
+        if self.settings.dictation_enabled and not self.dictation_action.isChecked():
+            self.dictation_action.setChecked(True)
+
+    def _dictation_settings_saved(self) -> None:
+        from app.views.dictation_settings import hotkey_label
+
+        self.settings_store.save(self.settings)
+        self.dictation_action.setText(f"&Push-to-talk ({hotkey_label(self.settings.push_to_talk_hotkey)})")
         if self.dictation is not None:  # restart with the new hotkey and times
             self.set_dictation_enabled(False)
             self.set_dictation_enabled(True)

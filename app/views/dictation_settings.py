@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtGui import QKeySequence
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -45,13 +46,28 @@ def sequence_from_hotkey(hotkey: str) -> QKeySequence:
     return QKeySequence("+".join(parts))
 
 
+def hotkey_label(hotkey: str) -> str:
+    """How menus show a hotkey: ``<ctrl>+<alt>+<space>`` -> ``Ctrl+Alt+Space``."""
+    return sequence_from_hotkey(hotkey).toString(QKeySequence.SequenceFormat.NativeText) or hotkey
+
+
+class HotkeyEdit(QKeySequenceEdit):
+    """Captures the hotkey from a key press; a bare Esc is not a hotkey but the usual "cancel" (the dialog's)."""
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt naming
+        if event.key() == Qt.Key.Key_Escape and not event.modifiers():
+            event.ignore()  # to the dialog, which closes without saving
+            return
+        super().keyPressEvent(event)
+
+
 class DictationSettingsDialog(QDialog):
     def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Dictation")
         self.settings = settings
         form = QFormLayout(self)
-        self.hotkey = QKeySequenceEdit(sequence_from_hotkey(settings.push_to_talk_hotkey))
+        self.hotkey = HotkeyEdit(sequence_from_hotkey(settings.push_to_talk_hotkey))
         self.hotkey.setMaximumSequenceLength(1)
         form.addRow("Hotkey (press it)", self.hotkey)
         self.backend_note = QLabel(choose_backend(session_kind(), settings.push_to_talk_hotkey).note)
