@@ -17,7 +17,7 @@ from PySide6.QtNetwork import QLocalServer, QLocalSocket
 from app.dictation.capture import CaptureSettings
 from app.dictation.global_hotkey import HotkeyBackend, choose_backend, make_hotkey, session_kind
 from app.dictation.hotkey import HotkeyStateMachine
-from app.dictation.output import TextOutput, TextStyle, style_text
+from app.dictation.output import LEFT_ON_CLIPBOARD, TextOutput, TextStyle, style_text
 from app.dictation.service import DictationResult, DictationService
 from app.live.sources import AudioSource
 from inference.client import RemoteEngine
@@ -126,7 +126,10 @@ class DictationController(QObject):
             result = DictationResult(result.text, result.audio_s, result.latency_s, error)
         self.history.appendleft(result)
         self.result_ready.emit(result)
-        if how and not error:
+        if how == LEFT_ON_CLIPBOARD:
+            self.state_changed.emit("copied", "the window did not take the paste; the text is on the clipboard: "
+                                    "paste it yourself (Ctrl+Shift+V in a terminal, Ctrl+V elsewhere)")  # fmt: skip
+        elif how and not error:
             self.state_changed.emit("done", f"{how} · {result.latency_s * 1000:.0f} ms after release")
         elif error and result.text:
             self.state_changed.emit("failed", error)

@@ -12,8 +12,9 @@ on Windows from ``IDataObject::GetData`` (``OleSetClipboard`` with delayed rende
 when the app quits), on macOS from the pasteboard's promise keeper (``QCocoaClipboard`` sets the data with
 ``LazyRequest``; the one eager call, for ``application/x-qt-mime-type-name``, is not a format we offer and
 is not counted). So a read of the text after the paste keys were sent is the focused app taking it. The
-old clipboard comes back ``grace_s`` after the last such read (apps may ask for several formats in a row),
-or after ``timeout_s`` if nobody reads (a terminal, where Ctrl+V does not paste). Reads during the short
+old clipboard comes back ``grace_s`` after the last such read (apps may ask for several formats in a row).
+If nobody reads it within ``timeout_s`` (a terminal, where Ctrl+V does not paste) the text stays on the
+clipboard and the outcome says so (``LEFT_ON_CLIPBOARD``): only a read counts as pasted. Reads during the short
 ``settle_s`` between setting the clipboard and sending the keys are clipboard managers and history
 viewers (Klipper, GPaste, Windows' Win+V history) noticing the change, not the paste, and are ignored.
 If someone else sets the clipboard meanwhile, nothing is restored over it. Only the Windows and macOS
@@ -44,8 +45,10 @@ log = logging.getLogger("captioneer.app.dictation")
 
 OUTPUT_MODES = ("paste", "type", "copy")
 
-#: ``on_done(how, error)``: how the text went in ("pasted", "typed", "copied"; "" on failure), error or "".
+#: ``on_done(how, error)``: how the text went in ("pasted", "typed", "copied"; ``LEFT_ON_CLIPBOARD`` when a paste
+#: was not taken; "" on failure), error or "".
 DoneCallback = Callable[[str, str], None]
+LEFT_ON_CLIPBOARD = "left on the clipboard"
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,44 @@ class Keys(Protocol):
     def type(self, text: str) -> None: ...
 
 
+def x11_session(environ: dict[str, str] | None = None) -> bool:
+    import os
+    import sys
+
+    env = os.environ if environ is None else environ
+    return sys.platform.startswith("linux") and bool(env.get("DISPLAY")) and not env.get("WAYLAND_DISPLAY")
+
+
+class XTestPaste:
+    """Shift+Insert through the XTest extension (X11). XTest events are real key events to every client, where
+    pynput's XSendEvent for letters is ignored by xterm and others; Shift+Insert pastes in terminals (the PRIMARY
+    selection) and in Qt, GTK and browser fields (the clipboard), so the text goes into both."""
+
+    uses_selection = True
+
+    def __init__(self) -> None:
+        from Xlib import XK
+        from Xlib import display as xdisplay
+
+        self._display = xdisplay.Display()
+        self._shift = self._display.keysym_to_keycode(XK.XK_Shift_L)
+        self._insert = self._display.keysym_to_keycode(XK.XK_Insert)
+        if not self._shift or not self._insert or not self._display.has_extension("XTEST"):
+            raise RuntimeError("the X server has no XTEST extension or no Shift/Insert keys")
+
+    def press(self) -> None:
+        from Xlib import X
+        from Xlib.ext import xtest
+
+        for kind, code in ((X.KeyPress, self._shift), (X.KeyPress, self._insert), (X.KeyRelease, self._insert),
+                           (X.KeyRelease, self._shift)):  # fmt: skip
+            xtest.fake_input(self._display, kind, code)
+        self._display.sync()
+
+
 class PynputKeys:
-    """Synthetic key presses through pynput (X11, Windows, macOS with the accessibility permission)."""
+    """Synthetic key presses through pynput (X11, Windows, macOS with the accessibility permission); on X11 the
+    paste goes through XTest (``XTestPaste``)."""
 
     def __init__(self) -> None:
         try:
@@ -80,10 +119,24 @@ class PynputKeys:
         except ImportError as exc:  # e.g. a Wayland session without an X display: no way to send keys
             raise UsageError(f"this session does not let Captioneer send key presses ({exc})".split("\n")[0],
                              "choose Dictation → Insert text by → Copying only, and paste with Ctrl+V yourself") from exc  # fmt: skip
+        self._xtest: XTestPaste | None = None
+        if x11_session():
+            try:
+                self._xtest = XTestPaste()
+            except Exception as exc:  # no XTEST: Ctrl+V through pynput, which terminals ignore
+                log.warning("XTest is not available (%s); pasting with Ctrl+V", exc)
+
+    @property
+    def uses_selection(self) -> bool:
+        """The paste keys read the PRIMARY selection in some windows (terminals): put the text there too."""
+        return self._xtest is not None
 
     def paste(self) -> None:
         import sys
 
+        if self._xtest is not None:
+            self._xtest.press()
+            return
         from pynput.keyboard import Key
 
         modifier = Key.cmd if sys.platform == "darwin" else Key.ctrl
@@ -105,7 +158,11 @@ class ClipboardLike(Protocol):
     def setText(self, text: str) -> None: ...  # noqa: N802
 
 
-def snapshot_clipboard(clipboard: ClipboardLike) -> QMimeData:
+class MimeSource(Protocol):
+    def mimeData(self) -> Any: ...  # noqa: N802 - Qt naming
+
+
+def snapshot_clipboard(clipboard: MimeSource) -> QMimeData:
     """A copy of every format the clipboard holds (text, HTML, images, files...)."""
     saved = QMimeData()
     current = clipboard.mimeData()
@@ -113,6 +170,18 @@ def snapshot_clipboard(clipboard: ClipboardLike) -> QMimeData:
         for fmt in current.formats():
             saved.setData(fmt, current.data(fmt))
     return saved
+
+
+class _SelectionView:
+    """The PRIMARY selection seen through the clipboard interface (for ``snapshot_clipboard``)."""
+
+    def __init__(self, clipboard: ClipboardLike) -> None:
+        self._clipboard = clipboard
+
+    def mimeData(self) -> Any:  # noqa: N802 - Qt naming
+        from PySide6.QtGui import QClipboard
+
+        return self._clipboard.mimeData(QClipboard.Mode.Selection)  # type: ignore[call-arg]
 
 
 class WatchedMimeData(QMimeData):
@@ -135,6 +204,7 @@ class _Paste:
     text: str
     on_done: DoneCallback
     saved: QMimeData
+    saved_selection: QMimeData | None = None
     phase: str = "settling"  # settling → pasting → finished
     reads_after_keys: int = 0
     keys_sent_at: float = 0.0
@@ -213,9 +283,17 @@ class TextOutput(QObject):
             return
         if self.keys is None:
             raise RuntimeError("no key sender")
-        self._paste = _Paste(text, on_done, snapshot_clipboard(self.clipboard))
+        selection = bool(getattr(self.keys, "uses_selection", False)) and self._has_selection()
+        self._paste = _Paste(text, on_done, snapshot_clipboard(self.clipboard),
+                             snapshot_clipboard(_SelectionView(self.clipboard)) if selection else None)  # fmt: skip
         self._set_clipboard(WatchedMimeData(text, self._read))
+        if selection:
+            self._set_clipboard(WatchedMimeData(text, self._read), selection=True)
         self._settle.start(round(self.settle_s * 1000))
+
+    def _has_selection(self) -> bool:
+        supports = getattr(self.clipboard, "supportsSelection", None)
+        return bool(supports()) if callable(supports) else False
 
     def _finish(self, on_done: DoneCallback, how: str, error: str) -> None:
         self._busy = False
@@ -240,11 +318,16 @@ class TextOutput(QObject):
         self._finish(on_done, "" if error else "typed", error)
 
     # ------------------------------------------------------------------ paste
-    def _set_clipboard(self, data: QMimeData) -> None:
+    def _set_clipboard(self, data: QMimeData, selection: bool = False) -> None:
         assert self.clipboard is not None
         self._setting_clipboard = True  # Qt reports our own change synchronously; it is not someone else's
         try:
-            self.clipboard.setMimeData(data)  # Qt owns (and later deletes) ``data`` from here on
+            if selection:
+                from PySide6.QtGui import QClipboard
+
+                self.clipboard.setMimeData(data, QClipboard.Mode.Selection)  # type: ignore[call-arg]
+            else:
+                self.clipboard.setMimeData(data)  # Qt owns (and later deletes) ``data`` from here on
         finally:
             self._setting_clipboard = False
 
@@ -278,14 +361,21 @@ class TextOutput(QObject):
         self._fallback.stop()
         paste.phase = "finished"
         self._paste = None
-        if reason != "replaced":
+        if reason not in ("replaced", "timeout"):
             self._set_clipboard(paste.saved)
-        elif not paste.keys_sent_at:
+            if paste.saved_selection is not None:
+                self._set_clipboard(paste.saved_selection, selection=True)
+        elif reason == "replaced" and not paste.keys_sent_at:
             error = "another application set the clipboard before the paste; nothing was pasted"
         self.last_paste = {"reason": reason, "reads": paste.reads_after_keys,
                            "restored_after_s": time.monotonic() - paste.keys_sent_at if paste.keys_sent_at else 0.0}  # fmt: skip
         if reason == "timeout":
-            log.info("nobody read the dictated text within %.1f s of the paste keys; clipboard restored", self.timeout_s)
+            # Nothing took it (a terminal pastes with other keys, or the window ignores synthetic keys): the text
+            # stays on the clipboard for the user to paste, and nobody is told it was pasted.
+            log.info("nobody read the dictated text within %.1f s of the paste keys; it stays on the clipboard",
+                     self.timeout_s)  # fmt: skip
+            self._finish(paste.on_done, LEFT_ON_CLIPBOARD, "")
+            return
         self._finish(paste.on_done, "" if error else "pasted", error)
 
     @Slot()

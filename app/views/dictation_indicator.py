@@ -11,6 +11,7 @@ STYLES = {
     "listening": ("● Listening", "#c62828"),
     "transcribing": ("… Transcribing", "#1565c0"),
     "done": ("✓ Done", "#2e7d32"),
+    "copied": ("📋 Not pasted", "#6a1b9a"),
     "failed": ("⚠ Dictation", "#ef6c00"),
     "idle": ("Dictation ready", "#424242"),
 }

@@ -208,14 +208,16 @@ def test_a_clipboard_manager_reading_before_the_keys_does_not_count_as_the_paste
     _assert_users_clipboard_is_back(clipboard)
 
 
-def test_an_app_that_never_reads_gets_the_clipboard_back_after_the_timeout(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_a_paste_nobody_takes_is_not_called_pasted_and_the_text_stays_to_paste(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]
+    from app.dictation.output import LEFT_ON_CLIPBOARD
+
     clipboard = qapp.clipboard()
     _users_clipboard(clipboard)
     deaf = DelayedReader(clipboard, delay_ms=60_000)  # a terminal: Ctrl+V does not paste there
     output = TextOutput("paste", clipboard, deaf, timeout_s=0.4)
-    assert _deliver(qtbot, output, "Dictated words") == ("pasted", "")
+    assert _deliver(qtbot, output, "Dictated words") == (LEFT_ON_CLIPBOARD, "")
     assert output.last_paste["reason"] == "timeout" and output.last_paste["reads"] == 0
-    _assert_users_clipboard_is_back(clipboard)
+    assert clipboard.text() == "Dictated words"  # the user pastes it with the terminal's own keys
 
 
 def test_a_clipboard_set_by_someone_else_meanwhile_is_not_overwritten(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]

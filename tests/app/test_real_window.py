@@ -113,3 +113,46 @@ def test_paste_restores_the_users_clipboard_only_after_another_app_read_the_dict
     assert found["text"] == "the user's own text"
     assert "<b>the user's own text</b>" in found["html"]
     assert bytes.fromhex(found["binary"]) == b"\x00\x01binary\xff"
+
+
+@pytest.mark.skipif(shutil.which("xterm") is None or shutil.which("xdotool") is None,
+                    reason="needs xterm and xdotool (installed by .ci/run)")  # fmt: skip
+def test_dictation_pastes_into_a_terminal_and_says_so_only_when_it_arrived(display: str, tmp_path: Path) -> None:
+    """xterm ignores pynput's synthetic letters (XSendEvent) and does not paste on Ctrl+V; the paste goes through
+    XTest as Shift+Insert with the text in both selections. A window that takes nothing is reported as such."""
+    env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("PYNPUT_BACKEND", None)
+    received = tmp_path / "typed.txt"
+    received.touch()
+    term = subprocess.Popen(["xterm", "-T", "dictation-target", "-e", "sh", "-c",
+                             f"stty -icanon -echo; cat > '{received}'"], env=env)  # fmt: skip
+    try:
+        window = ""
+        deadline = time.monotonic() + 20
+        while not window and time.monotonic() < deadline:
+            found = subprocess.run(["xdotool", "search", "--name", "dictation-target"], env=env, capture_output=True,
+                                   text=True)  # fmt: skip
+            window = found.stdout.split()[0] if found.stdout.split() else ""
+            time.sleep(0.1)
+        assert window, "xterm did not start"
+        subprocess.run(["xdotool", "windowfocus", "--sync", window], env=env, check=True)
+        child = [sys.executable, "-m", "tests.app.xvfb_terminal_paste_child"]
+        done = subprocess.run([*child, "Hello from dictation "], cwd=REPO_ROOT, env=env, capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        facts = json.loads(done.stdout.strip().splitlines()[-1])
+        deadline = time.monotonic() + 5
+        while "Hello from dictation" not in received.read_text(errors="replace") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert received.read_text() == "Hello from dictation "
+        assert facts["outcome"] == [["pasted", ""]] and facts["clipboard"] == "the user's clipboard"
+        term.kill()
+        term.wait(10)
+        # Nothing takes a paste now (no window has the focus): not "pasted", and the text stays to paste by hand.
+        done = subprocess.run([*child, "Lost words "], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+        facts = json.loads(done.stdout.strip().splitlines()[-1])
+        assert facts["outcome"] == [["left on the clipboard", ""]] and facts["clipboard"] == "Lost words "
+    finally:
+        if term.poll() is None:
+            term.kill()
