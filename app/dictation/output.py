@@ -107,6 +107,57 @@ class XTestPaste:
         self._display.sync()
 
 
+class XTestTyping:
+    """Types text through XTest, key by key (X11): real key events, which terminals accept. A character that no
+    key produces is typed through a spare keycode mapped to it for the press, as xdotool does."""
+
+    def __init__(self) -> None:
+        from Xlib import display as xdisplay
+
+        self._display = xdisplay.Display()
+        if not self._display.has_extension("XTEST"):
+            raise RuntimeError("the X server has no XTEST extension")
+        self._shift = self._display.keysym_to_keycode(0xFFE1)  # Shift_L
+
+    def type(self, text: str) -> None:
+        for char in text:
+            self._type_char(char)
+        self._display.sync()
+
+    def _type_char(self, char: str) -> None:
+        from Xlib import X
+        from Xlib.ext import xtest
+
+        keysym = {"\n": 0xFF0D, "\t": 0xFF09}.get(char) or (ord(char) if ord(char) < 0x100 else 0x01000000 + ord(char))
+        keycode = self._display.keysym_to_keycode(keysym)
+        spare = None
+        if not keycode:
+            spare = keycode = self._spare_keycode()
+            self._display.change_keyboard_mapping(keycode, [(keysym, keysym)])
+            self._display.sync()
+        shifted = self._display.keycode_to_keysym(keycode, 0) != keysym and spare is None
+        if shifted:
+            xtest.fake_input(self._display, X.KeyPress, self._shift)
+        xtest.fake_input(self._display, X.KeyPress, keycode)
+        xtest.fake_input(self._display, X.KeyRelease, keycode)
+        if shifted:
+            xtest.fake_input(self._display, X.KeyRelease, self._shift)
+        self._display.sync()
+        if spare is not None:
+            time.sleep(0.01)  # let the client read the key before its keycode means nothing again
+            self._display.change_keyboard_mapping(spare, [(0, 0)])
+            self._display.sync()
+
+    def _spare_keycode(self) -> int:
+        first = self._display.display.info.min_keycode
+        count = self._display.display.info.max_keycode - first + 1
+        mapping = self._display.get_keyboard_mapping(first, count)
+        for offset in range(count - 1, -1, -1):  # from the top: the least likely to be in use
+            if not any(mapping[offset]):
+                return first + offset
+        raise RuntimeError("no spare keycode to type a character no key produces")
+
+
 class PynputKeys:
     """Synthetic key presses through pynput (X11, Windows, macOS with the accessibility permission); on X11 the
     paste goes through XTest (``XTestPaste``)."""
@@ -120,11 +171,12 @@ class PynputKeys:
             raise UsageError(f"this session does not let Captioneer send key presses ({exc})".split("\n")[0],
                              "choose Dictation → Insert text by → Copying only, and paste with Ctrl+V yourself") from exc  # fmt: skip
         self._xtest: XTestPaste | None = None
+        self._xtyping: XTestTyping | None = None
         if x11_session():
             try:
-                self._xtest = XTestPaste()
-            except Exception as exc:  # no XTEST: Ctrl+V through pynput, which terminals ignore
-                log.warning("XTest is not available (%s); pasting with Ctrl+V", exc)
+                self._xtest, self._xtyping = XTestPaste(), XTestTyping()
+            except Exception as exc:  # no XTEST: pynput's keys, which terminals ignore
+                log.warning("XTest is not available (%s); pasting with Ctrl+V and typing through pynput", exc)
 
     @property
     def uses_selection(self) -> bool:
@@ -145,6 +197,9 @@ class PynputKeys:
             self._keyboard.release("v")
 
     def type(self, text: str) -> None:
+        if self._xtyping is not None:
+            self._xtyping.type(text)
+            return
         self._keyboard.type(text)
 
 

@@ -146,6 +146,14 @@ def test_dictation_pastes_into_a_terminal_and_says_so_only_when_it_arrived(displ
             time.sleep(0.05)
         assert received.read_text() == "Hello from dictation "
         assert facts["outcome"] == [["pasted", ""]] and facts["clipboard"] == "the user's clipboard"
+        # Typing mode: key by key through XTest, letters no key produces included (a spare keycode is mapped).
+        done = subprocess.run([*child, "Café ñ 20 € ok\n", "type"], cwd=REPO_ROOT, env=env, capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        deadline = time.monotonic() + 5
+        while "ok" not in received.read_text(errors="replace") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert received.read_text() == "Hello from dictation Café ñ 20 € ok\n"
         term.kill()
         term.wait(10)
         # Nothing takes a paste now (no window has the focus): not "pasted", and the text stays to paste by hand.

@@ -1,4 +1,4 @@
-"""Child process for ``test_real_window.py``: paste dictated text with the real clipboard and XTest keys into
+"""Child process for ``test_real_window.py``: paste (or type) dictated text with the real clipboard and XTest keys into
 whatever window has the focus, and print the outcome as JSON. Run under Xvfb with QT_QPA_PLATFORM=xcb."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from app.dictation.output import PynputKeys, TextOutput
 def main() -> None:
     app = QApplication(sys.argv[:1])
     app.clipboard().setText("the user's clipboard")
-    output = TextOutput("paste", app.clipboard(), PynputKeys(), timeout_s=2.0)
+    mode = sys.argv[2] if len(sys.argv) > 2 else "paste"
+    output = TextOutput(mode, app.clipboard(), PynputKeys(), timeout_s=2.0)
     outcome: list[tuple[str, str]] = []
     output.deliver(sys.argv[1], lambda how, error: outcome.append((how, error)))
     deadline = time.monotonic() + 10
