@@ -424,7 +424,7 @@ def test_the_dictate_toggle_command_from_another_process_toggles_the_running_app
         toggle = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
         qtbot.waitUntil(lambda: toggle.poll() is not None, timeout=30000)  # the event loop runs meanwhile
         assert toggle.returncode == 0
-        qtbot.waitUntil(lambda: controller.service.recorder.recording, timeout=5000)
+        qtbot.waitUntil(lambda: controller.service.recorder.recording, timeout=30000)  # a loaded machine is slow
     finally:
         controller.service.cancel()
         controller.stop()
