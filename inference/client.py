@@ -298,7 +298,7 @@ class RemoteStream:
             self._failure_or_none()
 
     def _worker_was_replaced(self, generation: int) -> bool:
-        deadline = time.monotonic() + 5.0  # the supervisor notices a death within a ping interval
+        deadline = time.monotonic() + 3 * self.client.policy.ping_interval_s  # a death is noticed within one
         while time.monotonic() < deadline:
             if self.client.restarting or self.client.generation != generation:
                 return True
