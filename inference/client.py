@@ -6,10 +6,12 @@ It also keeps the user's work safe when the worker fails:
 
 * **death** (a native crash, ``SIGKILL``, the OOM killer) and **hangs** (an operation busy past its
   limit with no progress, or pings unanswered) are detected by a supervisor thread; the worker is
-  killed if needed, restarted, its models reloaded and its open streams reopened. Streams keep their
-  committed text (it lives here, not in the worker) and receive a non-fatal ``worker_restarted`` error
-  event naming what happened and which audio was lost. Repeated crashes back off and then stop with a
-  clear message instead of looping (``WorkerPolicy``).
+  killed if needed, restarted, its models reloaded and its open streams reopened and resumed: the audio
+  since each stream's last commit point is replayed into it (``inference.replay``), so no word is lost or
+  repeated. Streams keep their committed text (it lives here, not in the worker) and receive a non-fatal
+  ``worker_restarted`` event naming what happened, then ``worker_resumed``. Repeated crashes back off and
+  then stop with a clear message instead of looping (``WorkerPolicy``). Messages go to the worker through a
+  writer thread, so a frozen worker with a full pipe blocks no caller and is found by its missing pongs.
 * **backpressure**: each stream bounds the audio it has handed to the worker but not yet seen
   processed. Beyond that, the stream's ``BacklogPolicy`` decides: ``coalesce`` (queue and send queued
   chunks as one larger push), ``block`` (the caller waits; files and stdin) or ``refuse`` (raise); the
