@@ -9,6 +9,7 @@ span, if any, is gone. Positions here are absolute samples of the whole client s
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +18,7 @@ import numpy as np
 
 from inference.contract import ResumePoint
 
-POISON_DEATHS = (
-    2  # a worker that died this often on the same replay without answering a push: give the audio up
-)
+POISON_DEATHS = 2  # a worker that died this often on the same replay without answering a push: give the audio up
 
 
 @dataclass(frozen=True)
@@ -44,9 +43,7 @@ class ReplayBuffer:
     _start: int = 0  # absolute sample of _chunks[0][0]
     _sent_end: int = 0  # absolute sample just after the last audio sent
     _base: int = 0  # absolute sample of the current worker stream's sample 0
-    _point: ResumePoint = field(
-        default_factory=lambda: ResumePoint(0)
-    )  # in the current worker stream's samples
+    _point: ResumePoint = field(default_factory=lambda: ResumePoint(0))  # in the current worker stream's samples
     _answered_end: int = 0  # absolute end of the audio the worker answered for
     _resumable: bool | None = None  # unknown until the first answered push
     _deaths: int = 0  # worker deaths since a push was last answered
@@ -93,9 +90,7 @@ class ReplayBuffer:
                         point.continues_segment, point.overlap_text, lost)  # fmt: skip
         # The new stream starts at `start`; until it answers, a further death replays the same way.
         self._base = start
-        self._point = ResumePoint(
-            0, point.context_samples, point.state, point.continues_segment, point.overlap_text
-        )
+        self._point = dataclasses.replace(point, start_sample=0)
         self._answered_end = start + context.size
         # The context travels with the new stream's opening; the rest is sent (and recorded) again by pushes.
         self._chunks = deque([context]) if context.size else deque()
