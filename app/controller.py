@@ -22,7 +22,7 @@ from app.live.journal import SessionJournal, sessions_dir
 from app.live.pipeline import LivePipeline
 from app.live.session import SessionModel
 from app.live.sources import AudioSource
-from inference.client import RemoteEngine, WorkerClient
+from inference.client import BacklogPolicy, RemoteEngine, WorkerClient
 from inference.contract import Delta, Done, ErrorEvent, SpeechEnd, StreamEvent
 from inference.errors import CaptioneerError
 
@@ -153,10 +153,13 @@ class LiveController(QObject):
         journal = None
         try:
             engine = self._engine(choice)
+            # A recording played faster than real time waits for the model instead of having audio refused.
+            backlog = BacklogPolicy("block", max_in_flight=2, max_backlog_s=10.0) \
+                if getattr(source, "paced_by_model", False) else None
             pipeline = LivePipeline(
                 engine, source, self.events_arrived.emit, on_level=self.level_changed.emit,
                 on_source_end=self._source_ended.emit, request_options=dict(choice.request_options),
-                clock=self.clock, stream_mode=choice.stream_mode,
+                clock=self.clock, stream_mode=choice.stream_mode, backlog=backlog,
             )  # fmt: skip
             journal = SessionJournal(sessions_dir(self.data_dir), choice.label, source.name)
             self._prepared.emit(pipeline, journal)  # queued ahead of any event of this pipeline

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -54,7 +55,14 @@ SourceFactory = Callable[[str | None], AudioSource]
 FILE_ITEM = "file:"
 
 
+FAST_FILE_ITEM = "fastfile:"
+FAST_SPEED = 1000.0  # "as fast as the model goes": the model paces the recording (block backlog)
+AUDIO_FILTER = "Audio (*.wav *.flac *.ogg *.oga *.opus *.mp3 *.aif *.aiff *.w64 *.rf64);;All files (*)"
+
+
 def default_source(device: str | None) -> AudioSource:
+    if device is not None and device.startswith(FAST_FILE_ITEM):
+        return FileSource(Path(device[len(FAST_FILE_ITEM) :]), speed=FAST_SPEED)
     if device is not None and device.startswith(FILE_ITEM):
         return FileSource(Path(device[len(FILE_ITEM) :]))
     return DeviceSource(device)
@@ -130,7 +138,17 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         self.figures_label = QLabel("", self)
         self.figures_label.setObjectName("figuresLabel")
+        self.progress = QProgressBar(self)  # a recording's progress (hidden for live input)
+        self.progress.setTextVisible(True)
+        self.progress.hide()
+        self.statusBar().addWidget(self.progress, 1)
         self.statusBar().addPermanentWidget(self.figures_label)
+        self._recording_started = 0.0
+        self._progress_timer = QTimer(self)
+        self._progress_timer.setInterval(250)
+        self._progress_timer.timeout.connect(self._update_progress)
+        self._progress_timer.start()
+        self.setAcceptDrops(True)  # drop a recording on the window to caption it
 
         self.overlay = CaptionOverlay(self.settings)
         self._closed = False
@@ -153,6 +171,13 @@ class MainWindow(QMainWindow):
         self.models_action.setObjectName("modelsAction")
         self.models_action.triggered.connect(self.open_models)
         file_menu.addAction(self.models_action)
+        open_action = QAction("&Open recording…", self)
+        open_action.setShortcut(QKeySequence("Ctrl+O"))
+        open_action.triggered.connect(lambda: self.open_recording_dialog(fast=False))
+        file_menu.addAction(open_action)
+        fast_action = QAction("Transcribe recording &fast…", self)
+        fast_action.triggered.connect(lambda: self.open_recording_dialog(fast=True))
+        file_menu.addAction(fast_action)
         self.export_action = QAction("&Export transcript…", self)
         self.export_action.triggered.connect(self.export_dialog)
         file_menu.addAction(self.export_action)
@@ -425,7 +450,56 @@ class MainWindow(QMainWindow):
             self.settings.input_device = str(device)
         self.settings_store.save(self.settings)
         self.controller.start(choice, source)
+        self._recording_started = time.monotonic()
         self._bind(self.controller.session)
+
+    # ------------------------------------------------------------------ recordings (open, drop, progress)
+    def open_recording_dialog(self, fast: bool) -> None:
+        path, _chosen = QFileDialog.getOpenFileName(self, "Caption a recording", str(Path.home()), AUDIO_FILTER)
+        if path:
+            self.open_recording(Path(path), fast)
+
+    def open_recording(self, path: Path, fast: bool = False) -> None:
+        """Caption a recording in the window: in real time (as if it were spoken now) or ``fast`` (as fast as the
+        model goes); the same session, autosave and export as live captions."""
+        if self.controller.state not in ("idle", "failed"):
+            self._show_problem("Captions are running.", "Stop them first, then open the recording.")
+            return
+        data = (FAST_FILE_ITEM if fast else FILE_ITEM) + str(path)
+        label = f"Recording: {path.name}" + (" (fast)" if fast else "")
+        index = self.device_combo.findData(data)
+        if index < 0:
+            self.device_combo.insertItem(0, label, data)
+            index = 0
+        self.device_combo.setCurrentIndex(index)
+        self.start()
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt naming
+        if _dropped_file(event.mimeData()) is not None:
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt naming
+        path = _dropped_file(event.mimeData())
+        if path is not None:
+            event.acceptProposedAction()
+            self.open_recording(path)
+
+    def _update_progress(self) -> None:
+        """A recording's progress and, once the rate is known, the time left."""
+        pipeline = self.controller.pipeline
+        source = pipeline.source if pipeline is not None else None
+        total = getattr(source, "total_samples", 0)
+        if not total or self.controller.state not in ("running", "stopping"):
+            self.progress.hide()
+            return
+        played = getattr(source, "played_samples", 0)
+        self.progress.setMaximum(total)
+        self.progress.setValue(played)
+        elapsed = time.monotonic() - self._recording_started
+        rate = played / elapsed if elapsed > 0.5 else 0.0  # samples a second, as it really goes
+        left = f" · about {max(0.0, (total - played) / rate):.0f} s left" if rate > 0 else ""
+        self.progress.setFormat(f"{played / 16000:.0f} of {total / 16000:.0f} s{left}")
+        self.progress.show()
 
     def _bind(self, session: SessionModel) -> None:
         if self._unsubscribe is not None:
@@ -677,3 +751,13 @@ def _clock(seconds: float | None) -> str:
         return "--:--"
     minutes, secs = divmod(int(seconds), 60)
     return f"{minutes:02d}:{secs:02d}"
+
+
+def _dropped_file(mime: Any) -> Path | None:
+    """The first local file among dropped URLs, if any."""
+    if mime is None or not mime.hasUrls():
+        return None
+    for url in mime.urls():
+        if url.isLocalFile() and Path(url.toLocalFile()).is_file():
+            return Path(url.toLocalFile())
+    return None

@@ -164,6 +164,15 @@ class ArraySource:
         self._thread: threading.Thread | None = None
         self.played_samples = 0  # how far playback got (progress bars, tests)
 
+    @property
+    def total_samples(self) -> int:
+        return int(self.samples.size)
+
+    @property
+    def paced_by_model(self) -> bool:
+        """Faster than real time: the pipeline should make the source wait for the model, not refuse audio."""
+        return self.speed > 1.0
+
     def start(self, sink: Sink, on_end: Callable[[str | None], None]) -> None:
         step = int(BLOCK_S * SAMPLE_RATE)
 
@@ -190,7 +199,8 @@ class ArraySource:
 
 
 class FileSource(ArraySource):
-    """A recording played in real time: ``captioneer --input-file talk.wav``."""
+    """A recording played in real time (``captioneer --input-file talk.wav``), or faster (``speed`` > 1): then it
+    is paced by the model (``paced_by_model``), never dropping audio."""
 
     def __init__(self, path: Path, speed: float = 1.0) -> None:
         from inference.audio.io import load_audio_file

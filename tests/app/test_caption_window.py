@@ -180,3 +180,41 @@ def test_paragraphs_at_pauses_times_text_size_and_theme(qtbot, window) -> None: 
     window.set_caption_theme("dark")
     assert "#1e1e1e" in window.text_view.styleSheet() and window.settings_store.load().caption_theme == "dark"
     assert window.caption_text() == "first part goes on\nafter a pause and"  # the text survives the redraw
+
+
+def test_a_recording_opened_or_dropped_is_captioned_fast_with_progress(qtbot, speech, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    import soundfile
+    from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    wav = tmp_path / "talk.wav"
+    soundfile.write(wav, speech, 16000)
+    paths = AppPaths.from_environment().ensure()
+    win = MainWindow(AppState.load(paths), SettingsStore(paths), LiveController(WorkerClient, paths.data))
+    qtbot.addWidget(win)
+    win.show()
+    seen: list[str] = []
+    win._progress_timer.timeout.connect(lambda: seen.append(win.progress.format()) if win.progress.isVisible() else None)
+    started = time.monotonic()
+    with qtbot.waitSignal(win.controller.session_finished, timeout=120000):
+        win.open_recording(wav, fast=True)
+    took = time.monotonic() - started
+    assert win.caption_text() == f"{FIRST}\n{SECOND}"
+    assert took < speech.size / 16000  # faster than the recording lasts
+    assert win.device_combo.currentText() == "Recording: talk.wav (fast)"
+    assert any(" of 9 s" in text or " of 10 s" in text for text in seen) or took < 1.0, seen
+    saved, model = read_session(max(sessions_dir(paths.data).glob("*.jsonl")))
+    assert saved.closed and model.committed_text.strip() == f"{FIRST} {SECOND}"
+    # Dropping the file on the window captions it again (in real time).
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(wav))])
+    drop = QDropEvent(QPointF(QPoint(10, 10)), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
+                      Qt.KeyboardModifier.NoModifier)  # fmt: skip
+    win.dropEvent(drop)
+    assert win.device_combo.currentText() == "Recording: talk.wav"
+    qtbot.waitUntil(lambda: win.controller.state == "running", timeout=30000)
+    win.controller.stop()
+    qtbot.waitUntil(lambda: win.controller.state == "idle", timeout=30000)
+    win.close()
