@@ -43,6 +43,7 @@ from app.views.caption_view import CaptionView
 from app.views.model_banner import ModelBanner
 from app.views.overlay import CaptionOverlay, wayland_note
 from inference.client import WorkerClient
+from inference.contract import SAMPLE_RATE
 from inference.errors import CaptioneerError
 
 if TYPE_CHECKING:
@@ -146,8 +147,7 @@ class MainWindow(QMainWindow):
         self._recording_started = 0.0
         self._progress_timer = QTimer(self)
         self._progress_timer.setInterval(250)
-        self._progress_timer.timeout.connect(self._update_progress)
-        self._progress_timer.start()
+        self._progress_timer.timeout.connect(self._update_progress)  # runs while a recording is captioned
         self.setAcceptDrops(True)  # drop a recording on the window to caption it
 
         self.overlay = CaptionOverlay(self.settings)
@@ -451,6 +451,8 @@ class MainWindow(QMainWindow):
         self.settings_store.save(self.settings)
         self.controller.start(choice, source)
         self._recording_started = time.monotonic()
+        if getattr(source, "total_samples", 0):
+            self._progress_timer.start()
         self._bind(self.controller.session)
 
     # ------------------------------------------------------------------ recordings (open, drop, progress)
@@ -489,16 +491,17 @@ class MainWindow(QMainWindow):
         pipeline = self.controller.pipeline
         source = pipeline.source if pipeline is not None else None
         total = getattr(source, "total_samples", 0)
-        if not total or self.controller.state not in ("running", "stopping"):
+        if not total or self.controller.state not in ("loading", "running", "stopping"):
             self.progress.hide()
+            self._progress_timer.stop()
             return
         played = getattr(source, "played_samples", 0)
         self.progress.setMaximum(total)
         self.progress.setValue(played)
         elapsed = time.monotonic() - self._recording_started
-        rate = played / elapsed if elapsed > 0.5 else 0.0  # samples a second, as it really goes
+        rate = played / elapsed if elapsed > 0.5 else 0.0  # samples a second, as it really goes (from Start)
         left = f" · about {max(0.0, (total - played) / rate):.0f} s left" if rate > 0 else ""
-        self.progress.setFormat(f"{played / 16000:.0f} of {total / 16000:.0f} s{left}")
+        self.progress.setFormat(f"{played / SAMPLE_RATE:.0f} of {total / SAMPLE_RATE:.0f} s{left}")
         self.progress.show()
 
     def _bind(self, session: SessionModel) -> None:
@@ -744,13 +747,6 @@ class MainWindow(QMainWindow):
         if self.tray is not None:
             self.tray.hide()
         super().closeEvent(event)
-
-
-def _clock(seconds: float | None) -> str:
-    if seconds is None:
-        return "--:--"
-    minutes, secs = divmod(int(seconds), 60)
-    return f"{minutes:02d}:{secs:02d}"
 
 
 def _dropped_file(mime: Any) -> Path | None:

@@ -7,6 +7,9 @@ time. Auto-scroll follows new text unless the reader scrolled back. Text size an
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextEdit, QWidget
@@ -128,22 +131,14 @@ class CaptionView(QTextEdit):
         styled.setForeground(PROVISIONAL_COLOURS[self.theme])
         cursor.insertText((" " if cursor.position() else "") + session.provisional_text, styled)
 
-    def _keeping_scroll(self) -> _ScrollKeeper:
-        return _ScrollKeeper(self)
-
-
-class _ScrollKeeper:
-    """Follow new text at the bottom; leave the view where it is when the reader scrolled back."""
-
-    def __init__(self, view: QTextEdit) -> None:
-        self.bar = view.verticalScrollBar()
-
-    def __enter__(self) -> None:
-        self.at_bottom = self.bar.value() >= self.bar.maximum() - 4
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.at_bottom:
-            self.bar.setValue(self.bar.maximum())
+    @contextlib.contextmanager
+    def _keeping_scroll(self) -> Iterator[None]:
+        """Follow new text at the bottom; leave the view where it is when the reader scrolled back."""
+        bar = self.verticalScrollBar()
+        at_bottom = bar.value() >= bar.maximum() - 4
+        yield
+        if at_bottom:
+            bar.setValue(bar.maximum())
 
 
 def _clock(seconds: float | None) -> str:
