@@ -14,7 +14,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inference.errors import CaptioneerError
-from inference.server.config import ServerConfig
+from inference.server.config import ServerConfig, bracketed
 from inference.server.errors import ApiError, from_captioneer
 from inference.server.live import live
 from inference.server.registry import ModelRegistry
@@ -69,7 +69,7 @@ class LoopbackHostMiddleware:
     def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
         self.app = app
         self.enabled = config.api_key is None
-        self.allowed = {"127.0.0.1", "localhost", "[::1]", config.host.lower(), _bracketed(config.host.lower())}
+        self.allowed = {"127.0.0.1", "localhost", "[::1]", config.host.lower(), bracketed(config.host.lower())}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.enabled:
@@ -89,10 +89,6 @@ def _host_name(host: str) -> str:
     if host.startswith("["):
         return host[: host.find("]") + 1] if "]" in host else host
     return host.split(":", 1)[0]
-
-
-def _bracketed(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 async def _api_error(_request: Request, exc: Exception) -> Response:

@@ -62,6 +62,11 @@ class ServerConfig:
             )
 
 
+def bracketed(host: str) -> str:
+    """An IPv6 address in brackets, as URLs and Host headers write it; other hosts as they are."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from inference.errors import UsageError
 from inference.paths import AppPaths
-from inference.server.config import ServerConfig
+from inference.server.config import ServerConfig, bracketed
 from inference.server.shutdown import ShutdownState
 
 log = logging.getLogger("captioneer.server")
@@ -39,7 +39,7 @@ def serve(config: ServerConfig, model_names: list[str], paths: AppPaths, *, back
         server = DrainingServer(uvicorn_config(app, config.grace_s), shutdown)
         port = sock.getsockname()[1]
         names = ", ".join(m.id for m in registry.models)
-        err.write(f"captioneer: serving {names} on http://{_url_host(config.host)}:{port}/v1 "
+        err.write(f"captioneer: serving {names} on http://{bracketed(config.host)}:{port}/v1 "
                   f"({'API key required' if config.api_key else 'no API key: loopback only'}); Ctrl-C stops\n")
         err.flush()
         with _sigterm_stops_quietly():
@@ -65,9 +65,10 @@ def _json_error_protocol() -> type:
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    body = json.dumps({"error": {"message": "the request could not be read as HTTP/1.1: malformed, or its headers "
-                                 "are larger than 16 KB", "type": "invalid_request_error", "param": None,
-                                 "code": "malformed_request"}}).encode()  # fmt: skip
+    from inference.server.errors import ApiError
+
+    body = json.dumps(ApiError(400, "the request could not be read as HTTP/1.1: malformed, or its headers are "
+                               "larger than 16 KB", "malformed_request").body()).encode()  # fmt: skip
 
     class JsonErrorsH11(H11Protocol):
         def send_400_response(self, msg: str) -> None:
@@ -91,7 +92,7 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(128)
     except OSError as exc:
         sock.close()
-        raise UsageError(f"cannot listen on {_url_host(host)}:{port}: {exc.strerror}",
+        raise UsageError(f"cannot listen on {bracketed(host)}:{port}: {exc.strerror}",
                          "another program (perhaps another captioneer serve) uses it: stop it or pass --port N") from None  # fmt: skip
     sock.set_inheritable(True)
     return sock
@@ -134,7 +135,3 @@ def _sigterm_stops_quietly() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
