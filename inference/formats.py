@@ -15,6 +15,7 @@ class Cue:
     start_s: float
     end_s: float
     lines: tuple[str, ...]
+    words: tuple[Word, ...] = ()  # the timed words it shows (none for text without word times)
 
 
 def build_cues(
@@ -58,7 +59,8 @@ def _cues_from_words(words: list[Word], max_line_chars: int, max_lines: int, max
         piece = current[:count]
         del current[:count]
         lines = _wrap([w.text for w in piece], max_line_chars)
-        cues.append(Cue(piece[0].start_s, max(piece[-1].sound_end_s, piece[0].start_s + 0.001), tuple(lines)))
+        end = max(piece[-1].sound_end_s, piece[0].start_s + 0.001)
+        cues.append(Cue(piece[0].start_s, end, tuple(lines), tuple(piece)))
 
     def forced_break() -> int:
         """How many of ``current`` to emit: all, or fewer so that the cue does not end on a function word."""

@@ -143,11 +143,7 @@ def segments_of(transcript: Transcript) -> list[Segment]:
     cues are (at sentence ends and line limits), so clients that read segments get its text and times."""
     if transcript.segments or not transcript.words:
         return list(transcript.segments)
-    segments, words = [], list(transcript.words)
-    for cue in build_cues(transcript):
-        inside = tuple(w for w in words if cue.start_s <= w.start_s and w.end_s <= cue.end_s)
-        segments.append(Segment(" ".join(cue.lines), cue.start_s, cue.end_s, inside))
-    return segments
+    return [Segment(" ".join(cue.lines), cue.start_s, cue.end_s, cue.words) for cue in build_cues(transcript)]
 
 
 def verbose_json(job: TranscriptionRequest, transcript: Transcript, timing: dict[str, Any]) -> dict[str, Any]:

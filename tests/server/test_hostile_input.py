@@ -149,6 +149,10 @@ def test_openai_retrieve_verbose_segments_and_usage(base_url: str) -> None:
     segments = verbose.segments or []
     assert len(segments) >= 2 and " ".join(s.text for s in segments) == verbose.text
     assert segments[0].start < segments[0].end <= segments[1].start
+    with httpx.Client(base_url=base_url, timeout=60) as http:  # every word sits in the segment that shows it
+        details = http.post("/v1/audio/transcriptions", data={"model": "demo", "response_format": "verbose_json"},
+                            files={"file": ("two.wav", audio)}).json()  # fmt: skip
+    assert [w["word"] for s in details["segments"] for w in s["words"]] == [w["word"] for w in details["words"]]
     assert verbose.usage is not None and verbose.usage.seconds == 10  # 9.07 s, billed as OpenAI does: whole seconds
     with httpx.Client(base_url=base_url, timeout=60) as http:
         body = {"model": "demo", "audio": base64.b64encode(SAMPLE_1.read_bytes()).decode(), "stream": True}
