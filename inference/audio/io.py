@@ -235,11 +235,21 @@ def _why(exc: BaseException, name: str) -> str:
 
 
 def _mono_block(block: np.ndarray) -> np.ndarray:
-    """One block averaged to one channel (non-finite samples silenced first, as ``to_mono_16k`` does)."""
-    if block.shape[1] == 1:
-        return block
-    finite = np.where(np.isfinite(block), block, 0.0)
-    return finite.mean(axis=1, dtype=np.float64).astype(np.float32)[:, None]
+    """One block averaged to one channel, as ``to_mono_16k`` downmixes."""
+    return block if block.shape[1] == 1 else downmix(block)[:, None]
+
+
+def downmix(samples: np.ndarray) -> np.ndarray:
+    """Mono float32 by averaging channels; non-finite samples become 0 first (logged), before the average, so
+    one bad channel does not poison the others."""
+    samples = np.asarray(samples)
+    bad = ~np.isfinite(samples)
+    if bad.any():
+        log.warning("replacing %d non-finite samples (NaN/Inf) with silence", int(bad.sum()))
+        samples = np.where(bad, 0.0, samples)
+    if samples.ndim == 2:
+        return samples.mean(axis=1, dtype=np.float64).astype(np.float32)
+    return samples.astype(np.float32, copy=False).reshape(-1)
 
 
 def _unreadable_fix(data: bytes) -> str:
@@ -286,16 +296,7 @@ def to_mono_16k(samples: np.ndarray, sample_rate: int) -> np.ndarray:
     """
     if sample_rate < 1:
         raise UsageError(f"sample rate must be positive, got {sample_rate}")
-    samples = np.asarray(samples)
-    bad = ~np.isfinite(samples)
-    if bad.any():
-        # Before the downmix, so one bad channel does not poison the others' average.
-        log.warning("replacing %d non-finite samples (NaN/Inf) with silence", int(bad.sum()))
-        samples = np.where(bad, 0.0, samples)
-    if samples.ndim == 2:
-        mono = samples.mean(axis=1, dtype=np.float64).astype(np.float32)
-    else:
-        mono = samples.astype(np.float32, copy=False).reshape(-1)
+    mono = downmix(samples)
     if sample_rate != TARGET_RATE and mono.size:
         mono = soxr.resample(mono, sample_rate, TARGET_RATE, quality="VHQ").astype(np.float32)
     return np.ascontiguousarray(mono, dtype=np.float32)
