@@ -491,7 +491,9 @@ class MainWindow(QMainWindow):
         pipeline = self.controller.pipeline
         source = pipeline.source if pipeline is not None else None
         total = getattr(source, "total_samples", 0)
-        if not total or self.controller.state not in ("loading", "running", "stopping"):
+        if self.controller.state == "loading":
+            return  # the pipeline (and its source) exists once the model is loaded
+        if not total or self.controller.state not in ("running", "stopping"):
             self.progress.hide()
             self._progress_timer.stop()
             return
@@ -561,6 +563,8 @@ class MainWindow(QMainWindow):
     @Slot()
     def _on_finished(self) -> None:
         self.level_meter.setValue(-60)
+        self.progress.hide()  # a recording's progress ends with its session
+        self._progress_timer.stop()
         self._render_all()
         summary = self.controller.latency_summary()
         if summary is not None:

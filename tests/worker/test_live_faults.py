@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -104,13 +103,11 @@ def test_the_app_s_segmented_demo_stream_loses_nothing_to_a_dozen_kills(
     engine = client.load(DEMO)
     undisturbed = stream_with_kills(client, engine, talk.audio, [], mode="segmented")
     kills = kill_plan(talk, 12)
-    started = time.monotonic()
     killed = stream_with_kills(client, engine, talk.audio, kills, mode="segmented")
     assert len(killed.restarts) == 12 + 2  # every death reported, the doubles included
     assert all("SIGKILL" in e.message and not e.fatal for e in killed.restarts)
     assert killed.final.text == undisturbed.final.text  # word for word
     assert killed.committed.split() == undisturbed.committed.split()
-    assert time.monotonic() - started < 240
 
 
 def test_a_parakeet_buffered_stream_loses_nothing_to_kills(client: WorkerClient, talk: Recording) -> None:
