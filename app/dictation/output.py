@@ -108,8 +108,12 @@ class XTestPaste:
 
 
 class XTestTyping:
-    """Types text through XTest, key by key (X11): real key events, which terminals accept. A character that no
-    key produces is typed through a spare keycode mapped to it for the press, as xdotool does."""
+    """Types text through XTest, key by key (X11): real key events, which terminals accept. Characters that no
+    key produces are typed through spare keycodes mapped to them for the whole text, as xdotool does."""
+
+    # Clients look a keycode up lazily, when they handle the key event: unmapping too soon after the last press
+    # makes a busy client read the emptied keycode and drop the character.
+    RELEASE_GRACE_S = 0.3
 
     def __init__(self) -> None:
         from Xlib import display as xdisplay
@@ -120,42 +124,59 @@ class XTestTyping:
         self._shift = self._display.keysym_to_keycode(0xFFE1)  # Shift_L
 
     def type(self, text: str) -> None:
-        for char in text:
-            self._type_char(char)
-        self._display.sync()
+        spares = self._map_spare_keycodes({_keysym(char) for char in text})
+        try:
+            for char in text:
+                self._press(_keysym(char), spares)
+            self._display.sync()
+        finally:
+            if spares:
+                time.sleep(self.RELEASE_GRACE_S)
+                for keycode in spares.values():
+                    self._display.change_keyboard_mapping(keycode, [(0, 0)])
+                self._display.sync()
 
-    def _type_char(self, char: str) -> None:
+    def _press(self, keysym: int, spares: dict[int, int]) -> None:
         from Xlib import X
         from Xlib.ext import xtest
 
-        keysym = {"\n": 0xFF0D, "\t": 0xFF09}.get(char) or (ord(char) if ord(char) < 0x100 else 0x01000000 + ord(char))
-        keycode = self._display.keysym_to_keycode(keysym)
-        spare = None
-        if not keycode:
-            spare = keycode = self._spare_keycode()
-            self._display.change_keyboard_mapping(keycode, [(keysym, keysym)])
-            self._display.sync()
-        shifted = self._display.keycode_to_keysym(keycode, 0) != keysym and spare is None
+        keycode, shifted = (spares[keysym], False) if keysym in spares else self._key_for(keysym)
         if shifted:
             xtest.fake_input(self._display, X.KeyPress, self._shift)
         xtest.fake_input(self._display, X.KeyPress, keycode)
         xtest.fake_input(self._display, X.KeyRelease, keycode)
         if shifted:
             xtest.fake_input(self._display, X.KeyRelease, self._shift)
-        self._display.sync()
-        if spare is not None:
-            time.sleep(0.01)  # let the client read the key before its keycode means nothing again
-            self._display.change_keyboard_mapping(spare, [(0, 0)])
-            self._display.sync()
 
-    def _spare_keycode(self) -> int:
+    def _key_for(self, keysym: int) -> tuple[int, bool]:
+        """The keycode that gives ``keysym`` plain or with Shift (0 when none does: AltGr levels are not pressed)."""
+        keycode = self._display.keysym_to_keycode(keysym)
+        for shifted in (False, True):
+            if keycode and self._display.keycode_to_keysym(keycode, int(shifted)) == keysym:
+                return keycode, shifted
+        return 0, False
+
+    def _map_spare_keycodes(self, keysyms: set[int]) -> dict[int, int]:
+        """Maps each keysym no key produces to a free keycode (from the top: the least likely to be in use)."""
+        missing = sorted(keysym for keysym in keysyms if not self._key_for(keysym)[0])
+        if not missing:
+            return {}
         first = self._display.display.info.min_keycode
         count = self._display.display.info.max_keycode - first + 1
         mapping = self._display.get_keyboard_mapping(first, count)
-        for offset in range(count - 1, -1, -1):  # from the top: the least likely to be in use
-            if not any(mapping[offset]):
-                return first + offset
-        raise RuntimeError("no spare keycode to type a character no key produces")
+        free = [first + offset for offset in range(count - 1, -1, -1) if not any(mapping[offset])]
+        if len(free) < len(missing):
+            raise RuntimeError(f"{len(missing)} characters need a spare keycode and only {len(free)} are free")
+        spares = dict(zip(missing, free[: len(missing)], strict=True))
+        for keysym, keycode in spares.items():
+            self._display.change_keyboard_mapping(keycode, [(keysym, keysym)])
+        self._display.sync()
+        return spares
+
+
+def _keysym(char: str) -> int:
+    special = {"\n": 0xFF0D, "\t": 0xFF09}.get(char)
+    return special or (ord(char) if ord(char) < 0x100 else 0x01000000 + ord(char))
 
 
 class PynputKeys:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -164,3 +165,40 @@ def test_dictation_pastes_into_a_terminal_and_says_so_only_when_it_arrived(displ
     finally:
         if term.poll() is None:
             term.kill()
+
+
+def test_typing_keeps_spare_keycodes_mapped_until_a_slow_client_has_read_them(display: str,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Clients look a keycode up when they handle the key, not when it is sent: a busy one (xterm on a loaded
+    machine) read a spare keycode already emptied and dropped the "é". The mapping now outlives the text."""
+    from Xlib import X
+    from Xlib import display as xdisplay
+
+    from app.dictation.output import XTestTyping
+
+    monkeypatch.setenv("DISPLAY", display)
+    client = xdisplay.Display(display)
+    window = client.screen().root.create_window(0, 0, 100, 100, 0, client.screen().root_depth,
+                                                 event_mask=X.KeyPressMask)  # fmt: skip
+    window.map()
+    client.sync()
+    window.set_input_focus(X.RevertToParent, X.CurrentTime)
+    client.sync()
+    first = client.display.info.min_keycode
+    count = client.display.info.max_keycode - first + 1
+
+    def keysyms_on_server() -> set[int]:
+        return {keysym for row in client.get_keyboard_mapping(first, count) for keysym in row}
+
+    typing = XTestTyping()
+    sender = threading.Thread(target=typing.type, args=("é€a",))
+    sender.start()
+    time.sleep(0.1)  # the client is busy: it handles its key events 100 ms late
+    seen = []
+    while len(seen) < 3:
+        event = client.next_event()
+        if event.type == X.KeyPress:
+            seen.append(client.get_keyboard_mapping(event.detail, 1)[0][0])  # the lookup a client makes now
+    sender.join(10)
+    assert seen == [0xE9, 0x010020AC, ord("a")]
+    assert not {0xE9, 0x010020AC} & keysyms_on_server()  # the spare keycodes are given back afterwards
