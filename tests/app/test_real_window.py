@@ -51,6 +51,8 @@ def test_overlay_on_a_real_screen(display: str, tmp_path: Path) -> None:
     assert not facts["overlay_is_active"]
     red, green, blue = facts["pixel_at_overlay"]
     assert green > 200 and red < 60 and blue < 60  # the overlay's colour, drawn above the window
+    red, green, blue = facts["pixel_after_fade"]
+    assert not (green > 200 and red < 60 and blue < 60)  # faded: the screen no longer shows it
     assert "lazy dog" in facts["overlay_text"] and "and then" in facts["overlay_text"]
     assert (tmp_path / "screen.png").stat().st_size > 1000
 

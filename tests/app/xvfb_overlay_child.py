@@ -36,6 +36,7 @@ def main() -> None:
     settings.overlay_background = "#00ff00"  # a colour the window never uses: visible = on top
     settings.overlay_opacity = 1.0
     settings.overlay_position = "bottom"
+    settings.overlay_hold_s = 1.5
     store.save(settings)
     window = MainWindow(AppState.load(paths), store)
     screen = app.primaryScreen().availableGeometry()
@@ -66,6 +67,9 @@ def main() -> None:
         "overlay_text": overlay.displayed_text(),
     }
     overlay.grab().save(str(out / "overlay.png"))
+    settle(app, 2.5)  # past the hold time: the fade must change what is on the screen, not only a Qt property
+    faded = app.primaryScreen().grabWindow(0).toImage().pixelColor(overlay.geometry().left() + 24, centre.y())
+    facts["pixel_after_fade"] = [faded.red(), faded.green(), faded.blue()]
     sys.stdout.write(json.dumps(facts) + "\n")
     window.close()
 
