@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import soxr
 
+from inference.audio.decoder_chatter import decoder_output_logged
 from inference.contract import SAMPLE_RATE
 from inference.errors import InputFileError, UsageError
 
@@ -177,6 +178,11 @@ def decode_with_soundfile(data: bytes, name: str = "audio", max_seconds: float |
     ``max_seconds``: refuse longer audio from the header, or as soon as decoding passes it (a compressed file
     may hold far more audio than its size suggests). ``mono``: average the channels block by block, so memory
     follows the mono length, not the channel count."""
+    with decoder_output_logged():
+        return _decode_with_soundfile(data, name, max_seconds, mono)
+
+
+def _decode_with_soundfile(data: bytes, name: str, max_seconds: float | None, mono: bool) -> DecodedAudio:
     try:
         import soundfile
     except (ImportError, OSError) as exc:  # OSError: the wheel's bundled libsndfile failed to load
