@@ -298,6 +298,8 @@ class Capabilities:
     ``snapshots``: its live path publishes revisable provisional text.
     ``streams_per_engine``: how many streams may be open at once on one loaded engine (they share its
     weights; each stream has its own state).
+    ``speech_gate``: the model invents words in non-speech, so only VAD speech reaches it (offline spans;
+    live streams in "auto" mode are VAD-segmented).
     """
 
     streaming: bool = False
@@ -307,6 +309,7 @@ class Capabilities:
     language_detection: bool = False
     context: bool = False
     streams_per_engine: int = 8
+    speech_gate: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

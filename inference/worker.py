@@ -245,7 +245,8 @@ class Worker:
         if message.mode == "native" and not engine.capabilities.streaming:
             raise UsageError(f"the {engine.family} engine has no live path of its own",
                              "use stream mode auto or segmented (VAD segments)")  # fmt: skip
-        native = engine.capabilities.streaming and message.mode != "segmented"
+        gated = engine.capabilities.speech_gate and message.mode == "auto"
+        native = engine.capabilities.streaming and message.mode != "segmented" and not gated
         if native:
             if message.segmenter:
                 raise UsageError("segmenter options apply to VAD-segmented streams", "add mode=segmented")

@@ -102,7 +102,7 @@ def test_engine_output_equals_torch_greedy(manifest: dict) -> None:
     engine = load_engine(MODEL)
     try:
         for entry in manifest["clips"]:
-            transcript = engine.transcribe(read_wav(FIXTURES / entry["wav"]))
+            transcript = engine.transcribe(read_wav(FIXTURES / entry["wav"]), audio_chunk_mode="none")  # no speech gate: torch decodes the whole clip
             assert transcript.text == entry["torch_greedy_text"], entry["id"]
             assert list(transcript.token_ids) == entry["torch_greedy_token_ids"], entry["id"]
     finally:

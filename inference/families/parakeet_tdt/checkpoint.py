@@ -39,6 +39,9 @@ class ParakeetCheckpoint:
     tokenizer_json: str
     source: Path
     format: str  # "safetensors" or "gguf"
+    # Set by a model folder's captioneer_model.json for models that invent words in non-speech (the demo):
+    # non-speech is kept out by VAD spans of at most this many seconds.
+    speech_gate_span_sec: float | None = None
 
     def close(self) -> None:
         self.tensors.close()
@@ -56,6 +59,9 @@ def open_parakeet_checkpoint(path: str | Path) -> ParakeetCheckpoint:
     if location.package is not None:
         return _open_gguf(location.package)
     return _open_folder(location)
+
+
+MODEL_TRAITS_FILE = "captioneer_model.json"
 
 
 def _read_json(path: Path) -> dict:
@@ -96,7 +102,26 @@ def _open_folder(location: ModelLocation) -> ParakeetCheckpoint:
     except BaseException:
         tensors.close()
         raise
-    return ParakeetCheckpoint(config, tensors, tokenizer_json, folder, "safetensors")
+    try:
+        gate = _speech_gate(folder / MODEL_TRAITS_FILE)
+    except BaseException:
+        tensors.close()
+        raise
+    return ParakeetCheckpoint(config, tensors, tokenizer_json, folder, "safetensors", gate)
+
+
+def _speech_gate(path: Path) -> float | None:
+    """The VAD span cap a model folder asks for (``{"speech_gate": {"max_span_sec": 20}}``), or None."""
+    if not path.is_file():
+        return None
+    gate = _read_json(path).get("speech_gate")
+    if gate is None:
+        return None
+    span = gate.get("max_span_sec") if isinstance(gate, dict) else None
+    if not isinstance(span, int | float) or isinstance(span, bool) or not 1.0 <= span <= 60.0:
+        raise ModelError(f"{path}: speech_gate.max_span_sec must be a number of seconds from 1 to 60",
+                         "fix or remove the file")  # fmt: skip
+    return float(span)
 
 
 # --------------------------------------------------------------------------------------------- GGUF

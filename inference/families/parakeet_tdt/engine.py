@@ -149,6 +149,7 @@ class ParakeetEngine:
         # synchronisation to matvecs this small. (A Python helper thread splitting the rows gained nothing.)
         self._blas = ThreadpoolController()
         self._vad: Any = None  # SileroVad, created on the first VAD request
+        self.speech_gate_span_sec = checkpoint.speech_gate_span_sec
         self.capabilities = Capabilities(
             streaming=True,
             snapshots=True,
@@ -156,6 +157,7 @@ class ParakeetEngine:
             hotwords=self.is_phonon,
             context=self.is_phonon,  # the context text stands in for hotwords
             streams_per_engine=8,
+            speech_gate=self.speech_gate_span_sec is not None,
         )
 
     # ------------------------------------------------------------------------------------ public API
@@ -231,7 +233,7 @@ class ParakeetEngine:
         bias = self.token_bias(request)
         samples = _mono_16k(audio)
         limit = self.encoder.full_context_samples(self.config.features.hop_length)
-        mode = choose_mode(samples.size, self.session, request, limit)
+        mode = choose_mode(samples.size, self.session, request, limit, self.speech_gate_span_sec is not None)
         log.debug("parakeet_tdt: %d samples, mode %s", samples.size, mode.value)
         budget = request.max_tokens or None
         if not samples.any():
@@ -321,7 +323,7 @@ class ParakeetEngine:
         control: JobControl,
         bias: TokenBias | None,
     ) -> list[SpanDecode]:
-        chunk_sec = request.vad_chunk_sec if request.vad_chunk_sec is not None else self.session.center_sec
+        chunk_sec = request.vad_chunk_sec or self.speech_gate_span_sec or self.session.center_sec
         max_full_context_sec = self.config.encoder.max_position_embeddings * self.seconds_per_frame
         if chunk_sec >= max_full_context_sec:
             raise UsageError(
