@@ -48,9 +48,9 @@ def run_gui(argv: Sequence[str] = ()) -> int:
     app = QApplication.instance() or QApplication([sys.argv[0]])
     window = MainWindow(AppState.load(paths), input_file=args.input_file)
     window.show()
-    window.offer_recovery()
-    window.offer_models_on_first_run()
-    window.restore_dictation()
+    window.sessions.offer_recovery()
+    window.models.offer_on_first_run()
+    window.push_to_talk.restore()
     if args.input_file is not None:
-        window.start()
+        window.captions.start()
     return int(app.exec())

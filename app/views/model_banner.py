@@ -1,19 +1,16 @@
 """The first-run banner: a strip above the captions offering a real model when only the demo is installed.
 
-It never blocks anything (Start, ``--input-file`` and dictation work with the demo meanwhile); its buttons ask the
-window to open the model list, and dismissing it is remembered by the window's settings.
+It never blocks anything (Start, ``--input-file`` and dictation work with the demo meanwhile); the window's model
+picker connects its buttons (open the model list, remember a dismissal).
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
 
 class ModelBanner(QFrame):
-    def __init__(self, parent: QWidget, on_download: Callable[[], None], on_choose: Callable[[], None],
-                 on_dismiss: Callable[[], None]) -> None:  # fmt: skip
+    def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
         self.setObjectName("modelBanner")
         self.setFrameShape(QFrame.Shape.StyledPanel)
@@ -26,9 +23,7 @@ class ModelBanner(QFrame):
         self.download_button = QPushButton("Download", self)
         self.choose_button = QPushButton("Choose a model…", self)
         self.dismiss_button = QPushButton("Dismiss", self)
-        for button, action in ((self.download_button, on_download), (self.choose_button, on_choose),
-                               (self.dismiss_button, on_dismiss)):  # fmt: skip
-            button.clicked.connect(lambda _checked=False, act=action: act())
+        for button in (self.download_button, self.choose_button, self.dismiss_button):
             layout.addWidget(button)
         self.hide()
 

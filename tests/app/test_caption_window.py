@@ -46,11 +46,11 @@ def window(qtbot, speech: np.ndarray):  # type: ignore[no-untyped-def]
 
 
 def run_session(qtbot, window: MainWindow) -> None:  # type: ignore[no-untyped-def]
-    if window.device_combo.currentData() is None:
-        window.device_combo.addItem("test recording", "test")
-        window.device_combo.setCurrentIndex(window.device_combo.count() - 1)
+    if window.panel.device_combo.currentData() is None:
+        window.panel.device_combo.addItem("test recording", "test")
+        window.panel.device_combo.setCurrentIndex(window.panel.device_combo.count() - 1)
     with qtbot.waitSignal(window.controller.session_finished, timeout=60000):
-        window.start()
+        window.captions.start()
         qtbot.waitUntil(lambda: window.controller.state == "running", timeout=30000)
 
 
@@ -58,69 +58,69 @@ def test_live_captions_from_a_recording_reach_the_window_overlay_and_exports(qtb
     # The demo model captions segment by segment (it drops words in long windows): each pause commits the
     # sentence before it, exactly as the model transcribes that sentence alone.
     expected = f"{FIRST} {SECOND}"
-    window.set_overlay_visible(True)
+    window.view_menu.set_overlay_visible(True)
     run_session(qtbot, window)
     # committed live, then completed by the final transcript; the pause between the sentences starts a paragraph
-    assert window.caption_text() == f"{FIRST}\n{SECOND}"
+    assert window.panel.caption_text() == f"{FIRST}\n{SECOND}"
     assert "garden" in window.overlay.displayed_text()
     session = window.controller.session
     assert session.committed_text.strip() == expected and session.provisional == {}
     assert [s.text.strip() for s in session.segments] == [FIRST, SECOND] and all(s.closed for s in session.segments)
-    assert window.start_button.text() == "Start" and "latency p50" in window.status_label.text()
+    assert window.panel.start_button.text() == "Start" and "latency p50" in window.panel.status_label.text()
     p50, p95 = window.controller.latency_summary()  # type: ignore[misc]
     assert 0 < p50 <= p95 < 10
 
-    srt = window.export_to(tmp_path / "talk.srt").read_text()
+    srt = window.sessions.export_to(tmp_path / "talk.srt").read_text()
     assert srt.startswith("1\n00:00:0") and "emma quickly" in srt
-    assert window.export_to(tmp_path / "talk.txt").read_text() == expected + "\n"
-    data = json.loads(window.export_to(tmp_path / "talk.json").read_text())
+    assert window.sessions.export_to(tmp_path / "talk.txt").read_text() == expected + "\n"
+    data = json.loads(window.sessions.export_to(tmp_path / "talk.json").read_text())
     assert data["text"] == expected
     assert data["words"][0]["word"] == "emma" and data["words"][0]["start"] >= 0.9  # stream time, not 0
 
-    saved, model = read_session(next(sessions_dir(window.state.paths.data).glob("*.jsonl")))
+    saved, model = read_session(next(sessions_dir(window.paths.data).glob("*.jsonl")))
     assert saved.closed and model.committed_text.strip() == expected
-    assert unfinished_sessions(window.state.paths.data) == []
+    assert unfinished_sessions(window.paths.data) == []
 
 
 def test_int8_weights_picked_in_the_view_menu_caption_the_recording(qtbot, window) -> None:  # type: ignore[no-untyped-def]
     """Parakeet's int8 weights (ONNX Runtime's CPU kernels) from the menu: saved, loaded by the real worker on the
     CPU backend, and the demo model still captions both sentences exactly."""
-    assert window.model_combo.currentData().session_options == ()
-    window.weights_actions["int8"].trigger()
-    choice = window.model_combo.currentData()
+    assert window.panel.model_combo.currentData().session_options == ()
+    window.view_menu.weights_actions["int8"].trigger()
+    choice = window.panel.model_combo.currentData()
     assert dict(choice.session_options) == {"weight_type": "int8", "conv_weight_type": "int8"}
     assert choice.backend == "cpu" and choice.family == "parakeet_tdt"
     assert window.settings_store.load().parakeet_weights == "int8"
-    assert window.weights_actions["int8"].isChecked() and not window.weights_actions["native"].isChecked()
+    assert window.view_menu.weights_actions["int8"].isChecked() and not window.view_menu.weights_actions["native"].isChecked()
     run_session(qtbot, window)
-    assert window.caption_text() == f"{FIRST}\n{SECOND}"
-    window.weights_actions["native"].trigger()
-    assert window.model_combo.currentData().session_options == ()
+    assert window.panel.caption_text() == f"{FIRST}\n{SECOND}"
+    window.view_menu.weights_actions["native"].trigger()
+    assert window.panel.model_combo.currentData().session_options == ()
 
 
 def test_provisional_text_is_styled_apart_and_replaced_in_place(qtbot, window) -> None:  # type: ignore[no-untyped-def]
     session = window.controller.session
-    window._bind(session)
+    window.captions.bind(session)
     session.apply([Delta("hello", 0, 0.0, 0.5), Snapshot(" wor", 1, 0.5, None)])
-    assert window.caption_text() == "hello wor"
+    assert window.panel.caption_text() == "hello wor"
     session.apply([Snapshot(" world and", 1, 0.5, None)])
-    assert window.caption_text() == "hello world and"
-    cursor = window.text_view.textCursor()
+    assert window.panel.caption_text() == "hello world and"
+    cursor = window.panel.text_view.textCursor()
     cursor.setPosition(len("hello w"))
     assert cursor.charFormat().fontItalic()  # provisional: italic
     cursor.setPosition(len("hel"))
     assert not cursor.charFormat().fontItalic()  # committed: plain
     session.apply([Delta(" world", 1, 0.5, 1.0), Snapshot(" and", 1, 1.0, None), SpeechEnd(1, 0.5, 1.2, "world and")])
-    assert window.caption_text() == "hello world and"
+    assert window.panel.caption_text() == "hello world and"
     assert session.provisional == {}
 
 
 def test_autoscroll_pauses_while_the_user_reads_back(qtbot, window) -> None:  # type: ignore[no-untyped-def]
     session = window.controller.session
-    window._bind(session)
+    window.captions.bind(session)
     for i in range(200):
         session.apply([Delta(f" line {i} " + "word " * 12, i)])
-    bar = window.text_view.verticalScrollBar()
+    bar = window.panel.text_view.verticalScrollBar()
     assert bar.maximum() > 0 and bar.value() == bar.maximum()
     bar.setValue(0)
     session.apply([Delta(" more text", 500)])
@@ -135,26 +135,26 @@ def test_a_session_cut_by_a_crash_is_offered_back(qtbot, window, monkeypatch) ->
 
     from app.live.journal import SessionJournal
 
-    journal = SessionJournal(sessions_dir(window.state.paths.data), "Demo", "microphone")
+    journal = SessionJournal(sessions_dir(window.paths.data), "Demo", "microphone")
     journal.record([Delta("saved before the crash", 0, 0.0, 1.0), SpeechEnd(0, 0.0, 1.0, "saved before the crash")])
     # no close(): the process died here; a half-written last line is what a power cut leaves
     with journal.path.open("a") as handle:
         handle.write('{"type": "delta", "segm')
     asked: list[str] = []
     monkeypatch.setattr(QMessageBox, "question", lambda *args, **_kw: asked.append(args[2]) or QMessageBox.StandardButton.Yes)
-    window.offer_recovery()
+    window.sessions.offer_recovery()
     assert asked and "did not end cleanly" in asked[0]
-    assert window.caption_text() == "saved before the crash"
-    assert unfinished_sessions(window.state.paths.data) == []  # offered once
-    window.offer_recovery()
+    assert window.panel.caption_text() == "saved before the crash"
+    assert unfinished_sessions(window.paths.data) == []  # offered once
+    window.sessions.offer_recovery()
     assert len(asked) == 1
 
 
 def test_a_missing_model_or_input_is_explained_not_raised(qtbot, window) -> None:  # type: ignore[no-untyped-def]
-    window.model_combo.clear()
-    window.model_combo.addItem("(no model)", None)
-    window.start()
-    assert "no model" in window.status_label.text() and window.controller.state == "idle"
+    window.panel.model_combo.clear()
+    window.panel.model_combo.addItem("(no model)", None)
+    window.captions.start()
+    assert "no model" in window.panel.status_label.text() and window.controller.state == "idle"
 
 
 def test_input_file_option(capsys) -> None:  # type: ignore[no-untyped-def]
@@ -166,20 +166,20 @@ def test_input_file_option(capsys) -> None:  # type: ignore[no-untyped-def]
 
 def test_paragraphs_at_pauses_times_text_size_and_theme(qtbot, window) -> None:  # type: ignore[no-untyped-def]
     session = window.controller.session
-    window._bind(session)
+    window.captions.bind(session)
     session.apply([Delta("first part", 0, 0.0, 1.0), SpeechEnd(0, 0.0, 1.0, "first part"),
                    Delta(" goes on", 1, 1.2, 2.0), SpeechEnd(1, 1.2, 2.0, "goes on"),  # 0.2 s later: same paragraph
                    Delta(" after a pause", 2, 4.0, 5.0), Snapshot(" and", 2)])  # fmt: skip
-    assert window.caption_text() == "first part goes on\nafter a pause and"
-    window.timestamps_action.setChecked(True)
-    assert window.caption_text() == "[00:00] first part\n[00:01] goes on\n[00:04] after a pause and"
-    window.timestamps_action.setChecked(False)
-    size = window.text_view.font().pointSize()
-    window._change_font_size(4)
-    assert window.text_view.font().pointSize() == size + 4 and window.settings_store.load().caption_font_size == size + 4
-    window.set_caption_theme("dark")
-    assert "#1e1e1e" in window.text_view.styleSheet() and window.settings_store.load().caption_theme == "dark"
-    assert window.caption_text() == "first part goes on\nafter a pause and"  # the text survives the redraw
+    assert window.panel.caption_text() == "first part goes on\nafter a pause and"
+    window.view_menu.timestamps_action.setChecked(True)
+    assert window.panel.caption_text() == "[00:00] first part\n[00:01] goes on\n[00:04] after a pause and"
+    window.view_menu.timestamps_action.setChecked(False)
+    size = window.panel.text_view.font().pointSize()
+    window.view_menu.change_font_size(4)
+    assert window.panel.text_view.font().pointSize() == size + 4 and window.settings_store.load().caption_font_size == size + 4
+    window.view_menu.set_caption_theme("dark")
+    assert "#1e1e1e" in window.panel.text_view.styleSheet() and window.settings_store.load().caption_theme == "dark"
+    assert window.panel.caption_text() == "first part goes on\nafter a pause and"  # the text survives the redraw
 
 
 def test_a_recording_opened_or_dropped_is_captioned_fast_with_progress(qtbot, speech, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -197,19 +197,19 @@ def test_a_recording_opened_or_dropped_is_captioned_fast_with_progress(qtbot, sp
 
     def running(state: str, _message: str) -> None:  # the pipeline exists: what a progress tick shows now
         if state == "running" and not seen:
-            win._update_progress()
+            win.progress.update()
             pipeline = win.controller.pipeline
-            seen.append((win.progress.format(), win.progress.isVisible(), pipeline.backlog.mode if pipeline else ""))
+            seen.append((win.progress.bar.format(), win.progress.bar.isVisible(), pipeline.backlog.mode if pipeline else ""))
 
     win.controller.state_changed.connect(running)
     with qtbot.waitSignal(win.controller.session_finished, timeout=120000):
-        win.open_recording(wav, fast=True)
-    assert win.caption_text() == f"{FIRST}\n{SECOND}"
-    assert win.device_combo.currentText() == "Recording: talk.wav (fast)"
+        win.recordings.open(wav, fast=True)
+    assert win.panel.caption_text() == f"{FIRST}\n{SECOND}"
+    assert win.panel.device_combo.currentText() == "Recording: talk.wav (fast)"
     (text, visible, backlog), = seen
     # Paced by the model (the source waits, nothing is refused), with its progress shown.
     assert backlog == "block" and visible and text.split(" · ")[0].endswith(f" of {speech.size / 16000:.0f} s"), seen
-    assert not win.progress.isVisible() and not win._progress_timer.isActive()  # finished: gone
+    assert not win.progress.bar.isVisible() and not win.progress.timer.isActive()  # finished: gone
     saved, model = read_session(max(sessions_dir(paths.data).glob("*.jsonl")))
     assert saved.closed and model.committed_text.strip() == f"{FIRST} {SECOND}"
     # Dropping the file on the window captions it again (in real time).
@@ -218,7 +218,7 @@ def test_a_recording_opened_or_dropped_is_captioned_fast_with_progress(qtbot, sp
     drop = QDropEvent(QPointF(QPoint(10, 10)), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
                       Qt.KeyboardModifier.NoModifier)  # fmt: skip
     win.dropEvent(drop)
-    assert win.device_combo.currentText() == "Recording: talk.wav"
+    assert win.panel.device_combo.currentText() == "Recording: talk.wav"
     qtbot.waitUntil(lambda: win.controller.state == "running", timeout=30000)
     win.controller.stop()
     qtbot.waitUntil(lambda: win.controller.state == "idle", timeout=30000)

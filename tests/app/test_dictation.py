@@ -321,19 +321,19 @@ def test_dictation_in_the_window_toggled_from_the_command_line_tool(qtbot) -> No
     window = MainWindow(AppState.load(paths), SettingsStore(paths))
     qtbot.addWidget(window)
     clipboard = QApplication.clipboard()
-    window.set_dictation_enabled(True, source=source, output=TextOutput("copy", clipboard, None))
-    assert window.dictation is not None
+    window.push_to_talk.set_enabled(True, source=source, output=TextOutput("copy", clipboard, None))
+    assert window.push_to_talk.dictation is not None
     qtbot.waitUntil(lambda: source.played_samples >= 0.8 * SAMPLE_RATE, timeout=10000)
     assert send_toggle()  # start: the pre-roll reaches back before the sentence
-    qtbot.waitUntil(lambda: window.dictation.service.recorder.recording, timeout=5000)
+    qtbot.waitUntil(lambda: window.push_to_talk.dictation.service.recorder.recording, timeout=5000)
     qtbot.waitUntil(lambda: source.played_samples >= SAMPLE_RATE + speech.size + 2000, timeout=20000)
-    with qtbot.waitSignal(window.dictation.result_ready, timeout=60000) as blocker:
+    with qtbot.waitSignal(window.push_to_talk.dictation.result_ready, timeout=60000) as blocker:
         assert send_toggle()  # stop: trailing audio, padding, transcription
     result = blocker.args[0]
     assert result.text == "emma quickly closed the early bottle and sang" and not result.error
     assert clipboard.text() == "Emma quickly closed the early bottle and sang "  # capitalised, spaced
-    assert window.dictation.history[0] is result
-    window.set_dictation_enabled(False)
+    assert window.push_to_talk.dictation.history[0] is result
+    window.push_to_talk.set_enabled(False)
     assert not send_toggle()  # nobody listens any more
 
 
@@ -353,15 +353,15 @@ def test_the_hotkey_is_captured_from_a_key_press_and_saved(qtbot) -> None:  # ty
     paths = AppPaths.from_environment().ensure()
     window = MainWindow(AppState.load(paths), SettingsStore(paths))
     qtbot.addWidget(window)
-    window.open_dictation_settings()
-    dialog = window.dictation_settings
+    window.push_to_talk.open_settings()
+    dialog = window.push_to_talk.settings_dialog
     dialog.hotkey.setKeySequence(QKeySequence("Ctrl+F8"))
     dialog.trailing.setValue(450)
     dialog.padding.setValue(5000)  # clamped by the spin box's bounds
     dialog.accept()
     saved = SettingsStore(paths).load()
     assert (saved.push_to_talk_hotkey, saved.trailing_silence_ms, saved.dictation_padding_ms) == ("<ctrl>+<f8>", 450, 2000)
-    assert "Ctrl+F8" in window.dictation_action.text()  # as people write it, not "<ctrl>+<f8>"
+    assert "Ctrl+F8" in window.push_to_talk.action.text()  # as people write it, not "<ctrl>+<f8>"
 
 
 def test_dictation_can_use_another_model_than_captions(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -374,17 +374,17 @@ def test_dictation_can_use_another_model_than_captions(qtbot) -> None:  # type: 
     paths = AppPaths.from_environment().ensure()
     window = MainWindow(AppState.load(paths), SettingsStore(paths))
     qtbot.addWidget(window)
-    captions = window.model_combo.currentData()
+    captions = window.panel.model_combo.currentData()
     other = ModelChoice("Other model", REPO_ROOT / "resources" / "demo_model", "parakeet_tdt", threads=1)
-    window.model_combo.addItem(other.label, other)
+    window.panel.model_combo.addItem(other.label, other)
     assert captions is not None
     captions_label = captions.label
-    assert window.dictation_choice() is captions  # default: same as captions
-    window._fill_dictation_models()
-    labels = [a.text() for a in window.dictation_model_menu.actions()]
+    assert window.push_to_talk.choice() is captions  # default: same as captions
+    window.push_to_talk.fill_model_menu()
+    labels = [a.text() for a in window.push_to_talk.model_menu.actions()]
     assert labels == ["Same as captions", captions_label, "Other model"]
-    window.dictation_model_menu.actions()[2].trigger()
-    assert window.dictation_choice() is other and SettingsStore(paths).load().dictation_model == "Other model"
+    window.push_to_talk.model_menu.actions()[2].trigger()
+    assert window.push_to_talk.choice() is other and SettingsStore(paths).load().dictation_model == "Other model"
 
 
 def test_an_input_that_ends_mid_utterance_still_delivers_what_was_said() -> None:
@@ -483,15 +483,15 @@ def test_push_to_talk_is_remembered_only_when_the_user_switches_it(qtbot) -> Non
     store = SettingsStore(paths)
     window = MainWindow(AppState.load(paths), store, LiveController(WorkerClient, paths.data))
     qtbot.addWidget(window)
-    window.set_dictation_enabled = lambda *_args, **_kwargs: None  # type: ignore[method-assign]  # no microphone here
-    window.dictation_action.toggled.disconnect()
-    window.dictation_action.trigger()  # the user switches it on
+    window.push_to_talk.set_enabled = lambda *_args, **_kwargs: None  # type: ignore[method-assign]  # no microphone here
+    window.push_to_talk.action.toggled.disconnect()
+    window.push_to_talk.action.trigger()  # the user switches it on
     assert store.load().dictation_enabled
-    window.dictation_action.setChecked(False)  # a failed start unchecks it: not the user's choice
+    window.push_to_talk.action.setChecked(False)  # a failed start unchecks it: not the user's choice
     assert store.load().dictation_enabled
     again = MainWindow(AppState.load(paths), store, LiveController(WorkerClient, paths.data))
     qtbot.addWidget(again)
-    again.dictation_action.toggled.disconnect()
-    again.restore_dictation()
-    assert again.dictation_action.isChecked()
-    assert "Ctrl+Alt+Space" in again.dictation_action.text()
+    again.push_to_talk.action.toggled.disconnect()
+    again.push_to_talk.restore()
+    assert again.push_to_talk.action.isChecked()
+    assert "Ctrl+Alt+Space" in again.push_to_talk.action.text()

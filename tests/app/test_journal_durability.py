@@ -103,9 +103,9 @@ def test_quitting_mid_sentence_commits_and_journals_it(qtbot, talk: np.ndarray) 
     )
     qtbot.addWidget(window)
     window.show()
-    window.device_combo.addItem("test recording", "test")
-    window.device_combo.setCurrentIndex(window.device_combo.count() - 1)
-    window.start()
+    window.panel.device_combo.addItem("test recording", "test")
+    window.panel.device_combo.setCurrentIndex(window.panel.device_combo.count() - 1)
+    window.captions.start()
     qtbot.waitUntil(lambda: "emma" in controller.session.committed_text, timeout=60000)
     second_starts = (
         16000 + load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav").size + 16000

@@ -152,20 +152,20 @@ def test_the_first_run_banner_blocks_nothing_and_stays_dismissed(app_paths, hub,
                             LiveController(WorkerClient, app_paths.data))  # fmt: skip
         qtbot.addWidget(window)
         window.show()
-        window.offer_models_on_first_run()
+        window.models.offer_on_first_run()
         return window
 
     window = new_window()
-    assert window.model_banner.isVisible() and window.start_button.isEnabled()
-    assert "Tiny GGUF (600.0 KB)" in window.model_banner.text.text()
-    window.model_banner.download_button.click()
-    assert window.models_dialog.selected_id() == "tiny_gguf"
-    window.models_dialog.close()
-    window.model_banner.dismiss_button.click()
-    assert not window.model_banner.isVisible()
+    assert window.panel.model_banner.isVisible() and window.panel.start_button.isEnabled()
+    assert "Tiny GGUF (600.0 KB)" in window.panel.model_banner.text.text()
+    window.panel.model_banner.download_button.click()
+    assert window.models.dialog.selected_id() == "tiny_gguf"
+    window.models.dialog.close()
+    window.panel.model_banner.dismiss_button.click()
+    assert not window.panel.model_banner.isVisible()
     window.close()
     again = new_window()
-    assert not again.model_banner.isVisible()  # dismissed once: not offered at every start
+    assert not again.panel.model_banner.isVisible()  # dismissed once: not offered at every start
     again.close()
 
 

@@ -97,7 +97,7 @@ def test_an_overlay_left_on_is_shown_at_the_next_start(qtbot) -> None:  # type: 
     store.save(Settings(overlay_enabled=True))
     window = MainWindow(AppState.load(paths), store, LiveController(WorkerClient, paths.data))
     qtbot.addWidget(window)
-    assert window.overlay.isVisible() and window.overlay_action.isChecked()
+    assert window.overlay.isVisible() and window.view_menu.overlay_action.isChecked()
     window.close()
 
 
@@ -189,8 +189,8 @@ def test_overlay_settings_apply_live_save_on_ok_and_restore_on_cancel(qtbot) -> 
     paths = AppPaths.from_environment().ensure()
     window = MainWindow(AppState.load(paths), SettingsStore(paths))
     qtbot.addWidget(window)
-    window.open_overlay_settings()
-    dialog = window.overlay_settings
+    window.view_menu.open_overlay_settings()
+    dialog = window.view_menu.overlay_settings
     dialog.font_size.setValue(40)
     dialog.lines.setValue(3)
     dialog.set_colour("overlay_background", "#123456")
@@ -199,9 +199,9 @@ def test_overlay_settings_apply_live_save_on_ok_and_restore_on_cancel(qtbot) -> 
     dialog.accept()
     saved = SettingsStore(paths).load()
     assert (saved.overlay_font_size, saved.overlay_lines, saved.overlay_background) == (40, 3, "#123456")
-    window.open_overlay_settings()
-    window.overlay_settings.font_size.setValue(12)
-    window.overlay_settings.reject()
+    window.view_menu.open_overlay_settings()
+    window.view_menu.overlay_settings.font_size.setValue(12)
+    window.view_menu.overlay_settings.reject()
     assert window.overlay.label.font().pointSize() == 40 and window.settings.overlay_font_size == 40
 
 
@@ -217,11 +217,11 @@ def test_changing_the_model_offers_that_family_s_options(qtbot, tmp_path) -> Non
     paths = AppPaths.from_environment().ensure()
     window = MainWindow(AppState.load(paths), SettingsStore(paths))
     qtbot.addWidget(window)
-    window.model_combo.addItem("R2T2", ModelChoice("R2T2", Path(tmp_path), "confucius4_r2t2"))
-    window.model_combo.setCurrentIndex(0)
-    assert not window.language_edit.isEnabled()  # Parakeet picks its language itself
-    window.model_combo.setCurrentIndex(window.model_combo.count() - 1)
-    assert window.language_edit.isEnabled() and window.context_edit.isEnabled()  # R2T2 takes both
+    window.panel.model_combo.addItem("R2T2", ModelChoice("R2T2", Path(tmp_path), "confucius4_r2t2"))
+    window.panel.model_combo.setCurrentIndex(0)
+    assert not window.panel.language_edit.isEnabled()  # Parakeet picks its language itself
+    window.panel.model_combo.setCurrentIndex(window.panel.model_combo.count() - 1)
+    assert window.panel.language_edit.isEnabled() and window.panel.context_edit.isEnabled()  # R2T2 takes both
 
 
 def test_a_device_that_goes_away_is_replaced_and_the_session_goes_on(qtbot) -> None:  # type: ignore[no-untyped-def]

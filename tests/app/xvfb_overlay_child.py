@@ -45,10 +45,10 @@ def main() -> None:
     window.activateWindow()
     settle(app)
     session = window.controller.session
-    window._bind(session)
+    window.captions.bind(session)
     session.apply([Delta("the quick brown fox jumps over the lazy dog", 0), Snapshot(" and then", 1)])
     focus_before = app.focusWindow()
-    window.set_overlay_visible(True)
+    window.view_menu.set_overlay_visible(True)
     settle(app)
     overlay = window.overlay
     shot = app.primaryScreen().grabWindow(0)

@@ -48,7 +48,7 @@ def test_main_window_shows_model_state(qtbot) -> None:  # type: ignore[no-untype
     qtbot.addWidget(window)
     window.show()
     assert window.windowTitle() == "Captioneer"
-    assert window.model_label.text() == DEMO_LABEL  # no model installed: the bundled demo, and how to get more
+    assert window.panel.model_label.text() == DEMO_LABEL  # no model installed: the bundled demo, and how to get more
 
 
 def test_models_menu_opens_the_dialog_and_refreshes(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -57,9 +57,9 @@ def test_models_menu_opens_the_dialog_and_refreshes(qtbot) -> None:  # type: ign
 
     window = MainWindow(AppState.load(AppPaths.from_environment().ensure()))
     qtbot.addWidget(window)
-    window.models_action.trigger()
-    dialog = window.models_dialog
+    window.file_menu.models_action.trigger()
+    dialog = window.models.dialog
     assert dialog is not None and dialog.isVisible()
     with qtbot.waitSignal(dialog.finished, timeout=5000):
         dialog.reject()
-    assert window.model_label.text() == DEMO_LABEL  # no model installed: the bundled demo, and how to get more
+    assert window.panel.model_label.text() == DEMO_LABEL  # no model installed: the bundled demo, and how to get more

@@ -1,0 +1,98 @@
+"""The caption window's central area (thin view): the first-run banner, the control bar (Start, input, model,
+language, context, level), the model line, the caption text and the status line under it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.settings import Settings
+from app.views.caption_view import CaptionView
+from app.views.model_banner import ModelBanner
+
+START_LABELS = {"idle": "Start", "failed": "Start", "loading": "Loading…", "running": "Stop",
+                "stopping": "Stopping…"}  # fmt: skip
+
+
+class CaptionPanel(QWidget):
+    def __init__(self, parent: QWidget, settings: Settings, model_summary: str) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        self.model_banner = ModelBanner(self)
+        layout.addWidget(self.model_banner)
+        bar = QHBoxLayout()
+        self.start_button = QPushButton("Start", self)
+        self.start_button.setObjectName("startButton")
+        self.device_combo = QComboBox(self)
+        self.device_combo.setObjectName("deviceCombo")
+        self.device_combo.setToolTip("Audio input")
+        self.model_combo = QComboBox(self)
+        self.model_combo.setObjectName("modelCombo")
+        self.model_combo.setToolTip("Model (File → Models… installs more)")
+        self.language_edit = QLineEdit(self)
+        self.language_edit.setPlaceholderText("language (auto)")
+        self.language_edit.setMaximumWidth(130)
+        self.context_edit = QLineEdit(self)
+        self.context_edit.setPlaceholderText("context: names, terms")
+        self.level_meter = QProgressBar(self)
+        self.level_meter.setObjectName("levelMeter")
+        self.level_meter.setRange(-60, 0)
+        self.level_meter.setValue(-60)
+        self.level_meter.setTextVisible(False)
+        self.level_meter.setMaximumWidth(90)
+        self.level_meter.setToolTip("Input level")
+        for widget in (self.start_button, self.device_combo, self.model_combo, self.language_edit,
+                       self.context_edit, self.level_meter):  # fmt: skip
+            bar.addWidget(widget)
+        layout.addLayout(bar)
+        # The model label says which model is in use and how to get real ones (the demo model is a toy).
+        self.model_label = QLabel(model_summary, self)
+        self.model_label.setObjectName("modelLabel")
+        self.model_label.setWordWrap(True)
+        layout.addWidget(self.model_label)
+        self.text_view = CaptionView(self, settings.caption_font_size, settings.caption_theme,
+                                     settings.show_timestamps)  # fmt: skip
+        layout.addWidget(self.text_view, 1)
+        # Below the captions, not in the status bar: a restart's cause and its fix wrap and are read whole.
+        self.status_label = QLabel("Ready", self)
+        self.status_label.setObjectName("statusLabel")
+        self.status_label.setWordWrap(True)
+        self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.status_label)
+
+    def show_problem(self, message: str, fix: str) -> None:
+        self.status_label.setText(f"{message} {fix}".strip())
+
+    def show_captions_state(self, state: str, takes: Callable[[str], bool]) -> None:
+        """Start/Stop follows the captions' state; the pickers are editable only while idle, language and context
+        only for a model whose family ``takes`` them."""
+        self.start_button.setText(START_LABELS.get(state, "Start"))
+        self.start_button.setEnabled(state in ("idle", "failed", "running"))
+        for widget in (self.model_combo, self.device_combo, self.language_edit, self.context_edit):
+            widget.setEnabled(state in ("idle", "failed") and (widget is not self.language_edit or takes("language"))
+                              and (widget is not self.context_edit or takes("context")))  # fmt: skip
+
+    def show_family_options(self, takes: Callable[[str], bool]) -> None:
+        self.language_edit.setEnabled(takes("language"))
+        self.context_edit.setEnabled(takes("context"))
+
+    @Slot(float)
+    def show_level(self, dbfs: float) -> None:
+        self.level_meter.setValue(int(max(-60.0, min(0.0, dbfs))))
+
+    def clear_level(self) -> None:
+        self.level_meter.setValue(-60)
+
+    def caption_text(self) -> str:
+        return self.text_view.plain_text()

@@ -1,0 +1,132 @@
+"""The View menu: the overlay, the caption text's size, theme and timestamps, the caption mode and Parakeet's
+weights; each choice is saved at once and applied to the views (the mode and weights from the next start)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMainWindow
+
+from app.settings import Settings, SettingsStore
+from app.views.caption_view import CaptionView
+from app.views.overlay import CaptionOverlay, wayland_note
+from app.window.captions import LiveCaptions
+
+WEIGHTS = (("native", "Full precision (f32)"), ("int8", "int8 on the CPU — fastest without a GPU"))
+TEXT_SIZES = (("&Larger", 2, "Ctrl++"), ("&Smaller", -2, "Ctrl+-"), ("&Reset", 0, "Ctrl+0"))
+THEMES = (("system", "&System"), ("dark", "&Dark"), ("high_contrast", "&High contrast"))
+
+
+class ViewMenu:
+    def __init__(self, window: QMainWindow, settings: Settings, store: SettingsStore, text_view: CaptionView,
+                 overlay: CaptionOverlay, captions: LiveCaptions,
+                 refill_models: Callable[[], None]) -> None:  # fmt: skip
+        """``refill_models``: rebuild the model list (its load options follow the weights setting)."""
+        self.window = window
+        self.settings = settings
+        self.store = store
+        self.text_view = text_view
+        self.overlay = overlay
+        self.captions = captions
+        self.refill_models = refill_models
+        menu = window.menuBar().addMenu("&View")
+        self.overlay_action = QAction("Caption &overlay", window, checkable=True)
+        self.overlay_action.setChecked(settings.overlay_enabled)
+        self.overlay_action.toggled.connect(self.set_overlay_visible)
+        menu.addAction(self.overlay_action)
+        self.overlay_settings_action = QAction("Overlay &settings…", window)
+        self.overlay_settings_action.triggered.connect(self.open_overlay_settings)
+        menu.addAction(self.overlay_settings_action)
+        self.click_through_action = QAction("Overlay &click-through", window, checkable=True)
+        self.click_through_action.setChecked(settings.overlay_click_through)
+        self.click_through_action.toggled.connect(self._set_click_through)
+        menu.addAction(self.click_through_action)
+        self.segmented_action = QAction("Final text at each &pause (no revisions)", window, checkable=True)
+        self.segmented_action.setChecked(settings.caption_mode == "segmented")
+        self.segmented_action.toggled.connect(self._set_segmented)
+        menu.addAction(self.segmented_action)
+        weights_menu = menu.addMenu("Parakeet &weights")
+        self.weights_actions: dict[str, QAction] = {}
+        for value, label in WEIGHTS:
+            action = weights_menu.addAction(label)
+            action.setCheckable(True)
+            action.setChecked(settings.parakeet_weights == value)
+            action.triggered.connect(lambda _checked=False, v=value: self._set_parakeet_weights(v))
+            self.weights_actions[value] = action
+        self.timestamps_action = QAction("&Timestamps", window, checkable=True)
+        self.timestamps_action.setChecked(settings.show_timestamps)
+        self.timestamps_action.toggled.connect(self._set_timestamps)
+        menu.addAction(self.timestamps_action)
+        size_menu = menu.addMenu("Caption text &size")
+        for label, step, keys in TEXT_SIZES:
+            action = size_menu.addAction(label)
+            action.setShortcut(QKeySequence(keys))
+            action.triggered.connect(lambda _checked=False, d=step: self.change_font_size(d))
+        theme_menu = menu.addMenu("Caption t&heme")
+        self.theme_actions: dict[str, QAction] = {}
+        for value, label in THEMES:
+            action = theme_menu.addAction(label)
+            action.setCheckable(True)
+            action.setChecked(settings.caption_theme == value)
+            action.triggered.connect(lambda _checked=False, v=value: self.set_caption_theme(v))
+            self.theme_actions[value] = action
+        note = wayland_note()  # what the desktop does not let the overlay do
+        if note:
+            wayland = QAction(note, window)
+            wayland.setEnabled(False)
+            menu.addAction(wayland)
+
+    # ------------------------------------------------------------------ overlay
+    def set_overlay_visible(self, visible: bool) -> None:
+        self.settings.overlay_enabled = visible
+        self.store.save(self.settings)
+        if visible:
+            if self.captions.session is not None:
+                self.overlay.bind(self.captions.session)
+            self.overlay.show_captions()
+        else:
+            self.overlay.hide_captions()
+
+    def open_overlay_settings(self) -> None:
+        from app.views.overlay_settings import OverlaySettingsDialog
+
+        self.overlay_settings = OverlaySettingsDialog(self.settings, self.overlay.apply_settings, self.window)
+        self.overlay_settings.accepted.connect(lambda: self.store.save(self.settings))
+        self.overlay_settings.show()
+
+    def _set_click_through(self, enabled: bool) -> None:
+        self.settings.overlay_click_through = enabled
+        self.store.save(self.settings)
+        self.overlay.apply_settings(self.settings)
+
+    # ------------------------------------------------------------------ captions
+    def _set_segmented(self, enabled: bool) -> None:
+        self.settings.caption_mode = "segmented" if enabled else "auto"  # applies from the next start
+        self.store.save(self.settings)
+
+    def _set_parakeet_weights(self, value: str) -> None:
+        """Applies from the next start: the model list is rebuilt with the new load options."""
+        self.settings.parakeet_weights = value
+        self.store.save(self.settings)
+        for key, action in self.weights_actions.items():
+            action.setChecked(key == value)
+        self.refill_models()
+
+    def change_font_size(self, step: int) -> None:
+        size = 14 if step == 0 else max(8, min(72, self.settings.caption_font_size + step))
+        self.settings.caption_font_size = size
+        self.store.save(self.settings)
+        self.text_view.set_font_size(size)
+
+    def set_caption_theme(self, theme: str) -> None:
+        self.settings.caption_theme = theme
+        self.store.save(self.settings)
+        self.text_view.set_theme(theme)
+        for value, action in self.theme_actions.items():
+            action.setChecked(value == theme)
+
+    def _set_timestamps(self, enabled: bool) -> None:
+        self.settings.show_timestamps = enabled
+        self.store.save(self.settings)
+        self.text_view.set_timestamps(enabled)
