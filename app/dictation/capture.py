@@ -4,7 +4,7 @@ The recorder is fed the microphone continuously (16 kHz mono). It keeps the last
 ring so a word that starts with the key press is not clipped. After the key is released it keeps
 recording real audio for ``trailing_s`` (people release the key while still saying the last word), then
 appends ``padding_s`` of digital silence: Confucius4-R2T2 drops the final word when the audio ends right
-after it ("It seems" instead of "It seems fixed." — families.md), and other dictation tools see the same.
+after it ("It seems" instead of "It seems fixed." — docs/families/confucius4_r2t2.md §12), and other dictation tools see the same.
 """
 
 from __future__ import annotations

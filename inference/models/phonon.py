@@ -1,4 +1,4 @@
-"""The store's side of Phonon-2 (families.md §3): what a local Phonon source is, what reading it needs, which
+"""The store's side of Phonon-2 (docs/families/parakeet_tdt.md §7.2): what a local Phonon source is, what reading it needs, which
 digest it must have, and the conversion step that turns it into an installed package.
 
 The packed container and its converter belong to the parakeet_tdt family

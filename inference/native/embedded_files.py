@@ -1,4 +1,4 @@
-"""The sidecar files (config.json, tokenizer.json ...) embedded in an audio.cpp GGUF package (families.md §5).
+"""The sidecar files (config.json, tokenizer.json ...) embedded in an audio.cpp GGUF package (docs/gguf_packages.md §3).
 
 Two layouts exist:
 

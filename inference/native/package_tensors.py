@@ -1,4 +1,4 @@
-"""The logical tensor table of an audio.cpp GGUF package (families.md §5), read the same way by every family.
+"""The logical tensor table of an audio.cpp GGUF package (docs/gguf_packages.md §2), read the same way by every family.
 
 ``audiocpp.tensor_names`` gives each GGUF tensor, in file order, its logical name (physical names may be
 ``_audiocpp.<i>``); ``audiocpp.tensor_ranks`` and ``audiocpp.tensor_shapes`` give its logical shape in PyTorch

@@ -49,7 +49,7 @@ def cache_dir() -> Path:
 
 
 def v3_tensors(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Every tensor of the v3 checkpoint (families.md §2.2) with transformers' default init scale."""
+    """Every tensor of the v3 checkpoint (docs/families/parakeet_tdt.md §2) with transformers' default init scale."""
     t: dict[str, np.ndarray] = {}
 
     def normal(*shape: int) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Test support: audio.cpp GGUF packages (families.md §5) built from the fixture checkpoints.
+"""Test support: audio.cpp GGUF packages (docs/gguf_packages.md) built from the fixture checkpoints.
 
 Tensors are stored under their logical names (long ones renamed ``_audiocpp.<i>`` as audio.cpp does) in the
 types a ``types`` rule picks: ``f32`` for all (the default), or a rule per tensor, e.g. the layout of the

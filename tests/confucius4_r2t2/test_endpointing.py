@@ -1,4 +1,4 @@
-"""Endpointed R2T2 streams (families.md §1.7 "endpointing") with a fake VAD and a decoder that counts speech."""
+"""Endpointed R2T2 streams (docs/families/confucius4_r2t2.md §7.5) with a fake VAD and a decoder that counts speech."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The LSP state machine (families.md §1.7/§1.8) against a scripted decoder: golden tables worked out by hand.
+"""The LSP state machine (docs/families/confucius4_r2t2.md §7/§8) against a scripted decoder: golden tables worked out by hand.
 
 Each row is one decode: the model's scripted answer, then what the state machine must have asked with (the text
 prefix) and what it must publish (the delta) and show (the running text). The last row of a table with

@@ -119,7 +119,7 @@ def test_config_errors(tmp_path, edit, message):
 
 
 def test_missing_lm_head_means_tied_embeddings_for_every_reader(tmp_path):
-    """One rule (families.md §1.1): no LM head in the checkpoint → the embedding is the head, even when the
+    """One rule (docs/families/confucius4_r2t2.md §1): no LM head in the checkpoint → the embedding is the head, even when the
     config says untied; the engine's checkpoint and the thinker converter agree."""
     model = _copy(LEGACY_CHECKPOINT, tmp_path)
     _edit_json(model / "config.json", lambda d: d.update(tie_word_embeddings=False))

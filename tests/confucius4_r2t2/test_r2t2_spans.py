@@ -1,4 +1,4 @@
-"""Offline 30 s span planning (families.md §1.6)."""
+"""Offline 30 s span planning (docs/families/confucius4_r2t2.md §6)."""
 
 from __future__ import annotations
 

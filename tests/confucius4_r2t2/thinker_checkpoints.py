@@ -1,7 +1,7 @@
 """Test support: tiny Qwen3-ASR checkpoints (thinker part) in the legacy and HF layouts.
 
 Random Qwen3 text weights from ``tests/native/qwen3_numpy.py`` saved as safetensors (f32 or bf16),
-a hand-written ``config.json`` following reference_notes §2.1/§2.2, a byte-level BPE tokenizer with
+a hand-written ``config.json`` following docs/reference_parity.md §2.1/§2.2, a byte-level BPE tokenizer with
 the Qwen special tokens, and a few audio-tower tensors the thinker converter must ignore.
 """
 

@@ -1,6 +1,6 @@
 """A plain numpy (float64) re-statement of the Qwen3-ASR audio tower, for test lengths the fixtures lack.
 
-Written from reference_notes.md §2.4 independently of the ggml graph (explicit compaction and per-window
+Written from docs/reference_parity.md §2.4 independently of the ggml graph (explicit compaction and per-window
 attention instead of a mask); the tests first check it against the reference fixtures, then use it on edge
 lengths (a 1-frame tail, window boundaries, short clips).
 """

@@ -33,7 +33,7 @@ def test_all_files_shipped_and_under_25_mb() -> None:
 
 
 def test_config_meets_the_loader_contract(config: dict) -> None:
-    # families.md §2.1: what Captioneer's parakeet_tdt loader requires
+    # docs/families/parakeet_tdt.md §1: what Captioneer's parakeet_tdt loader requires
     assert config["model_type"] == "parakeet_tdt"
     assert config["num_decoder_layers"] == 2
     assert config["durations"] == [0, 1, 2, 3, 4]
@@ -75,7 +75,7 @@ def test_weights_are_f32_finite_with_a_zero_blank_embedding(config: dict, weight
     assert all(w.dtype == np.float32 and np.isfinite(w).all() for w in floats.values())
     embedding = weights["decoder.embedding.weight"]
     assert embedding.shape == (config["vocab_size"], config["decoder_hidden_size"])
-    assert not embedding[config["blank_token_id"]].any()  # reference_notes §1.5 point 2
+    assert not embedding[config["blank_token_id"]].any()  # docs/reference_parity.md §1.5
     assert weights["joint.head.weight"].shape == (config["vocab_size"] + 5, config["decoder_hidden_size"])
     layers = {int(name.split(".")[2]) for name in weights if name.startswith("encoder.layers.")}
     assert layers == set(range(config["encoder_config"]["num_hidden_layers"]))

@@ -1,6 +1,6 @@
 """Test support: a float64 numpy Qwen3 decoder and a hand-written tiny Qwen3 GGUF.
 
-The numpy model follows the transformers Qwen3 code (reference_notes §2.6): RMSNorm, per-head
+The numpy model follows the transformers Qwen3 code (docs/reference_parity.md §2.6): RMSNorm, per-head
 q_norm/k_norm before RoPE, GQA, NeoX rotate-half RoPE, SwiGLU MLP, tied or separate LM head.
 Weights use the HF names below the text-model prefix (``embed_tokens.weight``, ``layers.0.…``).
 The GGUF writer here is deliberately independent of the production converter.

@@ -1,4 +1,4 @@
-"""Write an audio.cpp-style GGUF package (families.md §5) from an HF Parakeet folder, for loader tests."""
+"""Write an audio.cpp-style GGUF package (docs/gguf_packages.md) from an HF Parakeet folder, for loader tests."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The Phonon-style tiny fixture: ``tiny_a`` with the runtime config the Phonon-2 converter writes.
 
-The converter's weight transforms (families.md §3 (a), (b)) change numbers, not structure, and are applied
+The converter's weight transforms (docs/families/parakeet_tdt.md §7.2 (a), (b)) change numbers, not structure, and are applied
 before a package is written; what selects the variant at run time is config (c):
 ``audiocpp_word_timestamp_mode=token_duration`` and ``audiocpp_punctuation_token_ids``, the sorted ids of
 the vocabulary pieces without an alphanumeric character (``str.isalnum``). Built on demand in a temporary

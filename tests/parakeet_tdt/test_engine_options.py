@@ -1,4 +1,4 @@
-"""Session/request option defaults and the offline mode choice (families.md §2.6), without a model."""
+"""Session/request option defaults and the offline mode choice (docs/families/parakeet_tdt.md §6.1), without a model."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Phonon-2 hotwords (families.md §3): parsing limits, the Aho-Corasick automaton and biased greedy TDT."""
+"""Phonon-2 hotwords (docs/families/parakeet_tdt.md §7.3): parsing limits, the Aho-Corasick automaton and biased greedy TDT."""
 
 from __future__ import annotations
 
@@ -238,7 +238,7 @@ def tiny_decoder(seed: int, vocab: int = 9, hidden: int = 6, enc: int = 5) -> Td
 
 
 def spec_reference_decode(dec: TdtDecoder, enc_proj: np.ndarray, bias: HotwordBias) -> list[tuple[int, int, int]]:
-    """families.md §2.5 + §3 written out literally: argmax, then each trie token tried with its bonus."""
+    """docs/families/parakeet_tdt.md §5 + §7.3 written out literally: argmax, then each trie token tried with its bonus."""
     state = dec.new_state()
     dec._advance(state, dec.blank)
     hot = 0

@@ -92,7 +92,7 @@ class _Pieces:
 
 
 def test_token_duration_rules() -> None:
-    """families.md §3: word = first piece start .. last piece start + duration; punctuation (even with a
+    """docs/families/parakeet_tdt.md §7.5: word = first piece start .. last piece start + duration; punctuation (even with a
     leading space) attaches to the previous word; a whitespace-only piece opens a word; no stretching."""
     pieces = ["\u2581hello", ",", "\u2581.", "\u2581", "world", "\u2581again", "\u2581!", "<blank>"]
     tok = _Pieces(pieces)

@@ -1,4 +1,4 @@
-"""Phonon-2 import from a synthetic ``fermion-five-value-parakeet-v1`` container (families.md §3)."""
+"""Phonon-2 import from a synthetic ``fermion-five-value-parakeet-v1`` container (docs/families/parakeet_tdt.md §7.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Phonon-2's rolling live policy (families.md §3) on the Phonon-style tiny fixture."""
+"""Phonon-2's rolling live policy (docs/families/parakeet_tdt.md §7.4) on the Phonon-style tiny fixture."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Buffered live streaming of stock Parakeet-TDT (families.md §2.6) against the offline long-form path."""
+"""Buffered live streaming of stock Parakeet-TDT (docs/families/parakeet_tdt.md §6.4) against the offline long-form path."""
 
 from __future__ import annotations
 

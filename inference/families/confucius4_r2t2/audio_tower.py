@@ -1,7 +1,7 @@
 """The Qwen3-ASR audio tower and projector as one ggml graph per chunk-count bucket.
 
-Follows transformers 5.23 ``Qwen3ASREncoder`` + ``Qwen3ASRMultiModalProjector`` (reference_notes.md §2.4,
-families.md §1.3) with the project decision of reference_notes §2.7 for clips under one conv chunk:
+Follows transformers 5.23 ``Qwen3ASREncoder`` + ``Qwen3ASRMultiModalProjector`` (docs/reference_parity.md §2.4,
+docs/families/confucius4_r2t2.md §3) with the project decision of docs/reference_parity.md §2.7 for clips under one conv chunk:
 
 * The mel is cut into chunks of ``2*n_window`` (100) frames; the last one is zero-padded to 100 — except when
   the whole mel is shorter than one chunk, which then runs the conv stem unpadded (the released behaviour).

@@ -1,6 +1,6 @@
 """Locate and validate a Qwen3-ASR / Confucius4-R2T2 checkpoint: files, configs, tokenizer, tensors.
 
-Three containers (families.md §1.1, §5):
+Three containers (docs/families/confucius4_r2t2.md §1, docs/gguf_packages.md):
 
 * a directory in the **legacy** release layout (``thinker.audio_tower.*``, ``thinker.model.*``, tied LM head absent);
 * a directory in the **Hugging Face** layout (``model.audio_tower.*``, ``model.multi_modal_projector.linear_{1,2}``,
@@ -41,12 +41,12 @@ from inference.native.package_tensors import logical_tensors
 AUDIO = "thinker.audio_tower."
 TEXT = "thinker.model."
 LM_HEAD = "thinker.lm_head.weight"
-# Storage types a ``.weight`` tensor may have (families.md §1.1; k-quants for the community Q4_K_M package).
+# Storage types a ``.weight`` tensor may have (docs/families/confucius4_r2t2.md §1; k-quants for the community Q4_K_M package).
 ALLOWED_WEIGHT_TYPES = frozenset({"F32", "F16", "BF16", "Q8_0", "Q2_K", "Q4_K", "Q6_K"})
 
 
 def canonical_tensor_name(name: str) -> str:
-    """Map an HF-layout tensor name to the legacy release name (reference_notes.md §2.2); legacy names pass."""
+    """Map an HF-layout tensor name to the legacy release name (docs/reference_parity.md §2.2); legacy names pass."""
     if name.startswith("thinker."):
         return name
     if name == "lm_head.weight":
@@ -298,7 +298,7 @@ def _special_tokens(
 def lm_head_name(files: ModelFiles, config: ModelConfig) -> str | None:
     """The canonical name of an untied LM head, or None when the embedding matrix is the head.
 
-    One rule for every reader (families.md §1.1): the head is the embedding when the config ties them, and
+    One rule for every reader (docs/families/confucius4_r2t2.md §1): the head is the embedding when the config ties them, and
     when the checkpoint holds no LM head at all (the legacy release ships none and reuses the embedding).
     """
     if config.tie_word_embeddings or LM_HEAD not in files.tensors:

@@ -1,6 +1,6 @@
 """The real :class:`~inference.families.confucius4_r2t2.lsp.ChunkDecoder`: frontend, audio tower and thinker.
 
-Each call decodes all the accumulated audio (families.md §1.7): log-mel → tower → prompt (context, forced
+Each call decodes all the accumulated audio (docs/families/confucius4_r2t2.md §7): log-mel → tower → prompt (context, forced
 language, text prefix) → greedy decoding, detokenised with special tokens, pad and EOS dropped and invalid UTF-8
 as one U+FFFD per byte.
 

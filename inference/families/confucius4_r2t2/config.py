@@ -1,4 +1,4 @@
-"""Configuration of a Qwen3-ASR / Confucius4-R2T2 checkpoint (families.md §1.1, reference_notes.md §2.1-2.2).
+"""Configuration of a Qwen3-ASR / Confucius4-R2T2 checkpoint (docs/families/confucius4_r2t2.md §1, docs/reference_parity.md §2.1-2.2).
 
 Two layouts: the legacy release (``config.json`` with a ``thinker_config`` object holding ``audio_config`` and
 ``text_config``) and the Hugging Face layout (the same two objects at the root). Every dimension comes from here.

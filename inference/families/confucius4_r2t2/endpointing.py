@@ -1,6 +1,6 @@
 """Endpointed R2T2 streams: Silero VAD closes a segment, its text is kept and a fresh LSP state starts.
 
-families.md §1.7 "110 s limit / endpointing": the audio is re-framed into stream-aligned 512-sample frames (32 ms)
+docs/families/confucius4_r2t2.md §7.5: the audio is re-framed into stream-aligned 512-sample frames (32 ms)
 and each frame's speech probability drives a start/end detector whose state carries across segments. While no
 speech is going on, the last ``vad_gap_keep_ms`` (at most ``max_segment_seconds`` minus one frame) are kept as a
 seed and prepended when speech starts. A speech end whose span (padded by ``vad_speech_pad_ms``) lasts at least

@@ -1,13 +1,13 @@
 """The confucius4_r2t2 engine: offline transcription of Qwen3-ASR / Confucius4-R2T2 checkpoints.
 
-Offline path (families.md §1.6): the audio is cut into consecutive 30 s spans; each span goes
+Offline path (docs/families/confucius4_r2t2.md §6): the audio is cut into consecutive 30 s spans; each span goes
 frontend → audio tower (ggml) → prompt (context, forced language) → thinker prefill with the audio
 embeddings at the placeholder positions → greedy decoding → ``parse_asr_output`` → ``truncate_at_pipe``.
 Non-empty span texts are joined with one space; the language is the first non-empty one seen. One thinker
 context serves every span and every stream chunk (its KV cache is cleared in between).
 
 Live path: ``open_stream`` returns an :class:`~inference.families.confucius4_r2t2.streaming.R2T2Stream`
-(Longest-Stable-Prefix, families.md §1.7). Its options (``chunk_size_ms``, ``unfixed_chunk_num``,
+(Longest-Stable-Prefix, docs/families/confucius4_r2t2.md §7). Its options (``chunk_size_ms``, ``unfixed_chunk_num``,
 ``unfixed_token_num``, ``rollback_punctuation``, ``max_tokens``, ``stream_cache``) default to the session options
 and may be overridden per stream through the request options; ``max_tokens`` is then a per-chunk budget
 (default 32). ``stream_cache`` reuses audio-tower windows and thinker KV rows between chunks (same output);
@@ -169,7 +169,7 @@ class R2T2Engine:
     def transcribe_span(
         self, samples: np.ndarray, language: str, max_tokens: int, context: str, offset_s: float = 0.0
     ) -> SpanResult:
-        """One offline span (at most 30 s): the steps of families.md §1.6."""
+        """One offline span (at most 30 s): the steps of docs/families/confucius4_r2t2.md §6."""
         assert self.tower is not None and self.thinker is not None
         ckpt = self.checkpoint
         mel = log_mel(samples, ckpt.config.audio.num_mel_bins)

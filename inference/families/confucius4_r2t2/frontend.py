@@ -1,6 +1,6 @@
 """Whisper-style log-mel frontend for Qwen3-ASR, identical to transformers' ``Qwen3ASRFeatureExtractor``.
 
-Follows reference_notes.md §2.3 (the reference), which differs from the audio.cpp engine (families.md §1.2) in two
+Follows docs/reference_parity.md §2.3 (the reference), which differs from the audio.cpp engine (docs/families/confucius4_r2t2.md §2) in two
 places; the project follows the reference:
 
 * the Hann window is **periodic** (``0.5 - 0.5*cos(2*pi*i/400)``), not the symmetric ``/399`` form;
@@ -73,7 +73,7 @@ def log_mel(samples: np.ndarray, num_mel_bins: int = 128, pad_multiple: int = CH
 
 
 def audio_token_count(frames: int) -> int:
-    """``tok(T)``: audio-tower output tokens for ``frames`` valid mel frames (families.md §1.2 step 8).
+    """``tok(T)``: audio-tower output tokens for ``frames`` valid mel frames (docs/families/confucius4_r2t2.md §2).
 
     Whole 100-frame chunks give 13 tokens each; the remainder goes through three (k3, s2, p1) convolutions.
     Python floor division, exactly as specified (a remainder of 0 contributes ``((-1)//2+1 - 1)//2 + 1 ...``,

@@ -1,4 +1,4 @@
-"""Language names for the forced-language prompt and their resolution (families.md §1.1, §1.4)."""
+"""Language names for the forced-language prompt and their resolution (docs/families/confucius4_r2t2.md §1, §4)."""
 
 from __future__ import annotations
 

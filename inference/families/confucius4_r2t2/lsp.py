@@ -1,4 +1,4 @@
-"""The Longest-Stable-Prefix state machine of Confucius4-R2T2 live captions (families.md §1.7, §1.8).
+"""The Longest-Stable-Prefix state machine of Confucius4-R2T2 live captions (docs/families/confucius4_r2t2.md §7, §8).
 
 Every chunk re-decodes all the audio so far with the previous answer, minus its last few tokens, as a text prefix
 of the assistant turn. What survives a rollback of ``unfixed_token_num`` tokens (grown until it decodes without
@@ -113,7 +113,7 @@ class LspRecognizer:
             return ""
         raw = truncate_at_pipe(self.raw_decoded)
         ids = self.decoder.encode(raw)
-        if final:  # fixed rollback, no U+FFFD loop, never past the first token (§1.8 item 10)
+        if final:  # fixed rollback, no U+FFFD loop, never past the first token (docs/families/confucius4_r2t2.md §8 item 10)
             end = min(len(ids), max(1, len(ids) - self.options.unfixed_token_num))
             return truncate_at_pipe(self.decoder.decode(ids[:end]))
         k = self.options.unfixed_token_num
@@ -185,11 +185,11 @@ class LspRecognizer:
             fixed = fixed_parts[1]
         elif not forced:
             fixed = ""  # only metadata is stable so far
-        # Published text never carries the tag, even one the model emitted itself (§1.8 item 2).
+        # Published text never carries the tag, even one the model emitted itself (docs/families/confucius4_r2t2.md §8 item 2).
         fixed = truncate_at_pipe(fixed).replace(ASR_TEXT_TAG, "")
 
         if not forced and tagged is None:
-            self.text = ""  # no language tag yet: nothing to show, chunk_id stays (§1.8 item 9)
+            self.text = ""  # no language tag yet: nothing to show, chunk_id stays (docs/families/confucius4_r2t2.md §8 item 9)
             return ChunkOutcome(prefix, generated, raw, "", "", self.language, "")
         self.language = parsed.language
         self.text = truncate_at_pipe(parsed.text)

@@ -1,4 +1,4 @@
-"""Text post-processing of the thinker's output (families.md §1.5, project decisions §1.8).
+"""Text post-processing of the thinker's output (docs/families/confucius4_r2t2.md §5, project decisions §8).
 
 Everything works on Unicode code points (Python ``str``); byte input only appears in ``sanitize_utf8_lossy`` and
 the code-point helpers, which is where a partial UTF-8 sequence from a cut-off byte-level token shows up.

@@ -1,4 +1,4 @@
-"""The chat prompt around the audio (families.md §1.4, reference_notes.md §2.5).
+"""The chat prompt around the audio (docs/families/confucius4_r2t2.md §4, docs/reference_parity.md §2.5).
 
 ``<|im_start|>system\\n{context}<|im_end|>\\n<|im_start|>user\\n<|audio_start|><|audio_pad|><|audio_end|><|im_end|>\\n``
 ``<|im_start|>assistant\\n`` + optional ``language {Name}<asr_text>`` + optional text prefix (streaming). The system

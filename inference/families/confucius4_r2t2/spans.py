@@ -1,4 +1,4 @@
-"""Offline span planning (families.md §1.6): consecutive, non-overlapping 30 s spans, the last one shorter.
+"""Offline span planning (docs/families/confucius4_r2t2.md §6): consecutive, non-overlapping 30 s spans, the last one shorter.
 
 The planner itself is :func:`inference.audio.spans.plan_fixed_spans`; this module fixes the family's span length.
 """

@@ -2,7 +2,7 @@
 
 Pushed samples collect in a buffer; every complete chunk (``chunk_size_ms``) moves to the accumulated audio and
 triggers one decode of all of it. ``finish`` decodes a leftover tail shorter than one chunk with the fixed final
-rollback, publishes no delta, and returns the running text as the authoritative transcript (families.md §1.7).
+rollback, publishes no delta, and returns the running text as the authoritative transcript (docs/families/confucius4_r2t2.md §7).
 
 Events: a :class:`Delta` per growth of the committed text, then a :class:`Snapshot` holding the running text past
 the committed text (the provisional words a caption view shows after it; empty when the running text no longer

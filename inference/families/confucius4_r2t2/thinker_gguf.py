@@ -1,6 +1,6 @@
 """Convert the Qwen3-ASR / Confucius4-R2T2 thinker (a plain Qwen3 decoder) into a llama.cpp GGUF.
 
-Sources (reference_notes §2.2, families §1.1, §5):
+Sources (docs/reference_parity.md §2.2, docs/families/confucius4_r2t2.md §1, docs/gguf_packages.md):
 * a directory in the legacy release layout: ``config.json`` with ``thinker_config``, tensors ``thinker.model.*``,
   LM head tied (``thinker.lm_head.weight`` absent);
 * a directory in the Hugging Face layout: ``text_config`` at the root, ``model.language_model.*``, ``lm_head``;

@@ -2,7 +2,7 @@
 
 * HF layout (``nvidia/parakeet-tdt-0.6b-v3``): ``config.json`` (model_type parakeet_tdt), ``model.safetensors``,
   ``tokenizer.json`` and optionally ``processor_config.json``.
-* audio.cpp GGUF (families.md §5): tensors are looked up through ``audiocpp.tensor_names`` (physical names may
+* audio.cpp GGUF (docs/gguf_packages.md): tensors are looked up through ``audiocpp.tensor_names`` (physical names may
   be ``_audiocpp.<i>``), and the sidecar files come from ``audiocpp.embedded_files.*`` (current blob layout or
   the legacy ``names``/``contents`` string arrays).
 

@@ -1,7 +1,7 @@
 """TDT prediction network, joint and greedy decoding in numpy (float32).
 
-The loop is families.md §2.5 (audio.cpp / NeMo), which equals transformers' ``ParakeetForTDT.generate`` on
-every fixture (reference_notes §1.5):
+The loop is docs/families/parakeet_tdt.md §5 (audio.cpp / NeMo), which equals transformers' ``ParakeetForTDT.generate`` on
+every fixture (docs/reference_parity.md §1.5):
 
 * the predictor starts from a zero state fed with blank, and advances only after a non-blank token;
 * token = argmax over ``[0, vocab)`` (blank included, lowest id on ties); duration = ``durations[argmax]``
@@ -150,7 +150,7 @@ class TdtDecoder:
     ) -> tuple[list[TokenStep], DecoderState]:
         """Greedy TDT over the (valid) projected frames ``enc_proj``; returns the emitted tokens and the state.
 
-        ``max_tokens`` bounds the tokens emitted by this call (default: 10 per frame, families.md §2.5).
+        ``max_tokens`` bounds the tokens emitted by this call (default: 10 per frame, docs/families/parakeet_tdt.md §5).
         ``bias`` (hotwords) may change which token wins each step; the duration argmax never sees it.
         """
         state = state or self.new_state()

@@ -1,6 +1,6 @@
 """FastConformer encoder of Parakeet-TDT as one ggml graph per shape bucket.
 
-Follows transformers 5.23 ``ParakeetEncoder`` (reference_notes.md §1.4) exactly:
+Follows transformers 5.23 ``ParakeetEncoder`` (docs/reference_parity.md §1.4) exactly:
 
 * dw_striding subsampling; after *every* Conv2d the time steps at or past the running valid length
   are zeroed (HF masks between convs; NeMo does not).

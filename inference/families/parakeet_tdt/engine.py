@@ -1,6 +1,6 @@
 """The Parakeet-TDT offline engine: frontend → ggml encoder → numpy TDT decoder → text and word timestamps.
 
-Modes (families.md §2.6, chosen in :mod:`options`):
+Modes (docs/families/parakeet_tdt.md §6, chosen in :mod:`options`):
 
 * ``full_context``: the whole clip in one encoder pass, one greedy decode.
 * ``long_form``: centers of ``audio_chunk_duration_sec`` tile the clip; each window adds left/right context,
@@ -86,7 +86,7 @@ log = logging.getLogger(__name__)
 
 VAD_MERGE_GAP_SEC = 0.5
 VAD_PADDING_SEC = 0.25
-TOKENS_PER_FRAME_BUDGET = 10  # families.md §2.5: the default budget is 10 tokens per encoder frame
+TOKENS_PER_FRAME_BUDGET = 10  # docs/families/parakeet_tdt.md §5: the default budget is 10 tokens per encoder frame
 MIB = 1 << 20
 
 
@@ -137,7 +137,7 @@ class ParakeetEngine:
         self.samples_per_frame = config.samples_per_frame
         self.seconds_per_frame = self.samples_per_frame / SAMPLE_RATE
         self._punctuation = frozenset(config.punctuation_token_ids)
-        # Phonon-2 is recognised by its token-duration timestamps (families.md §3: the converter's variant key
+        # Phonon-2 is recognised by its token-duration timestamps (docs/families/parakeet_tdt.md §7.1: the converter's variant key
         # is not public; the older marker is this flag): it adds hotwords and the rolling live policy.
         self.is_phonon = config.word_timestamp_mode == "token_duration"
         self._vocabulary: PieceVocabulary | None = None
@@ -184,7 +184,7 @@ class ParakeetEngine:
         return self._decode(audio, RequestSettings.from_options(request_options), JobControl())
 
     def open_stream(self, **request_options: Any) -> BufferedStream | RollingStream:
-        """A live stream: Phonon-2's rolling phrases (families.md §3), else buffered long-form windows (§2.6)."""
+        """A live stream: Phonon-2's rolling phrases (docs/families/parakeet_tdt.md §7.4), else buffered long-form windows (§6.4)."""
         request = RequestSettings.from_options(request_options)
         bias = self.token_bias(request)
         if self.is_phonon:

@@ -1,12 +1,12 @@
 """Parakeet log-mel features in numpy, matching transformers' ``ParakeetFeatureExtractor`` (5.23.0).
 
-Steps (reference_notes.md §1.3): pre-emphasis 0.97; STFT n_fft 512, hop 160, a *symmetric* 400-sample Hann
+Steps (docs/reference_parity.md §1.3): pre-emphasis 0.97; STFT n_fft 512, hop 160, a *symmetric* 400-sample Hann
 window centred in the 512 frame, ``center=True`` with zero padding; power |X|^2; 128 Slaney mels (0-8 kHz,
 Slaney area normalisation); ``ln(mel + 2^-24)``; per-mel normalisation over the valid frames with the
 Bessel-corrected std, ``(x - mean) / (std + 1e-5)``; invalid frames set to 0.
 
 The STFT yields ``1 + N // hop`` frames but only ``N // hop`` are valid: the last frame is always masked.
-Where families.md and transformers could differ, this follows transformers (they agree on every step here).
+Where audio.cpp and transformers could differ, this follows transformers (they agree on every step here).
 """
 
 from __future__ import annotations

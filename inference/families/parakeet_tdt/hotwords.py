@@ -1,4 +1,4 @@
-"""Phonon-2 hotwords (families.md §3): parsing, the Aho-Corasick bonus automaton, biased token selection.
+"""Phonon-2 hotwords (docs/families/parakeet_tdt.md §7.3): parsing, the Aho-Corasick bonus automaton, biased token selection.
 
 Parsing: a JSON array (strings or ``{"word", "spoken": [...]}`` objects) when the text starts with ``[``;
 otherwise terms separated by ``,`` ``\\n`` ``;`` or, when none of those occurs, by whitespace. Whitespace in a

@@ -21,7 +21,7 @@ from inference.models.spec import PackageSpec
 SIDECAR_DIR = "nvidia-parakeet-tdt-0.6b-v3"
 MODEL_DIR = "phonon-2"
 ARCHIVE_SUFFIX = ".tar.zst"
-DENSE_BYTES = 2_508_229_144  # 699 F32 tensors (families.md §3)
+DENSE_BYTES = 2_508_229_144  # 699 F32 tensors (docs/families/parakeet_tdt.md §7.2)
 
 
 def build_phonon2(context: ConversionContext) -> ConversionResult | None:

@@ -1,4 +1,4 @@
-"""Typed Parakeet-TDT session/request options and the choice of offline decoding mode (families.md §2.6).
+"""Typed Parakeet-TDT session/request options and the choice of offline decoding mode (docs/families/parakeet_tdt.md §6.1).
 
 The CLI already validates options through ``model_specs/parakeet_tdt.json``; the engine validates again
 (idempotent on canonical, typed values) and fills in the spec's defaults, so direct callers get the same

@@ -1,6 +1,6 @@
 """Phonon-2 import: the packed ``model.fermion`` container → the dense Parakeet-TDT layout this project loads.
 
-The published archive ``phonon-2.bps.tar.zst`` (families.md §3) holds ``model.fermion`` and a NeMo-shaped
+The published archive ``phonon-2.bps.tar.zst`` (docs/families/parakeet_tdt.md §7.2) holds ``model.fermion`` and a NeMo-shaped
 ``config.json`` whose ``vocabulary`` (or ``joint.vocabulary``) lists the 8192 pieces. The container
 (``fermion-five-value-parakeet-v1``, written by the Apache-2.0 ``fermion-research`` package) is:
 
@@ -22,7 +22,7 @@ archive's vocabulary) and the Phonon-2 runtime config: ``audiocpp_word_timestamp
 
 The other two transforms of the audio.cpp converter are compensations for audio.cpp's loader, which always
 multiplies the subsampling output by 32 and floors BatchNorm variances at 1e-5. This project's loader does
-neither (it follows the config's ``scale_input`` and transformers' unfloored BatchNorm, families.md §2.4),
+neither (it follows the config's ``scale_input`` and transformers' unfloored BatchNorm, docs/families/parakeet_tdt.md §4),
 so the weights it needs are the container's own values: :func:`audiocpp_compensation` computes those
 transforms, and the tests prove that audio.cpp's loader applied to their output equals this loader applied
 to the plain weights.
@@ -54,7 +54,7 @@ FORMAT = "fermion-five-value-parakeet-v1"
 CONTAINER = "model.fermion"
 ARCHIVE_CONFIG = "config.json"
 SIDECARS = ("config.json", "tokenizer.json", "processor_config.json")
-# Published digests as far as the public sources give them (families.md §3: only both ends are known).
+# Published digests as far as the public sources give them (docs/families/parakeet_tdt.md §7.2: only both ends are known).
 PUBLISHED_CONTAINER_SHA256 = ("4b6bfa3a", "11468")
 PUBLISHED_ARCHIVE_SHA256 = ("98125795", "5309e")
 _POINTWISE = re.compile(r"\.conv\.pointwise_conv[12]\.weight$")
@@ -218,7 +218,7 @@ def read_container(path: Path) -> Iterator[tuple[str, np.ndarray]]:
 
 
 def audiocpp_compensation(name: str, tensor: np.ndarray, running_var: np.ndarray | None = None) -> np.ndarray:
-    """The audio.cpp converter's transforms (a) and (b) (families.md §3), for loaders that scale by 32 and
+    """The audio.cpp converter's transforms (a) and (b) (docs/families/parakeet_tdt.md §7.2), for loaders that scale by 32 and
     floor BatchNorm variances. This project's loader needs the plain weights; see the module doc."""
     if name.startswith("encoder.subsampling.linear."):
         scaled = tensor / np.float32(32.0)

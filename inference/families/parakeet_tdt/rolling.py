@@ -1,4 +1,4 @@
-"""Phonon-2's rolling live policy (families.md §3, ``phonon_streaming.cpp``).
+"""Phonon-2's rolling live policy (docs/families/parakeet_tdt.md §7.4, ``phonon_streaming.cpp``).
 
 Audio is cut into 50 ms blocks. A block is voiced when its RMS exceeds ``max(0.004, 0.18 × peak)``, the
 peak being the loudest block of the open phrase (the segment). After each block, in this order:

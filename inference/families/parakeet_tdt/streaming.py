@@ -1,4 +1,4 @@
-"""Buffered live streaming for stock Parakeet-TDT (families.md §2.6 "Buffered streaming").
+"""Buffered live streaming for stock Parakeet-TDT (docs/families/parakeet_tdt.md §6.4).
 
 The stream runs exactly the long-form schedule on audio as it arrives: centers of
 ``audio_chunk_duration_sec`` tile the stream, and the window of a center (``left_context_sec`` before it,
@@ -62,7 +62,7 @@ def center_window(
 
 
 def check_pcm(pcm: np.ndarray, sample_rate: int, start_sample: int | None, received: int) -> np.ndarray:
-    """The misuse checks every Parakeet stream makes on a pushed chunk (families.md §2.6, §3)."""
+    """The misuse checks every Parakeet stream makes on a pushed chunk (docs/families/parakeet_tdt.md §6.4, §7.4)."""
     if sample_rate != SAMPLE_RATE:
         raise UsageError(
             f"Parakeet-TDT streams take {SAMPLE_RATE} Hz audio, got a chunk at {sample_rate} Hz",

@@ -1,15 +1,15 @@
 """Token ids → text and word timestamps for Parakeet-TDT.
 
-Text (families.md §2.5, checked against transformers' ``processor.decode(..., skip_special_tokens=True)``):
+Text (docs/families/parakeet_tdt.md §5, checked against transformers' ``processor.decode(..., skip_special_tokens=True)``):
 blank and pad are always dropped; special tokens (added tokens marked special, plus the ``<unk>`` piece, which
 transformers also counts as special) are dropped unless ``keep_language_tags``; the rest goes through the
 tokenizer.json decoder (Metaspace: ``▁`` → space, leading space stripped).
 
 Word timestamps:
 
-* ``default`` (families.md §2.5): a piece starting with ``▁`` opens a word; a word ends where the next word
+* ``default`` (docs/families/parakeet_tdt.md §5): a piece starting with ``▁`` opens a word; a word ends where the next word
   starts, the last word at its largest token end (frame + max(d, 1)); everything clamped to the audio.
-* ``token_duration`` (Phonon-2, families.md §3): ends are ``last piece start + its duration`` and
+* ``token_duration`` (Phonon-2, docs/families/parakeet_tdt.md §7.5): ends are ``last piece start + its duration`` and
   punctuation pieces attach to the previous word.
 
 transformers' processor timestamps are *token*-level instead: each token that yields text gets

@@ -18,7 +18,7 @@ Writes ``tests/fixtures/confucius4_r2t2/``:
 * ``audio.npz``: int16 16 kHz espeak-ng clips (0.3 s, 0.6 s, ~5 s, ~4 s) and the recipe for the 35 s clip.
 * ``expected.npz`` / ``expected.json``: reference outputs (see ``describe`` in expected.json).
 
-Reference patch (project decision, reference_notes.md §2.7): for a clip whose mel is shorter than one conv
+Reference patch (project decision, docs/reference_parity.md §2.7): for a clip whose mel is shorter than one conv
 chunk (< 100 frames), transformers zero-pads the chunk to 100 frames before the conv stem, the released
 implementation (and the project) runs the stem on the unpadded frames. A forward pre-hook on ``conv2d1`` crops
 the chunk to its valid frames for such clips; the unpatched difference is recorded in expected.json.
@@ -71,7 +71,7 @@ CONTEXT = "Names: Alice, Bob. Terms: harbour, report."
 CONTINUE_PREFIX = "language English<asr_text>The quick"
 SUPPORT_LANGUAGES = ["Chinese", "English", "Cantonese", "German", "French"]
 
-# Our own minimal chat template for the tiny tokenizer. It renders exactly reference_notes.md §2.5: the system turn
+# Our own minimal chat template for the tiny tokenizer. It renders exactly docs/reference_parity.md §2.5: the system turn
 # is always present (empty without context); audio items become <|audio_start|><|audio_pad|><|audio_end|>.
 CHAT_TEMPLATE = (
     "{%- set ns = namespace(system='') -%}"
@@ -277,7 +277,7 @@ def randomise(model: Qwen3ASRForConditionalGeneration, chain: list[int], seed: i
 
 
 def legacy_state_dict(hf_state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Inverse of the HF converter's renames (reference_notes.md §2.2)."""
+    """Inverse of the HF converter's renames (docs/reference_parity.md §2.2)."""
     out = {}
     for name, tensor in hf_state.items():
         if name == "lm_head.weight":

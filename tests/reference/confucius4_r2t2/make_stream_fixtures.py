@@ -12,9 +12,9 @@ candidate, delta, the smallest greedy logit margin of that decode) and the final
 The model is the HF-layout fixture checkpoint with its ``<asr_text>`` embedding row scaled by 0.25
 (``r2t2_fixtures.stream_variant``; the unscaled model repeats the tag forever, so nothing would ever be
 committed), at ``n_window_infer`` 800 and 400. Clips shorter than one conv chunk get the sub-chunk patch of
-``make_fixtures.py`` (reference_notes.md §2.7): streaming starts with such clips.
+``make_fixtures.py`` (docs/reference_parity.md §2.7): streaming starts with such clips.
 
-The loop below is written from families.md §1.7/§1.8 independently of the engine's ``lsp.py``; it shares only
+The loop below is written from docs/families/confucius4_r2t2.md §7/§8 independently of the engine's ``lsp.py``; it shares only
 the text helpers of ``postprocess.py`` (sanitising, punctuation, parsing), which have their own spec tests.
 Tokenising uses the transformers tokenizer; detokenising maps its byte-level pieces back to bytes so that an
 invalid UTF-8 byte gives exactly one U+FFFD (the spec's rule, not Python's).
@@ -131,7 +131,7 @@ class Reference:
 
 
 def stream(ref: Reference, audio: np.ndarray, options: dict) -> dict:
-    """families.md §1.7 literally: chunking, build_prefix, decode_chunk, the committed-delta contract, finish."""
+    """docs/families/confucius4_r2t2.md §7 literally: chunking, build_prefix, decode_chunk, the committed-delta contract, finish."""
     opts = {**DEFAULTS, **{k: v for k, v in options.items() if k in DEFAULTS}}
     forced = options.get("language", "")
     context = options.get("context", "")

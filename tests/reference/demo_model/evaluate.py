@@ -12,7 +12,7 @@ run's hypotheses (text and token ids) equal another run's, e.g. Captioneer's eng
 
 Engines:
 * torch       transformers 5.23 ParakeetForTDT greedy `generate()`, one clip at a time (batched
-              generation is buggy for Parakeet, reference_notes §1.5). Needs the reference venv (.venv-ref).
+              generation is buggy for Parakeet, docs/reference_parity.md §1.5). Needs the reference venv (.venv-ref).
 * captioneer  `inference.engine.load_engine(model).transcribe(audio)`. Needs the dev venv.
 
     .venv-ref/bin/python tests/reference/demo_model/evaluate.py --engine torch --model resources/demo_model \

@@ -1,4 +1,4 @@
-"""SentencePiece-style BPE `tokenizer.json` in the layout of the real Parakeet HF repos (reference_notes §1.6).
+"""SentencePiece-style BPE `tokenizer.json` in the layout of the real Parakeet HF repos (docs/reference_parity.md §1.6).
 
 <unk> = 0, <pad> = 1, then the learned pieces (▁ word marker, Metaspace prepend_scheme "always"),
 and <blank> appended last as a special added token. No byte fallback: the corpus is lower-case ASCII.

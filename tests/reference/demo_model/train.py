@@ -258,7 +258,7 @@ def lr_at(fraction: float, peak: float, warmup: float = 0.06, floor: float = 0.0
 
 
 def export(model, processor, out_dir: Path) -> None:
-    """save_pretrained layout the engine loads; blank embedding row zeroed (reference_notes §1.5 pt 2)."""
+    """save_pretrained layout the engine loads; blank embedding row zeroed (docs/reference_parity.md §1.5)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     model = model.eval()
     with torch.no_grad():

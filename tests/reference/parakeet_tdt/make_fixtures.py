@@ -442,7 +442,7 @@ def debug_activations(model: ParakeetForTDT, feats: torch.Tensor, mask: torch.Te
 
 
 def reference_long_form(model, fe, audio: np.ndarray, center_s=2.0, left_s=10.0, right_s=2.0):
-    """families.md §2.6 long-form windows run through the HF modules, decoder state carried across windows."""
+    """docs/families/parakeet_tdt.md §6.2 long-form windows run through the HF modules, decoder state carried across windows."""
     n = audio.shape[0]
     center, left, right = int(center_s * SR), int(left_s * SR), int(right_s * SR)
     state = GreedyState(model)
