@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -19,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from app.settings import Settings
 from app.views.caption_view import CaptionView
+from app.views.level_meter import LevelMeter
 from app.views.model_banner import ModelBanner
 
 START_LABELS = {"idle": "Start", "failed": "Start", "loading": "Loading…", "running": "Stop",
@@ -45,13 +45,7 @@ class CaptionPanel(QWidget):
         self.language_edit.setMaximumWidth(130)
         self.context_edit = QLineEdit(self)
         self.context_edit.setPlaceholderText("context: names, terms")
-        self.level_meter = QProgressBar(self)
-        self.level_meter.setObjectName("levelMeter")
-        self.level_meter.setRange(-60, 0)
-        self.level_meter.setValue(-60)
-        self.level_meter.setTextVisible(False)
-        self.level_meter.setMaximumWidth(90)
-        self.level_meter.setToolTip("Input level")
+        self.level_meter = LevelMeter(self)
         for widget in (self.start_button, self.device_combo, self.model_combo, self.language_edit,
                        self.context_edit, self.level_meter):  # fmt: skip
             bar.addWidget(widget)
@@ -89,10 +83,10 @@ class CaptionPanel(QWidget):
 
     @Slot(float)
     def show_level(self, dbfs: float) -> None:
-        self.level_meter.setValue(int(max(-60.0, min(0.0, dbfs))))
+        self.level_meter.show_level(dbfs)
 
     def clear_level(self) -> None:
-        self.level_meter.setValue(-60)
+        self.level_meter.clear()
 
     def caption_text(self) -> str:
         return self.text_view.plain_text()

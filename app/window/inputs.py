@@ -68,9 +68,9 @@ class InputPicker:
         return self.source_factory(self.current())
 
     def remember_current(self) -> None:
-        """Keep the chosen input for the next start (not a ``file:`` recording)."""
+        """Keep the chosen input for the next start (not a recording, fast or not)."""
         device = self.current()
-        if device is not None and not str(device).startswith(FILE_ITEM):
+        if device is not None and not str(device).startswith((FILE_ITEM, FAST_FILE_ITEM)):
             self.settings.input_device = str(device)
 
     def select_recording(self, path: Path, fast: bool) -> None:

@@ -206,6 +206,7 @@ def test_a_recording_opened_or_dropped_is_captioned_fast_with_progress(qtbot, sp
         win.recordings.open(wav, fast=True)
     assert win.panel.caption_text() == f"{FIRST}\n{SECOND}"
     assert win.panel.device_combo.currentText() == "Recording: talk.wav (fast)"
+    assert "talk.wav" not in str(win.settings.input_device)  # a recording does not replace the remembered microphone
     (text, visible, backlog), = seen
     # Paced by the model (the source waits, nothing is refused), with its progress shown.
     assert backlog == "block" and visible and text.split(" · ")[0].endswith(f" of {speech.size / 16000:.0f} s"), seen
