@@ -46,9 +46,15 @@ class CaptionPanel(QWidget):
         self.context_edit = QLineEdit(self)
         self.context_edit.setPlaceholderText("context: names, terms")
         self.level_meter = LevelMeter(self)
-        for widget in (self.start_button, self.device_combo, self.model_combo, self.language_edit,
-                       self.context_edit, self.level_meter):  # fmt: skip
-            bar.addWidget(widget)
+        # The input and model names get the room (a recording's name, a long package name); their tooltips carry
+        # the whole name when it is cut.
+        for combo, what in ((self.device_combo, "Audio input"), (self.model_combo, "Model")):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(18)
+            combo.currentTextChanged.connect(lambda text, c=combo, w=what: c.setToolTip(f"{w}: {text}"))
+        for widget, stretch in ((self.start_button, 0), (self.device_combo, 3), (self.model_combo, 3),
+                                (self.language_edit, 0), (self.context_edit, 2), (self.level_meter, 0)):  # fmt: skip
+            bar.addWidget(widget, stretch)
         layout.addLayout(bar)
         # The model label says which model is in use and how to get real ones (the demo model is a toy).
         self.model_label = QLabel(model_summary, self)

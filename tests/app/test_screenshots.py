@@ -1,0 +1,28 @@
+"""The README's screenshot script still runs: every window it shows opens under Xvfb and is saved."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+EXPECTED = ("main_window", "overlay", "dictation_listening", "dictation_done", "models_dialog", "overlay_settings",
+            "dictation_settings")  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb (installed by .ci/run)")
+def test_the_screenshot_script_renders_every_window(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key not in ("DISPLAY", "QT_QPA_PLATFORM")}
+    done = subprocess.run([sys.executable, "docs/screenshots/make_screenshots.py", "--out", str(tmp_path)],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name in EXPECTED:
+        assert (tmp_path / f"{name}.png").stat().st_size > 1000, name
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert all(f"docs/screenshots/{name}.png" in readme for name in EXPECTED)
