@@ -51,6 +51,7 @@ def installed_models(paths: AppPaths, settings: object | None = None) -> list[Mo
         mode = "segmented" if entry.package.format == "bundled" else "auto"
         family = entry.package.family
         backend, options = weight_choice(family, getattr(settings, "backend", "auto"), settings)
+        options += live_options(family)
         choices.append(ModelChoice(entry.package.name, path, family, options, backend=backend,
                                    threads=getattr(settings, "threads", None), stream_mode=mode))  # fmt: skip
     if not choices:  # the catalog's fallback: the bundled demo model
@@ -60,6 +61,12 @@ def installed_models(paths: AppPaths, settings: object | None = None) -> list[Mo
         choices.append(ModelChoice(package.name if package else path.name, path, family, options, backend=backend,
                                    stream_mode="segmented"))  # fmt: skip
     return choices
+
+
+def live_options(family: str | None) -> tuple[tuple[str, object], ...]:
+    """Session options for captioning in the window. Confucius4-R2T2 streams are VAD-endpointed: a paragraph and
+    subtitle cues per utterance (one undivided segment otherwise), and each utterance decoded fresh."""
+    return (("endpointing", True),) if family == "confucius4_r2t2" else ()
 
 
 def weight_choice(

@@ -69,3 +69,19 @@ def test_parakeet_int8_weights_pick_the_cpu_backend_and_touch_no_other_family() 
     assert weight_choice("parakeet_tdt", "auto", Settings()) == ("auto", ())
     assert weight_choice("parakeet_tdt", "auto", None) == ("auto", ())
     assert Settings.from_dict(Settings(parakeet_weights="int8").to_dict()).parakeet_weights == "int8"
+
+
+def test_the_window_captions_confucius4_r2t2_by_utterance() -> None:
+    """One undivided R2T2 segment gave one paragraph and subtitles spread over every pause; endpointed streams
+    give a segment (paragraph, cues) per utterance."""
+    from app.state import live_options
+    from inference.engine import load_engine
+    from inference.families.confucius4_r2t2.endpointing import EndpointedStream
+    from tests.confucius4_r2t2.r2t2_fixtures import HF_CHECKPOINT
+
+    assert live_options("parakeet_tdt") == ()
+    engine = load_engine(HF_CHECKPOINT, session_options=dict(live_options("confucius4_r2t2")))
+    try:
+        assert isinstance(engine.open_stream(), EndpointedStream)
+    finally:
+        engine.close()
