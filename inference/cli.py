@@ -20,6 +20,7 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
+from inference.audio.vad import needs_speech_stretches, speech_stretches
 from inference.errors import CaptioneerError, UsageError
 from inference.formats import FORMATS, render
 from inference.paths import AppPaths
@@ -210,6 +211,8 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
 
         _emit(out, event_to_json(Done(transcript)))
         return 0
+    if audio is not None and needs_speech_stretches(len(transcript.words), args.format):
+        transcript.speech = speech_stretches(audio)
     rendered = render(transcript, args.format)
     if args.output:
         try:

@@ -126,9 +126,12 @@ class Transcript:
     segments: list[Segment] = field(default_factory=list)
     token_ids: list[int] = field(default_factory=list)
     timing: Timing | None = None
+    # Voiced stretches (seconds) a VAD found in the audio: subtitles of text without word times show it only
+    # while someone speaks. Set by whoever renders subtitles (the CLI, the server), not by engines.
+    speech: list[tuple[float, float]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "text": self.text,
             "language": self.language,
             "words": [w.to_json() for w in self.words],
@@ -136,6 +139,9 @@ class Transcript:
             "token_ids": list(self.token_ids),
             "timing": self.timing.to_json() if self.timing else None,
         }
+        if self.speech:
+            data["speech"] = [list(stretch) for stretch in self.speech]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Transcript:
@@ -147,6 +153,7 @@ class Transcript:
             segments=[Segment.from_json(s) for s in data.get("segments", ())],
             token_ids=[int(t) for t in data.get("token_ids", ())],
             timing=Timing.from_json(timing) if timing else None,
+            speech=[(float(a), float(b)) for a, b in data.get("speech", ())],
         )
 
 

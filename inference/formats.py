@@ -36,8 +36,39 @@ def build_cues(
         spans = [(transcript.text, 0.0, end)]
     cues: list[Cue] = []
     for text, start, end in spans:
-        cues += _cues_from_text(text, start, end, max_line_chars, max_lines, max_cue_s)
+        for piece, piece_start, piece_end in _over_speech(text, start, end, transcript.speech):
+            cues += _cues_from_text(piece, piece_start, piece_end, max_line_chars, max_lines, max_cue_s)
     return cues
+
+
+SILENCE_BREAK_S = 1.0  # no cue stays on screen through a silence this long
+
+
+def _over_speech(text: str, start: float, end: float, speech: list[tuple[float, float]]) -> list[tuple[str, float, float]]:
+    """A text-only segment shared among the voiced stretches inside it (pauses under ``SILENCE_BREAK_S``
+    bridged), its words given out by each stretch's share of the voiced time: an estimate, but one that keeps
+    cues off the screen through silences. Without VAD stretches inside it, the segment stays whole."""
+    stretches: list[list[float]] = []
+    for a, b in sorted(speech):
+        a, b = max(a, start), min(b, end)
+        if b <= a:
+            continue
+        if stretches and a - stretches[-1][1] < SILENCE_BREAK_S:
+            stretches[-1][1] = max(stretches[-1][1], b)
+        else:
+            stretches.append([a, b])
+    words = text.split()
+    if len(stretches) < 2 or len(words) < 2:
+        return [(text, *(stretches[0] if stretches else (start, end)))] if words else []
+    voiced = sum(b - a for a, b in stretches)
+    pieces, taken, elapsed = [], 0, 0.0
+    for index, (a, b) in enumerate(stretches):
+        elapsed += b - a
+        upto = len(words) if index == len(stretches) - 1 else round(len(words) * elapsed / voiced)
+        if upto > taken:
+            pieces.append((" ".join(words[taken:upto]), a, b))
+            taken = upto
+    return pieces
 
 
 PAUSE_BREAK_S = 0.5  # a silence this long between words always starts a new cue

@@ -244,3 +244,14 @@ def _pad_segments(raw: list[list[int]], n_samples: int, pad: float) -> list[Spee
         else:
             segment[1] = int(min(n_samples, segment[1] + pad))
     return [SpeechSegment(start, end) for start, end in raw]
+
+
+def speech_stretches(audio: np.ndarray, vad: SileroVad | None = None) -> list[tuple[float, float]]:
+    """Voiced stretches of a 16 kHz mono clip in seconds (the bundled Silero VAD unless ``vad`` is given)."""
+    found = speech_segments(audio, vad or SileroVad())
+    return [(segment.start / SAMPLE_RATE, segment.end / SAMPLE_RATE) for segment in found]
+
+
+def needs_speech_stretches(transcript_words: int, fmt: str) -> bool:
+    """Subtitles of text without word times follow the speech (``Transcript.speech``); nothing else needs it."""
+    return fmt in ("srt", "vtt") and transcript_words == 0

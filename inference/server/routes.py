@@ -7,9 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
+from inference.audio.vad import needs_speech_stretches, speech_stretches
 from inference.contract import SAMPLE_RATE, Segment, Transcript
 from inference.formats import build_cues, render
 from inference.server.config import ServerConfig
@@ -79,6 +81,8 @@ async def _transcribe(request: Request, *, details: bool) -> Response:
         job.model.note_duration(wall_s)
     finally:
         job.model.release()
+    if needs_speech_stretches(len(transcript.words), job.response_format):  # off the event loop: ~1 s per minute
+        transcript.speech = await anyio.to_thread.run_sync(speech_stretches, job.audio)
     return _render(job, transcript, wall_s, details, headers)
 
 

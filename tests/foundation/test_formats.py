@@ -80,3 +80,24 @@ def test_a_long_single_word_segment_cannot_loop() -> None:
     t = Transcript(text="a b", segments=[Segment("supercalifragilistic", 0.0, 30.0), Segment("a b", 30.0, 60.0)])
     cues = build_cues(t)
     assert [c.lines for c in cues][0] == ("supercalifragilistic",) and len(cues) == 3
+
+
+def test_text_without_word_times_is_shown_only_while_someone_speaks() -> None:
+    from inference.contract import Segment
+
+    text = " ".join(f"w{i}" for i in range(24))
+    stretches = [(1.0, 4.0), (10.0, 14.0), (14.5, 16.0), (25.0, 26.0)]  # 14-14.5: a breath, bridged
+    transcript = Transcript(text, segments=[Segment(text, 0.0, 30.0)], speech=stretches)
+    cues = build_cues(transcript)
+    silences = [(4.0, 10.0), (16.0, 25.0)]
+    assert all(not (cue.start_s < a and cue.end_s > b) for cue in cues for a, b in silences)
+    assert all(any(a - 1e-6 <= cue.start_s and cue.end_s <= b + 1e-6 for a, b in [(1, 4), (10, 16), (25, 26)])
+               for cue in cues)  # fmt: skip
+    shown = " ".join(line for cue in cues for line in cue.lines).split()
+    assert shown == text.split()  # every word, in order, once
+    # Words are given out by voiced time: 3 s, 6 s, 1 s of 10 s.
+    first = [w for cue in cues if cue.end_s <= 4.0 for line in cue.lines for w in line.split()]
+    assert len(first) == round(24 * 3 / 10)
+    without = build_cues(Transcript(text, segments=[Segment(text, 0.0, 30.0)]))
+    assert without[0].start_s == 0.0 and without[-1].end_s == pytest.approx(30.0)  # no VAD stretches: the segment as before
+    assert Transcript.from_json(transcript.to_json()).speech == stretches
