@@ -3,13 +3,14 @@
 Engines with their own live path (``Capabilities.streaming``) stream natively; every other engine is
 wrapped in a :class:`SegmentedStream`, so any installed model, the bundled demo model included, captions
 live. A segment commits when speech is followed by ``end_silence_s`` of non-speech or reaches
-``max_segment_s``; the transcript of a segment is final (deltas only, no snapshots).
+``max_segment_s``; the transcript of a segment is final. While it grows, the open segment is re-decoded about
+every ``snapshot_every_s`` of audio and shown as a revisable snapshot (less often when the model is slow).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from inference.contract import (
     Engine,
     ResumePoint,
     Segment,
+    Snapshot,
     SpeechEnd,
     StreamEvent,
     Timing,
@@ -40,6 +42,7 @@ class SegmenterSettings:
     max_segment_s: float = 20.0
     pre_roll_s: float = 0.5  # audio kept before the detected start, so a soft first word is not cut
     min_speech_s: float = 0.1  # shorter blips (clicks, breaths) are dropped without a model call
+    snapshot_every_s: float = 1.0  # provisional text of the open segment; 0 = final text only
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> SegmenterSettings:
@@ -50,8 +53,10 @@ class SegmenterSettings:
         settings = cls(**{k: float(v) for k, v in options.items()})
         if not 0 < settings.release <= settings.threshold < 1:
             raise UsageError("segmenter thresholds must satisfy 0 < release <= threshold < 1")
-        if settings.end_silence_s <= 0 or settings.max_segment_s < 1 or settings.pre_roll_s < 0:
-            raise UsageError("segmenter times out of range", "end_silence_s > 0, max_segment_s >= 1, pre_roll_s >= 0")
+        if (settings.end_silence_s <= 0 or settings.max_segment_s < 1 or settings.pre_roll_s < 0
+                or settings.snapshot_every_s < 0):  # fmt: skip
+            raise UsageError("segmenter times out of range",
+                             "end_silence_s > 0, max_segment_s >= 1, pre_roll_s >= 0, snapshot_every_s >= 0")  # fmt: skip
         return settings
 
 
@@ -64,8 +69,10 @@ class SegmentedStream:
         vad: SileroVad,
         request_options: dict[str, Any] | None = None,
         settings: SegmenterSettings | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.engine = engine
+        self._clock = clock
         self.vad = vad
         self.vad.reset()
         self.options = dict(request_options or {})
@@ -80,6 +87,8 @@ class SegmentedStream:
         self._voiced_frames = 0
         self._voiced_end = 0  # sample index just after the open segment's last voiced frame
         self._silent_run = 0
+        self._snapshot_at_s = 0.0  # the open segment's length at its last snapshot
+        self._snapshot_cost_s = 0.0  # what the last snapshot decode took
         self._segment_id = 0
         self._committed: list[str] = []
         self._segments: list[Segment] = []
@@ -154,6 +163,7 @@ class SegmentedStream:
                 self._segment_start = frame_start - len(pre_roll) * FRAME_SAMPLES
                 self._segment_vad = self._pre_roll_vad[0] if pre_roll else vad_before
                 self._voiced_frames, self._silent_run = 1, 0
+                self._snapshot_at_s = 0.0
                 self._voiced_end = frame_start + FRAME_SAMPLES
                 self._pre_roll, self._pre_roll_vad = [], []
             else:
@@ -174,7 +184,24 @@ class SegmentedStream:
         length_s = len(self._segment) * FRAME_SAMPLES / SAMPLE_RATE
         if self._silent_run * FRAME_SAMPLES >= s.end_silence_s * SAMPLE_RATE or length_s >= s.max_segment_s:
             return self._close_segment()
+        # A slow model snapshots less often: re-decoding never takes more than half of the audio's time.
+        due = max(s.snapshot_every_s, 2 * self._snapshot_cost_s)
+        if s.snapshot_every_s > 0 and self._silent_run == 0 and length_s - self._snapshot_at_s >= due:
+            return self._snapshot(length_s)
         return []
+
+    def _snapshot(self, length_s: float) -> list[StreamEvent]:
+        assert self._segment is not None
+        started = self._clock()
+        result = self.engine.transcribe(np.concatenate(self._segment), **self.options)
+        self._snapshot_cost_s = self._clock() - started
+        self._model_wall_s += self._snapshot_cost_s
+        self._snapshot_at_s = length_s
+        text = result.text.strip()
+        if not text:
+            return []
+        start_s = self._segment_start / SAMPLE_RATE
+        return [Snapshot(text, self._segment_id, start_s, self._voiced_end / SAMPLE_RATE, result.language)]
 
     def _close_segment(self) -> list[StreamEvent]:
         assert self._segment is not None
@@ -184,9 +211,9 @@ class SegmentedStream:
         self._segment = None
         if voiced_s < self.settings.min_speech_s:
             return []
-        started = time.perf_counter()
+        started = self._clock()
         result = self.engine.transcribe(audio, **self.options)
-        self._model_wall_s += time.perf_counter() - started
+        self._model_wall_s += self._clock() - started
         text = result.text.strip()
         # The segment's audio runs on through the closing silence; its speech ends with the last voiced frame.
         start_s, end_s = start / SAMPLE_RATE, min(self._voiced_end, start + audio.size) / SAMPLE_RATE

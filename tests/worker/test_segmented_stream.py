@@ -9,7 +9,7 @@ import pytest
 
 from inference.audio.io import PcmStreamDecoder, decode_raw_pcm, to_mono_16k
 from inference.audio.vad import SileroVad
-from inference.contract import SAMPLE_RATE, Capabilities, Delta, SpeechEnd, Transcript, Word
+from inference.contract import SAMPLE_RATE, Capabilities, Delta, Snapshot, SpeechEnd, Transcript, Word
 from inference.errors import UsageError
 from inference.streaming import SegmentedStream, SegmenterSettings
 
@@ -46,9 +46,12 @@ def feed(stream: SegmentedStream, audio: np.ndarray, step: int = 5120) -> list[A
     return events
 
 
+FINAL_ONLY = SegmenterSettings(snapshot_every_s=0)
+
+
 def test_each_pause_commits_one_segment_with_stream_times(speech: np.ndarray) -> None:
     engine = RecordingEngine()
-    stream = SegmentedStream(engine, SileroVad())
+    stream = SegmentedStream(engine, SileroVad(), settings=FINAL_ONLY)
     silence = np.zeros(SAMPLE_RATE, np.float32)
     events = feed(stream, np.concatenate([silence, speech, silence, speech, silence]))
     deltas = [e for e in events if isinstance(e, Delta)]
@@ -67,10 +70,43 @@ def test_each_pause_commits_one_segment_with_stream_times(speech: np.ndarray) ->
 
 def test_finish_commits_the_open_segment_and_silence_costs_no_model_call(speech: np.ndarray) -> None:
     engine = RecordingEngine()
-    stream = SegmentedStream(engine, SileroVad())
+    stream = SegmentedStream(engine, SileroVad(), settings=FINAL_ONLY)
     assert feed(stream, np.zeros(3 * SAMPLE_RATE, np.float32)) == [] and engine.calls == []
     feed(stream, speech[: speech.size // 2])
     assert stream.finish().text == "seg1"
+
+
+def test_the_open_segment_is_shown_as_snapshots_about_once_a_second(speech: np.ndarray) -> None:
+    engine = RecordingEngine()
+    now = [0.0]
+
+    def clock() -> float:  # read before and after each model call: each call "takes" 0.05 s
+        now[0] += 0.05
+        return now[0]
+
+    stream = SegmentedStream(engine, SileroVad(), clock=clock)
+    silence = np.zeros(SAMPLE_RATE, np.float32)
+    events = feed(stream, np.concatenate([silence, speech, silence]))
+    snapshots = [e for e in events if isinstance(e, Snapshot)]
+    delta = next(e for e in events if isinstance(e, Delta))
+    voiced_s = delta.end_s - delta.start_s  # type: ignore[operator]
+    assert 2 <= len(snapshots) <= voiced_s + 1  # about one per second of the growing segment
+    assert events.index(snapshots[-1]) < events.index(delta) and {e.segment_id for e in snapshots} == {0}
+    assert delta.text == f"seg{len(snapshots) + 1}"  # the closed segment is still decoded once more, whole
+    assert [e.end_s for e in snapshots] == sorted(e.end_s for e in snapshots)
+
+
+def test_a_slow_model_is_asked_for_snapshots_less_often(speech: np.ndarray) -> None:
+    now = [0.0]
+
+    def clock() -> float:  # each model call "takes" 1.5 s: after the first, snapshots at most every 3 s of audio
+        now[0] += 1.5
+        return now[0]
+
+    engine = RecordingEngine()
+    stream = SegmentedStream(engine, SileroVad(), clock=clock)
+    events = feed(stream, np.concatenate([speech, np.zeros(SAMPLE_RATE, np.float32)]))
+    assert len([e for e in events if isinstance(e, Snapshot)]) == 1  # a ~3.5 s segment
 
 
 def test_long_speech_is_cut_at_max_segment_length(speech: np.ndarray) -> None:
