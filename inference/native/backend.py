@@ -10,7 +10,7 @@ import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import CPU_FEATURES, GgmlApi, load_api
@@ -18,9 +18,7 @@ from inference.native.blas import OpenBlasGemm, open_gemm, requested_gemm
 from inference.native.int8 import Int8Gemm
 from inference.native.lib import PINNED_LLAMA_CPP_VERSION
 from inference.native.owner import NativeOwner
-
-if TYPE_CHECKING:
-    from inference.native.graph import OpProfiler
+from inference.native.profiler import OpProfiler
 
 BACKEND_NAMES = ("auto", "cpu", "cuda", "metal", "vulkan")
 # ggml registry names of the GPU backends, and the CMake switch that builds each one in.
