@@ -20,12 +20,12 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
+from inference.contract import BACKEND_NAMES
 from inference.errors import CaptioneerError, UsageError
 from inference.formats import FORMATS, render
 from inference.paths import AppPaths
 
 log = logging.getLogger("captioneer.cli")
-BACKENDS = ("auto", "cpu", "cuda", "metal", "vulkan")
 STREAM_PUSH_SECONDS = 0.32
 
 
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--context", help="context text (names, terms) for families that take it")
     tr.add_argument("--session-option", action="append", default=[], metavar="K=V", help="engine session option")
     tr.add_argument("--request-option", action="append", default=[], metavar="K=V", help="per-request option")
-    tr.add_argument("--backend", choices=BACKENDS, default="auto")
+    tr.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
     tr.add_argument("--threads", type=int, help="CPU threads (default: physical cores)")
     tr.add_argument("--format", choices=FORMATS, default="text",
                     help="with --mode streaming, text prints committed text as it grows, then the final text")
@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="on SIGTERM/Ctrl-C, how long requests in flight may still finish (default 10)")
     serve.add_argument("--audio-dir", type=Path, metavar="DIR",
                        help="let JSON requests name files under DIR in 'audio_path' (default: off)")
-    serve.add_argument("--backend", choices=BACKENDS, default="auto")
+    serve.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
     serve.add_argument("--threads", type=int, help="CPU threads per model (default: physical cores)")
     return parser
 

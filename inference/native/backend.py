@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inference.contract import BACKEND_NAMES
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import CPU_FEATURES, GgmlApi, load_api
 from inference.native.blas import OpenBlasGemm, open_gemm, requested_gemm
@@ -20,7 +21,6 @@ from inference.native.lib import PINNED_LLAMA_CPP_VERSION
 from inference.native.owner import NativeOwner
 from inference.native.profiler import OpProfiler
 
-BACKEND_NAMES = ("auto", "cpu", "cuda", "metal", "vulkan")
 # ggml registry names of the GPU backends, and the CMake switch that builds each one in.
 _REGISTRY_NAME = {"cuda": "CUDA", "metal": "Metal", "vulkan": "Vulkan"}
 _CMAKE_FLAG = {"cuda": "-DGGML_CUDA=on", "metal": "-DGGML_METAL=on", "vulkan": "-DGGML_VULKAN=on"}
