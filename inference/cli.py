@@ -155,8 +155,8 @@ def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
 
 def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdin: IO[bytes]) -> int:
     """Transcribe through the inference worker, so a native crash is an error message, not a dead shell."""
-    from inference.engine import KNOWN_FAMILIES, detect_family
     from inference.models.catalog import Catalog
+    from inference.models.identify import KNOWN_FAMILIES, detect_family
     from inference.models.spec import load_family_spec
 
     if args.family is not None and args.family not in KNOWN_FAMILIES:
