@@ -21,7 +21,7 @@ from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot
 from app.live.journal import SessionJournal, sessions_dir
 from app.live.pipeline import LivePipeline
 from app.live.session import SessionModel
-from app.live.sources import AudioSource
+from app.live.sources import AudioSource, DeviceSource
 from inference.client import BacklogPolicy, RemoteEngine, WorkerClient
 from inference.contract import Delta, Done, ErrorEvent, SpeechEnd, StreamEvent
 from inference.errors import CaptioneerError
@@ -31,8 +31,6 @@ log = logging.getLogger("captioneer.app.controller")
 
 def default_reconnect(lost: AudioSource) -> AudioSource | None:
     """A lost sound card → the system's default input (a recording that ended is not replaced)."""
-    from app.live.sources import DeviceSource
-
     return DeviceSource(None) if isinstance(lost, DeviceSource) else None
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from inference.errors import CaptioneerError
 from inference.models.catalog import Catalog
+from inference.models.identify import detect_family
 from inference.paths import AppPaths
 
 if TYPE_CHECKING:
@@ -35,7 +36,6 @@ class AppState:
 def installed_models(paths: AppPaths, settings: object | None = None) -> list[ModelChoice]:
     """Every installed package (and the bundled demo model), as choices for the model picker."""
     from app.controller import ModelChoice
-    from inference.engine import detect_family
 
     catalog = Catalog(paths)
     choices = []

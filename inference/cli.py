@@ -21,12 +21,12 @@ from typing import IO, Any, NoReturn
 import numpy as np
 
 from inference.audio.vad import needs_speech_stretches, speech_stretches
+from inference.contract import BACKEND_NAMES
 from inference.errors import CaptioneerError, UsageError
 from inference.formats import FORMATS, render
 from inference.paths import AppPaths
 
 log = logging.getLogger("captioneer.cli")
-BACKENDS = ("auto", "cpu", "cuda", "metal", "vulkan")
 STREAM_PUSH_SECONDS = 0.32
 
 
@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--context", help="context text (names, terms) for families that take it")
     tr.add_argument("--session-option", action="append", default=[], metavar="K=V", help="engine session option")
     tr.add_argument("--request-option", action="append", default=[], metavar="K=V", help="per-request option")
-    tr.add_argument("--backend", choices=BACKENDS, default="auto")
+    tr.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
     tr.add_argument("--threads", type=int, help="CPU threads (default: physical cores)")
     tr.add_argument("--format", choices=FORMATS, default="text",
                     help="with --mode streaming, text prints committed text as it grows, then the final text")
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="on SIGTERM/Ctrl-C, how long requests in flight may still finish (default 10)")
     serve.add_argument("--audio-dir", type=Path, metavar="DIR",
                        help="let JSON requests name files under DIR in 'audio_path' (default: off)")
-    serve.add_argument("--backend", choices=BACKENDS, default="auto")
+    serve.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
     serve.add_argument("--threads", type=int, help="CPU threads per model (default: physical cores)")
     return parser
 
@@ -156,8 +156,8 @@ def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
 
 def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdin: IO[bytes]) -> int:
     """Transcribe through the inference worker, so a native crash is an error message, not a dead shell."""
-    from inference.engine import KNOWN_FAMILIES, detect_family
     from inference.models.catalog import Catalog
+    from inference.models.identify import KNOWN_FAMILIES, detect_family
     from inference.models.spec import load_family_spec
 
     if args.family is not None and args.family not in KNOWN_FAMILIES:

@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 SAMPLE_RATE = 16000
 """Every engine, stream and protocol message takes mono float32 samples at this rate."""
 
+BACKEND_NAMES = ("auto", "cpu", "cuda", "metal", "vulkan")
+"""The ggml backends a request may name (``auto`` prefers a GPU); :mod:`inference.native.backend` opens them."""
+
 
 # ------------------------------------------------------------------------------------------ results
 

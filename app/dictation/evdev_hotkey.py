@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.dictation.global_hotkey import parse_hotkey
+from app.dictation.hotkey_text import parse_hotkey
 from app.dictation.key_filters import EV_KEY, EV_LED, EVDEV_KEY, EvdevHotkeyFilter, split_hotkey
 from inference.errors import UsageError
 

@@ -29,32 +29,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from app.dictation.key_filters import (
-    DARWIN_KEYCODE,
-    EVDEV_KEY,
-    MODIFIERS,
-    WIN32_VK,
-    DarwinHotkeyFilter,
-    Win32HotkeyFilter,
-)
+from app.dictation.evdev_hotkey import EvdevHotkey, EvdevProbe, describe_evdev, probe_input_devices
+from app.dictation.hotkey_text import parse_hotkey
+from app.dictation.key_filters import DarwinHotkeyFilter, Win32HotkeyFilter
 from inference.errors import UsageError
 
-if TYPE_CHECKING:
-    from app.dictation.evdev_hotkey import EvdevProbe
-
 log = logging.getLogger("captioneer.app.hotkey")
-
-#: The ``<name>`` keys a hotkey may use (pynput's names, left/right variants folded), without importing pynput:
-#: it cannot be imported in a Wayland session without an X display.
-NAMED_KEYS = frozenset(
-    {name for table in (WIN32_VK, DARWIN_KEYCODE, EVDEV_KEY) for name in table if len(name) > 1}
-    | set(MODIFIERS)
-    | {"media_play_pause", "media_volume_mute", "media_volume_down", "media_volume_up", "media_previous",
-       "media_next"}
-)  # fmt: skip
-
 
 def session_kind(env: dict[str, str] | None = None) -> str:
     """"wayland", "x11", "windows", "macos" or "unknown"."""
@@ -90,36 +72,12 @@ def choose_backend(kind: str, hotkey: str, probe: Callable[[str], EvdevProbe] | 
                              "Privacy & Security → Accessibility and Input Monitoring (then it never reaches "
                              "other apps).")  # fmt: skip
     if kind == "wayland":
-        from app.dictation.evdev_hotkey import describe_evdev, probe_input_devices
-
         found = (probe or probe_input_devices)(hotkey)
         if found.usable:
             return HotkeyBackend("evdev", kind, describe_evdev(found), grab=found.can_grab)
         return HotkeyBackend("command", kind, describe_evdev(found))
     return HotkeyBackend("command", kind, "No graphical session found: bind `captioneer dictate --toggle` to a "
                          "shortcut instead.")  # fmt: skip
-
-
-def parse_hotkey(text: str) -> frozenset[str]:
-    """Key names of a hotkey string (``<ctrl>+<alt>+<space>``, ``<f9>``, ``<ctrl>+d``); a clear error otherwise."""
-    names = set()
-    for part in (p.strip() for p in text.split("+")):
-        if len(part) == 1:
-            names.add(part.lower())
-        elif len(part) > 2 and part.startswith("<") and part.endswith(">") and \
-                _base_name(part[1:-1].lower()) in NAMED_KEYS:  # fmt: skip
-            names.add(_base_name(part[1:-1].lower()))  # by name: key values differ between backends
-        else:
-            raise UsageError(f"cannot read the hotkey {text!r} (at {part!r})",
-                             "write it like <ctrl>+<alt>+<space>, <f9> or <ctrl>+d")  # fmt: skip
-    return frozenset(names)
-
-
-def _base_name(name: str) -> str:
-    for suffix in ("_l", "_r", "_gr"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 class GlobalHotkey:
@@ -259,7 +217,5 @@ def make_hotkey(hotkey: str, on_press: Callable[[], None], on_release: Callable[
     if backend.name == "pynput":
         return GlobalHotkey(hotkey, on_press, on_release)
     if backend.name == "evdev":
-        from app.dictation.evdev_hotkey import EvdevHotkey
-
         return EvdevHotkey(hotkey, on_press, on_release, grab=backend.grab)
     return None

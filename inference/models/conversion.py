@@ -2,8 +2,8 @@
 
 A hook runs inside the temporary install directory after every download is verified and before the
 package is marked installed, so a failed or cancelled conversion never leaves an installed-looking
-package. ``default_conversions()`` lists the ones this build ships; the family code is imported only when a
-hook runs, so the store stays light.
+package. The families' install modules implement the hooks; ``default_conversions.py`` lists the ones this
+build ships.
 """
 
 from __future__ import annotations
@@ -80,44 +80,3 @@ class ConversionRegistry:
         check = self.preflights.get(package.family)
         if check is not None and package.family in self.converters:
             check(package)
-
-
-def _confucius4_r2t2_thinker(context: ConversionContext) -> ConversionResult | None:
-    from inference.families.confucius4_r2t2.install import build_thinker
-
-    return build_thinker(context)
-
-
-def _confucius4_r2t2_space(package: PackageSpec) -> int:
-    from inference.families.confucius4_r2t2.install import extra_space
-
-    return extra_space(package)
-
-
-def _parakeet_tdt_phonon2(context: ConversionContext) -> ConversionResult | None:
-    from inference.families.parakeet_tdt.install import build_phonon2
-
-    return build_phonon2(context)
-
-
-def _parakeet_tdt_space(package: PackageSpec) -> int:
-    from inference.families.parakeet_tdt.install import extra_space
-
-    return extra_space(package)
-
-
-def _parakeet_tdt_preflight(package: PackageSpec) -> None:
-    from inference.models.phonon import preflight
-
-    preflight(package)
-
-
-def default_conversions() -> ConversionRegistry:
-    """The converters this build ships: the confucius4_r2t2 thinker GGUF (llama.cpp) and the Phonon-2
-    container → dense parakeet_tdt checkpoint (``phonon2-archive`` packages), both at install time."""
-    registry = ConversionRegistry()
-    registry.register("confucius4_r2t2", _confucius4_r2t2_thinker, extra_space=_confucius4_r2t2_space)
-    registry.register(
-        "parakeet_tdt", _parakeet_tdt_phonon2, extra_space=_parakeet_tdt_space, preflight=_parakeet_tdt_preflight
-    )
-    return registry

@@ -1,5 +1,5 @@
 """Importing a local model folder or file (copied while hashing, or linked), and converting a local Phonon-2
-source (``phonon.py``), with the same all-or-nothing assembly as an install."""
+source (``families/parakeet_tdt/phonon_source.py``), with the same all-or-nothing assembly as an install."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import threading
 from pathlib import Path
 
 from inference.errors import UsageError
-from inference.models import phonon
+from inference.families.parakeet_tdt import phonon_source as phonon
+from inference.families.parakeet_tdt.install import extra_space as phonon_extra_space
 from inference.models.assembly import StoreInstaller
 from inference.models.downloads import PlannedFile
 from inference.models.fsops import copy_hashing, remove_tree, walk_files
+from inference.models.identify import detect_family
 from inference.models.layout import locate_model
 from inference.models.marker import INSTALL_MARKER, InstallMarker, write_marker
 from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter
@@ -36,8 +38,6 @@ class StoreImporter(StoreInstaller):
         A Phonon-2 source (a ``.tar.zst`` archive, or a folder holding ``model.fermion`` and ``config.json``)
         is converted instead, see :meth:`_import_phonon2`; ``sidecars`` and ``sha256`` apply to it only.
         """
-        from inference.engine import detect_family
-
         source = Path(source).expanduser()
         if not source.exists():
             raise UsageError(f"nothing to import at {source}", "pass an existing model folder or .gguf file")
@@ -127,7 +127,7 @@ class StoreImporter(StoreInstaller):
             if side_files:
                 tracker.emit("checking", message=f"asking {self.hub.endpoint} for the sidecars", force=True)
                 planned = self._plan(pkg, cancel)
-            needed = self._remaining(planned) + phonon.extra_space(pkg) + DISK_RESERVE_BYTES
+            needed = self._remaining(planned) + phonon_extra_space(pkg) + DISK_RESERVE_BYTES
             self._require_space(needed, f"to import {source.name}")
             if planned:
                 self._download_all(pkg, planned, tracker, cancel)

@@ -23,7 +23,7 @@ install, import and remove hold a per-package file lock and refuse, naming the p
 A catalog file may come from another repository than its package's (``spec.py``): the Phonon-2 archive's
 sidecars come from nvidia's Parakeet repository. ``import_local`` copies a model as it is, except a Phonon-2
 source (``.tar.zst`` or a folder with ``model.fermion``), which it converts like an install would
-(``phonon.py``), downloading the sidecars unless a local folder of them is given.
+(``families/parakeet_tdt/phonon_source.py``), downloading the sidecars unless a local folder of them is given.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from filelock import FileLock, Timeout
 
 from inference.errors import UsageError
 from inference.models.catalog import Catalog
-from inference.models.conversion import ConversionRegistry, default_conversions
+from inference.models.conversion import ConversionRegistry
+from inference.models.default_conversions import default_conversions
 from inference.models.errors import DiskSpaceError
 from inference.models.fsops import is_linked, remove_tree, walk_files
 from inference.models.hashing import sha256_file

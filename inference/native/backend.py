@@ -10,19 +10,17 @@ import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from inference.contract import BACKEND_NAMES
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import CPU_FEATURES, GgmlApi, load_api
 from inference.native.blas import OpenBlasGemm, open_gemm, requested_gemm
 from inference.native.int8 import Int8Gemm
 from inference.native.lib import PINNED_LLAMA_CPP_VERSION
 from inference.native.owner import NativeOwner
+from inference.native.profiler import OpProfiler
 
-if TYPE_CHECKING:
-    from inference.native.graph import OpProfiler
-
-BACKEND_NAMES = ("auto", "cpu", "cuda", "metal", "vulkan")
 # ggml registry names of the GPU backends, and the CMake switch that builds each one in.
 _REGISTRY_NAME = {"cuda": "CUDA", "metal": "Metal", "vulkan": "Vulkan"}
 _CMAKE_FLAG = {"cuda": "-DGGML_CUDA=on", "metal": "-DGGML_METAL=on", "vulkan": "-DGGML_VULKAN=on"}

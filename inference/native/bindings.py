@@ -218,7 +218,7 @@ OPTIONAL: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "ggml_flash_attn_ext": (P, (P, P, P, P, P, F32, F32, F32)),
     "ggml_prec_set_acc": (B, (P, I32)),
     "ggml_conv_2d_dw_direct": _binary(I32, I32, I32, I32, I32, I32),
-    # the op profiler (inference.native.graph.OpProfiler): one-node graphs computed one at a time
+    # the op profiler (inference.native.profiler.OpProfiler): one-node graphs computed one at a time
     "ggml_graph_add_node": (None, (P, P)),
     "ggml_graph_clear": (None, (P,)),
 }

@@ -20,6 +20,7 @@ import numpy as np
 from inference.errors import InputFileError, ModelError
 from inference.native.bindings import GgmlApi, load_api
 from inference.native.dtypes import GgmlType
+from inference.native.gguf_file import GgufFile
 from inference.native.quant import dequantize
 
 _SAFETENSORS_TYPES = {
@@ -195,8 +196,6 @@ def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
 
 
 def _read_gguf(path: Path) -> tuple[object, dict[str, TensorRecord]]:
-    from inference.native.gguf_file import GgufFile
-
     try:
         gguf_file = GgufFile(path)
     except ModelError as exc:  # same error class as a damaged safetensors file

@@ -24,6 +24,7 @@ from types import ModuleType
 import numpy as np
 
 from inference.errors import BackendError, ModelError, UsageError
+from inference.native import backend as native_backend
 from inference.native.lib import INSTALL_FIX, load_ggml_libraries
 
 # ggml type ids (ggml.h); the bindings lack some of them (BF16), so keep the few we use here.
@@ -149,15 +150,11 @@ def _native_reason(default: str) -> str:
 
 def default_threads() -> int:
     """The same default as the ggml graphs: physical cores (see ``inference.native.backend``)."""
-    from inference.native.backend import physical_cores
-
-    return physical_cores()
+    return native_backend.physical_cores()
 
 
 def _cpu_has_amx() -> bool:
-    from inference.native.backend import cpu_features
-
-    return "amx_int8" in cpu_features()
+    return "amx_int8" in native_backend.cpu_features()
 
 
 class LlamaModel:

@@ -10,24 +10,58 @@ where ggml needs a contiguous operand.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from inference.errors import UsageError
 from inference.native.bindings import GgmlApi, InitParams
+from inference.native.blas import OpenBlasGemm, ProductArgs
 from inference.native.dtypes import GgmlType, as_ggml_type
-from inference.native.tensor import MAX_DIMS, Tensor, ggml_axis, to_ne
-
-if TYPE_CHECKING:
-    from inference.native.blas import OpenBlasGemm, ProductArgs
-    from inference.native.int8 import Int8Args, Int8Gemm
+from inference.native.int8 import Int8Args, Int8Gemm
+from inference.native.tensor import MAX_DIMS, ByteLayout, Tensor, ggml_axis, to_ne
 
 DEFAULT_MAX_NODES = 8192
+# The ops that read int8 weight matrices (ByteLayout.INT8_TRANSPOSED); every other op refuses them.
+_INT8_WEIGHT_OPS = frozenset({"mul_mat", "linear"})
 # Type pairs computed as they are by add/sub/mul/div; mixed pairs are promoted to f32 like numpy
 # does (the CPU backend would abort on f32 + f16 and round f16 + f32 to f16).
 _BINARY_TYPES = {(GgmlType.F32, GgmlType.F32), (GgmlType.F16, GgmlType.F16), (GgmlType.BF16, GgmlType.BF16)}
 
 
+_Builder = TypeVar("_Builder", bound=type)
+
+
+def _refuse_int8_weights(op: str, tensor: Tensor) -> None:
+    if tensor.layout is ByteLayout.INT8_TRANSPOSED:
+        raise UsageError(
+            f"{op}: the int8 weight {tensor.shape} holds transposed bytes that only mul_mat can read",
+            "use it through mul_mat or linear, or store this weight in another type (e.g. q8_0 or f32)",
+        )
+
+
+def _int8_checked(op: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
+        for value in (*args, *kwargs.values()):
+            for item in value if isinstance(value, list | tuple) else (value,):
+                if isinstance(item, Tensor):
+                    _refuse_int8_weights(op, item)
+        return method(self, *args, **kwargs)
+
+    return checked
+
+
+def _ops_refuse_int8_weights(cls: _Builder) -> _Builder:
+    """Every public op but those in _INT8_WEIGHT_OPS refuses int8 weight matrices (ggml would read garbage)."""
+    for name, method in list(vars(cls).items()):
+        if inspect.isfunction(method) and not name.startswith("_") and name not in _INT8_WEIGHT_OPS:
+            setattr(cls, name, _int8_checked(name, method))
+    return cls
+
+
+@_ops_refuse_int8_weights
 class GraphBuilder:
     """Collects inputs, operations and outputs of one graph. Created and owned by a Graph."""
 
@@ -264,6 +298,7 @@ class GraphBuilder:
         Leading axes of ``a`` broadcast over those of ``b``. Big f32 x f32 products run on OpenBLAS when the
         graph's backend offers it (:mod:`inference.native.blas`), the others on ggml.
         """
+        _refuse_int8_weights("mul_mat (as its second operand)", b)
         if a.shape[-1] != b.shape[-1]:
             raise UsageError(
                 f"mul_mat: inner sizes differ, a {a.shape} vs b {b.shape} (last axes must match)"
@@ -301,8 +336,6 @@ class GraphBuilder:
         return self.gemm.routes(ne_b[1], ne_a[1], ne_a[0], ne_b[2] * ne_b[3])
 
     def _blas_product(self, a: Tensor, b: Tensor) -> Tensor:
-        from inference.native.blas import ProductArgs
-
         assert self.gemm is not None
         ne_a, ne_b, nb_a, nb_b = a.ne, b.ne, a.nb, b.nb
         if ne_a[2] == ne_a[3] == 1:  # b's leading axes are rows of one product: b must be contiguous
@@ -325,9 +358,7 @@ class GraphBuilder:
 
     def _int8_product(self, a: Tensor, b: Tensor) -> Tensor:
         """``b @ a.mT`` for an int8 matrix ``a`` (N, K) of a weight store, on ONNX Runtime (native/int8.py)."""
-        from inference.native.int8 import Int8Args
-
-        scale = a.owner.int8_scale(a) if hasattr(a.owner, "int8_scale") else None
+        scale = a.owner.int8_scale(a) if a.layout is ByteLayout.INT8_TRANSPOSED else None
         if scale is None or a.ndim != 2:
             raise UsageError(f"mul_mat: an int8 tensor {a.shape} that is not an int8 weight matrix of a store")
         if self.int8 is None:

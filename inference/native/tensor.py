@@ -16,16 +16,36 @@ each :class:`Tensor` remembers its numpy rank; ``shape`` is derived from ggml's 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from enum import Enum
+from typing import Any, Protocol, runtime_checkable
 
 from inference.errors import UsageError
 from inference.native.bindings import TensorHead
 from inference.native.dtypes import GgmlType
 
-if TYPE_CHECKING:
-    from inference.native.ops import GraphBuilder
-
 MAX_DIMS = 4
+
+
+class ByteLayout(Enum):
+    """How a tensor's bytes are laid out, the one place that says so."""
+
+    GGML = "ggml"  # as ggml reads its type
+    # An int8 weight matrix (N, K) of a store, bytes transposed to (K, N) for the int8 GEMM (native/int8.py):
+    # only mul_mat can take it, ggml's own ops would read garbage.
+    INT8_TRANSPOSED = "int8_transposed"
+
+
+@runtime_checkable
+class TensorArithmetic(Protocol):
+    """What the tensor operators need from the graph builder that owns an operand (native/ops.py)."""
+
+    def add(self, a: Tensor, b: Tensor) -> Tensor: ...
+
+    def sub(self, a: Tensor, b: Tensor) -> Tensor: ...
+
+    def mul(self, a: Tensor, b: Tensor) -> Tensor: ...
+
+    def scale(self, x: Tensor, factor: float, bias: float = 0.0) -> Tensor: ...
 
 
 def to_ne(shape: tuple[int, ...]) -> list[int]:
@@ -51,14 +71,15 @@ class Tensor:
     Arithmetic operators work on tensors that belong to a graph builder (``x + y``, ``x * w``).
     """
 
-    __slots__ = ("ptr", "ndim", "owner")
+    __slots__ = ("ptr", "ndim", "owner", "layout")
 
-    def __init__(self, ptr: int, ndim: int, owner: Any) -> None:
+    def __init__(self, ptr: int, ndim: int, owner: Any, layout: ByteLayout = ByteLayout.GGML) -> None:
         if not ptr:
             raise UsageError("ggml returned no tensor (NULL)")
         self.ptr = ptr
         self.ndim = ndim
         self.owner = owner
+        self.layout = layout
 
     @property
     def _head(self) -> TensorHead:
@@ -85,11 +106,9 @@ class Tensor:
         return f"Tensor(shape={self.shape}, type={self.type.name})"
 
     # Operators delegate to the graph builder that owns one of the operands.
-    def _builder(self, other: Any) -> GraphBuilder:
-        from inference.native.ops import GraphBuilder
-
+    def _builder(self, other: Any) -> TensorArithmetic:
         for candidate in (self.owner, getattr(other, "owner", None)):
-            if isinstance(candidate, GraphBuilder):
+            if isinstance(candidate, TensorArithmetic):
                 return candidate
         raise UsageError("arithmetic on tensors needs one operand that belongs to a graph being built")
 

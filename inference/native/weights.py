@@ -27,7 +27,7 @@ from inference.native.dtypes import QUANTIZED_TYPES, GgmlType, StorageType, ggml
 from inference.native.int8 import dequantize_rows, quantize_rows
 from inference.native.owner import NativeOwner
 from inference.native.quant import can_store_rows, dequantize, fitting_type, quantize
-from inference.native.tensor import MAX_DIMS, Tensor, to_ne
+from inference.native.tensor import MAX_DIMS, ByteLayout, Tensor, to_ne
 
 GGML_BACKEND_BUFFER_USAGE_WEIGHTS = 1
 
@@ -39,7 +39,7 @@ class _Pending:
     target: GgmlType
     source: TensorRecord | np.ndarray
     mapped: bool = False  # use the memory-mapped file bytes in place (CPU backend only)
-    int8: bool = False  # an int8 matrix with row scales (native/int8.py): I8 bytes transposed + a scale tensor
+    layout: ByteLayout = ByteLayout.GGML  # INT8_TRANSPOSED: an int8 matrix (native/int8.py) plus a scale tensor
 
 
 class WeightStore(NativeOwner):
@@ -57,21 +57,23 @@ class WeightStore(NativeOwner):
         self.mapped_bytes = 0
         self._read_only: set[int] = set()  # tensors living in read-only file mappings
         self._int8_scales: dict[int, Tensor] = {}  # int8 matrix pointer -> its (N,) f32 row scales
-        n_tensors = len(entries) + sum(entry.int8 for entry in entries)
+        n_tensors = len(entries) + sum(entry.layout is ByteLayout.INT8_TRANSPOSED for entry in entries)
         self._ctx: int | None = api.ggml_init(
             InitParams(api.ggml_tensor_overhead() * max(1, n_tensors), None, True)
         )
 
-        def new_tensor(name: str, ggml_type: GgmlType, shape: tuple[int, ...]) -> Tensor:
+        def new_tensor(
+            name: str, ggml_type: GgmlType, shape: tuple[int, ...], layout: ByteLayout = ByteLayout.GGML
+        ) -> Tensor:
             ne = (ctypes.c_int64 * MAX_DIMS)(*to_ne(shape))
             ptr = api.ggml_new_tensor(self._ctx, int(ggml_type), MAX_DIMS, ne)
             api.ggml_set_name(ptr, name.encode()[:63])
-            return Tensor(ptr, len(shape), self)
+            return Tensor(ptr, len(shape), self, layout)
 
         try:
             for entry in entries:
-                tensor = self._tensors[entry.name] = new_tensor(entry.name, entry.target, entry.shape)
-                if entry.int8:
+                tensor = self._tensors[entry.name] = new_tensor(entry.name, entry.target, entry.shape, entry.layout)
+                if entry.layout is ByteLayout.INT8_TRANSPOSED:
                     self._int8_scales[tensor.ptr] = new_tensor(f"{entry.name}.int8_scale", GgmlType.F32, entry.shape[:1])
             self._map_file_tensors([entry for entry in entries if entry.mapped])
             if any(not entry.mapped for entry in entries):
@@ -112,7 +114,7 @@ class WeightStore(NativeOwner):
             self._read_only.add(self._tensors[entry.name].ptr)
 
     def _upload(self, tensor: Tensor, entry: _Pending) -> None:
-        if entry.int8:
+        if entry.layout is ByteLayout.INT8_TRANSPOSED:
             transposed, scale = quantize_rows(_float_values(self.api, entry.source, entry.shape), self.backend.int8().qmax)
             self._set(self._int8_scales[tensor.ptr], entry.name, scale)
             raw = transposed.view(np.uint8)
@@ -156,11 +158,10 @@ class WeightStore(NativeOwner):
         tensor = self[name]
         raw = np.empty(self.api.ggml_nbytes(tensor.ptr), dtype=np.uint8)
         self.api.ggml_backend_tensor_get(tensor.ptr, raw.ctypes.data, 0, raw.nbytes)
-        scale = self.int8_scale(tensor)
-        if scale is not None:
+        if tensor.layout is ByteLayout.INT8_TRANSPOSED:
             rows, columns = tensor.shape
             transposed = raw.view(np.int8).reshape(columns, rows)
-            return dequantize_rows(transposed, self._floats(scale))
+            return dequantize_rows(transposed, self._floats(self._int8_scales[tensor.ptr]))
         return dequantize(self.api, raw, tensor.type, tensor.shape)
 
     def _floats(self, tensor: Tensor) -> np.ndarray:
@@ -299,7 +300,7 @@ def _int8_entry(
     if len(shape) != 2:
         raise UsageError(f"weight {name!r} of shape {shape} cannot be stored as int8 (matrices only)")
     backend.int8()  # fails here, naming the fix, when this backend cannot compute int8 products
-    return _Pending(name, shape, GgmlType.I8, source, int8=True)
+    return _Pending(name, shape, GgmlType.I8, source, layout=ByteLayout.INT8_TRANSPOSED)
 
 
 def _float_values(api: object, source: TensorRecord | np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -317,7 +318,7 @@ def _with_mapping(entry: _Pending) -> _Pending:
         isinstance(record, TensorRecord)
         and record.file_bytes is not None
         and record.type == entry.target
-        and not entry.int8
+        and entry.layout is ByteLayout.GGML
         and record.raw.ctypes.data % 32 == 0  # ggml's tensor alignment; GGUF files guarantee it
     )
     return _Pending(entry.name, entry.shape, entry.target, entry.source, mapped=True) if mappable else entry

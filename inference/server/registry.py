@@ -249,8 +249,8 @@ class ModelRegistry:
 
 def resolve_models(names: list[str], paths: AppPaths, max_concurrent: int) -> list[ServedModel]:
     """``--model`` values (package ids or paths; none: the installed default) → models to serve."""
-    from inference.engine import detect_family
     from inference.models.catalog import Catalog
+    from inference.models.identify import detect_family
     from inference.models.spec import load_family_spec
 
     catalog = Catalog(paths)

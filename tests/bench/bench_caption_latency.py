@@ -77,7 +77,7 @@ def main() -> None:
     from app.controller import LiveController, ModelChoice
     from app.live.sources import ArraySource
     from inference.client import WorkerClient
-    from inference.engine import detect_family
+    from inference.models.identify import detect_family
     from inference.paths import AppPaths
 
     app = QCoreApplication([sys.argv[0]])

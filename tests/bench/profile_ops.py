@@ -257,7 +257,7 @@ def run_torch(reference: str, part: str, model: Path, args: argparse.Namespace) 
 
 def profile_ggml(backend: Any, run: Any, reps: int) -> tuple[list[Any], float, float]:
     """(node records of ``reps`` profiled runs, median plain wall, median profiled wall)."""
-    from inference.native.graph import OpProfiler
+    from inference.native.profiler import OpProfiler
 
     run()  # warm-up: graph build, first touch of the weights
     cpu0, plain = machine.process_cpu_seconds(), []
@@ -372,7 +372,7 @@ def profile_thinker(path: Path, args: argparse.Namespace) -> tuple[dict[str, lis
 
     from inference.native import llama
     from inference.native.bindings import load_api
-    from inference.native.graph import is_empty_op, timed_node
+    from inference.native.profiler import is_empty_op, timed_node
 
     api = load_api()
     model = llama.LlamaModel(path)

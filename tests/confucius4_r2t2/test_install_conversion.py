@@ -13,7 +13,7 @@ from r2t2_fixtures import HF_CHECKPOINT
 
 from inference.families.confucius4_r2t2 import thinker_gguf as tg
 from inference.models.catalog import INSTALL_MARKER
-from inference.models.conversion import default_conversions
+from inference.models.default_conversions import default_conversions
 from inference.models.errors import DiskSpaceError, InstallCancelled
 from inference.models.spec import load_family_spec
 from tests.models.hub_fixtures import app_paths, hub, hub_state, make_store  # noqa: F401  (pytest fixtures)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from inference.engine import detect_family
 from inference.errors import ModelError
+from inference.models.identify import detect_family
 from inference.models.layout import locate_model
 
 

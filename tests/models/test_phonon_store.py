@@ -24,7 +24,7 @@ from safetensors.numpy import load_file  # noqa: E402
 from inference.cli import main  # noqa: E402
 from inference.errors import ModelError  # noqa: E402
 from inference.models.catalog import INSTALL_MARKER, Catalog  # noqa: E402
-from inference.models.conversion import default_conversions  # noqa: E402
+from inference.models.default_conversions import default_conversions  # noqa: E402
 from inference.models.errors import ChecksumMismatchError  # noqa: E402
 from inference.models.spec import PackageFile, parse_family_spec  # noqa: E402
 from inference.models.store import PARTIAL_DIR, ModelStore  # noqa: E402

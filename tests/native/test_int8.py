@@ -12,6 +12,7 @@ from inference.errors import BackendError, UsageError
 from inference.native import Backend, Graph, GraphBuilder, load_weights, open_backend
 from inference.native.dtypes import GgmlType
 from inference.native.int8 import MODEL_PATH, QMAX_NO_VNNI, QMAX_VNNI, dequantize_rows, quantize_rows
+from inference.native.tensor import ByteLayout
 
 
 @pytest.fixture(scope="module", params=[1, 3])
@@ -200,3 +201,44 @@ def test_the_shipped_product_model_has_the_expected_signature():
     inputs = {i.name: (i.type, len(i.shape)) for i in session.get_inputs()}
     assert inputs == {"x": ("tensor(float)", 2), "w": ("tensor(int8)", 2), "w_scale": ("tensor(float)", 1)}
     assert [(o.name, o.type) for o in session.get_outputs()] == [("y", "tensor(float)")]
+
+
+def test_the_store_marks_int8_matrices_with_their_byte_layout():
+    backend = open_backend("cpu", threads=1)
+    try:
+        arrays = {"m": np.ones((8, 16), np.float32), "v": np.ones(8, np.float32)}
+        with load_weights(backend, arrays=arrays, storage="int8") as store:
+            assert store["m"].layout is ByteLayout.INT8_TRANSPOSED
+            assert store["v"].layout is ByteLayout.GGML
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize(
+    ("op", "use"),
+    [
+        ("add", lambda g, w, x: g.add(w, w)),
+        ("scale", lambda g, w, x: g.scale(w, 2.0)),
+        ("mul", lambda g, w, x: x * w),  # operators go through the same ops
+        ("reshape", lambda g, w, x: g.reshape(w, (16, 8))),
+        ("transpose", lambda g, w, x: g.transpose(w)),
+        ("cast", lambda g, w, x: g.cast(w, "f32")),
+        ("output", lambda g, w, x: g.output("w", w)),
+        ("matmul", lambda g, w, x: g.matmul(w, g.transpose(x))),
+        ("mul_mat", lambda g, w, x: g.mul_mat(x, w)),  # as the activations, not the weight
+    ],
+)
+def test_ops_other_than_mul_mat_refuse_int8_weights(op, use):
+    backend = open_backend("cpu", threads=1)
+    try:
+        with load_weights(backend, arrays={"w": np.ones((8, 16), np.float32)}, storage="int8") as store:
+
+            def build(g: GraphBuilder) -> None:
+                x = g.input("x", (8, 16))
+                g.output("y", use(g, store["w"], x))
+
+            with pytest.raises(UsageError, match=f"^{op}.*only mul_mat can read") as info:
+                Graph(backend, build)
+            assert "q8_0" in str(info.value)
+    finally:
+        backend.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from inference.native import Graph, GraphBuilder, load_weights
-from inference.native.graph import OpProfiler
+from inference.native.profiler import OpProfiler
 
 
 def rand(*shape: int, seed: int) -> np.ndarray:

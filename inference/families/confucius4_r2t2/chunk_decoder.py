@@ -22,17 +22,16 @@ Incremental compute (session option ``stream_cache``), with identical output on 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from inference.families.confucius4_r2t2.audio_tower import AudioTower, StemCache
+from inference.families.confucius4_r2t2.checkpoint import R2T2Checkpoint
 from inference.families.confucius4_r2t2.frontend import CHUNK_FRAMES, HOP_LENGTH, audio_token_count
 from inference.families.confucius4_r2t2.prompt import build_prompt
 from inference.families.confucius4_r2t2.stream_frontend import StreamingLogMel
-
-if TYPE_CHECKING:
-    from inference.families.confucius4_r2t2.engine import R2T2Engine
+from inference.families.confucius4_r2t2.thinker import Thinker
 
 
 def max_stream_samples(max_source_positions: int) -> int:
@@ -42,6 +41,18 @@ def max_stream_samples(max_source_positions: int) -> int:
         frames += 1
     # log_mel makes len // 160 frames: every sample up to the next frame boundary still fits.
     return (frames + 1) * HOP_LENGTH - 1
+
+
+class LoadedEngine(Protocol):
+    """What a chunk decoder uses of the loaded engine (engine.R2T2Engine)."""
+
+    checkpoint: R2T2Checkpoint
+    tower: AudioTower | None
+    thinker: Thinker | None
+    kv_owner: object | None
+    drop_ids: frozenset[int]
+
+    def check_room(self, prompt_length: int, max_tokens: int, audio_tokens: int = 0, prefix_tokens: int = 0) -> int: ...
 
 
 class MelEncoder(Protocol):
@@ -114,7 +125,7 @@ class WindowedEncoder:
 class EngineChunkDecoder:
     """Decodes stream chunks on a loaded engine's tower and thinker with one stream's prompt."""
 
-    def __init__(self, engine: R2T2Engine, context: str, language: str, cache: bool = True) -> None:
+    def __init__(self, engine: LoadedEngine, context: str, language: str, cache: bool = True) -> None:
         self.engine = engine
         self.context = context
         self.language = language

@@ -80,6 +80,7 @@ from inference.families.parakeet_tdt.text import (
     default_word_timestamps,
     token_duration_word_timestamps,
 )
+from inference.families.parakeet_tdt.types import SpanDecode
 from inference.native import Backend, open_backend
 
 log = logging.getLogger(__name__)
@@ -88,14 +89,6 @@ VAD_MERGE_GAP_SEC = 0.5
 VAD_PADDING_SEC = 0.25
 TOKENS_PER_FRAME_BUDGET = 10  # docs/families/parakeet_tdt.md §5: the default budget is 10 tokens per encoder frame
 MIB = 1 << 20
-
-
-@dataclass(frozen=True)
-class SpanDecode:
-    """Tokens of one decoded stretch of audio; token frames count from ``span.start``."""
-
-    span: Span
-    tokens: list[TokenStep]
 
 
 @dataclass(frozen=True)

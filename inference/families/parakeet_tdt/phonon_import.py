@@ -49,6 +49,7 @@ from typing import IO, Any
 import numpy as np
 
 from inference.errors import Cancelled, ModelError, UsageError
+from inference.families.parakeet_tdt.config import parse_config
 
 FORMAT = "fermion-five-value-parakeet-v1"
 CONTAINER = "model.fermion"
@@ -347,8 +348,6 @@ def convert_phonon2(
     ``sidecars``: a folder with the nvidia v3 ``config.json``, ``tokenizer.json``, ``processor_config.json``.
     ``expected_sha256``: checked against the archive (or the container when ``source`` is a folder).
     """
-    from inference.families.parakeet_tdt.config import parse_config
-
     if out_dir.exists():
         raise UsageError(f"{out_dir} already exists", "remove it or pick another folder")
     missing = [name for name in SIDECARS if not (sidecars / name).is_file()]

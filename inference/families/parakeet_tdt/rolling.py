@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -53,9 +53,7 @@ from inference.errors import UsageError
 from inference.families.parakeet_tdt.decoder import TokenBias, TokenStep
 from inference.families.parakeet_tdt.options import RequestSettings
 from inference.families.parakeet_tdt.streaming import check_pcm
-
-if TYPE_CHECKING:
-    from inference.families.parakeet_tdt.engine import ParakeetEngine, SpanDecode
+from inference.families.parakeet_tdt.types import LoadedEngine, SpanDecode
 
 BLOCK = 800  # 50 ms
 FIRST_SNAPSHOT = 5600  # 350 ms
@@ -71,7 +69,7 @@ LANGUAGE = "en"
 class RollingStream:
     """A ``contract.Stream`` over a Phonon-2 engine. Not thread-safe: one caller pushes, in order."""
 
-    def __init__(self, engine: ParakeetEngine, request: RequestSettings, bias: TokenBias | None) -> None:
+    def __init__(self, engine: LoadedEngine, request: RequestSettings, bias: TokenBias | None) -> None:
         self._engine = engine
         self._request = request
         self._bias = bias

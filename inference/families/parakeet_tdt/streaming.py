@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -37,9 +37,7 @@ from inference.errors import UsageError
 from inference.families.parakeet_tdt.decoder import DecoderState, TokenBias, TokenStep
 from inference.families.parakeet_tdt.options import RequestSettings
 from inference.families.parakeet_tdt.text import WORD_MARK
-
-if TYPE_CHECKING:
-    from inference.families.parakeet_tdt.engine import ParakeetEngine
+from inference.families.parakeet_tdt.types import LoadedEngine, SpanDecode
 
 SUBSAMPLING_STAGES = 3  # factor 8, enforced by the config parser
 
@@ -87,7 +85,7 @@ class _Window:
 class BufferedStream:
     """A ``contract.Stream`` over a stock Parakeet-TDT engine. Not thread-safe: one caller pushes, in order."""
 
-    def __init__(self, engine: ParakeetEngine, request: RequestSettings, bias: TokenBias | None = None) -> None:
+    def __init__(self, engine: LoadedEngine, request: RequestSettings, bias: TokenBias | None = None) -> None:
         if request.audio_chunk_mode not in ("auto", "fixed"):
             raise UsageError(
                 f"audio_chunk_mode={request.audio_chunk_mode} does not apply to a live stream "
@@ -143,8 +141,6 @@ class BufferedStream:
         while self._next_cs < self._received:
             self._run_window(self._received)
         engine = self._engine
-        from inference.families.parakeet_tdt.engine import SpanDecode  # circular at import time
-
         text, words = engine.render(SpanDecode(Span(0, self._received), self._tokens), self._request.keep_language_tags)
         self._buffer = np.zeros(0, np.float32)
         self._wall_s += time.perf_counter() - started

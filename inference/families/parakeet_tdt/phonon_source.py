@@ -1,10 +1,9 @@
 """The store's side of Phonon-2 (docs/families/parakeet_tdt.md §7.2): what a local Phonon source is, what reading it needs, which
 digest it must have, and the conversion step that turns it into an installed package.
 
-The packed container and its converter belong to the parakeet_tdt family
-(``inference.families.parakeet_tdt.phonon_import``); it is imported only when a conversion runs, so the
-store stays light. Reading the published ``.tar.zst`` archive needs the optional ``zstandard`` package
-(``pip install captioneer[phonon]``); a folder holding ``model.fermion`` and ``config.json`` (the archive
+The packed container and its converter are in :mod:`inference.families.parakeet_tdt.phonon_import`. Reading
+the published ``.tar.zst`` archive needs the optional ``zstandard`` package (``pip install captioneer[phonon]``);
+a folder holding ``model.fermion`` and ``config.json`` (the archive
 unpacked) needs nothing extra.
 """
 
@@ -16,6 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from inference.errors import ModelError, UsageError
+from inference.families.parakeet_tdt.install import MODEL_DIR, SIDECAR_DIR
+from inference.families.parakeet_tdt.phonon_import import (
+    PUBLISHED_ARCHIVE_SHA256,
+    PUBLISHED_CONTAINER_SHA256,
+    convert_phonon2,
+)
 from inference.models.conversion import ConversionContext, ConversionResult, Converter
 from inference.models.hashing import sha256_file
 from inference.models.spec import PackageFile, PackageSpec
@@ -67,11 +72,6 @@ def expected_digest(source: Path, catalog_package: PackageSpec | None, override:
     published fragments of the archive (or of the container, for an unpacked folder)."""
     if override is not None:
         return parse_sha256(override)
-    from inference.families.parakeet_tdt.phonon_import import (
-        PUBLISHED_ARCHIVE_SHA256,
-        PUBLISHED_CONTAINER_SHA256,
-    )
-
     if source.is_dir():
         return PUBLISHED_CONTAINER_SHA256
     if catalog_package is not None:
@@ -101,23 +101,10 @@ def check_digest(
     )
 
 
-def sidecar_dir() -> str:
-    from inference.families.parakeet_tdt.install import SIDECAR_DIR
-
-    return SIDECAR_DIR
-
-
 def sidecar_files(package: PackageSpec, target_of: Callable[[PackageFile], str]) -> tuple[PackageFile, ...]:
     """The package's files that land in the sidecar folder (``target_of``: a file's place in the package)."""
-    prefix = sidecar_dir().strip("/") + "/"
+    prefix = SIDECAR_DIR.strip("/") + "/"
     return tuple(f for f in package.files if target_of(f).startswith(prefix))
-
-
-def extra_space(package: PackageSpec) -> int:
-    """Disk space a conversion needs next to its input: the dense model plus the container unpacked."""
-    from inference.families.parakeet_tdt.install import extra_space as estimate
-
-    return estimate(package)
 
 
 def import_converter(source: Path, sidecars: Path | None) -> Converter:
@@ -126,15 +113,12 @@ def import_converter(source: Path, sidecars: Path | None) -> Converter:
     folder (downloaded by the store)."""
 
     def convert(context: ConversionContext) -> ConversionResult:
-        from inference.families.parakeet_tdt.install import MODEL_DIR
-        from inference.families.parakeet_tdt.phonon_import import convert_phonon2
-
         if source.is_file():
             require_zstandard(f"reading {source.name}")
         context.progress(0, None, f"converting {source.name} to the dense layout")
         convert_phonon2(
             source,
-            sidecars if sidecars is not None else context.package_dir / sidecar_dir(),
+            sidecars if sidecars is not None else context.package_dir / SIDECAR_DIR,
             context.package_dir / MODEL_DIR,
             expected_sha256=None,
             progress=context.progress,

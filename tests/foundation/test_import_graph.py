@@ -1,0 +1,129 @@
+"""The import graph of app/ and inference/ has no cycles, and inference/ stays free of app/ and Qt.
+
+Every import counts: module level, inside functions and under TYPE_CHECKING, because a cycle
+dodged by a late import is still a cycle for whoever reads the code.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("app", "inference")
+QT_PACKAGES = ("PySide6", "PyQt5", "PyQt6", "shiboken6")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _sources() -> dict[str, Path]:
+    return {
+        _module_name(path): path
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
+
+
+def _imported_names(module: str, path: Path) -> set[str]:
+    """Every dotted name imported by the module, relative imports resolved."""
+    is_package = path.name == "__init__.py"
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = module.split(".")
+                drop = node.level - 1 if is_package else node.level
+                anchor = anchor[: len(anchor) - drop]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            names.add(base)
+            # `from package import submodule` imports the submodule too.
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _import_graph() -> dict[str, set[str]]:
+    sources = _sources()
+    graph: dict[str, set[str]] = {}
+    for module, path in sources.items():
+        edges: set[str] = set()
+        for name in _imported_names(module, path):
+            # The module itself, or the closest package that is one of ours.
+            while name and name not in sources:
+                name = name.rpartition(".")[0]
+            if name and name != module and not module.startswith(name + "."):
+                edges.add(name)
+        graph[module] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(graph[node]):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(components)
+
+
+def test_the_graph_sees_the_packages() -> None:
+    graph = _import_graph()
+    assert "inference.native.ops" in graph
+    assert "inference.native.tensor" in graph["inference.native.ops"]
+
+
+def test_the_cycle_finder_names_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_app_and_inference_have_no_import_cycles() -> None:
+    cycles = _cycles(_import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(cycle) for cycle in cycles)
+
+
+def test_inference_imports_neither_app_nor_qt() -> None:
+    sources = _sources()
+    offenders = []
+    for module, path in sources.items():
+        if not module.startswith("inference"):
+            continue
+        for name in _imported_names(module, path):
+            top = name.split(".")[0]
+            if top == "app" or top in QT_PACKAGES:
+                offenders.append(f"{module} imports {name}")
+    assert not offenders, "\n".join(sorted(offenders))
