@@ -273,16 +273,14 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", "<br>")
 
 
-def make_store(paths: AppPaths, token: str | None = None) -> ModelStore:
-    """The store the app uses: ``HF_ENDPOINT`` honoured, a token setting preferred over ``HF_TOKEN``."""
-    return ModelStore(paths, Catalog(paths), hub=HubClient.from_environment(token=token))
+def make_store(paths: AppPaths) -> ModelStore:
+    """The store the app uses: ``HF_ENDPOINT`` and ``HF_TOKEN`` honoured (else a CLI login's token)."""
+    return ModelStore(paths, Catalog(paths), hub=HubClient.from_environment())
 
 
-def open_models_dialog(
-    parent: QWidget | None, paths: AppPaths, token: str | None = None, select: str | None = None
-) -> ModelsDialog:
+def open_models_dialog(parent: QWidget | None, paths: AppPaths, select: str | None = None) -> ModelsDialog:
     """Show the dialog (non-modal) and return it; the caller may connect ``finished`` to refresh itself."""
-    dialog = ModelsDialog(make_store(paths, token), parent, select=select)
+    dialog = ModelsDialog(make_store(paths), parent, select=select)
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.show()
     return dialog

@@ -64,7 +64,7 @@ class Settings:
     def from_dict(cls, data: dict[str, Any]) -> Settings:
         if data.get("hf_token"):  # older versions kept it here in plain text; never log its value
             log.warning("settings.json held a Hugging Face token; it is no longer stored there and is removed on the "
-                        "next save: set HF_TOKEN or run `huggingface-cli login` instead")  # fmt: skip
+                        "next save: set HF_TOKEN or log in with `hf auth login` instead")  # fmt: skip
         data = {k: v for k, v in data.items() if k != "hf_token"}
         known = {f.name for f in fields(cls)} - {"extra"}
         defaults = cls()

@@ -349,6 +349,8 @@ def _posix_fileno(stream: IO[bytes]) -> int | None:
 
 def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:
     from inference.models.catalog import Catalog
+    from inference.models.checksums import file_checksums
+    from inference.models.marker import installed_marker
 
     catalog = Catalog(paths)
     if args.models_command == "path":
@@ -359,6 +361,7 @@ def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:
     if args.models_command == "info":
         pkg = catalog.get(args.id)
         installed = catalog.installed_path(pkg)
+        marker = installed_marker(catalog.package_dir(pkg)) if installed is not None else None
         info = {
             "id": pkg.id,
             "name": pkg.name,
@@ -369,7 +372,7 @@ def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:
             "size_is_estimate": pkg.size_is_estimate,
             "hf_repo": pkg.hf_repo,
             "revision": pkg.revision,
-            "files": [{"path": f.path, "sha256": f.sha256} for f in pkg.files],
+            "files": [checksum.to_json() for checksum in file_checksums(pkg, marker)],
             "languages": list(pkg.languages),
             "license": pkg.license,
             "installed": installed is not None,

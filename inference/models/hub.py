@@ -64,6 +64,11 @@ class RetryPolicy:
         return min(self.max_delay_s, self.base_delay_s * 2 ** max(0, failures - 1))
 
 
+# Where huggingface_hub finds a token: HF_TOKEN, else the file its CLI login writes (`hf` since 0.34).
+TOKEN_HINT = ("set HF_TOKEN to a Hugging Face token that can read it, or log in once with `hf auth login` "
+              "(`huggingface-cli login` with huggingface_hub before 0.34)")
+
+
 class _Retryable(Exception):
     """A transient failure worth another attempt (5xx, 429, dropped connection, short body)."""
 
@@ -87,10 +92,11 @@ class HubClient:
         self.session_factory = session_factory
 
     @classmethod
-    def from_environment(cls, env: Mapping[str, str] | None = None, token: str | None = None, **kwargs) -> HubClient:
-        """``HF_ENDPOINT`` is read now, not at import time as ``huggingface_hub`` does; a token setting beats ``HF_TOKEN``."""
+    def from_environment(cls, env: Mapping[str, str] | None = None, **kwargs) -> HubClient:
+        """``HF_ENDPOINT`` and ``HF_TOKEN`` read now (``huggingface_hub`` reads the endpoint at import time);
+        without ``HF_TOKEN``, the token a CLI login saved is used."""
         env = os.environ if env is None else env
-        return cls(endpoint=env.get("HF_ENDPOINT") or None, token=token or env.get("HF_TOKEN") or None, **kwargs)
+        return cls(endpoint=env.get("HF_ENDPOINT") or None, token=env.get("HF_TOKEN") or None, **kwargs)
 
     def _headers(self) -> dict[str, str]:
         # token=None lets huggingface_hub use a `hf auth login` token if there is one.
@@ -225,16 +231,15 @@ class HubClient:
     def _translate(self, exc: HfHubHTTPError, repo: str, path: str, revision: str) -> StoreError:
         status = _status(exc)
         where = f"{repo}@{revision}"
-        token_hint = "set HF_TOKEN (or the token setting) to a Hugging Face token that can read it"
         if isinstance(exc, GatedRepoError):
             return HubRefusedError(
                 f"{repo} is a gated repository and this account has not been granted access (HTTP {status})",
-                f"accept the model's terms on its Hugging Face page, then {token_hint}",
+                f"accept the model's terms on its Hugging Face page, then {TOKEN_HINT}",
             )
         if isinstance(exc, RepositoryNotFoundError):
             return HubRefusedError(
                 f"the hub refused {repo}: it does not exist or is private (HTTP {status})",
-                f"if it is private, {token_hint}; otherwise the catalog entry is out of date",
+                f"if it is private, {TOKEN_HINT}; otherwise the catalog entry is out of date",
             )
         if isinstance(exc, RevisionNotFoundError):
             return HubRefusedError(
@@ -247,9 +252,9 @@ class HubClient:
                 "the catalog entry is out of date; update Captioneer",
             )
         if status == 401:
-            return HubRefusedError(f"the hub rejected the credentials for {where} (HTTP 401)", token_hint)
+            return HubRefusedError(f"the hub rejected the credentials for {where} (HTTP 401)", TOKEN_HINT)
         if status == 403:
-            return HubRefusedError(f"the hub refused access to {path} in {where} (HTTP 403)", token_hint)
+            return HubRefusedError(f"the hub refused access to {path} in {where} (HTTP 403)", TOKEN_HINT)
         return HubRefusedError(f"the hub answered HTTP {status} for {path} in {where}", "try again later")
 
 

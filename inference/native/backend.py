@@ -16,6 +16,7 @@ from inference.contract import BACKEND_NAMES
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import CPU_FEATURES, GgmlApi, load_api
 from inference.native.blas import OpenBlasGemm, open_gemm, requested_gemm
+from inference.native.cpu_features import has_vnni, read_cpuinfo_flags
 from inference.native.int8 import Int8Gemm
 from inference.native.lib import PINNED_LLAMA_CPP_VERSION
 from inference.native.owner import NativeOwner
@@ -157,19 +158,10 @@ class Backend(NativeOwner):
         return self._int8
 
     def _has_vnni(self) -> bool:
-        """Whether int8 products may use 8-bit weights without 16-bit saturation (see native/int8.py): the running
-        CPU's flags where the OS lists them (Linux), else what ggml was compiled for (a native build's CPU)."""
-        if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86"):
-            return True  # ARM's dot-product kernels accumulate in 32 bits
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-                flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), None)
-        except OSError:
-            flags = None
-        if flags is not None:
-            return bool({"avx512_vnni", "avx_vnni"} & set(flags))
+        """Whether this CPU's int8 products may use 8-bit weights (native/cpu_features.py decides)."""
         compiled = (self.api.ggml_cpu_has_avx512_vnni, self.api.ggml_cpu_has_avx_vnni)
-        return any(flag is not None and bool(flag()) for flag in compiled)
+        compiled_vnni = any(flag is not None and bool(flag()) for flag in compiled)
+        return has_vnni(platform.machine(), read_cpuinfo_flags(), compiled_vnni)
 
     @property
     def f32_gemm(self) -> str:

@@ -7,6 +7,7 @@ Windows and macOS are exercised only through these fakes (no such machine here).
 from __future__ import annotations
 
 import os
+import select as select_module
 import threading
 import time
 from types import SimpleNamespace
@@ -274,19 +275,37 @@ class FakeUInput:
         self.closed = True
 
 
-def fake_wait(devices: Any, timeout_s: float) -> list[Any]:
-    ready = [d for d in devices if d.pending]
-    if not ready:
-        time.sleep(min(timeout_s, 0.01))
-    return ready
+class FakeSelect:
+    """Stands in for select() on the listener thread, and tells the test when the listener has handled every
+    event pushed so far: it came back for more and found nothing to read."""
+
+    def __init__(self) -> None:
+        self.polled = threading.Condition()
+        self.idle_polls = 0
+
+    def __call__(self, devices: Any, timeout_s: float) -> list[Any]:
+        ready = [d for d in devices if d.pending]
+        if not ready:
+            with self.polled:
+                self.idle_polls += 1
+                self.polled.notify_all()
+            time.sleep(min(timeout_s, 0.01))  # select's timeout: the listener checks its stop flag
+        return ready
+
+    def wait_handled(self, timeout_s: float = 10.0) -> bool:
+        """The first idle poll from now may have looked before the last push; the second looked after it,
+        and the listener only gets there once it read and handled what the push left."""
+        with self.polled:
+            first = self.idle_polls
+            return self.polled.wait_for(lambda: self.idle_polls >= first + 2, timeout_s)
 
 
 def test_the_evdev_listener_grabs_forwards_all_but_the_hotkey_and_releases_on_stop() -> None:
     rec = Recorder()
     keyboard = FakeDevice("/dev/input/event3", held=3)
-    uinput = FakeUInput()
+    uinput, select = FakeUInput(), FakeSelect()
     hotkey = EvdevHotkey("<ctrl>+<space>", rec.press, rec.release, paths=[keyboard.path],
-                         open_device=lambda _p: keyboard, make_uinput=lambda _d: uinput, wait=fake_wait)  # fmt: skip
+                         open_device=lambda _p: keyboard, make_uinput=lambda _d: uinput, wait=select)  # fmt: skip
     hotkey.start()
     assert hotkey.wait_ready() and keyboard.grabbed and not keyboard.grabbed_while_held  # waited for Enter's release
     assert "never reaches other apps" in hotkey.note
@@ -295,9 +314,7 @@ def test_the_evdev_listener_grabs_forwards_all_but_the_hotkey_and_releases_on_st
                   (EV_KEY, KEY_SPACE, 2), (EV_SYN, 0, 0), (EV_KEY, KEY_SPACE, 0), (EV_SYN, 0, 0),
                   (EV_KEY, KEY_LEFTCTRL, 0), (EV_SYN, 0, 0))  # fmt: skip
     uinput.pending.append(SimpleNamespace(type=EV_LED, code=1, value=1))  # the compositor: Caps Lock light on
-    deadline = time.monotonic() + 5
-    while (len(uinput.written) < 11 or not keyboard.leds) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert select.wait_handled()
     hotkey.stop()
     assert keyboard.leds == [(1, 1)]  # passed on to the real keyboard
     assert uinput.written == [(EV_KEY, KEY_A, 1), (EV_SYN, 0, 0), (EV_KEY, KEY_A, 0), (EV_SYN, 0, 0),
@@ -314,14 +331,13 @@ def test_without_uinput_the_keyboard_is_not_grabbed_and_the_ui_says_the_key_also
     def no_uinput(_devices: Any) -> Any:
         raise PermissionError(13, "Permission denied", "/dev/uinput")
 
+    select = FakeSelect()
     hotkey = EvdevHotkey("<f9>", rec.press, rec.release, paths=[keyboard.path], open_device=lambda _p: keyboard,
-                         make_uinput=no_uinput, wait=fake_wait)  # fmt: skip
+                         make_uinput=no_uinput, wait=select)  # fmt: skip
     hotkey.start()
     assert hotkey.wait_ready() and not keyboard.grabbed
     keyboard.push((EV_KEY, 67, 1), (EV_KEY, 67, 2), (EV_KEY, 67, 0))  # F9 down, repeat, up
-    deadline = time.monotonic() + 5
-    while len(rec.calls) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert select.wait_handled()
     hotkey.stop()
     assert rec.calls == ["down", "up"]  # the hotkey works, repeat ignored
     assert "also reaches the focused app" in hotkey.note and "/dev/uinput" in hotkey.note
@@ -330,13 +346,13 @@ def test_without_uinput_the_keyboard_is_not_grabbed_and_the_ui_says_the_key_also
 def test_a_keyboard_held_by_another_program_is_read_without_grabbing() -> None:
     keyboard = FakeDevice("/dev/input/event3")
     keyboard.grab_error = OSError(16, "Device or resource busy")
-    uinput = FakeUInput()
+    uinput, select = FakeUInput(), FakeSelect()
     hotkey = EvdevHotkey("<f9>", lambda: None, lambda: None, paths=[keyboard.path], open_device=lambda _p: keyboard,
-                         make_uinput=lambda _d: uinput, wait=fake_wait)  # fmt: skip
+                         make_uinput=lambda _d: uinput, wait=select)  # fmt: skip
     hotkey.start()
     assert hotkey.wait_ready()
     keyboard.push((EV_KEY, KEY_A, 1))
-    time.sleep(0.1)
+    assert select.wait_handled() and not keyboard.pending  # read, and not re-emitted
     hotkey.stop()
     assert not hotkey.grabbed and uinput.written == []  # not grabbed: the compositor still sees the keyboard
     assert "also reaches the focused app" in hotkey.note
@@ -418,29 +434,43 @@ def test_a_real_virtual_keyboard_is_grabbed_and_only_the_hotkey_is_swallowed() -
     import evdev
     from evdev import ecodes
 
+    def device_named(name: str) -> Any:
+        # udev creates the event node some time after the device: look until it is there.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            found = [evdev.InputDevice(p) for p in evdev.list_devices()]
+            match = next((d for d in found if d.name == name), None)
+            for device in found:
+                if device is not match:
+                    device.close()
+            if match is not None:
+                return match
+            time.sleep(0.05)
+        raise AssertionError(f"no input device named {name!r} appeared")
+
     source = evdev.UInput({ecodes.EV_KEY: list(range(1, 128))}, name="captioneer test keyboard")
     try:
-        time.sleep(0.3)  # udev creates the event node
-        path = next(p for p in evdev.list_devices() if evdev.InputDevice(p).name == "captioneer test keyboard")
+        keyboard = device_named("captioneer test keyboard")
         rec = Recorder()
-        hotkey = EvdevHotkey("<ctrl>+<space>", rec.press, rec.release, paths=[path])
+        hotkey = EvdevHotkey("<ctrl>+<space>", rec.press, rec.release, paths=[keyboard.path])
+        keyboard.close()
         hotkey.start()
-        assert hotkey.wait_ready() and hotkey.grabbed
-        time.sleep(0.3)
-        passthrough = next(evdev.InputDevice(p) for p in evdev.list_devices()
-                           if evdev.InputDevice(p).name == VIRTUAL_KEYBOARD_NAME)  # fmt: skip
-        for code, value in [(KEY_A, 1), (KEY_A, 0), (KEY_LEFTCTRL, 1), (KEY_SPACE, 1), (KEY_SPACE, 2),
-                            (KEY_SPACE, 0), (KEY_LEFTCTRL, 0)]:  # fmt: skip
-            source.write(ecodes.EV_KEY, code, value)
-            source.syn()
-        time.sleep(0.5)
-        keys = []
-        while True:
-            try:
-                keys += [(e.code, e.value) for e in passthrough.read() if e.type == ecodes.EV_KEY]
-            except BlockingIOError:
-                break
-        hotkey.stop()
+        try:
+            assert hotkey.wait_ready() and hotkey.grabbed
+            passthrough = device_named(VIRTUAL_KEYBOARD_NAME)
+            for code, value in [(KEY_A, 1), (KEY_A, 0), (KEY_LEFTCTRL, 1), (KEY_SPACE, 1), (KEY_SPACE, 2),
+                                (KEY_SPACE, 0), (KEY_LEFTCTRL, 0)]:  # fmt: skip
+                source.write(ecodes.EV_KEY, code, value)
+                source.syn()
+            # Read until the last key comes through: anything forwarded wrongly arrives before it.
+            keys: list[tuple[int, int]] = []
+            deadline = time.monotonic() + 10
+            while (KEY_LEFTCTRL, 0) not in keys and time.monotonic() < deadline:
+                if select_module.select([passthrough], [], [], 0.1)[0]:
+                    keys += [(e.code, e.value) for e in passthrough.read() if e.type == ecodes.EV_KEY]
+            passthrough.close()
+        finally:
+            hotkey.stop()
         assert keys == [(KEY_A, 1), (KEY_A, 0), (KEY_LEFTCTRL, 1), (KEY_LEFTCTRL, 0)]
         assert rec.calls == ["down", "up"]
     finally:

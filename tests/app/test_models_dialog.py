@@ -9,6 +9,7 @@ from collections import namedtuple
 import pytest
 
 from app.models_dialog import COLUMNS, ModelsDialog, first_run_suggestion  # noqa: E402
+from app.models_dialog import make_store as make_app_store  # noqa: E402
 from app.models_manager import explain, needs_first_run_offer  # noqa: E402
 from inference.models.catalog import Catalog  # noqa: E402
 from inference.models.errors import DiskSpaceError  # noqa: E402
@@ -107,6 +108,12 @@ def test_hub_refusal_is_shown_in_plain_words(opened, qtbot):
     text = dialog.error_label.text()
     assert "The model hub refused the download" in text and "HF_TOKEN" in text
     assert _row(dialog, "tiny_missing")["State"] == "not installed"
+
+
+def test_the_apps_store_sends_hf_token_to_the_hub(app_paths, hub, hub_state, monkeypatch):
+    hub_state.required_token = "hf_from_env"
+    monkeypatch.setenv("HF_TOKEN", "hf_from_env")
+    assert make_app_store(app_paths).install("tiny_gguf").read_bytes() == GGUF_BYTES
 
 
 def test_disk_full_is_shown_in_plain_words(opened, qtbot):

@@ -5,12 +5,12 @@ worker threads and report through ``on_finished``."""
 from __future__ import annotations
 
 import threading
-import time
 
 from app.models_manager import JobOutcome, ModelsManager
 from tests.models.hub_fixtures import app_paths, hub, hub_state, make_store  # noqa: F401
 
-QUICK_S = 0.5  # far less than the blocked work below: the call returned without waiting for it
+# How long held work waits for the test to let it go: reached only when the call under test waited for the work.
+HOLD_S = 5.0
 
 
 def _installed_manager(app_paths) -> tuple[ModelsManager, list[tuple[JobOutcome, str]]]:
@@ -24,17 +24,19 @@ def _installed_manager(app_paths) -> tuple[ModelsManager, list[tuple[JobOutcome,
 
 def test_delete_returns_at_once_and_reports_from_a_worker(app_paths, hub, monkeypatch) -> None:
     manager, finished = _installed_manager(app_paths)
-    release = threading.Event()
+    removing, release, removed = threading.Event(), threading.Event(), threading.Event()
     real_remove = manager.store.remove
 
     def slow_remove(package_id: str):
-        release.wait(10.0)  # a multi-gigabyte folder on a slow disk
-        return real_remove(package_id)
+        removing.set()
+        release.wait(HOLD_S)  # a multi-gigabyte folder on a slow disk
+        real_remove(package_id)
+        removed.set()
 
     monkeypatch.setattr(manager.store, "remove", slow_remove)
-    started = time.monotonic()
     assert manager.delete("tiny_gguf")
-    assert time.monotonic() - started < QUICK_S
+    assert not removed.is_set(), "delete() waited for the removal"
+    assert removing.wait(HOLD_S), "the removal never started on the worker"
     assert manager.is_busy("tiny_gguf") and not manager.delete("tiny_gguf")  # one job per package
     assert next(r for r in manager.rows() if r.id == "tiny_gguf").state == "deleting…"
     release.set()
@@ -58,14 +60,25 @@ def test_a_failed_delete_is_reported_not_raised(app_paths, hub, monkeypatch) -> 
     assert "file is in use" in outcome.detail
 
 
-def test_cancel_all_does_not_wait_for_the_jobs(app_paths, hub, hub_state) -> None:
-    hub_state.bytes_per_second = 50_000  # a slow download that is still running when cancelled
-    manager = ModelsManager(make_store(app_paths))
-    assert manager.download("tiny_gguf")
-    deadline = time.monotonic() + 10
-    while manager.store.partial_bytes("tiny_gguf") == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    started = time.monotonic()
+def test_cancel_all_does_not_wait_for_the_jobs(app_paths, hub, monkeypatch) -> None:
+    finished: list[JobOutcome] = []
+    manager = ModelsManager(make_store(app_paths), on_finished=finished.append)
+    installing, release, installed = threading.Event(), threading.Event(), threading.Event()
+    real_install = manager.store.install
+
+    def busy_install(package_id: str, progress=None, cancel=None):
+        installing.set()
+        release.wait(HOLD_S)  # a job between two looks at its cancel flag (a long write or hash)
+        try:
+            return real_install(package_id, progress=progress, cancel=cancel)
+        finally:
+            installed.set()
+
+    monkeypatch.setattr(manager.store, "install", busy_install)
+    assert manager.download("tiny_gguf") and installing.wait(HOLD_S)
     manager.cancel_all()
-    assert time.monotonic() - started < QUICK_S
+    assert not installed.is_set(), "cancel_all() waited for the job"
+    assert manager.is_busy("tiny_gguf") and finished == []
+    release.set()
     assert manager.wait_idle(10.0) and not manager.any_busy()
+    assert finished[-1].cancelled and not finished[-1].ok  # the job saw the cancel when it looked again

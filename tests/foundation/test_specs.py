@@ -4,41 +4,106 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 
 from inference.errors import ModelError, UsageError
-from inference.models.spec import load_all_specs, load_family_spec, parse_family_spec
+from inference.models.spec import (
+    OPTION_TYPES,
+    FamilySpec,
+    load_all_specs,
+    load_family_spec,
+    parse_family_spec,
+)
 from inference.paths import model_specs_dir
 
+FAMILIES = sorted(p.stem for p in model_specs_dir().glob("*.json"))
 
-def test_every_family_spec_loads() -> None:
+
+def option_problems(spec: FamilySpec) -> list[str]:
+    """What makes a spec's options unusable or undocumented (the parser checks types and defaults only)."""
+    problems = []
+    for kind, options in (("session", spec.session_options), ("request", spec.request_options)):
+        names: dict[str, str] = {}
+        for option in options.values():
+            where = f"{spec.family} {kind} option {option.name!r}"
+            if option.type not in OPTION_TYPES:
+                problems.append(f"{where}: type {option.type!r}")
+            if not option.description.strip():
+                problems.append(f"{where}: no description")
+            if option.type == "enum" and (not option.choices or len(set(option.choices)) != len(option.choices)):
+                problems.append(f"{where}: choices {option.choices!r}")
+            if option.choices and option.type != "enum":
+                problems.append(f"{where}: choices on a {option.type} option")
+            if option.default is None and not option.nullable:
+                problems.append(f"{where}: a null default on an option that refuses null")
+            else:
+                canonical = option.coerce(option.default)  # raises for a default outside the option's range
+                if type(canonical) is not type(option.default) or canonical != option.default:
+                    problems.append(f"{where}: default {option.default!r} is not in canonical form")
+            for name in (option.name, *option.aliases):
+                if name in names:
+                    problems.append(f"{where}: {name!r} already names option {names[name]!r}")
+                names[name] = option.name
+    return problems
+
+
+def test_every_spec_file_loads_as_its_family() -> None:
     specs = load_all_specs()
-    assert set(specs) == {"parakeet_tdt", "confucius4_r2t2"}
-    for spec in specs.values():
-        assert spec.packages, spec.family
-        assert sum(p.default for p in spec.packages) == 1, "exactly one default package per family"
-        for option in [*spec.session_options.values(), *spec.request_options.values()]:
-            assert option.description, option.name
+    assert FAMILIES and sorted(specs) == FAMILIES
+    for stem, spec in specs.items():
+        assert spec.family == stem and spec.name and spec.languages, stem
 
 
-def test_parakeet_defaults_match_the_spec() -> None:
-    spec = load_family_spec("parakeet_tdt")
-    session = spec.defaults("session")
-    assert session["offline_mode"] == "full_context"
-    assert session["audio_chunk_duration_sec"] == 2.0
-    assert session["left_context_sec"] == 10.0 and session["right_context_sec"] == 2.0
-    assert session["audio_chunk_threshold_sec"] == 30.0
-    assert spec.defaults("request")["audio_chunk_mode"] == "auto"
-    assert spec.request_options["hotwords_score"].default == 2.0
+def test_options_have_a_type_a_description_and_valid_canonical_defaults() -> None:
+    for spec in load_all_specs().values():
+        assert option_problems(spec) == []
 
 
-def test_r2t2_defaults_match_the_spec() -> None:
-    spec = load_family_spec("confucius4_r2t2")
-    session = spec.defaults("session")
-    assert (session["chunk_size_ms"], session["unfixed_chunk_num"], session["unfixed_token_num"]) == (320.0, 2, 5)
-    assert session["max_tokens"] == 32 and session["max_segment_seconds"] == 20.0
-    assert session["vad_threshold"] == 0.4
+def test_the_option_check_catches_a_broken_spec() -> None:
+    data = _raw("parakeet_tdt")
+    data["session_options"]["left_context_sec"]["description"] = " "
+    data["session_options"]["right_context_sec"]["aliases"] = ["left_context_sec"]
+    data["request_options"]["hotwords"]["nullable"] = False
+    data["request_options"]["hotwords_score"]["default"] = 2  # an int where the option canonicalises to 2.0
+    problems = option_problems(parse_family_spec(data))
+    assert len(problems) == 4, problems
+    assert any("'left_context_sec': no description" in p for p in problems)
+    assert any("'right_context_sec': 'left_context_sec' already names option" in p for p in problems)
+    assert any("'hotwords': a null default" in p for p in problems)
+    assert any("'hotwords_score': default 2 is not in canonical form" in p for p in problems)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_defaults_pass_validation_unchanged(family: str) -> None:
+    spec = load_family_spec(family)
+    for kind, validate in (("session", spec.validate_session_options), ("request", spec.validate_request_options)):
+        defaults = {name: value for name, value in spec.defaults(kind).items() if value is not None}
+        assert validate(defaults) == defaults
+        as_text = {name: str(v).lower() if isinstance(v, bool) else str(v) for name, v in defaults.items()}
+        assert validate(as_text) == defaults, "the command line's text of each default reads back as the default"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_an_unknown_option_is_refused_naming_the_known_ones(family: str) -> None:
+    spec = load_family_spec(family)
+    kinds = [("session", spec.validate_session_options, spec.session_options),
+             ("request", spec.validate_request_options, spec.request_options)]
+    for kind, validate, options in kinds:
+        with pytest.raises(UsageError) as err:
+            validate({"no_such_option": "1"})
+        assert f"unknown {kind} option 'no_such_option' for {family}" in err.value.message
+        assert all(name in (err.value.fix or "") for name in options)
+
+
+def test_packages_have_one_default_and_well_formed_files() -> None:
+    for spec in load_all_specs().values():
+        assert sum(p.default for p in spec.packages) == 1, f"{spec.family}: exactly one default package"
+        for package in spec.packages:
+            assert package.format == "bundled" or package.files, package.id
+            for file in package.files:
+                assert file.sha256 is None or re.fullmatch("[0-9a-f]{64}", file.sha256), (package.id, file.path)
 
 
 def test_aliases_and_prefixes_canonicalise() -> None:

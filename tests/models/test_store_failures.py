@@ -9,6 +9,7 @@ import pytest
 
 from inference.errors import NotImplementedFamilyError, UsageError
 from inference.models.errors import ChecksumMismatchError, DiskSpaceError, HubRefusedError, InstallCancelled
+from inference.models.hub import HubClient
 from inference.models.store import PARTIAL_DIR
 from tests.models.hub_fixtures import GGUF_BYTES, make_store, write_specs
 
@@ -146,10 +147,17 @@ def test_unauthorised_then_token_accepted(app_paths, hub, hub_state):
     with pytest.raises(HubRefusedError) as info:
         make_store(app_paths).install("tiny_gguf")
     assert "401" in info.value.message and "HF_TOKEN" in info.value.fix
+    assert "hf auth login" in info.value.fix and "setting" not in info.value.fix  # no token setting exists
     path = make_store(app_paths, token="hf_secret").install("tiny_gguf")
     assert path.read_bytes() == GGUF_BYTES
     # The token went to the hub; the CDN origin got it too, as huggingface_hub does for LFS files.
     assert all(r.authorization == "Bearer hf_secret" for r in hub_state.requests[-2:])
+
+
+def test_the_hub_client_takes_endpoint_and_token_from_the_environment():
+    client = HubClient.from_environment({"HF_ENDPOINT": "http://127.0.0.1:9/", "HF_TOKEN": "hf_env"})
+    assert (client.endpoint, client.token) == ("http://127.0.0.1:9", "hf_env")
+    assert HubClient.from_environment({"HF_TOKEN": ""}).token is None  # huggingface_hub then uses a CLI login's
 
 
 def test_gated_repository_is_explained(app_paths, hub, hub_state):

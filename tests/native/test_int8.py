@@ -10,6 +10,8 @@ import pytest
 
 from inference.errors import BackendError, UsageError
 from inference.native import Backend, Graph, GraphBuilder, load_weights, open_backend
+from inference.native import backend as backend_module
+from inference.native.cpu_features import cpuinfo_flags, has_vnni, read_cpuinfo_flags
 from inference.native.dtypes import GgmlType
 from inference.native.int8 import MODEL_PATH, QMAX_NO_VNNI, QMAX_VNNI, dequantize_rows, quantize_rows
 from inference.native.tensor import ByteLayout
@@ -91,15 +93,76 @@ def test_int8_products_match_the_dequantized_weight(cpu, n, k, x_shape):
     assert np.abs(stored - weight).max() <= np.abs(weight).max() / cpu.int8().qmax
 
 
-def test_weight_scales_follow_the_running_cpu(cpu):
-    assert cpu.int8().qmax in (QMAX_VNNI, QMAX_NO_VNNI)
-    import platform
+# /proc/cpuinfo as Linux writes it (flags lists shortened): one block per logical CPU.
+ZEN3_CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC 7763 64-Core Processor
+flags\t\t: fpu vme sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c avx2 bmi2 vaes vpclmulqdq
+bugs\t\t: sysret_ss_attrs spectre_v1 spectre_v2
 
-    cpuinfo = Path("/proc/cpuinfo")
-    if platform.machine().lower() in ("x86_64", "amd64") and cpuinfo.exists():
-        flags = next(line for line in cpuinfo.read_text().splitlines() if line.startswith("flags")).split()
-        vnni = "avx512_vnni" in flags or "avx_vnni" in flags
-        assert cpu.int8().qmax == (QMAX_VNNI if vnni else QMAX_NO_VNNI)
+processor\t: 1
+vendor_id\t: AuthenticAMD
+flags\t\t: fpu vme sse sse2 ssse3 fma sse4_1 sse4_2 avx f16c avx2 bmi2 vaes vpclmulqdq
+"""
+ICELAKE_CPUINFO = """processor\t: 0
+model name\t: Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz
+flags\t\t: fpu sse2 avx avx2 avx512f avx512dq avx512bw avx512vl avx512_vbmi avx512_vnni avx512_bitalg
+vmx flags\t: vnmi preemption_timer posted_intr invvpid ept_x_only
+"""
+ALDERLAKE_CPUINFO = """processor\t: 0
+model name\t: 12th Gen Intel(R) Core(TM) i7-1260P
+flags\t\t: fpu sse2 avx avx2 avx_vnni sha_ni umip pku ospke waitpkg gfni vaes
+"""
+ARM_CPUINFO = """processor\t: 0
+BogoMIPS\t: 243.75
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp
+CPU implementer\t: 0x41
+"""
+
+
+def test_cpuinfo_flags_are_the_first_processors_flags_line():
+    zen3 = cpuinfo_flags(ZEN3_CPUINFO)
+    assert zen3 is not None and {"avx2", "fma", "vpclmulqdq"} <= zen3 and "spectre_v1" not in zen3
+    icelake = cpuinfo_flags(ICELAKE_CPUINFO)
+    assert icelake is not None and "avx512_vnni" in icelake and "ept_x_only" not in icelake  # not "vmx flags"
+    assert "avx_vnni" in (cpuinfo_flags(ALDERLAKE_CPUINFO) or ())
+    assert cpuinfo_flags(ARM_CPUINFO) is None and cpuinfo_flags("") is None
+
+
+def test_read_cpuinfo_flags_reads_the_file_and_tolerates_its_absence(tmp_path):
+    sample = tmp_path / "cpuinfo"
+    sample.write_text(ICELAKE_CPUINFO)
+    assert read_cpuinfo_flags(sample) == cpuinfo_flags(ICELAKE_CPUINFO)
+    assert read_cpuinfo_flags(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize(
+    ("machine", "cpuinfo", "compiled_vnni", "vnni"),
+    [
+        ("x86_64", ICELAKE_CPUINFO, False, True),  # the running CPU decides, not the build
+        ("x86_64", ALDERLAKE_CPUINFO, False, True),
+        ("AMD64", ZEN3_CPUINFO, True, False),  # a build for a VNNI CPU running on an AVX2-only one
+        ("x86_64", ARM_CPUINFO, True, True),  # no flags listed (not Linux): what ggml was compiled for
+        ("x86_64", ARM_CPUINFO, False, False),
+        ("aarch64", ARM_CPUINFO, False, True),  # ARM accumulates in 32 bits
+        ("arm64", ZEN3_CPUINFO, False, True),
+    ],
+)
+def test_int8_weights_keep_eight_bits_only_where_products_cannot_saturate(machine, cpuinfo, compiled_vnni, vnni):
+    assert has_vnni(machine, cpuinfo_flags(cpuinfo), compiled_vnni) is vnni
+
+
+@pytest.mark.parametrize(("cpuinfo", "qmax"), [(ICELAKE_CPUINFO, QMAX_VNNI), (ZEN3_CPUINFO, QMAX_NO_VNNI)])
+def test_a_backend_scales_int8_weights_for_the_cpu_it_reads(monkeypatch, tmp_path, cpuinfo, qmax):
+    sample = tmp_path / "cpuinfo"
+    sample.write_text(cpuinfo)
+    monkeypatch.setattr(backend_module, "read_cpuinfo_flags", lambda: read_cpuinfo_flags(sample))
+    monkeypatch.setattr(backend_module.platform, "machine", lambda: "x86_64")
+    backend = open_backend("cpu", threads=1)
+    try:
+        assert backend.int8().qmax == qmax
+    finally:
+        backend.close()
 
 
 def test_cpus_without_vnni_get_seven_bit_weights_and_the_same_products(monkeypatch):
