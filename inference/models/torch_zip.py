@@ -116,6 +116,9 @@ class _StateDictUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         allowed = _ALLOWED.get((module, name))
+        if allowed is None and module == "torch" and name.endswith("Storage"):
+            raise ModelError(f"{self.source} stores tensors of type torch.{name}, which this reader does not support",
+                             "save the weights as float32, float16 or bfloat16")  # fmt: skip
         if allowed is None:
             raise UnsafeCheckpointError(
                 f"{self.source} asks to load {module}.{name}, which a state dict of tensors never needs; "

@@ -102,3 +102,11 @@ def test_damaged_and_foreign_files_give_clear_errors(tmp_path: Path) -> None:
     not_tensors = _zip_with_pickle(tmp_path / "ints.ckpt", pickle.dumps({"a": 1}, protocol=2))
     with pytest.raises(ModelError, match="'a' is not a tensor"):
         open_torch_state_dict(not_tensors)
+
+
+def test_an_unsupported_storage_type_is_named_not_called_hostile(tmp_path: Path) -> None:
+    payload = (b"\x80\x02ccollections\nOrderedDict\n)R(X\x01\x00\x00\x00wctorch._utils\n_rebuild_tensor_v2\n"
+               b"((X\x07\x00\x00\x00storagectorch\nComplexFloatStorage\n")  # fmt: skip
+    with pytest.raises(ModelError, match=r"torch\.ComplexFloatStorage, which this reader does not support") as caught:
+        open_torch_state_dict(_zip_with_pickle(tmp_path / "complex.ckpt", payload))
+    assert not isinstance(caught.value, UnsafeCheckpointError)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nemo_package import build_nemo, read_safetensors
+from nemo_package import build_nemo, read_safetensors, sentencepiece_model
 from parakeet_fixtures import CLIPS, audio_path, expected, model_dir
 
 from inference.audio.io import load_audio_file
@@ -25,6 +25,7 @@ from inference.errors import ModelError
 from inference.families.parakeet_tdt.checkpoint import expected_tensors
 from inference.families.parakeet_tdt.config import parse_config
 from inference.families.parakeet_tdt.nemo_import import PROVENANCE_FILE, convert_nemo, dense_name
+from inference.families.parakeet_tdt.sentencepiece_model import parse_model, tokenizer_json
 from inference.models.spec import load_family_spec
 from inference.models.torch_zip import UnsafeCheckpointError
 
@@ -68,6 +69,13 @@ def test_names_map_as_the_reference_converter_maps_them() -> None:
     for dropped in ("preprocessor.featurizer.fb", "encoder.layers.1.conv.batch_norm.num_batches_tracked",
                     "encoder.pos_enc.pe"):  # fmt: skip
         assert dense_name(dropped) is None
+
+
+@pytest.mark.parametrize("model", ["tiny_a", "tiny_b"])  # nmt_nfkc (a precompiled charsmap) and identity
+def test_a_sentencepiece_model_converts_as_transformers_converted_the_fixture(model: str) -> None:
+    reference = json.loads((model_dir(model) / "tokenizer.json").read_text())
+    converted = tokenizer_json(parse_model(sentencepiece_model(reference), "tokenizer.model"), "tokenizer.model")
+    assert json.loads(converted) == reference
 
 
 def test_the_import_holds_the_original_tensors_tokenizer_and_config(imported: Path) -> None:

@@ -36,6 +36,7 @@ class SentencePieceModel:
     pieces: tuple[Piece, ...]
     model_type: int
     precompiled_charsmap: bytes
+    add_dummy_prefix: bool = True  # a word mark before the first word, as transformers' prepend_scheme "always"
 
 
 def _varint(data: bytes, pos: int, source: str) -> tuple[int, int]:
@@ -80,7 +81,7 @@ def _fields(data: bytes, source: str) -> list[tuple[int, int | bytes]]:
 
 def parse_model(data: bytes, source: str) -> SentencePieceModel:
     pieces: list[Piece] = []
-    model_type, charsmap = 1, b""
+    model_type, charsmap, dummy_prefix = 1, b"", True
     for number, value in _fields(data, source):
         if number == 1 and isinstance(value, bytes):
             text, score, kind = None, 0.0, NORMAL
@@ -97,10 +98,12 @@ def parse_model(data: bytes, source: str) -> SentencePieceModel:
         elif number == 2 and isinstance(value, bytes):
             model_type = next((v for n, v in _fields(value, source) if n == 3 and isinstance(v, int)), 1)
         elif number == 3 and isinstance(value, bytes):
-            charsmap = next((v for n, v in _fields(value, source) if n == 2 and isinstance(v, bytes)), b"")
+            normalizer = _fields(value, source)
+            charsmap = next((v for n, v in normalizer if n == 2 and isinstance(v, bytes)), b"")
+            dummy_prefix = next((bool(v) for n, v in normalizer if n == 3 and isinstance(v, int)), True)
     if not pieces:
         raise ModelError(f"{source} holds no pieces; it is not a SentencePiece model", "use the .nemo's own tokenizer.model")
-    return SentencePieceModel(tuple(pieces), model_type, charsmap)
+    return SentencePieceModel(tuple(pieces), model_type, charsmap, dummy_prefix)
 
 
 def bpe_merges(pieces: tuple[Piece, ...]) -> list[list[str]]:
@@ -135,7 +138,8 @@ def tokenizer_json(model: SentencePieceModel, source: str) -> str:
     added = [_added(i, p.text, p.kind != USER_DEFINED) for i, p in enumerate(model.pieces)
              if p.kind in (UNKNOWN, CONTROL, USER_DEFINED)]  # fmt: skip
     added.append(_added(len(model.pieces), BLANK, True))
-    metaspace = {"type": "Metaspace", "replacement": WORD_MARK, "prepend_scheme": "always", "split": True}
+    prepend = "always" if model.add_dummy_prefix else "never"
+    metaspace = {"type": "Metaspace", "replacement": WORD_MARK, "prepend_scheme": prepend, "split": True}
     normalizers: list[dict[str, Any]] = []
     if model.precompiled_charsmap:
         normalizers.append({"type": "Precompiled",
