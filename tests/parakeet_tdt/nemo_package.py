@@ -88,7 +88,7 @@ def torch_zip(tensors: dict[str, np.ndarray], name: str = "model_weights") -> by
     pickle_ = bytearray(b"\x80\x02ccollections\nOrderedDict\n)R(")
     storages: list[bytes] = []
     for key, array in tensors.items():
-        array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+        array = np.array(array, dtype=array.dtype.newbyteorder("<"), order="C")  # keeps 0-d shapes
         storage_type = _STORAGE[array.dtype.str]
         shape = list(array.shape)
         strides = [s // array.itemsize for s in array.strides]
