@@ -125,6 +125,36 @@ def test_stock_sidecars_stand_in_for_a_missing_tokenizer_after_checking_them(tmp
     assert (tmp_path / "model" / "model.safetensors").read_bytes() == (imported / "model.safetensors").read_bytes()
 
 
+def _fuse_batch_norm(tensors: dict[str, np.ndarray]) -> None:
+    """What NeMo's FusedBatchNorm1d stores: the eval BatchNorm as a per-channel scale (weight) and shift (bias)."""
+    for key in [k for k in tensors if k.endswith(".conv.batch_norm.running_var")]:
+        prefix = key.removesuffix("running_var")
+        var = tensors.pop(prefix + "running_var").astype(np.float64)
+        mean = tensors.pop(prefix + "running_mean").astype(np.float64)
+        tensors.pop(prefix + "num_batches_tracked")
+        scale = tensors[prefix + "weight"].astype(np.float64) / np.sqrt(var + 1e-5)
+        tensors[prefix + "bias"] = (tensors[prefix + "bias"].astype(np.float64) - mean * scale).astype(np.float32)
+        tensors[prefix + "weight"] = scale.astype(np.float32)
+
+
+def test_a_fused_batch_norm_converts_and_transcribes_like_the_plain_one(tmp_path: Path) -> None:
+    source = build_nemo(TINY, tmp_path / "fused.nemo", config_edit=_set("encoder.conv_norm_type", "fused_batch_norm"),
+                        tensors_edit=_fuse_batch_norm)  # fmt: skip
+    convert_nemo(source, tmp_path / "model")
+    converted = read_safetensors(tmp_path / "model" / "model.safetensors")
+    assert not converted["encoder.layers.1.conv.norm.running_mean"].any()
+    assert (converted["encoder.layers.1.conv.norm.running_var"] == np.float32(1 - 1e-5)).all()
+    for clip in CLIPS:
+        assert decoded(tmp_path / "model", "native", clip) == decoded(TINY, "native", clip), clip
+
+
+def test_a_fused_batch_norm_with_running_statistics_is_refused(tmp_path: Path) -> None:
+    source = build_nemo(TINY, tmp_path / "mixed.nemo", config_edit=_set("encoder.conv_norm_type", "fused_batch_norm"))
+    with pytest.raises(ModelError, match=r"'encoder\.layers\.\d\.conv\.batch_norm\.running_(mean|var)' is a BatchNorm statistic"):
+        convert_nemo(source, tmp_path / "model")
+    assert nothing_left(tmp_path / "model")
+
+
 def _other_vocabulary(folder: Path, tmp_path: Path) -> Path:
     sidecars = tmp_path / "sidecars"
     sidecars.mkdir()

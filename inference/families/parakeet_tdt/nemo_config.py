@@ -19,6 +19,8 @@ from inference.families.parakeet_tdt.config import MODEL_TYPE, parse_config
 
 _FIX = "import a Parakeet-TDT .nemo (FastConformer encoder, TDT decoder)"
 FEATURE_KEYS = ("sampling_rate", "feature_size", "n_fft", "win_length", "hop_length", "preemphasis")
+# fused_batch_norm: NeMo's FusedBatchNorm1d, the eval BatchNorm folded into a per-channel scale and shift.
+NORM_TYPES = ("batch_norm", "fused_batch_norm")
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,7 @@ class NemoModelConfig:
     processor: dict[str, Any] | None  # processor_config.json; None when the .nemo has no preprocessor section
     labels: list[str] | None  # the vocabulary without blank, when the .nemo lists it
     tokenizer_model: str | None  # the archive member named by tokenizer.model_path, when there is one
+    fused_batch_norm: bool = False  # the conv modules' BatchNorm is stored folded (weight = scale, bias = shift)
 
 
 def _section(raw: dict[str, Any], key: str, source: str) -> dict[str, Any]:
@@ -76,7 +79,7 @@ def encoder_config(enc: dict[str, Any], source: str) -> dict[str, Any]:
     _require(enc.get("subsampling", "dw_striding") == "dw_striding", source, f"encoder.subsampling {enc.get('subsampling')!r}")
     _require(enc.get("self_attention_model", "rel_pos") == "rel_pos", source,
              f"encoder.self_attention_model {enc.get('self_attention_model')!r}")  # fmt: skip
-    _require(enc.get("conv_norm_type", "batch_norm") == "batch_norm", source, f"encoder.conv_norm_type {enc.get('conv_norm_type')!r}")
+    _require(enc.get("conv_norm_type", "batch_norm") in NORM_TYPES, source, f"encoder.conv_norm_type {enc.get('conv_norm_type')!r}")
     _require(not enc.get("causal_downsampling", False), source, "encoder.causal_downsampling true")
     _require(enc.get("untie_biases", True) is True, source, "encoder.untie_biases false")
     context = enc.get("att_context_size", [-1, -1])
@@ -186,7 +189,8 @@ def convert_config(raw: Any, source: str) -> NemoModelConfig:
     parse_config(config, processor, source, source)  # refuse now what the engine would refuse when loading
     model_path = _subsection(raw, "tokenizer").get("model_path")
     member = model_path.split("nemo:", 1)[-1].rsplit("/", 1)[-1] if isinstance(model_path, str) and model_path else None
-    return NemoModelConfig(config, processor, labels, member)
+    fused = encoder.get("conv_norm_type") == "fused_batch_norm"
+    return NemoModelConfig(config, processor, labels, member, fused)
 
 
 # Fields of config.json that decide the tensor shapes and the decoding (scale_input is the stock sidecar's call).

@@ -5,8 +5,9 @@ A ``.nemo`` is a tar (optionally gzipped) of ``model_config.yaml``, ``model_weig
 dict, read by :mod:`inference.models.torch_zip`, which runs none of its pickle) and the tokenizer files
 (``<hash>_tokenizer.model``, named by ``tokenizer.model_path``). Tensor names map as transformers'
 ``convert_nemo_to_hf.py`` maps them (reference_notes.md §1.2); the BatchNorm of each conv module keeps its own
-tensors (``conv.norm.*``: this family's layout does not fold it), ``num_batches_tracked``, the positional
-table and the preprocessor's window and filterbank are dropped, every tensor is written as float32 (the
+tensors (``conv.norm.*``: this family's layout does not fold it; a fused BatchNorm, NeMo's ``FusedBatchNorm1d``
+with scale and shift only, gets ``running_mean`` 0 and ``running_var`` :data:`UNIT_VARIANCE`),
+``num_batches_tracked``, the positional table and the preprocessor's window and filterbank are dropped, every tensor is written as float32 (the
 storage type of the other safetensors packages; ``weight_type`` picks f16/bf16/q8_0… at load time).
 
 Sidecars: the archive's own tokenizer and preprocessor when it has them; otherwise (or when a folder is given)
@@ -62,6 +63,10 @@ _RENAMES = (
     (re.compile(r"^joint\.pred\."), "decoder.decoder_projector."),
     (re.compile(r"^joint\.joint_net\.2\."), "joint.head."),
 )
+# The float32 v for which v + 1e-5 (BatchNorm's eps) is nearest 1, so a fused scale passes through the engine's
+# fold γ / sqrt(v + eps) with a relative error of 7e-9.
+UNIT_VARIANCE = np.float32(1 - 1e-5)
+_RUNNING_STATS = re.compile(r"\.conv\.norm\.running_(mean|var)$")
 _DROPPED = re.compile(r"^preprocessor\.|\.num_batches_tracked$|^encoder\.pos_enc\.")
 
 
@@ -190,9 +195,10 @@ def own_sidecars(members: dict[str, Path], parsed: nemo_config.NemoModelConfig, 
 # ------------------------------------------------------------------------------------------ weights
 
 
-def write_weights(weights: Path, config: dict[str, Any], out: Path, source: str,
-                  progress: Progress | None, cancel: threading.Event | None) -> int:  # fmt: skip
-    """Map, check and write every tensor the engine reads as float32 safetensors; returns the tensor count."""
+def write_weights(weights: Path, config: dict[str, Any], out: Path, source: str, progress: Progress | None,
+                  cancel: threading.Event | None, fused_batch_norm: bool = False) -> int:  # fmt: skip
+    """Map, check and write every tensor the engine reads as float32 safetensors; returns the tensor count.
+    With ``fused_batch_norm`` the BatchNorm running statistics are made up (mean 0, variance ~1), not read."""
     from inference.families.parakeet_tdt.checkpoint import expected_tensors
     from inference.families.parakeet_tdt.config import parse_config
 
@@ -203,6 +209,9 @@ def write_weights(weights: Path, config: dict[str, Any], out: Path, source: str,
             name = dense_name(nemo_name)
             if name is None:
                 continue
+            if fused_batch_norm and _RUNNING_STATS.search(name):
+                raise ModelError(f"{source}: {nemo_name!r} is a BatchNorm statistic, but the config says "
+                                 "conv_norm_type fused_batch_norm", "check the .nemo's model_config.yaml")  # fmt: skip
             if name not in wanted:
                 raise ModelError(f"{source}: tensor {nemo_name!r} ({name}) is not part of a Parakeet-TDT model this "
                                  "engine runs", nemo_config._FIX)  # fmt: skip
@@ -214,7 +223,14 @@ def write_weights(weights: Path, config: dict[str, Any], out: Path, source: str,
             if ref.dtype not in ("f4", "f2", "bf16", "f8"):
                 raise ModelError(f"{source}: tensor {nemo_name!r} is not floating point ({ref.dtype})", "check the .nemo file")
             mapping[name] = nemo_name
-        missing = [name for name in wanted if name not in mapping]
+        made: dict[str, np.ndarray] = {}
+        if fused_batch_norm:
+            for name, shape in wanted.items():
+                if name.endswith(".conv.norm.running_mean"):
+                    made[name] = np.zeros(shape, dtype=np.float32)
+                elif name.endswith(".conv.norm.running_var"):
+                    made[name] = np.full(shape, UNIT_VARIANCE, dtype=np.float32)
+        missing = [name for name in wanted if name not in mapping and name not in made]
         if missing:
             raise ModelError(f"{source} lacks {len(missing)} tensor(s) the engine needs, e.g. {missing[0]!r}",
                              "the .nemo is incomplete or not a Parakeet-TDT model")  # fmt: skip
@@ -233,12 +249,13 @@ def write_weights(weights: Path, config: dict[str, Any], out: Path, source: str,
             for i, name in enumerate(names):
                 if cancel is not None and cancel.is_set():
                     raise Cancelled("the .nemo import was cancelled")
-                tensor = state.read(mapping[name]).astype("<f4", copy=False)
+                label = mapping.get(name, name)
+                tensor = made[name] if name in made else state.read(mapping[name]).astype("<f4", copy=False)
                 if not np.isfinite(tensor).all():
-                    raise ModelError(f"{source}: tensor {mapping[name]!r} holds NaN or infinite values", "check the .nemo file")
+                    raise ModelError(f"{source}: tensor {label!r} holds NaN or infinite values", "check the .nemo file")
                 fh.write(np.ascontiguousarray(tensor).tobytes())
                 if progress is not None:
-                    progress(i + 1, len(names), f"converting {mapping[name]}")
+                    progress(i + 1, len(names), f"converting {label}")
     return len(names)
 
 
@@ -286,7 +303,8 @@ def convert_nemo(
                                  "pass --sidecars DIR holding its config.json, tokenizer.json and processor_config.json")  # fmt: skip
             texts, origin = stock_sidecars(fallback[0], parsed), fallback[1]
         config = json.loads(texts["config.json"])
-        count = write_weights(members[WEIGHTS_MEMBER], config, work / "model.safetensors", source.name, progress, cancel)
+        count = write_weights(members[WEIGHTS_MEMBER], config, work / "model.safetensors", source.name, progress, cancel,
+                              parsed.fused_batch_norm)  # fmt: skip
         for name, text in texts.items():
             (work / name).write_text(text, encoding="utf-8")
         shutil.rmtree(work / ".archive", ignore_errors=True)
