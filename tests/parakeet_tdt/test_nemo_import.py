@@ -168,6 +168,18 @@ def _other_vocabulary(folder: Path, tmp_path: Path) -> Path:
     return sidecars
 
 
+def _scaled(folder: Path, tmp_path: Path) -> Path:
+    """Sidecars whose config multiplies the subsampling output by sqrt(hidden) (NeMo's xscaling)."""
+    sidecars = tmp_path / "scaled"
+    sidecars.mkdir()
+    for name in ("tokenizer.json", "processor_config.json"):
+        (sidecars / name).write_text((folder / name).read_text())
+    config = json.loads((folder / "config.json").read_text())
+    config["encoder_config"]["scale_input"] = True
+    (sidecars / "config.json").write_text(json.dumps(config))
+    return sidecars
+
+
 def _other_features(folder: Path, tmp_path: Path) -> Path:
     sidecars = tmp_path / "features"
     sidecars.mkdir()
@@ -185,6 +197,7 @@ def _other_features(folder: Path, tmp_path: Path) -> Path:
         (lambda tmp: model_dir("tiny_b"), r"encoder_config\.hidden_size: \.nemo 64, sidecar"),
         (lambda tmp: _other_vocabulary(TINY, tmp), r"vocabulary: piece 10 is"),
         (lambda tmp: _other_features(TINY, tmp), r"feature_extractor\.hop_length: \.nemo 160, sidecar 128"),
+        (lambda tmp: _scaled(TINY, tmp), r"encoder_config\.scale_input: \.nemo False, sidecar True"),
     ],
 )
 def test_sidecars_that_do_not_belong_are_refused_naming_the_difference(tmp_path: Path, make, message: str) -> None:

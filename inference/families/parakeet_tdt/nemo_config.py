@@ -193,11 +193,11 @@ def convert_config(raw: Any, source: str) -> NemoModelConfig:
     return NemoModelConfig(config, processor, labels, member, fused)
 
 
-# Fields of config.json that decide the tensor shapes and the decoding (scale_input is the stock sidecar's call).
+# Fields of config.json that decide the tensor shapes, the encoder's arithmetic and the decoding.
 ARCHITECTURE_KEYS = ("vocab_size", "blank_token_id", "pad_token_id", "decoder_hidden_size", "num_decoder_layers", "durations")
 ENCODER_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_mel_bins",
                 "conv_kernel_size", "subsampling_factor", "subsampling_conv_channels", "attention_bias",
-                "convolution_bias")  # fmt: skip
+                "convolution_bias", "scale_input")  # fmt: skip
 
 
 def config_differences(derived: dict[str, Any], stock: dict[str, Any]) -> list[str]:
