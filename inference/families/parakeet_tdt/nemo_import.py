@@ -113,6 +113,8 @@ def extract_members(archive: Path, into: Path, cancel: threading.Event | None = 
                     raise ModelError(f"{archive.name} is truncated inside {member.name}", "copy or download the .nemo again")
                 found[base] = target
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise  # the disk, not the archive (decompressors raise OSError without an errno)
         raise ModelError(f"{archive.name} is damaged or truncated, or not a .nemo archive: {exc}",
                          "copy or download the .nemo again") from None  # fmt: skip
     for required in (CONFIG_MEMBER, WEIGHTS_MEMBER):
