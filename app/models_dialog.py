@@ -18,6 +18,7 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDialog,
+    QFileDialog,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -53,6 +54,12 @@ def _ask(parent: QWidget, title: str, text: str) -> bool:
     return QMessageBox.question(parent, title, text, buttons) == QMessageBox.StandardButton.Yes
 
 
+def _choose_model_file(parent: QWidget) -> Path | None:
+    path, _ = QFileDialog.getOpenFileName(parent, "Import a model file", "",
+                                          "Model files (*.nemo *.gguf *.tar.zst);;All files (*)")  # fmt: skip
+    return Path(path) if path else None
+
+
 def _open_in_file_manager(path: Path) -> None:
     QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
 
@@ -72,12 +79,14 @@ class ModelsDialog(QDialog):
         confirm: Confirm = _ask,
         open_folder: Callable[[Path], None] = _open_in_file_manager,
         select: str | None = None,
+        choose_file: Callable[[QWidget], Path | None] = _choose_model_file,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Speech models")
         self.resize(1040, 440)
         self._confirm = confirm
         self._open_folder = open_folder
+        self._choose_file = choose_file
         self._bridge = _Bridge(self)
         self._bridge.progress.connect(self._on_progress)
         self._bridge.finished.connect(self._on_finished)
@@ -107,11 +116,14 @@ class ModelsDialog(QDialog):
         self.cancel_button = QPushButton("Cancel download", self)
         self.delete_button = QPushButton("Delete", self)
         self.folder_button = QPushButton("Open folder", self)
+        self.import_button = QPushButton("Import…", self)
+        self.import_button.setToolTip("Add a local model file: a NeMo .nemo checkpoint, a .gguf package or a Phonon-2 archive")
         self.close_button = QPushButton("Close", self)
         self.download_button.clicked.connect(self._download)
         self.cancel_button.clicked.connect(self._cancel)
         self.delete_button.clicked.connect(self._delete)
         self.folder_button.clicked.connect(self._open)
+        self.import_button.clicked.connect(self._import)
         self.close_button.clicked.connect(self.close)
 
         self.progress_bar = QProgressBar(self)
@@ -131,7 +143,8 @@ class ModelsDialog(QDialog):
         location.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
         buttons = QHBoxLayout()
-        for button in (self.download_button, self.cancel_button, self.delete_button, self.folder_button):
+        for button in (self.download_button, self.cancel_button, self.delete_button, self.folder_button,
+                       self.import_button):  # fmt: skip
             buttons.addWidget(button)
         buttons.addStretch(1)
         buttons.addWidget(self.close_button)
@@ -227,6 +240,17 @@ class ModelsDialog(QDialog):
         if self.manager.delete(row.id):  # on a worker thread; _on_finished reports the result
             self.status_label.setText(f"Deleting {row.name}…")
         self.refresh()
+
+    def _import(self) -> None:
+        source = self._choose_file(self)
+        if source is None:
+            return
+        self._show_error("", "")
+        if self.manager.import_file(source):  # on a worker thread; _on_finished reports the result
+            self.progress_bar.setVisible(True)
+            self.status_label.setText(f"Importing {source.name}…")
+        else:
+            self.status_label.setText("Another import is still running.")
 
     def _open(self) -> None:
         row = self._selected_row()

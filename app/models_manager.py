@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference.errors import CaptioneerError
+from inference.errors import Cancelled, CaptioneerError
 from inference.models.catalog import Catalog
 from inference.models.conversion import FORMATS_NEEDING_CONVERSION
 from inference.models.progress import InstallProgress, describe, human_bytes
@@ -24,6 +24,7 @@ from inference.models.spec import PackageSpec
 from inference.models.store import ModelStore
 
 log = logging.getLogger("captioneer.app.models")
+IMPORT_JOB = "import"  # the job id of a local import (its package id is known only once the file is read)
 
 _HEADLINES = {
     "no network": "No connection to the model hub",
@@ -203,6 +204,26 @@ class ModelsManager:
         finally:
             self._last.pop(package_id, None)
         self._finish(package_id, outcome)
+
+    def import_file(self, source: Path) -> bool:
+        """Import a local model file (a ``.nemo``, ``.gguf`` or Phonon-2 archive) on a worker thread; False while
+        another import runs. The result arrives through ``on_finished`` under the job id :data:`IMPORT_JOB`."""
+        return self._start(IMPORT_JOB, lambda job, cancel: self._import(job, source, cancel), "import")
+
+    def _import(self, job: str, source: Path, cancel: threading.Event) -> None:
+        try:
+            path = self.store.import_local(source, progress=lambda r: self._progress(job, r), cancel=cancel)
+            package_id = path.relative_to(self.store.root).parts[0]
+            outcome = JobOutcome(job, ok=True, headline=f"{source.name} is installed as {package_id}")
+        except BaseException as exc:  # the worker must always report back, whatever happened
+            cancelled = isinstance(exc, Cancelled) or getattr(exc, "kind", "") == "cancelled"
+            if not cancelled:
+                log.warning("import of %s failed", source, exc_info=True)
+            headline, detail = explain(source.name, exc)
+            outcome = JobOutcome(job, ok=False, cancelled=cancelled, headline=headline, detail=detail)
+        finally:
+            self._last.pop(job, None)
+        self._finish(job, outcome)
 
     def _finish(self, package_id: str, outcome: JobOutcome) -> None:
         with self._lock:

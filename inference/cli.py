@@ -85,8 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("id")
     mimport = msub.add_parser(
         "import",
-        help="add a local model folder or .gguf file to the store, or convert a Phonon-2 archive (.tar.zst) "
-        "or unpacked folder (model.fermion + config.json)",
+        help="add a local model folder or .gguf file to the store, or convert a NeMo Parakeet-TDT checkpoint "
+        "(.nemo) or a Phonon-2 archive (.tar.zst) or unpacked folder (model.fermion + config.json)",
     )
     mimport.add_argument("path")
     mimport.add_argument(
@@ -96,13 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
     mimport.add_argument("--link", action="store_true", help="link to the files instead of copying them")
     mimport.add_argument(
         "--sidecars", type=Path, metavar="DIR",
-        help="Phonon-2: folder with the nvidia/parakeet-tdt-0.6b-v3 config.json, tokenizer.json and "
-        "processor_config.json (default: download them at the catalog's pinned revision)",
+        help="Phonon-2 and .nemo: folder with the nvidia/parakeet-tdt-0.6b-v3 config.json, tokenizer.json and "
+        "processor_config.json (default, Phonon-2: download them at the catalog's pinned revision; .nemo: the "
+        "archive's own tokenizer, else an installed stock Parakeet-TDT v3 package's)",
     )  # fmt: skip
     mimport.add_argument(
         "--sha256", metavar="HEX",
-        help="Phonon-2: the sha256 the archive (or, for a folder, model.fermion) must have "
-        "(default: the published one)",
+        help="Phonon-2 and .nemo: the sha256 the archive (or, for a folder, model.fermion) must have "
+        "(default: the published one; a .nemo the catalog does not know is not checked)",
+    )  # fmt: skip
+    mimport.add_argument(
+        "--license", dest="license_text", metavar="TEXT",
+        help=".nemo: the licence to record with the imported model (default: the catalog's, when it knows the file)",
     )  # fmt: skip
     verify = msub.add_parser("verify", help="recompute sizes and checksums of an installed package")
     verify.add_argument("id")
@@ -426,7 +431,8 @@ def _cmd_models_store(args: argparse.Namespace, paths: AppPaths, catalog: Any, o
             out.write(f"{'already installed' if already else 'installed'} {args.id}: {path}\n")
         elif command == "import":
             path = store.import_local(Path(args.path), args.package_id, link=args.link, progress=progress,
-                                      sidecars=args.sidecars, sha256=args.sha256)  # fmt: skip
+                                      sidecars=args.sidecars, sha256=args.sha256,
+                                      license_text=args.license_text)  # fmt: skip
             progress.close()
             out.write(f"imported as {path.relative_to(store.root).parts[0]}: {path}\n")
         else:

@@ -1,5 +1,6 @@
 """Importing a local model folder or file (copied while hashing, or linked), and converting a local Phonon-2
-source (``families/parakeet_tdt/phonon_source.py``), with the same all-or-nothing assembly as an install."""
+source (``families/parakeet_tdt/phonon_source.py``) or a NeMo ``.nemo`` (``nemo_importing.py``), with the same
+all-or-nothing assembly as an install."""
 
 from __future__ import annotations
 
@@ -9,19 +10,20 @@ from pathlib import Path
 from inference.errors import UsageError
 from inference.families.parakeet_tdt import phonon_source as phonon
 from inference.families.parakeet_tdt.install import extra_space as phonon_extra_space
-from inference.models.assembly import StoreInstaller
+from inference.models import nemo
 from inference.models.downloads import PlannedFile
 from inference.models.fsops import copy_hashing, remove_tree, walk_files
 from inference.models.identify import detect_family
 from inference.models.layout import locate_model
 from inference.models.marker import INSTALL_MARKER, InstallMarker, write_marker
+from inference.models.nemo_importing import NemoImporter
 from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter
 from inference.models.spec import PackageFile, PackageSpec
 from inference.models.store_layout import DISK_RESERVE_BYTES, PACKAGE_ID, SKIP_IMPORT_DIRS, file_target, slug
 
 
-class StoreImporter(StoreInstaller):
-    """Add a local model (copy or link) or convert a local Phonon-2 source into a package."""
+class StoreImporter(NemoImporter):
+    """Add a local model (copy or link) or convert a local Phonon-2 or NeMo source into a package."""
 
     def import_local(
         self,
@@ -32,24 +34,33 @@ class StoreImporter(StoreInstaller):
         cancel: threading.Event | None = None,
         sidecars: Path | None = None,
         sha256: str | None = None,
+        license_text: str | None = None,
     ) -> Path:
         """Copy (or link) a model folder or file into the store under ``package_id``.
 
         A Phonon-2 source (a ``.tar.zst`` archive, or a folder holding ``model.fermion`` and ``config.json``)
-        is converted instead, see :meth:`_import_phonon2`; ``sidecars`` and ``sha256`` apply to it only.
+        is converted instead, see :meth:`_import_phonon2`, and so is a NeMo ``.nemo`` checkpoint, see
+        :meth:`import_nemo`; ``sidecars`` and ``sha256`` apply to those only, ``license_text`` to a ``.nemo``.
         """
         source = Path(source).expanduser()
         if not source.exists():
             raise UsageError(f"nothing to import at {source}", "pass an existing model folder or .gguf file")
         source = source.resolve()
+        if nemo.is_nemo_source(source):
+            if link:
+                raise UsageError(f"{source.name} cannot be linked: it is converted into a new model",
+                                 "import it without --link")  # fmt: skip
+            return self.import_nemo(source, package_id, sidecars, sha256, license_text, progress, cancel)
+        if license_text is not None:
+            raise UsageError("--license applies to .nemo checkpoints only", "leave it out for this model")
         if phonon.is_phonon2_source(source):
             if link:
                 raise UsageError(f"{source.name} cannot be linked: it is converted into a new model",
                                  "import it without --link")  # fmt: skip
             return self._import_phonon2(source, package_id, sidecars, sha256, progress, cancel)
         if sidecars is not None or sha256 is not None:
-            raise UsageError("--sidecars and --sha256 apply to Phonon-2 sources only",
-                             "pass a .tar.zst archive or a folder holding model.fermion")  # fmt: skip
+            raise UsageError("--sidecars and --sha256 apply to Phonon-2 and .nemo sources only",
+                             "pass a .nemo file, a .tar.zst archive or a folder holding model.fermion")  # fmt: skip
         family = detect_family(source)  # raises ModelError with a fix if it is no model we can load
         pid = package_id or slug(source.stem if source.is_file() else source.name)
         if not PACKAGE_ID.match(pid):

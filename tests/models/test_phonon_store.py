@@ -270,7 +270,7 @@ def test_phonon_only_options_are_refused_for_other_models(real_catalog, tmp_path
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "parakeet_tdt"}))
     code, _ = run("models", "import", str(folder), "--sha256", "0" * 64)
-    assert code == 2 and "apply to Phonon-2 sources only" in last_line(capsys.readouterr().err)
+    assert code == 2 and "apply to Phonon-2 and .nemo sources only" in last_line(capsys.readouterr().err)
 
 
 # ------------------------------------------------------------------------------------------ catalog schema
