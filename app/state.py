@@ -45,9 +45,8 @@ def installed_models(paths: AppPaths, settings: object | None = None) -> list[Mo
         path = catalog.installed_path(entry.package)
         if path is None:
             continue
-        # The bundled demo model was trained on single sentences: it drops words in long windows, so its
-        # captions come segment by segment (measured: committed-text latency p50 0.67 s vs 2.6 s in 2/10/2 s
-        # windows, and every word of the test recording instead of 60 of 68).
+        # The bundled demo model was trained on single sentences and drops words in long windows, so its captions
+        # come segment by segment (figures: tests/bench/README.md, "Figures behind code comments").
         mode = "segmented" if entry.package.format == "bundled" else "auto"
         family = entry.package.family
         backend, options = weight_choice(family, getattr(settings, "backend", "auto"), settings)

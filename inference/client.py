@@ -1,24 +1,13 @@
 """The only door into the inference worker: the CLI, the GUI and the server all use this client.
 
-``WorkerClient`` starts the worker (a ``spawn`` child), loads models in it and hands out
-``RemoteEngine`` and ``RemoteStream`` objects that look like a local ``contract.Engine`` / ``Stream``.
-It also keeps the user's work safe when the worker fails:
+``WorkerClient`` starts the worker (a ``spawn`` child), loads models in it and hands out ``RemoteEngine`` and
+``RemoteStream`` objects that look like a local ``contract.Engine`` / ``Stream``. A supervisor thread restarts a
+dead or hung worker and resumes its streams by replaying audio since their last commit (``inference.replay``);
+each stream's ``BacklogPolicy`` bounds the audio not yet processed (docs/architecture.md §2.2, §4). Messages go
+out through a writer thread, so a frozen worker with a full pipe blocks no caller.
 
-* **death** (a native crash, ``SIGKILL``, the OOM killer) and **hangs** (an operation busy past its
-  limit with no progress, or pings unanswered) are detected by a supervisor thread; the worker is
-  killed if needed, restarted, its models reloaded and its open streams reopened and resumed: the audio
-  since each stream's last commit point is replayed into it (``inference.replay``), so no word is lost or
-  repeated. Streams keep their committed text (it lives here, not in the worker) and receive a non-fatal
-  ``worker_restarted`` event naming what happened, then ``worker_resumed``. Repeated crashes back off and
-  then stop with a clear message instead of looping (``WorkerPolicy``). Messages go to the worker through a
-  writer thread, so a frozen worker with a full pipe blocks no caller and is found by its missing pongs.
-* **backpressure**: each stream bounds the audio it has handed to the worker but not yet seen
-  processed. Beyond that, the stream's ``BacklogPolicy`` decides: ``coalesce`` (queue and send queued
-  chunks as one larger push), ``block`` (the caller waits; files and stdin) or ``refuse`` (raise); the
-  queue never grows past ``max_backlog_s`` and nothing is dropped silently. ``finish`` drains everything.
-
-Callbacks (``on_events``, progress) run on the client's reader thread: hand the events over to your own
-thread (the GUI posts them to the Qt event loop) and never block in them.
+Callbacks (``on_events``, progress) run on the client's reader thread: hand events to your own thread and never
+block in them.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
 """The contract every part of Captioneer speaks: engines, streams, results and events.
 
-Engines (``inference/families``), the worker, the client, the CLI, the GUI and the server all use these
-types, so a fact such as "a delta is committed text" or "audio is 16 kHz" lives here once. Only the
-standard library and :mod:`inference.errors` are imported; numpy appears in annotations only.
+Engines, the worker, the client, the CLI, the GUI and the server all use these types, so a fact such as "a delta
+is committed text" or "audio is 16 kHz" lives here once (docs/architecture.md §3). Only the standard library and
+:mod:`inference.errors` are imported; numpy appears in annotations only.
 
-* A :class:`Delta` is committed text: append-only, never revised. The deltas of a stream concatenate to
-  its committed text.
-* A :class:`Snapshot` is the whole provisional (not yet committed) text of one segment; it replaces the
-  previous snapshot of the same ``segment_id``. A delta or a speech end of that segment drops its
-  snapshot: an engine with provisional text left after committing sends a new snapshot after the delta,
-  in the same list of events.
-* Every event carries the segment it belongs to and audio-relative times (seconds from the start of
-  the stream) where known, so a view replaces exactly the provisional text it showed.
-* Every event and result survives a JSON round trip (``event_to_json`` / ``event_from_json``).
-* Engines and streams take finite float32 samples and refuse NaN/Inf with a ``UsageError``; decoding a file
-  (``inference.audio.io``) replaces such samples with silence and logs a warning, so a damaged recording
-  still gives a transcript while a programming error upstream is not hidden.
+A :class:`Delta` is committed, append-only text; a :class:`Snapshot` is a segment's whole provisional text and
+replaces the previous one; a delta or speech end of a segment drops its snapshot. Every event carries its segment
+and audio-relative times, and survives a JSON round trip. Engines refuse NaN/Inf samples with a ``UsageError``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """The inference worker: a spawned process that owns the engines, so a native crash never takes the app down.
 
-Two threads:
-
-* the **reader** receives frames from the client; it answers pings at once (with how long the current
-  operation has been busy, so the client's watchdog can tell a hang from a long job) and sets cancel
-  flags immediately, so a running offline job stops at its next span and a cancelled stream drops its
-  queued audio;
-* the **executor** runs every other request in arrival order: loads, offline jobs, stream pushes and
-  finishes. Engines therefore never run two operations at once.
-
-Concurrency decision: one loaded engine serves several streams (up to ``Capabilities.streams_per_engine``);
-each stream keeps its own state (its VAD, buffers, committed text), and their pushes take turns on the
-executor, sharing the engine's weights and caches. Engines without a live path of their own are streamed
-by :class:`inference.streaming.SegmentedStream`.
-
-The process is started with the ``spawn`` method (Qt and fork do not mix) by :mod:`inference.client`.
+The **reader** thread answers pings at once (with how long the current operation has been busy, so the client can
+tell a hang from a long job) and sets cancel flags; the **executor** runs loads, jobs and stream pushes in arrival
+order, so an engine never runs two operations at once. One engine serves up to
+``Capabilities.streams_per_engine`` streams, each with its own state (docs/architecture.md §2). Started with
+``spawn`` (Qt and fork do not mix) by :mod:`inference.client`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """The push-to-talk hotkey read from Linux input devices (python-evdev), for Wayland sessions.
 
-Wayland lets no application watch the keyboard, but a user in the ``input`` group may read
-``/dev/input/event*`` directly (which also means any program they run can read every keystroke: the
-group is their choice, Captioneer only uses it). To keep the hotkey out of the focused app, every keyboard
-is grabbed (``EVIOCGRAB``: the compositor no longer sees it) and each event except the hotkey's own is
-re-emitted through a virtual keyboard on ``/dev/uinput``. If ``/dev/uinput`` cannot be opened, nothing is
-grabbed: the hotkey still works, but the key also reaches the app, and the UI says so.
-
-Safety: keyboards are grabbed only once no key is held (a key held across the grab would stay pressed
-for the compositor); the grab is released when the listener stops or fails, and the kernel releases it
-if the process dies. The compositor sets the lock LEDs (Caps Lock, Num Lock) on the virtual keyboard it
-now types from; those LED events are passed on to the physical keyboards. Keyboards plugged in after the
-start are not read (switch push-to-talk off and on).
+Every keyboard is grabbed and all events but the hotkey's are re-emitted through ``/dev/uinput``, so the hotkey
+never reaches the focused app; without ``/dev/uinput`` nothing is grabbed and the UI says the key leaks. Grabs
+start only once no key is held and end when the listener stops (docs/dictation.md §4).
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """The global push-to-talk key, per platform, behind one small interface (``start``/``stop``).
 
-Which backend a session gets (``choose_backend``; the status line and the settings dialog say which and why):
-
-* X11: the combination is grabbed on the root window (python-xlib, ``XGrabKey``), so the X server gives it
-  to Captioneer alone: the hotkey never leaks into the focused application, and auto-repeat is filtered.
-* Windows, macOS: pynput's keyboard listener with a filter that swallows exactly the hotkey's key events
-  (``key_filters``: ``win32_event_filter`` + ``suppress_event()`` on Windows, ``darwin_intercept`` returning
-  None on macOS). macOS asks for the Accessibility and Input Monitoring permissions the first time; until
-  they are granted no key arrives, which the description explains. These two paths are unit-tested with
-  event objects shaped like pynput's, not run on a real Windows or macOS machine here.
-* Wayland, when this user can read the keyboards in ``/dev/input`` (the ``input`` group): python-evdev
-  (``evdev_hotkey``): the keyboards are grabbed and everything but the hotkey is re-emitted through
-  ``/dev/uinput``; without write access to ``/dev/uinput`` the key is read but not grabbed, and also
-  reaches the focused app (the description says so).
-* Otherwise (Wayland without input-device access, no graphical session): bind ``captioneer dictate --toggle``
-  to a shortcut in the desktop's keyboard settings: it toggles dictation in the running app through a
-  local socket (``DictationCommandServer`` in the controller).
-
-The hotkey string uses pynput's format, e.g. ``<ctrl>+<alt>+<space>`` or ``<f9>``: modifiers plus exactly one
-key. The modifiers must match exactly (Ctrl+Shift+Space is not Ctrl+Space), as with the X11 grab.
+``choose_backend`` picks X11's ``XGrabKey``, pynput with a swallowing filter (Windows, macOS), evdev on Wayland with
+access to ``/dev/input``, or else a desktop shortcut bound to ``captioneer dictate --toggle`` (docs/dictation.md §2).
+The hotkey string uses pynput's format (``<ctrl>+<alt>+<space>``, ``<f9>``): modifiers, matched exactly, plus
+exactly one key.
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
 """Which raw key events belong to the push-to-talk hotkey, so they can be swallowed (pure logic).
 
-The focused application must never see the hotkey. Where Captioneer sees key events before the
-application does (a Windows low-level keyboard hook, a macOS event tap, a grabbed Linux input device),
-each event is put to a decision: swallow it, or let it through. Exactly the hotkey's own events are
-swallowed: the trigger key's press while the modifiers (and no others) are held, its auto-repeats, and its
-release, even when the modifiers went up first. Everything else passes, the modifiers included (an app
-seeing Ctrl+Alt go down and up with nothing in between does nothing with it; a hotkey of Alt plus one key
-may open a Windows menu bar that way, so prefer two modifiers). Injected (synthetic) events on Windows
-pass and do not count, so our own Ctrl+V and typed text never trigger or hide anything.
-
-The platform adapters take the platforms' own event shapes:
-
-* Windows, pynput's ``win32_event_filter(msg, data)``: ``msg`` is ``WM_KEYDOWN``/``WM_KEYUP``/
-  ``WM_SYSKEYDOWN``/``WM_SYSKEYUP``, ``data`` a ``KBDLLHOOKSTRUCT`` (``vkCode``, ``flags``); the modifier state
-  is tracked from the events themselves (the hook runs before the system's key state is updated).
-* macOS, pynput's ``darwin_intercept(event_type, event)``: a ``CGEvent`` whose key code and modifier flags
-  are read through Quartz (``read_quartz_key``; tests pass their own reader).
-* Linux input devices (evdev): key codes from ``linux/input-event-codes.h``, value 0 up, 1 down, 2 repeat.
-
-These paths are unit-tested with event objects shaped like the real ones; the Windows and macOS adapters
-have not been run on a real Windows or macOS machine here (none was available).
+The focused application must never see the hotkey: exactly the hotkey's own press, repeats and release are
+swallowed, everything else (the modifiers included, and injected events on Windows) passes. Adapters take the
+Windows hook's, the macOS event tap's and evdev's event shapes (docs/dictation.md §3).
 """
 
 from __future__ import annotations

@@ -1,30 +1,10 @@
-"""Putting dictated text into the focused application: paste, type, or copy.
+"""Putting dictated text into the focused application: paste, type, or copy (docs/dictation.md §1).
 
-* ``paste``: the clipboard is saved (every format it holds), set to the text, Ctrl+V (Cmd+V on macOS) is
-  sent to the focused app, and the old clipboard is put back only **after the paste was consumed**;
-* ``type``: the text is typed key by key (works where pasting is blocked; slower), on a thread of its own;
-* ``copy``: the text is only copied, for the user to paste.
-
-How consumption is seen: the text goes on the clipboard inside a ``QMimeData`` subclass whose
-``retrieveData()`` reports each read. Qt renders clipboard data lazily, when another client asks for it:
-on X11 from the ``SelectionRequest`` the pasting app sends, on Wayland from the data source's ``send``,
-on Windows from ``IDataObject::GetData`` (``OleSetClipboard`` with delayed rendering; Qt flushes only
-when the app quits), on macOS from the pasteboard's promise keeper (``QCocoaClipboard`` sets the data with
-``LazyRequest``; the one eager call, for ``application/x-qt-mime-type-name``, is not a format we offer and
-is not counted). So a read of the text after the paste keys were sent is the focused app taking it. The
-old clipboard comes back ``grace_s`` after the last such read (apps may ask for several formats in a row).
-If nobody reads it within ``timeout_s`` (a terminal, where Ctrl+V does not paste) the text stays on the
-clipboard and the outcome says so (``LEFT_ON_CLIPBOARD``): only a read counts as pasted. Reads during the short
-``settle_s`` between setting the clipboard and sending the keys are clipboard managers and history
-viewers (Klipper, GPaste, Windows' Win+V history) noticing the change, not the paste, and are ignored.
-If someone else sets the clipboard meanwhile, nothing is restored over it. Only the Windows and macOS
-statements above come from reading Qt's sources; they are not run on those systems here.
-
-Nothing here blocks the GUI thread for long: waiting is done with timers, typing on a thread. Saving the
-old clipboard still asks its owner for each format synchronously (Qt's clipboard API is synchronous).
-Dictations are delivered one after the other, each after the previous one finished (and restored).
-
-The Qt clipboard and the key sender are passed in, so the logic is tested without a desktop.
+``paste`` saves the clipboard, sets the text, sends Ctrl+V (Cmd+V) and restores the old clipboard only after the
+focused app has read the text: the text sits in a ``QMimeData`` subclass whose ``retrieveData()`` reports each read
+(docs/dictation.md §1.1). Unread after ``timeout_s``, the text stays on the clipboard (``LEFT_ON_CLIPBOARD``).
+Waiting uses timers and typing a thread of its own, so the GUI thread is not blocked; the clipboard and the key
+sender are passed in, so the logic is tested without a desktop.
 """
 
 from __future__ import annotations

@@ -8,11 +8,9 @@ Each session is one JSON-lines file in ``<data dir>/sessions/`` named by its sta
     {"type": "speech_end", "segment_id": 0, "text": "hello", "start_s": 0.1, "end_s": 1.2, "at": ...}
     {"type": "closed", "at": 1764589990.0}
 
-Every line is written and flushed when the text is committed (a killed app loses nothing), fsync-ed when a
-segment closes, and otherwise within a second by a flusher thread, so a power cut loses at most the last
-second of committed text. A file without its ``closed``
-line is a session that did not end cleanly: the next start offers to recover it. A line cut off by a
-power cut is skipped; everything else is kept.
+Lines are flushed when text is committed (a killed app loses nothing) and fsync-ed when a segment closes or by a
+flusher thread within a second (a power cut loses at most that second). A file without its ``closed`` line is
+offered for recovery; a line cut off by a power cut is skipped.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Family specs: the documented schema of ``model_specs/<family>.json``, a loader and option validation.
 
-Schema (version 1)::
+Schema (version 1; what a model can do is reported by the loaded engine, ``contract.Capabilities``)::
 
     {
       "schema_version": 1, "family": str, "name": str, "description": str,
@@ -8,8 +8,6 @@ Schema (version 1)::
       "session_options": {NAME: OPTION}, "request_options": {NAME: OPTION},
       "packages": [PACKAGE]
     }
-    (What a model can do — streaming, hotwords, timestamps — is reported by the loaded engine,
-    ``contract.Capabilities``, not declared here.)
     OPTION  = {"type": "int"|"float"|"bool"|"string"|"enum", "default": value, "description": str,
                optional "min"/"max" (numbers), "min_exclusive"/"max_exclusive" (bool),
                "choices" (enum), "aliases" [str], "nullable" (bool), "max_bytes" (string)}
@@ -20,11 +18,9 @@ Schema (version 1)::
     FILE    = {"path": str, optional "size": int, "sha256": str, "hf_repo": str, "revision": str,
                "target_dir": str}
 
-A file comes from the package's ``hf_repo`` at its ``revision`` (default ``main``) and lands at its repository
-path minus the package's ``strip_prefix``, under the package's ``target_dir``. A file may name its own
-``hf_repo`` (then it needs its own ``revision``, a pinned commit) and its own ``target_dir``; such a file
-lands at ``<its target_dir>/<path>``, the package's ``strip_prefix`` and ``target_dir`` not applying to it
-(e.g. the Phonon-2 archive's sidecars from ``nvidia/parakeet-tdt-0.6b-v3``).
+A file comes from the package's ``hf_repo`` at ``revision`` (default ``main``) and lands at its path minus
+``strip_prefix``, under ``target_dir``. A file with its own ``hf_repo`` (which then needs a pinned ``revision``)
+lands at ``<its target_dir>/<path>``, the package's prefix and folder not applying (the Phonon-2 sidecars).
 """
 
 from __future__ import annotations

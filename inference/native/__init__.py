@@ -31,15 +31,8 @@ Example — a linear layer, a LayerNorm and softmax attention over one clip::
                            mask=np.zeros((frames, frames), np.float32))["y"]
         weights.close()
 
-Ops (methods of the builder ``g``; numpy semantics): input/output, linear, mul_mat, matmul, add/
-sub/mul (+ operators, numpy broadcasting), scale, norm, layer_norm, gelu, silu, relu, sigmoid, tanh,
-exp, log, sqrt, glu (PyTorch), softmax (mask, scale), attention, flash_attention, conv2d,
-depthwise_conv2d, depthwise_conv1d (f32 exact), pad, reshape, permute, transpose, slice, split,
-as_strided, cont, cast, cpy, store_into (persistent state), mean, argmax. Only what the engines use:
-the thinker's own ops (RMSNorm, RoPE, SwiGLU) run inside libllama.
-
-``describe()`` lists versions, CPU features and devices; ``open_backend`` raises BackendError
-with a reinstall command when a requested GPU backend is not built in.
+Ops are methods of the builder ``g`` with numpy semantics (:mod:`inference.native.ops`), only those the engines
+use; the thinker's own ops run inside libllama. ``describe()`` lists versions, CPU features and devices.
 """
 
 from inference.native.backend import Backend, describe, list_devices, open_backend, physical_cores

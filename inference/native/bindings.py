@@ -1,12 +1,8 @@
 """ctypes signatures for the ggml functions Captioneer uses (checked against ggml.h of ggml 0.25.3).
 
-Only ``ggml_init_params`` is passed by value and needs a real struct; every other handle is an
-opaque pointer (a Python ``int``). Two read-only views of ggml structs are declared here too:
-the head of ``struct ggml_tensor`` (type, buffer, ne, nb; its layout has been stable for years and
-is checked at load time) and ``struct ggml_type_traits``.
-
-Each function is fetched with ``lib[name]``, which returns a fresh function object, so setting
-argtypes here never changes the objects that ``llama_cpp``'s own bindings use.
+Handles are opaque pointers (Python ``int``) except ``ggml_init_params``, passed by value. Read-only views of
+the head of ``struct ggml_tensor`` (checked at load time) and of ``struct ggml_type_traits`` live here too.
+``lib[name]`` returns a fresh function object, so these argtypes never touch ``llama_cpp``'s own bindings.
 """
 
 from __future__ import annotations

@@ -1,25 +1,16 @@
 """Large f32 products on OpenBLAS's packed SGEMM, as a ggml custom op inside the graph.
 
-Why: ggml's CPU f32 product (llamafile's tinyBLAS: register tiles over unpacked rows) reaches about
-half of an AVX-512 core's peak; a packed GEMM reaches nearly all of it. Measured on an AMD EPYC
-(Zen 5, AVX-512, 1 thread, weight 4096x1024, 750 rows): ggml 127 GFLOP/s, OpenBLAS 0.3.34 (SkylakeX
-kernels, which it picks itself on this CPU) 217-227, ONNX Runtime's MLAS 234 (what onnx-asr runs
-on). So f32 x f32 products with enough rows — weight matrices, and the batched attention products of
-activations — go to ``cblas_sgemm`` from ``scipy-openblas32`` (the OpenBLAS build NumPy and SciPy
-ship, with ``scipy_``-prefixed symbols, so it never clashes with another BLAS in the process).
+Why: ggml's CPU f32 product reaches about half of an AVX-512 core's peak, a packed GEMM nearly all of it
+(figures: tests/bench/README.md, "Big f32 products on OpenBLAS"). f32 x f32 products with enough rows go to
+``cblas_sgemm`` from ``scipy-openblas32`` (``scipy_``-prefixed symbols, so it never clashes with another BLAS).
 
-How: ``ggml_custom_4d`` calls back into Python on every compute thread; each thread runs a
-single-threaded ``cblas_sgemm`` on its share of the output columns, or of the matrices of a batched
-product (ctypes releases the GIL for the
-call, so the threads run in parallel and the op needs no thread pool of its own; OpenBLAS is kept at
-one thread so it never competes with ggml's threads for cores). The products stay exact f32; only the
-summation order differs from ggml's.
+How: ``ggml_custom_4d`` calls back on every compute thread; each runs a single-threaded ``cblas_sgemm`` on its
+share of the output (ctypes releases the GIL; OpenBLAS stays at one thread so it never competes with ggml's).
+Products stay exact f32; only the summation order differs from ggml's.
 
-Choice (``open_backend(gemm=...)``, else ``$CAPTIONEER_F32_GEMM``): ``auto`` uses OpenBLAS when
-the package loads on a CPU backend, ``openblas`` requires it, ``ggml`` never uses it.
-
-``OPENBLAS_CORETYPE`` (OpenBLAS's own override of its CPU detection) is respected; forcing
-``Haswell`` on an AVX-512 CPU halves the speed (118 GFLOP/s above), so the benchmarks print the core.
+Choice (``open_backend(gemm=...)``, else ``$CAPTIONEER_F32_GEMM``): ``auto`` uses OpenBLAS when it loads on a
+CPU backend, ``openblas`` requires it, ``ggml`` never uses it. ``OPENBLAS_CORETYPE`` is respected (forcing
+``Haswell`` on AVX-512 halves the speed), so the benchmarks print the core.
 """
 
 from __future__ import annotations

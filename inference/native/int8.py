@@ -1,22 +1,16 @@
 """8-bit weight products on ONNX Runtime's int8 GEMM (MLAS), as a ggml custom op inside the graph.
 
-Why: ggml has no tiled x86 kernel for its 8-bit type (q8_0 runs at about f32 speed; only ARM and RISC-V get a
-repacked q8_0), while MLAS's u8 x s8 GEMM uses AVX-512 VNNI / AVX-VNNI. One product, weight 1024x4096,
-375 rows, one thread, AMD EPYC (Zen 5): OpenBLAS f32 about 210 GFLOP/s, MLAS int8 about 600 GOP/s.
-ONNX Runtime is already a Captioneer dependency (the Silero VAD runs on it).
+Why: ggml has no tiled x86 kernel for q8_0, while MLAS's u8 x s8 GEMM uses AVX-512 VNNI / AVX-VNNI
+(figures: tests/bench/README.md, "int8 weights"). ONNX Runtime is already a dependency (Silero VAD).
 
-Format (``weight_type=int8``): each output row ``n`` of a weight ``W`` (N, K) has its own scale
-``s[n] = max|W[n]| / qmax`` and is stored as ``round(W[n] / s[n])`` in int8. The ggml tensor keeps the
-logical shape (N, K) with type I8 but holds the bytes **transposed**, (K, N) row-major, the layout MLAS's
-``B`` operand wants; ggml never reads it, only :class:`Int8Gemm` does. The scales sit in a separate f32
-tensor of the same store (``WeightStore.int8_scale``). qmax is 127 on CPUs with VNNI (``Backend._has_vnni``);
-without it (AVX2 only) MLAS multiplies pairs into 16 bits, which can saturate, so weights keep 7 bits (qmax 63,
-ONNX Runtime's ``reduce_range``).
+Format (``weight_type=int8``): each output row ``n`` of ``W`` (N, K) has a scale ``s[n] = max|W[n]| / qmax`` and
+is stored as ``round(W[n] / s[n])``. The ggml tensor keeps the logical shape (N, K), type I8, but holds the bytes
+**transposed**, (K, N) row-major, as MLAS's ``B`` operand wants; only :class:`Int8Gemm` reads it. The scales are
+a separate f32 tensor (``WeightStore.int8_scale``). qmax is 127 with VNNI (``Backend._has_vnni``), else 63:
+MLAS's AVX2 kernel sums pairs in 16 bits, which can saturate (ONNX Runtime's ``reduce_range``).
 
-Activations are quantized by ONNX Runtime per call (``DynamicQuantizeMatMul``: one u8 scale and zero point
-per tensor); each ggml thread quantizes and multiplies its own contiguous share of the rows, so the result
-depends on the thread count at the level of the int8 rounding (the same thread count gives the same bits).
-Graphs whose rows must not depend on their batching (R2T2's live tower) cannot take int8 weights.
+Activations are quantized per call and per thread share of the rows, so results depend on the thread count at
+the level of the int8 rounding; graphs whose rows must not depend on batching (R2T2's live tower) cannot use it.
 """
 
 from __future__ import annotations

@@ -87,17 +87,13 @@ def _installed_package_version() -> str:
 
 
 def _prefer_passive_openmp_waits() -> None:
-    """The vendored CPU backend runs graphs under OpenMP. With libgomp's default (active) waiting,
-    idle worker threads spin between graph runs; on a busy machine a spinning or preempted thread
-    stalls every run by a scheduler slice (measured: a 1-row matmul went from ~0.5 ms to ~25 ms
-    with 2 threads on 2 busy cores). Passive waiting costs one futex wake per run. libgomp reads
-    the variable when it is loaded, so this only works before ggml (or llama_cpp) is loaded; an
-    explicit user setting wins.
+    """Make libgomp wait passively and keep its thread count fixed, unless the user set these.
 
-    Dynamic thread adjustment is switched off too: with it, libgomp shrinks each parallel region by
-    the load average, so on a 2-core machine with any background load every graph ran on one thread
-    (measured: a 1024x4096x512 f32 product used 1.0 CPU-second per wall-second with 2 threads asked
-    for, and 1.9 with ``OMP_DYNAMIC=false``)."""
+    Active waiting spins idle threads between graph runs, and on a busy machine a preempted spinner stalls
+    every run by a scheduler slice; ``OMP_DYNAMIC`` shrinks each parallel region by the load average, so a
+    2-core machine with background load ran graphs on one thread (figures: tests/bench/README.md, "Figures
+    behind code comments"). libgomp reads both when it is loaded, so this must run before ggml is loaded.
+    """
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     os.environ.setdefault("OMP_DYNAMIC", "false")
 

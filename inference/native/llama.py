@@ -160,19 +160,10 @@ def _cpu_has_amx() -> bool:
 class LlamaModel:
     """A GGUF model loaded into libllama. Use as a context manager or call ``close()``.
 
-    ``use_extra_bufts`` lets libllama place weights in the CPU backend's "extra" buffer types: the AMX
-    buffer (Intel Sapphire Rapids and later) and CPU_REPACK (weights re-laid out for AVX2/AVX-512/NEON
-    kernels). Off by default, everywhere:
-
-    * the AMX kernels crash on quantised weights (``ggml_backend_amx_mul_mat``, upstream llama.cpp
-      #20824: q8_0 and q4_k thinkers died with SIGSEGV on a 2-core Xeon with amx_int8), so turning them
-      on where ggml reports AMX is refused;
-    * elsewhere CPU_REPACK costs more than it gives for speech: on an AMD EPYC (Zen 5, AVX-512, 2 threads,
-      Qwen3-ASR-1.7B thinker shape, ``tests/bench/bench_thinker_decode.py``, medians of 5 interleaved
-      rounds) q4_k prefill ran at 163 tok/s with it and 275 tok/s without (0.59x), decode at 20.9 vs 19.3
-      tok/s (1.08x); q8_0 was not repacked (102/16 tok/s either way). An ASR request is prefill-heavy
-      (a 20 s clip is ~260 audio positions before ~60 decoded tokens), and live LSP streaming re-prefills
-      every chunk, so plain buffers are faster end to end.
+    ``use_extra_bufts`` lets libllama place weights in the CPU backend's "extra" buffer types (AMX, and
+    CPU_REPACK for AVX2/AVX-512/NEON kernels). Off by default: the AMX kernels crash on quantised weights
+    (llama.cpp #20824), so it is refused where ggml reports AMX; CPU_REPACK slows the prefill that dominates
+    speech requests more than it speeds decoding (figures: tests/bench/README.md, "Figures behind code comments").
     """
 
     def __init__(self, path: str | os.PathLike[str], n_gpu_layers: int = 0, use_extra_bufts: bool = False) -> None:
@@ -192,7 +183,7 @@ class LlamaModel:
                 "this CPU (llama.cpp #20824)",
                 "leave use_extra_bufts off",
             )
-        # Off by default: AMX crashes, CPU_REPACK is slower for prefill-heavy speech (figures above).
+        # Off by default: AMX crashes, CPU_REPACK is slower for prefill-heavy speech (see the class docstring).
         self.use_extra_bufts = bool(use_extra_bufts)
         params.use_extra_bufts = self.use_extra_bufts
         handle = ll.llama_model_load_from_file(os.fsencode(self.path), params)
@@ -248,10 +239,8 @@ class ContextOptions:
     flash_attn: bool | None = False  # None = libllama decides
 
 
-# With an f16 KV cache, ggml's CPU flash attention computes a position's row one way when its batch holds at
-# least this many positions and slightly differently below (measured on Qwen3 thinkers: 0.01-0.45 in the
-# logits, from 63 rows down; bit-identical from 64 up, however the batch is composed). An f32 cache without
-# flash attention is exact at every size.
+# With an f16 KV cache, ggml's CPU flash attention rounds a row differently in batches below this size, so
+# batches are kept at least this big (figures: tests/bench/README.md, "Figures behind code comments").
 TILED_ATTENTION_MIN_ROWS = 64
 
 

@@ -547,9 +547,8 @@ class GraphBuilder:
         cols2d = self.reshape(cols, (n * oh * ow, ic * kh * kw))
         short = -(ic * kh * kw) % 16
         if short and ic * kh * kw < 64 and weight.type == GgmlType.F32:
-            # A short f32 product (a 3x3 kernel on one input channel: K = 9) misses ggml's SIMD GEMM, which
-            # wants K in multiples of 16, and runs ~30x slower; zero columns on both sides add exact zeros.
-            # Only short K is padded (the case measured): there the padded copy of the columns is cheap.
+            # A short f32 product (K = 9 for a 3x3 kernel on one channel) misses ggml's SIMD GEMM, which wants K
+            # in multiples of 16; zero columns add exact zeros, and copying short columns is cheap.
             kernel = self.pad(kernel, ((0, 0), (0, short)))
             cols2d = self.pad(cols2d, ((0, 0), (0, short)))
         y = self.reshape(self.mul_mat(kernel, cols2d), (n, oh, ow, oc))

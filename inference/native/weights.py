@@ -1,15 +1,12 @@
 """Weights in backend memory, converted at load time to the requested storage type.
 
-On the CPU backend, tensors kept in their stored type are not copied: the backend uses the
-memory-mapped file directly (``map_files``), so loading is instant and the page cache is shared.
+On the CPU backend, tensors kept in their stored type are memory-mapped, not copied (``map_files``).
 
-Storage rule: the requested type (``native``, ``f32``, ``f16``, ``bf16``, ``q8_0``, ``q6_k``, ``q4_k``)
-applies to matrices (2-D and up) whose rows fit whole blocks of that type; a K-quant's rows that do not
-fit its 256-value blocks take q8_0 when they fit 32 (:func:`~inference.native.quant.fitting_type`), other
-rows that do not fit stay float32, and so do 1-D tensors (norms, biases): ggml's element-wise ops want f32. A per-name
-override forces any type (e.g. depthwise kernels must be f32). Conversions use ggml's quantizer.
-``int8`` (CPU backends) applies to 2-D matrices only, stored with per-row scales for ONNX Runtime's int8
-GEMM (:mod:`inference.native.int8`); other tensors stay float32.
+Storage rule: the requested type (``native``, ``f32``, ``f16``, ``bf16``, ``q8_0``, ``q6_k``, ``q4_k``) applies
+to matrices whose rows fit whole blocks of it; K-quant rows that do not fit 256 take q8_0 when they fit 32
+(:func:`~inference.native.quant.fitting_type`); other misfits and 1-D tensors stay f32 (ggml's element-wise ops
+want f32). A per-name override forces any type. ``int8`` (CPU) applies to 2-D matrices only
+(:mod:`inference.native.int8`); other tensors stay f32.
 """
 
 from __future__ import annotations

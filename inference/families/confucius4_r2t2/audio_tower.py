@@ -1,29 +1,15 @@
 """The Qwen3-ASR audio tower and projector as one ggml graph per chunk-count bucket.
 
 Follows transformers 5.23 ``Qwen3ASREncoder`` + ``Qwen3ASRMultiModalProjector`` (docs/reference_parity.md §2.4,
-docs/families/confucius4_r2t2.md §3) with the project decision of docs/reference_parity.md §2.7 for clips under one conv chunk:
+docs/families/confucius4_r2t2.md §3) with the project decision of docs/reference_parity.md §2.7 for clips under one
+conv chunk. All chunks run as the N axis of one conv stem; instead of compacting the last chunk's padding tokens,
+the additive attention mask hides them (valid rows see only valid rows of their window), and every other op is
+row-wise, so the valid rows equal the compacted computation. conv1 is a product of host-made im2col columns and
+attention is ``ggml_flash_attn_ext``, both to avoid permuted copies of large activations.
 
-* The mel is cut into chunks of ``2*n_window`` (100) frames; the last one is zero-padded to 100 — except when
-  the whole mel is shorter than one chunk, which then runs the conv stem unpadded (the released behaviour).
-* Per chunk: 3x [Conv2d(k3, s2, p1) + GELU] over (freq, time) (all chunks are the N axis of one conv), flatten
-  as ``c*freq + f``, ``conv_out`` (no bias), plus sinusoidal positions restarting at 0 in every chunk.
-* The graph keeps all 13 tokens of every chunk; only the last chunk's trailing tokens are padding. Instead of
-  compacting, the additive attention mask hides them: valid tokens see only valid tokens of their own window
-  (``13 * n_window_infer/100`` tokens counted from the clip start; the last window shorter), padded rows see
-  only themselves. Every other op is row-wise, so the valid rows equal the compacted computation.
-* Pre-LN layers (MHA with biases, scale head_dim^-0.5, exact-erf GELU FFN), ``ln_post``, then
-  ``linear_2(gelu(linear_1(x)))``.
-
-Speed (full size, 20 s: the stem took ~40% of the time): conv1 (one input channel) is a product of host-made
-im2col columns (16 wide, bias folded in) with the kernel, ordered so the result is already channels-first for
-conv2; conv3 stays channels-last for the flatten; attention is ``ggml_flash_attn_ext`` with f32 K/V. Both
-avoid permuted copies of large activations.
-
-Weight storage (session option ``tower_weight_type``): ``native`` keeps the checkpoint's type (f32, f16,
-q8_0 ...), except bf16, which is promoted to f32 because ggml's CPU kernels would round the activations to
-bf16 as well; f32/f16/bf16/q8_0/q6_k/q4_k convert every matrix whose rows hold whole blocks (the K-quants run
-batched products on ggml's tiled int8 kernel). conv1 and the position table are always f32; conv2/conv3
-kernels are f16 when the matrices are f16 (measured 1e-3 max error on the fixtures) and f32 otherwise.
+Weight storage (``tower_weight_type``): ``native`` keeps the checkpoint's type except bf16, promoted to f32 (ggml's
+CPU kernels would round the activations to bf16 too). conv1 and the position table are always f32; conv2/conv3
+kernels are f16 when the matrices are f16 and f32 otherwise.
 """
 
 from __future__ import annotations
@@ -315,9 +301,8 @@ class AudioTower:
         n = chunks * per_chunk
         hidden = cfg.downsample_hidden_size
         height, width = conv_out_size(cfg.num_mel_bins), conv_out_size(frames)
-        # Stem, where a third of the time goes at full size. conv1 is one product of the host-made columns
-        # with the kernel repeated per chunk, in this operand order so that the result is already
-        # (chunks, C, H, W) for conv2's im2col: no permuted copy of the largest activation of the tower.
+        # conv1: host-made columns x the kernel repeated per chunk, in this operand order so the result is already
+        # (chunks, C, H, W) for conv2's im2col: no permuted copy of the tower's largest activation.
         cols = g.input("conv1_cols", (chunks, height * width, CONV1_K))
         kernel = g.input("conv1_kernel", (chunks, hidden, CONV1_K))
         x = g.reshape(g.gelu(g.mul_mat(cols, kernel)), (chunks, hidden, height, width))

@@ -1,22 +1,13 @@
 """The real :class:`~inference.families.confucius4_r2t2.lsp.ChunkDecoder`: frontend, audio tower and thinker.
 
-Each call decodes all the accumulated audio (docs/families/confucius4_r2t2.md §7): log-mel → tower → prompt (context, forced
-language, text prefix) → greedy decoding, detokenised with special tokens, pad and EOS dropped and invalid UTF-8
-as one U+FFFD per byte.
+Each call decodes all the accumulated audio (docs/families/confucius4_r2t2.md §7): log-mel → tower → prompt →
+greedy decoding, detokenised with special tokens (invalid UTF-8 as one U+FFFD per byte).
 
-Incremental compute (session option ``stream_cache``), with identical output on and off:
-
-* The log-mel of final frames is computed once, in frame-stable blocks (``stream_frontend.py``).
-* The tower runs per attention window (``n_window_infer`` frames; windows never attend to each other, so the
-  windowed result is the whole-clip result). Inside the open window, the conv-stem rows of chunks seen before
-  are reused (``audio_tower.StemCache``: chunks never mix in the stem); its layers run again. With the cache on, a window whose log-mel slice is bit-identical
-  to the one it was encoded from is reused; a louder segment that moves the global floor changes the slices and
-  rebuilds them. With the cache off every window is encoded again, by the same calls, so the embeddings are the
-  same bits either way.
-* The thinker keeps the KV rows of the previous prefill up to the first input row that differs (prompt head
-  and the audio rows of reused windows) and prefills only the rest — at least 64 rows with the f16 KV cache of
-  reduced weight types, the smallest batch whose rows ggml computes exactly as in a whole-prompt prefill
-  (``inference.native.llama.TILED_ATTENTION_MIN_ROWS``).
+``stream_cache`` reuses work between calls with identical output on and off: frame-stable log-mel blocks
+(``stream_frontend.py``), tower windows whose log-mel slice is bit-identical and conv-stem rows of earlier chunks
+(``audio_tower.StemCache``), and the thinker's KV rows up to the first input row that differs. The re-prefill is
+at least ``inference.native.llama.TILED_ATTENTION_MIN_ROWS`` rows with an f16 KV cache, so its rows are computed
+exactly as in a whole-prompt prefill.
 """
 
 from __future__ import annotations

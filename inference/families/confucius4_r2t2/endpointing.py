@@ -1,14 +1,10 @@
 """Endpointed R2T2 streams: Silero VAD closes a segment, its text is kept and a fresh LSP state starts.
 
-docs/families/confucius4_r2t2.md §7.5: the audio is re-framed into stream-aligned 512-sample frames (32 ms)
-and each frame's speech probability drives a start/end detector whose state carries across segments. While no
-speech is going on, the last ``vad_gap_keep_ms`` (at most ``max_segment_seconds`` minus one frame) are kept as a
-seed and prepended when speech starts. A speech end whose span (padded by ``vad_speech_pad_ms``) lasts at least
-``vad_min_speech_ms``, or a segment reaching ``max_segment_seconds``, flushes the segment: a final-flush decode of
-its audio whose delta *is* published, a :class:`SpeechEnd` carrying the segment's authoritative text (only when
-it has text), then the recognizer is reset. At ``finish`` a leftover seed gets one last decode and an open
-segment is flushed the same way. The final text joins the non-empty segment texts with single spaces; a
-segment's first delta after earlier committed text starts with that space.
+docs/families/confucius4_r2t2.md §7.5: stream-aligned 32 ms VAD frames drive a start/end detector whose state
+carries across segments; a seed of recent non-speech is prepended when speech starts. A speech end (or a segment
+reaching ``max_segment_seconds``) flushes the segment: a final decode whose delta *is* published, a
+:class:`SpeechEnd` with the segment's text (when it has text), then a reset. The final text joins the non-empty
+segment texts with single spaces.
 """
 
 from __future__ import annotations

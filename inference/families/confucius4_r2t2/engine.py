@@ -1,23 +1,13 @@
 """The confucius4_r2t2 engine: offline transcription of Qwen3-ASR / Confucius4-R2T2 checkpoints.
 
-Offline path (docs/families/confucius4_r2t2.md §6): the audio is cut into consecutive 30 s spans; each span goes
-frontend → audio tower (ggml) → prompt (context, forced language) → thinker prefill with the audio
-embeddings at the placeholder positions → greedy decoding → ``parse_asr_output`` → ``truncate_at_pipe``.
-Non-empty span texts are joined with one space; the language is the first non-empty one seen. One thinker
+Offline (docs/families/confucius4_r2t2.md §6): consecutive 30 s spans, each frontend → audio tower (ggml) →
+prompt → thinker prefill and greedy decoding; non-empty span texts are joined with one space. One thinker
 context serves every span and every stream chunk (its KV cache is cleared in between).
 
-Live path: ``open_stream`` returns an :class:`~inference.families.confucius4_r2t2.streaming.R2T2Stream`
-(Longest-Stable-Prefix, docs/families/confucius4_r2t2.md §7). Its options (``chunk_size_ms``, ``unfixed_chunk_num``,
-``unfixed_token_num``, ``rollback_punctuation``, ``max_tokens``, ``stream_cache``) default to the session options
-and may be overridden per stream through the request options; ``max_tokens`` is then a per-chunk budget
-(default 32). ``stream_cache`` reuses audio-tower windows and thinker KV rows between chunks (same output);
-``rolling_window_seconds`` bounds an endless stream without VAD; the ``endpointing`` session option splits it
-into VAD segments (``endpointing.py``).
-
-Checkpoints: safetensors directories (legacy or HF layout) and audio.cpp GGUF packages; the tower reads the
-package's tensors in place, the thinker runs from a llama.cpp GGUF written next to the model (at install
-time by the store, else on first load). Session options ``tower_weight_type`` / ``thinker_weight_type``
-choose the storage of each half.
+Live: ``open_stream`` returns an :class:`~inference.families.confucius4_r2t2.streaming.R2T2Stream`
+(Longest-Stable-Prefix, docs/families/confucius4_r2t2.md §7); its options default to the session options and may
+be overridden per stream. The tower reads safetensors or GGUF package tensors in place; the thinker runs from a
+llama.cpp GGUF written next to the model (``tower_weight_type`` / ``thinker_weight_type`` pick each half's storage).
 """
 
 from __future__ import annotations

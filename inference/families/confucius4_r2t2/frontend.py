@@ -1,16 +1,9 @@
 """Whisper-style log-mel frontend for Qwen3-ASR, identical to transformers' ``Qwen3ASRFeatureExtractor``.
 
-Follows docs/reference_parity.md §2.3 (the reference), which differs from the audio.cpp engine (docs/families/confucius4_r2t2.md §2) in two
-places; the project follows the reference:
-
-* the Hann window is **periodic** (``0.5 - 0.5*cos(2*pi*i/400)``), not the symmetric ``/399`` form;
-* there is **no peak normalisation** (audio.cpp divides by the peak when it exceeds 1 and clamps to [-1, 1]);
-  samples go in as they are.
-
-Everything else matches both: 16 kHz mono input, zero-padding to 8000 samples, centred STFT (n_fft 400, hop 160,
-reflect padding), last frame dropped (``len // 160`` frames), power spectrum, Slaney mel filterbank 0-8000 Hz,
-``log10(max(mel, 1e-10))``, floor at the utterance's global max - 8, ``(x + 4) / 4``. Like the reference processor,
-the mel time axis is right-padded with zeros to a multiple of ``2*n_window`` frames and a mask marks the valid ones.
+The steps are docs/families/confucius4_r2t2.md §2. It follows the reference (docs/reference_parity.md §2.3) where
+audio.cpp differs: a **periodic** Hann window (not the symmetric ``/399`` form) and **no peak normalisation**
+(samples go in as they are). The mel time axis is right-padded to a multiple of ``2*n_window`` frames with a mask
+of the valid ones, as the reference processor does.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The log-mel frontend of a growing stream, frame-stable and incremental (same math as ``frontend.log_mel``).
 
-``log_mel`` computes all frames in one batch; NumPy's FFT and matrix product may round a frame differently when
-the batch size changes, so the same audio frame could get different bits from chunk to chunk, and the audio
-tower's window cache (which reuses a window only while its features are bit-identical) would never hit.
-Here the per-frame log10 mel spectrum is computed in blocks of ``BLOCK`` frames aligned to the start of the
-stream, every block by the same call shape, so a frame's bits depend on its audio only. Blocks whose frames are
-final (their STFT windows no longer reach the reflect padding at the end) are kept when ``reuse`` is on; the
-rest is computed again each time. The global floor (max - 8) and scaling are applied to the whole on every call.
-With ``reuse`` off the very same blocks are computed every time, so the features are the same bits either way.
+NumPy's FFT may round a frame differently when the batch size changes, which would defeat the tower's
+bit-identical window cache. So frames are computed in blocks of ``BLOCK`` aligned to the stream start, every block
+by the same call shape; final blocks are kept when ``reuse`` is on. The global floor and scaling are applied to
+the whole on every call, so the features are the same bits with ``reuse`` on or off.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """Convert the Qwen3-ASR / Confucius4-R2T2 thinker (a plain Qwen3 decoder) into a llama.cpp GGUF.
 
-Sources (docs/reference_parity.md §2.2, docs/families/confucius4_r2t2.md §1, docs/gguf_packages.md):
-* a directory in the legacy release layout: ``config.json`` with ``thinker_config``, tensors ``thinker.model.*``,
-  LM head tied (``thinker.lm_head.weight`` absent);
-* a directory in the Hugging Face layout: ``text_config`` at the root, ``model.language_model.*``, ``lm_head``;
-* an audio.cpp GGUF package (``r2t2-q8_0.gguf`` ...): logical names from ``audiocpp.tensor_names`` (physical
-  ``_audiocpp.<i>`` renames resolved by ``checkpoint.locate_model_files``), config and tokenizer from the
-  embedded files, tensors f32/f16/bf16/q8_0 and q2_k/q4_k/q6_k.
+Sources: a legacy or Hugging Face layout directory, or an audio.cpp GGUF package (docs/reference_parity.md §2.2,
+docs/families/confucius4_r2t2.md §1, docs/gguf_packages.md). The GGUF uses llama.cpp's ``qwen3`` architecture:
+the interleaved M-RoPE degenerates to NeoX RoPE for audio+text. The tokenizer metadata only has to satisfy
+llama.cpp (Captioneer tokenizes in Python).
 
-The GGUF uses llama.cpp's ``qwen3`` architecture. The config's interleaved M-RoPE degenerates to
-NeoX RoPE for audio+text (every position stream is identical), which is what ``qwen3`` runs. The
-tokenizer metadata (gpt2/qwen2 BPE) only has to satisfy llama.cpp: Captioneer tokenizes in Python.
-
-Storage types: ``native`` keeps each tensor's stored type — quantized package blocks are copied byte for byte
-(ggml's block layouts are the same in both files), never dequantized; the tied embedding (f16 in q8_0
-packages) is ``token_embd`` and llama.cpp reuses it as the output head. For a package, ``native`` is named
-after the type most thinker matrices have (q8_0, f16, q4_k ...), and asking for that type is the same copy.
-``f32``, ``f16``, ``bf16`` are written directly (dequantizing a quantized package); ``q8_0``, ``q6_k`` and
-``q4_k`` (llama.cpp's Q4_K_M mix) go through ``llama_model_quantize`` from a native intermediate (from f32 for a
-quantized package: libllama does not requantize). 1-D tensors (norms) are always f32, as llama.cpp's own
-converter does. The result is cached next to the model with a fingerprint of the source files.
+Storage: ``native`` copies quantized package blocks byte for byte (named after the type most matrices have);
+``f32``/``f16``/``bf16`` are written directly; ``q8_0``/``q6_k``/``q4_k`` go through ``llama_model_quantize``
+from a native intermediate (f32 for a quantized package: libllama does not requantize). Norms stay f32. The
+result is cached next to the model with a fingerprint of the source files.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """TDT prediction network, joint and greedy decoding in numpy (float32).
 
-The loop is docs/families/parakeet_tdt.md §5 (audio.cpp / NeMo), which equals transformers' ``ParakeetForTDT.generate`` on
-every fixture (docs/reference_parity.md §1.5):
-
-* the predictor starts from a zero state fed with blank, and advances only after a non-blank token;
-* token = argmax over ``[0, vocab)`` (blank included, lowest id on ties); duration = ``durations[argmax]``
-  (HF uses the argmax *index* as frames; identical for the stock [0,1,2,3,4]);
-* blank with duration 0 advances one frame; a token stays on its frame when its duration is 0;
-* NeMo's ``max_symbols_per_step`` guard (HF's TDT loop has none; fixtures never reach it).
-
-``decode`` keeps its :class:`DecoderState` between calls, so long-form windows and live streams continue the
-same hypothesis (``frame_offset`` makes token frames absolute). Encoder frames are projected once per window
-(``project_encoder``), so each step costs one LSTM step (after tokens) plus one joint matvec.
+The loop is docs/families/parakeet_tdt.md §5 (audio.cpp / NeMo), which equals transformers'
+``ParakeetForTDT.generate`` on every fixture (docs/reference_parity.md §1.5). ``decode`` keeps its
+:class:`DecoderState` between calls, so long-form windows and live streams continue one hypothesis (``frame_offset``
+makes token frames absolute); encoder frames are projected once per window, so a step costs one LSTM step (after
+tokens) plus one joint matvec.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """FastConformer encoder of Parakeet-TDT as one ggml graph per shape bucket.
 
-Follows transformers 5.23 ``ParakeetEncoder`` (docs/reference_parity.md §1.4) exactly:
-
-* dw_striding subsampling; after *every* Conv2d the time steps at or past the running valid length
-  are zeroed (HF masks between convs; NeMo does not).
-* ``scale_input``: HF multiplies the subsampling output by sqrt(hidden) only when the config says
-  ``scale_input: true``; the released v3 config says false, so the effective scale is 1. We follow the
-  config (the spec's project decision), folding the factor into the subsampling linear.
-* Rel-pos MHSA with bias_u / bias_v; the Transformer-XL relative shift is a zero-copy strided view.
-* Conv module: GLU, zero padded steps, depthwise conv (exact f32) with eval BatchNorm folded in,
-  SiLU, pointwise. Macaron feed-forwards with the 0.5 folded into ``linear2`` (exact: power of two).
-
-Graph inputs are padded to a frame bucket; padded frames are zero, masked exactly as the reference
-masks its own padding, so results on valid frames do not depend on the bucket.
+Follows transformers 5.23 ``ParakeetEncoder`` (docs/reference_parity.md §1.4) exactly, layer by layer as
+docs/families/parakeet_tdt.md §4 lists: after *every* subsampling Conv2d the steps past the valid length are zeroed
+(HF masks between convs; NeMo does not), and ``scale_input`` follows the config (a project decision). Padded frames
+of a bucket are masked as the reference masks its own padding, so valid frames do not depend on the bucket.
 """
 
 from __future__ import annotations

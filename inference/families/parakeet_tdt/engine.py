@@ -1,26 +1,10 @@
 """The Parakeet-TDT offline engine: frontend → ggml encoder → numpy TDT decoder → text and word timestamps.
 
-Modes (docs/families/parakeet_tdt.md §6, chosen in :mod:`options`):
-
-* ``full_context``: the whole clip in one encoder pass, one greedy decode.
-* ``long_form``: centers of ``audio_chunk_duration_sec`` tile the clip; each window adds left/right context,
-  is encoded on its own, and only the center's encoder frames are decoded. The predictor state and the
-  token budget carry over from window to window, and token frames count from the start of the clip.
-* ``vad``: Silero VAD finds speech, :func:`plan_vad_chunks` groups it into spans of at most the chunk
-  length, each span is decoded independently (fresh decoder) in full context; texts are joined with a
-  space and word times shifted to the clip.
-
-Digital silence (no audio, or every sample exactly 0) gives an empty transcript without running the model:
-per-feature normalisation maps it to all-zero features, i.e. no information, and a model would only
-hallucinate on it. Any non-zero signal, however quiet, is decoded (normalisation makes it audible). In
-long-form mode the same holds per window: a window (center plus context) of digital silence is skipped,
-which keeps a live stream (which cannot know whether sound will follow) equal to the offline result.
-
-Live streams (``open_stream``): stock checkpoints run the long-form windows as audio arrives
-(:mod:`streaming`); Phonon-2 checkpoints run the rolling phrase policy (:mod:`rolling`). Phonon-2 requests
-may carry hotwords (:mod:`hotwords`), applied inside every greedy decode.
-
-Weights are loaded once per engine; ``close()`` frees the native memory.
+Modes ``full_context``, ``long_form`` and ``vad`` (docs/families/parakeet_tdt.md §6, chosen in :mod:`options`).
+Digital silence (no audio, or every sample exactly 0; per window in long-form mode) gives an empty transcript
+without running the model: normalisation maps it to all-zero features, on which a model only hallucinates.
+Live streams (``open_stream``): stock checkpoints run the long-form windows as audio arrives (:mod:`streaming`),
+Phonon-2 the rolling phrase policy (:mod:`rolling`) and hotwords (:mod:`hotwords`). ``close()`` frees the weights.
 """
 
 from __future__ import annotations
@@ -135,11 +119,8 @@ class ParakeetEngine:
         self.is_phonon = config.word_timestamp_mode == "token_duration"
         self._vocabulary: PieceVocabulary | None = None
         self._biases: dict[tuple[tuple[Hotword, ...], float], HotwordBias] = {}
-        # The greedy loop is a chain of memory-bound matvecs (the v3 joint and LSTM read 47 MB of f32 weights per
-        # token), which one core cannot stream at the memory bus's rate. Two BLAS threads, measured on the 2-core
-        # AMD EPYC (Zen 5) dev machine, 60 s clip, 250 tokens: 0.58 -> 0.34 s; whole transcriptions were faster
-        # too, long-form windows included (encoder graphs alternating with the loop). More threads only add
-        # synchronisation to matvecs this small. (A Python helper thread splitting the rows gained nothing.)
+        # The greedy loop's matvecs are memory-bound, more than one core can stream; two BLAS threads help, more
+        # only add synchronisation (figures: tests/bench/README.md, "int8 weights on ONNX Runtime's int8 GEMM").
         self._blas = ThreadpoolController()
         self._vad: Any = None  # SileroVad, created on the first VAD request
         self.speech_gate_span_sec = checkpoint.speech_gate_span_sec

@@ -1,18 +1,9 @@
 """Phonon-2 hotwords (docs/families/parakeet_tdt.md §7.3): parsing, the Aho-Corasick bonus automaton, biased token selection.
 
-Parsing: a JSON array (strings or ``{"word", "spoken": [...]}`` objects) when the text starts with ``[``;
-otherwise terms separated by ``,`` ``\\n`` ``;`` or, when none of those occurs, by whitespace. Whitespace in a
-term collapses and duplicates go case-insensitively. Past the limits (25 distinct terms, 16 KiB input,
-256-byte terms and spoken forms, 8 spoken forms, strength in [0, 100]) the request is refused with the limit
-named. One exception, a project decision: when the recognition context stands in for missing hotwords, it
-is prose (an OpenAI ``prompt``), so its first 25 distinct words are kept as the reference does, with a
-warning, rather than failing the request.
-
-Automaton: every surface (word and spoken forms) is spelled as vocabulary pieces in a few variants
-(as-is, lower case, word-initial capitals), the shortest segmentations go into a token trie with failure
-links, and a step that extends a match by ``k`` trie levels earns ``strength × k`` on that token's logit.
-Blank is never biased (its bonus is 0 and it leaves the state unchanged), and the duration logits are
-never seen here.
+Terms past the limits are refused with the limit named, except a recognition context standing in for hotwords:
+it is prose, so its first 25 distinct words are kept with a warning (a project decision). A step that extends a
+match by ``k`` trie levels earns ``strength × k`` on that token's logit; blank and the duration logits are never
+biased.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
-"""NeMo ``.nemo`` Parakeet-TDT checkpoint → the dense folder this family loads (``config.json``,
-``processor_config.json``, ``tokenizer.json``, ``model.safetensors``), without torch.
+"""NeMo ``.nemo`` Parakeet-TDT checkpoint → the dense folder this family loads, without torch.
 
-A ``.nemo`` is a tar (optionally gzipped) of ``model_config.yaml``, ``model_weights.ckpt`` (a torch zip state
-dict, read by :mod:`inference.models.torch_zip`, which runs none of its pickle) and the tokenizer files
-(``<hash>_tokenizer.model``, named by ``tokenizer.model_path``). Tensor names map as transformers'
-``convert_nemo_to_hf.py`` maps them (docs/reference_parity.md §1.2); the BatchNorm of each conv module keeps its own
-tensors (``conv.norm.*``: this family's layout does not fold it; a fused BatchNorm, NeMo's ``FusedBatchNorm1d``
-with scale and shift only, gets ``running_mean`` 0 and ``running_var`` :data:`UNIT_VARIANCE`),
-``num_batches_tracked``, the positional table and the preprocessor's window and filterbank are dropped, every tensor is written as float32 (the
-storage type of the other safetensors packages; ``weight_type`` picks f16/bf16/q8_0… at load time).
-
-Sidecars: the archive's own tokenizer and preprocessor when it has them; otherwise (or when a folder is given)
-a stock v3 ``config.json`` / ``tokenizer.json`` / ``processor_config.json``, used only after checking that
-its vocabulary, architecture and features agree with the ``.nemo`` config. The output is assembled in a
-hidden sibling folder and renamed into place when complete.
+A ``.nemo`` is a tar of ``model_config.yaml``, ``model_weights.ckpt`` (read by :mod:`inference.models.torch_zip`,
+which runs none of its pickle) and the tokenizer files. Tensor names map as transformers'
+``convert_nemo_to_hf.py`` maps them (docs/reference_parity.md §1.2); BatchNorms stay unfolded (a fused one gets
+mean 0 and variance :data:`UNIT_VARIANCE`); every tensor is written as float32 (``weight_type`` picks the type
+at load time). Missing sidecars come from a stock v3 folder only after its vocabulary, architecture and features
+are checked against the ``.nemo`` config. The output is renamed into place only when complete.
 """
 
 from __future__ import annotations

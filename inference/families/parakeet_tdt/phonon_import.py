@@ -1,33 +1,12 @@
 """Phonon-2 import: the packed ``model.fermion`` container → the dense Parakeet-TDT layout this project loads.
 
-The published archive ``phonon-2.bps.tar.zst`` (docs/families/parakeet_tdt.md §7.2) holds ``model.fermion`` and a NeMo-shaped
-``config.json`` whose ``vocabulary`` (or ``joint.vocabulary``) lists the 8192 pieces. The container
-(``fermion-five-value-parakeet-v1``, written by the Apache-2.0 ``fermion-research`` package) is:
+The archive ``phonon-2.bps.tar.zst`` and the container's record kinds (``five_value``, ``int8``/``int6``,
+``fp16``) are described in docs/families/parakeet_tdt.md §7.2. Every tensor is written as float32 under its
+transformers name with the nvidia v3 sidecars and the Phonon-2 runtime config. audio.cpp's converter also
+compensates for its own loader's quirks, which this loader does not have (docs/families/parakeet_tdt.md §4):
+:func:`audiocpp_compensation` computes those transforms so the tests can prove both paths agree.
 
-* 8 bytes little-endian header length, the JSON header ``{"format", "index": [{"n", "k", "shape", "b"}]}``,
-  then each record's ``b`` bytes in index order, and nothing after them;
-* ``five_value`` records (a linear layer ``n``, tensor ``n + ".weight"``, shape [O, I]): per row ⌈I/5⌉ bytes
-  of base-3 codes (5 digits a byte, least significant first; 0 → −1, 1 → 0, 2 → +1), then one bit per
-  non-zero code in row-major order (LSB first; set → high magnitude), then the float16 low and high
-  magnitude of every row: value = sign × (high if bit else low);
-* ``int8`` / ``int6`` records: the codes (int8, or 6-bit fields packed 4 per 3 bytes little-endian, stored
-  +32), then one float16 scale per row: value = code × scale;
-* ``fp16`` records: the tensor as float16.
-
-The dense checkpoint gets every tensor as float32 under its transformers name, pointwise-conv weights with
-their trailing kernel dimension, the ``num_batches_tracked`` counters dropped, the nvidia v3 sidecars
-(``config.json``, ``tokenizer.json``, ``processor_config.json``; the tokenizer must spell exactly the
-archive's vocabulary) and the Phonon-2 runtime config: ``audiocpp_word_timestamp_mode=token_duration`` and
-``audiocpp_punctuation_token_ids`` (pieces without an alphanumeric character).
-
-The other two transforms of the audio.cpp converter are compensations for audio.cpp's loader, which always
-multiplies the subsampling output by 32 and floors BatchNorm variances at 1e-5. This project's loader does
-neither (it follows the config's ``scale_input`` and transformers' unfloored BatchNorm, docs/families/parakeet_tdt.md §4),
-so the weights it needs are the container's own values: :func:`audiocpp_compensation` computes those
-transforms, and the tests prove that audio.cpp's loader applied to their output equals this loader applied
-to the plain weights.
-
-The output is written to a temporary sibling directory and renamed into place when complete, so a failed
+The output is assembled in a temporary sibling directory and renamed into place when complete, so a failed
 or cancelled import leaves nothing that looks installed.
 """
 

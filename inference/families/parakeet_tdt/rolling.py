@@ -1,31 +1,12 @@
 """Phonon-2's rolling live policy (docs/families/parakeet_tdt.md §7.4, ``phonon_streaming.cpp``).
 
-Audio is cut into 50 ms blocks. A block is voiced when its RMS exceeds ``max(0.004, 0.18 × peak)``, the
-peak being the loudest block of the open phrase (the segment). After each block, in this order:
-
-1. commit, when the segment is voiced and 700 ms have passed since its last voiced block;
-2. at 30 s: commit a voiced segment; an unvoiced one keeps only its last second (unvoiced trimming);
-3. snapshot, when the segment is voiced and has reached the next snapshot point (350 ms first, then every
-   500 ms): the whole segment is decoded again in full context.
-
-Bounded snapshots (a project decision, request option ``snapshot_window_sec``, default 4 s; 0 restores the
-reference's whole-phrase re-decode): re-encoding the whole open phrase every 500 ms costs more the longer
-the speaker talks (about 2.2 s per update 25 s into a phrase for the full v3 model on 2 cores, so the
-stream falls behind). Once a phrase is longer than the window, a snapshot decodes only its last
-``snapshot_window_sec`` seconds; the first half of that window is left context, and from the first word
-that starts in the second half on, the new tokens replace the previous snapshot's. Words before that cut
-stay as earlier snapshots heard them. Snapshots are provisional; **commits always decode the whole phrase
-exactly as specified**, so deltas and the final text do not depend on this option.
-
-A commit decodes the segment and appends its text. Events, in the terms of ``inference.contract`` (one
-``segment_id`` per phrase):
-
-* :class:`Snapshot`: the segment's whole hypothesis, replacing the previous one; it begins with a space
-  when committed text precedes it, so committed text + snapshot is what a caption view shows;
-* :class:`Delta`: the segment's committed text (with a leading space after the first), then
-  :class:`SpeechEnd`, which closes the segment and retires its snapshot. Deltas concatenate to the final text.
-
-``max_tokens`` (when set) is shared by the stream: each decode may emit what earlier commits left over.
+50 ms blocks are judged voiced against the open phrase's peak; a phrase commits after 700 ms without voice
+or at 30 s, and snapshots re-decode it every 500 ms. Snapshots are bounded to the last
+``snapshot_window_sec`` seconds (a project decision: a whole-phrase re-decode costs more the longer the
+speaker talks; figures: tests/bench/README.md, "Figures behind code comments"); commits always decode the whole
+phrase, so deltas and the final text do not depend on that option. Events: one ``segment_id`` per phrase,
+:class:`Snapshot` replacing the phrase's hypothesis, then :class:`Delta` and :class:`SpeechEnd` on commit.
+``max_tokens`` (when set) is shared by the whole stream.
 """
 
 from __future__ import annotations

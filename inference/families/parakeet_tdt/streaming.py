@@ -1,24 +1,10 @@
 """Buffered live streaming for stock Parakeet-TDT (docs/families/parakeet_tdt.md §6.4).
 
-The stream runs exactly the long-form schedule on audio as it arrives: centers of
-``audio_chunk_duration_sec`` tile the stream, and the window of a center (``left_context_sec`` before it,
-``right_context_sec`` after it) is encoded once all of it has arrived; only the center's encoder frames are
-decoded, continuing one predictor state and one token budget. ``finish`` flushes the tail with the windows
-clipped to the stream's end, so a whole file streamed gives the long-form offline result token for token.
-(Without ``max_tokens`` the offline budget is 10 tokens per frame of the whole clip, which a live stream
-cannot know; each window is then bounded by 10 per decoded frame, which differs only for a model that emits
-10 tokens on nearly every frame.)
-
-Events (``inference.contract``; the whole stream is segment 0):
-
-* :class:`Delta`: committed text. Greedy tokens are never revised, but the last word may still gain
-  pieces from the next center, so everything up to the start of the last word commits.
-* :class:`Snapshot`: the provisional tail after the committed text: the last word plus a look-ahead decode
-  of the right-context frames the window already encoded (from a copy of the decoder state; those frames
-  are decoded again, with more context, as part of the next center). Committed text + snapshot is what a
-  caption view shows.
-
-Audio older than ``next center − left context`` is dropped, so memory stays bounded on endless streams.
+The stream runs exactly the long-form schedule on audio as it arrives, so a whole file streamed gives the
+long-form offline result token for token. The whole stream is segment 0: :class:`Delta` commits everything
+before the last word (which may still gain pieces), :class:`Snapshot` shows the last word plus a look-ahead
+decode of the right context already encoded. Audio older than ``next center − left context`` is dropped, so
+memory stays bounded on endless streams.
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Token ids → text and word timestamps for Parakeet-TDT.
 
-Text (docs/families/parakeet_tdt.md §5, checked against transformers' ``processor.decode(..., skip_special_tokens=True)``):
-blank and pad are always dropped; special tokens (added tokens marked special, plus the ``<unk>`` piece, which
-transformers also counts as special) are dropped unless ``keep_language_tags``; the rest goes through the
-tokenizer.json decoder (Metaspace: ``▁`` → space, leading space stripped).
-
-Word timestamps:
-
-* ``default`` (docs/families/parakeet_tdt.md §5): a piece starting with ``▁`` opens a word; a word ends where the next word
-  starts, the last word at its largest token end (frame + max(d, 1)); everything clamped to the audio.
-* ``token_duration`` (Phonon-2, docs/families/parakeet_tdt.md §7.5): ends are ``last piece start + its duration`` and
-  punctuation pieces attach to the previous word.
-
-transformers' processor timestamps are *token*-level instead: each token that yields text gets
-``[frame, frame + duration] × 0.08 s`` and punctuation in ``? ' ¡ ¿ - : , % / . !`` is moved to the previous
-token's end (zero length). ``token_timestamps`` reproduces those for comparison.
+Text follows transformers' ``processor.decode(..., skip_special_tokens=True)`` (docs/families/parakeet_tdt.md §5);
+word timestamps are ``default`` (docs/families/parakeet_tdt.md §5) or Phonon-2's ``token_duration``
+(docs/families/parakeet_tdt.md §7.5). ``token_timestamps`` reproduces transformers' token-level timestamps
+for comparison.
 """
 
 from __future__ import annotations
