@@ -25,17 +25,13 @@ sys.path.insert(0, str(REPO))
 
 def start_display() -> list[subprocess.Popen]:
     """An Xvfb screen (and a window manager on it): the processes to stop afterwards."""
-    for number in range(70, 120):
-        if not Path(f"/tmp/.X11-unix/X{number}").exists() and not Path(f"/tmp/.X{number}-lock").exists():
-            break
-    server = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 20
-    while not Path(f"/tmp/.X11-unix/X{number}").exists():
-        if server.poll() is not None or time.monotonic() > deadline:
-            sys.exit(f"Xvfb :{number} did not start (install it: apt-get install xvfb)")
-        time.sleep(0.05)
-    os.environ["DISPLAY"] = f":{number}"
+    from tests.xvfb import start_xvfb
+
+    try:
+        server, display = start_xvfb(first=70)
+    except RuntimeError as exc:
+        sys.exit(str(exc))
+    os.environ["DISPLAY"] = display
     started = [server]
     if shutil.which("openbox"):
         started.append(subprocess.Popen(["openbox"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -103,6 +99,7 @@ def shoot(out: Path, home: Path) -> None:
             time.sleep(0.01)
 
     def save(widget: QWidget, name: str, area: QRect | None = None) -> None:
+        settle(until=lambda: widget.isVisible() and widget.windowHandle().isExposed(), timeout=10)
         rect = area or widget.frameGeometry()  # with the window manager's frame
         screen.grabWindow(0, rect.x(), rect.y(), rect.width(), rect.height()).save(str(out / name))
         print(f"wrote {out / name}")

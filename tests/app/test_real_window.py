@@ -15,23 +15,18 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.xvfb import start_xvfb
 
 pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb (installed by .ci/run)")
 
 
 @pytest.fixture
-def display(tmp_path: Path):  # type: ignore[no-untyped-def]
-    for number in range(90, 140):
-        if not Path(f"/tmp/.X11-unix/X{number}").exists() and not Path(f"/tmp/.X{number}-lock").exists():
-            break
-    server = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 20
-    while not Path(f"/tmp/.X11-unix/X{number}").exists():
-        if server.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"Xvfb :{number} did not start")
-        time.sleep(0.05)
-    yield f":{number}"
+def display():  # type: ignore[no-untyped-def]
+    try:
+        server, name = start_xvfb()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield name
     server.terminate()
     server.wait(10)
 
