@@ -63,9 +63,14 @@ class LiveController(QObject):
     _prepared = Signal(object, object)  # pipeline, journal: handed to the GUI thread before audio flows
     _state_request = Signal(str, str)
 
-    def __init__(self, client_factory: Callable[[], WorkerClient], data_dir: Path, parent: QObject | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 reconnect: Callable[[AudioSource], AudioSource | None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        client_factory: Callable[[], WorkerClient],
+        data_dir: Path,
+        parent: QObject | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        reconnect: Callable[[AudioSource], AudioSource | None] | None = None,
+    ) -> None:
         """``reconnect(lost)``: the source to continue with when a device goes away mid-session (None: stop).
         By default a lost sound card is replaced by the system's default input."""
         super().__init__(parent)
@@ -94,8 +99,9 @@ class LiveController(QObject):
         self.latencies = []
         self.state = "loading"  # at once, so a second click does not start twice
         self._set_state("loading", f"loading {choice.label}…")
-        threading.Thread(target=self._start_in_background, args=(choice, source), name="captioneer-start",
-                         daemon=True).start()  # fmt: skip
+        threading.Thread(
+            target=self._start_in_background, args=(choice, source), name="captioneer-start", daemon=True
+        ).start()
 
     def stop(self, timeout_s: float = 600.0) -> None:
         if self.state != "running" or self.pipeline is None:
@@ -111,8 +117,10 @@ class LiveController(QObject):
         if self.pipeline is not None and self.state in ("running", "stopping"):
             self._drain(drain_timeout_s)
         if self.pipeline is not None and self.state in ("running", "stopping"):
-            log.warning("the transcript did not finish within %.0f s of quitting; the rest is cancelled",
-                        drain_timeout_s)  # fmt: skip
+            log.warning(
+                "the transcript did not finish within %.0f s of quitting; the rest is cancelled",
+                drain_timeout_s,
+            )
             self.pipeline.cancel()
         self._close_journal()
         if self._client is not None:
@@ -152,13 +160,22 @@ class LiveController(QObject):
         try:
             engine = self._engine(choice)
             # A recording played faster than real time waits for the model instead of having audio refused.
-            backlog = BacklogPolicy("block", max_in_flight=2, max_backlog_s=10.0) \
-                if getattr(source, "paced_by_model", False) else None
+            backlog = (
+                BacklogPolicy("block", max_in_flight=2, max_backlog_s=10.0)
+                if getattr(source, "paced_by_model", False)
+                else None
+            )
             pipeline = LivePipeline(
-                engine, source, self.events_arrived.emit, on_level=self.level_changed.emit,
-                on_source_end=self._source_ended.emit, request_options=dict(choice.request_options),
-                clock=self.clock, stream_mode=choice.stream_mode, backlog=backlog,
-            )  # fmt: skip
+                engine,
+                source,
+                self.events_arrived.emit,
+                on_level=self.level_changed.emit,
+                on_source_end=self._source_ended.emit,
+                request_options=dict(choice.request_options),
+                clock=self.clock,
+                stream_mode=choice.stream_mode,
+                backlog=backlog,
+            )
             journal = SessionJournal(sessions_dir(self.data_dir), choice.label, source.name)
             self._prepared.emit(pipeline, journal)  # queued ahead of any event of this pipeline
             pipeline.start()
@@ -181,8 +198,9 @@ class LiveController(QObject):
                 self._client = self._client_factory().start()
             engine = self._engines.get(choice.load_key)
             if engine is None:
-                engine = self._client.load(choice.path, choice.family, dict(choice.session_options), choice.backend,
-                                           choice.threads)  # fmt: skip
+                engine = self._client.load(
+                    choice.path, choice.family, dict(choice.session_options), choice.backend, choice.threads
+                )
                 self._engines[choice.load_key] = engine
             return engine
 
@@ -212,12 +230,16 @@ class LiveController(QObject):
                 captured = self.pipeline.capture_time(event.end_s)
                 if captured is not None and isinstance(event, Delta):
                     self.latencies.append(max(0.0, now - captured))
-                    self.session.status = dataclasses.replace(self.session.status, latency_s=self.latencies[-1])
+                    self.session.status = dataclasses.replace(
+                        self.session.status, latency_s=self.latencies[-1]
+                    )
         committed_before = len(self.session.segments)
         self.session.apply(events)
         if self.journal is not None:
             self.journal.record(events)
-            if any(isinstance(e, Done) for e in events):  # text the final transcript committed without a delta
+            if any(
+                isinstance(e, Done) for e in events
+            ):  # text the final transcript committed without a delta
                 for segment in self.session.segments[committed_before:]:
                     self.journal.record_final_tail(segment.segment_id, segment.text)
         for event in events:

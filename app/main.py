@@ -23,8 +23,10 @@ def missing_display(environ: Mapping[str, str] | None = None, platform: str | No
         return None
     if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
         return None
-    return ("no display to open the caption window on (DISPLAY and WAYLAND_DISPLAY are unset); run it in a desktop "
-            "session, use the command line (`captioneer transcribe FILE`), or set QT_QPA_PLATFORM=offscreen for tests")
+    return (
+        "no display to open the caption window on (DISPLAY and WAYLAND_DISPLAY are unset); run it in a desktop "
+        "session, use the command line (`captioneer transcribe FILE`), or set QT_QPA_PLATFORM=offscreen for tests"
+    )
 
 
 def run_gui(argv: Sequence[str] = ()) -> int:

@@ -58,14 +58,27 @@ class MainWindow(QMainWindow):
 
         self.inputs = InputPicker(self.panel, settings, source_factory)
         self.models = ModelPicker(self, state, settings, store, self.panel)
-        self.captions = LiveCaptions(self, self.controller, settings, store, self.panel, self.overlay, self.figures,
-                                     self.inputs, self.models, self.progress)  # fmt: skip
+        self.captions = LiveCaptions(
+            self,
+            self.controller,
+            settings,
+            store,
+            self.panel,
+            self.overlay,
+            self.figures,
+            self.inputs,
+            self.models,
+            self.progress,
+        )
         self.recordings = Recordings(self, self.controller, self.inputs, self.panel, self.captions.start)
         self.sessions = Sessions(self, state.paths.data, self.controller, self.captions, self.panel)
         self.file_menu = FileMenu(self, self.models, self.recordings, self.sessions)
-        self.view_menu = ViewMenu(self, settings, store, self.panel.text_view, self.overlay, self.captions,
-                                  self.models.fill)  # fmt: skip
-        self.push_to_talk = PushToTalk(self, settings, store, self.controller, self.models, self.inputs, self.panel)
+        self.view_menu = ViewMenu(
+            self, settings, store, self.panel.text_view, self.overlay, self.captions, self.models.fill
+        )
+        self.push_to_talk = PushToTalk(
+            self, settings, store, self.controller, self.models, self.inputs, self.panel
+        )
         self.inputs.fill(input_file)
         self.tray = make_tray(self)
         if self.tray is not None:

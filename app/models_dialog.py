@@ -55,8 +55,9 @@ def _ask(parent: QWidget, title: str, text: str) -> bool:
 
 
 def _choose_model_file(parent: QWidget) -> Path | None:
-    path, _ = QFileDialog.getOpenFileName(parent, "Import a model file", "",
-                                          "Model files (*.nemo *.gguf *.tar.zst);;All files (*)")  # fmt: skip
+    path, _ = QFileDialog.getOpenFileName(
+        parent, "Import a model file", "", "Model files (*.nemo *.gguf *.tar.zst);;All files (*)"
+    )
     return Path(path) if path else None
 
 
@@ -117,7 +118,9 @@ class ModelsDialog(QDialog):
         self.delete_button = QPushButton("Delete", self)
         self.folder_button = QPushButton("Open folder", self)
         self.import_button = QPushButton("Import…", self)
-        self.import_button.setToolTip("Add a local model file: a NeMo .nemo checkpoint, a .gguf package or a Phonon-2 archive")
+        self.import_button.setToolTip(
+            "Add a local model file: a NeMo .nemo checkpoint, a .gguf package or a Phonon-2 archive"
+        )
         self.close_button = QPushButton("Close", self)
         self.download_button.clicked.connect(self._download)
         self.cancel_button.clicked.connect(self._cancel)
@@ -143,8 +146,13 @@ class ModelsDialog(QDialog):
         location.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
         buttons = QHBoxLayout()
-        for button in (self.download_button, self.cancel_button, self.delete_button, self.folder_button,
-                       self.import_button):  # fmt: skip
+        for button in (
+            self.download_button,
+            self.cancel_button,
+            self.delete_button,
+            self.folder_button,
+            self.import_button,
+        ):
             buttons.addWidget(button)
         buttons.addStretch(1)
         buttons.addWidget(self.close_button)

@@ -180,7 +180,9 @@ class ModelsManager:
             if job is not None and job[0].is_alive():
                 return False
             cancel = threading.Event()
-            thread = threading.Thread(target=target, args=(package_id, cancel), name=f"{kind}-{package_id}", daemon=True)
+            thread = threading.Thread(
+                target=target, args=(package_id, cancel), name=f"{kind}-{package_id}", daemon=True
+            )
             self._jobs[package_id] = (thread, cancel)
             if kind == "delete":
                 self._deleting.add(package_id)

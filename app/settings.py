@@ -63,8 +63,10 @@ class Settings:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:
         if data.get("hf_token"):  # older versions kept it here in plain text; never log its value
-            log.warning("settings.json held a Hugging Face token; it is no longer stored there and is removed on the "
-                        "next save: set HF_TOKEN or log in with `hf auth login` instead")  # fmt: skip
+            log.warning(
+                "settings.json held a Hugging Face token; it is no longer stored there and is removed on the "
+                "next save: set HF_TOKEN or log in with `hf auth login` instead"
+            )
         data = {k: v for k, v in data.items() if k != "hf_token"}
         known = {f.name for f in fields(cls)} - {"extra"}
         defaults = cls()
@@ -105,7 +107,9 @@ class SettingsStore:
         except ValueError as exc:
             backup = self.path.with_suffix(".json.bad")
             self.path.replace(backup)
-            log.warning("settings file %s is damaged (%s); kept as %s, using defaults", self.path, exc, backup)
+            log.warning(
+                "settings file %s is damaged (%s); kept as %s, using defaults", self.path, exc, backup
+            )
             return Settings()
         return Settings.from_dict(data)
 

@@ -51,14 +51,31 @@ def installed_models(paths: AppPaths, settings: object | None = None) -> list[Mo
         family = entry.package.family
         backend, options = weight_choice(family, getattr(settings, "backend", "auto"), settings)
         options += live_options(family)
-        choices.append(ModelChoice(entry.package.name, path, family, options, backend=backend,
-                                   threads=getattr(settings, "threads", None), stream_mode=mode))  # fmt: skip
+        choices.append(
+            ModelChoice(
+                entry.package.name,
+                path,
+                family,
+                options,
+                backend=backend,
+                threads=getattr(settings, "threads", None),
+                stream_mode=mode,
+            )
+        )
     if not choices:  # the catalog's fallback: the bundled demo model
         path, package = catalog.resolve_model(None)
         family = detect_family(path)
         backend, options = weight_choice(family, "auto", settings)
-        choices.append(ModelChoice(package.name if package else path.name, path, family, options, backend=backend,
-                                   stream_mode="segmented"))  # fmt: skip
+        choices.append(
+            ModelChoice(
+                package.name if package else path.name,
+                path,
+                family,
+                options,
+                backend=backend,
+                stream_mode="segmented",
+            )
+        )
     return choices
 
 

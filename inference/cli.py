@@ -40,30 +40,42 @@ def build_parser() -> argparse.ArgumentParser:
         prog="captioneer",
         description="Local live captions and dictation. Without a command, opens the caption window.",
         epilog="The window and dictation:\n"
-               "  captioneer [gui] [--input-file PATH]   open the caption window (and caption PATH in real time)\n"
-               "  captioneer dictate --toggle            start dictating, or stop and insert the text (bind it to a "
-               "shortcut)",
+        "  captioneer [gui] [--input-file PATH]   open the caption window (and caption PATH in real time)\n"
+        "  captioneer dictate --toggle            start dictating, or stop and insert the text (bind it to a "
+        "shortcut)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+    )
     parser.add_argument("--verbose", "-v", action="store_true", help="show details and tracebacks on errors")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     tr = sub.add_parser("transcribe", help="transcribe an audio file (or raw PCM on stdin with '-')")
     tr.add_argument("audio", help="WAV file, or '-' for raw PCM on stdin (see --input-*)")
-    tr.add_argument("--model", help="model directory, .gguf file or installed package id (default: installed model)")
+    tr.add_argument(
+        "--model", help="model directory, .gguf file or installed package id (default: installed model)"
+    )
     tr.add_argument("--family", help="model family (default: inferred from the checkpoint)")
     tr.add_argument("--mode", choices=("offline", "streaming"), default="offline")
-    tr.add_argument("--stream-mode", choices=("auto", "native", "segmented"), default="auto",
-                    help="streaming: the model's own live path (native), VAD segments transcribed at each pause "
-                         "(segmented), or native where the model has one (auto)")
+    tr.add_argument(
+        "--stream-mode",
+        choices=("auto", "native", "segmented"),
+        default="auto",
+        help="streaming: the model's own live path (native), VAD segments transcribed at each pause "
+        "(segmented), or native where the model has one (auto)",
+    )
     tr.add_argument("--language", help="language (ISO code or name; family-dependent)")
     tr.add_argument("--context", help="context text (names, terms) for families that take it")
-    tr.add_argument("--session-option", action="append", default=[], metavar="K=V", help="engine session option")
+    tr.add_argument(
+        "--session-option", action="append", default=[], metavar="K=V", help="engine session option"
+    )
     tr.add_argument("--request-option", action="append", default=[], metavar="K=V", help="per-request option")
     tr.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
     tr.add_argument("--threads", type=int, help="CPU threads (default: physical cores)")
-    tr.add_argument("--format", choices=FORMATS, default="text",
-                    help="with --mode streaming, text prints committed text as it grows, then the final text")
+    tr.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="with --mode streaming, text prints committed text as it grows, then the final text",
+    )
     tr.add_argument("--output", "-o", help="write the result to this file instead of stdout")
     tr.add_argument("--input-format", choices=("s16le", "f32le"), default="s16le")
     tr.add_argument("--input-rate", type=int, default=16000)
@@ -90,47 +102,81 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mimport.add_argument("path")
     mimport.add_argument(
-        "--id", dest="package_id",
+        "--id",
+        dest="package_id",
         help="package id to use (default: from the file/folder name; phonon2_source for a Phonon-2 source)",
-    )  # fmt: skip
+    )
     mimport.add_argument("--link", action="store_true", help="link to the files instead of copying them")
     mimport.add_argument(
-        "--sidecars", type=Path, metavar="DIR",
+        "--sidecars",
+        type=Path,
+        metavar="DIR",
         help="Phonon-2 and .nemo: folder with the nvidia/parakeet-tdt-0.6b-v3 config.json, tokenizer.json and "
         "processor_config.json (default, Phonon-2: download them at the catalog's pinned revision; .nemo: the "
         "archive's own tokenizer, else an installed stock Parakeet-TDT v3 package's)",
-    )  # fmt: skip
+    )
     mimport.add_argument(
-        "--sha256", metavar="HEX",
+        "--sha256",
+        metavar="HEX",
         help="Phonon-2 and .nemo: the sha256 the archive (or, for a folder, model.fermion) must have "
         "(default: the published one; a .nemo the catalog does not know is not checked)",
-    )  # fmt: skip
+    )
     mimport.add_argument(
-        "--license", dest="license_text", metavar="TEXT",
+        "--license",
+        dest="license_text",
+        metavar="TEXT",
         help=".nemo: the licence to record with the imported model (default: the catalog's, when it knows the file)",
-    )  # fmt: skip
+    )
     verify = msub.add_parser("verify", help="recompute sizes and checksums of an installed package")
     verify.add_argument("id")
     cleanup = msub.add_parser("cleanup", help="delete leftover partial downloads and temporary folders")
     cleanup.add_argument("--all", action="store_true", help="also recent ones (no install may be running)")
 
     serve = sub.add_parser("serve", help="a local HTTP transcription server with OpenAI-compatible routes")
-    serve.add_argument("--host", default="127.0.0.1",
-                       help="address to listen on (default 127.0.0.1; any other needs --api-key)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; any other needs --api-key)",
+    )
     serve.add_argument("--port", type=int, default=8488)
-    serve.add_argument("--model", action="append", default=[], metavar="ID|PATH",
-                       help="model to serve (repeat for several, each in its own worker; default: installed model)")
+    serve.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="ID|PATH",
+        help="model to serve (repeat for several, each in its own worker; default: installed model)",
+    )
     serve.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $CAPTIONEER_API_KEY)")
-    serve.add_argument("--max-concurrent", type=int, default=4,
-                       help="requests running at once per model; more get 429 with Retry-After (default 4)")
-    serve.add_argument("--max-upload-mb", type=float, default=100.0, help="largest file upload (default 100 MB)")
-    serve.add_argument("--max-audio-s", type=float, default=3600.0, help="longest file, in seconds (default 3600)")
-    serve.add_argument("--request-timeout-s", type=float, default=600.0,
-                       help="longest time one file may take to transcribe (default 600)")
-    serve.add_argument("--grace-s", type=float, default=10.0,
-                       help="on SIGTERM/Ctrl-C, how long requests in flight may still finish (default 10)")
-    serve.add_argument("--audio-dir", type=Path, metavar="DIR",
-                       help="let JSON requests name files under DIR in 'audio_path' (default: off)")
+    serve.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=4,
+        help="requests running at once per model; more get 429 with Retry-After (default 4)",
+    )
+    serve.add_argument(
+        "--max-upload-mb", type=float, default=100.0, help="largest file upload (default 100 MB)"
+    )
+    serve.add_argument(
+        "--max-audio-s", type=float, default=3600.0, help="longest file, in seconds (default 3600)"
+    )
+    serve.add_argument(
+        "--request-timeout-s",
+        type=float,
+        default=600.0,
+        help="longest time one file may take to transcribe (default 600)",
+    )
+    serve.add_argument(
+        "--grace-s",
+        type=float,
+        default=10.0,
+        help="on SIGTERM/Ctrl-C, how long requests in flight may still finish (default 10)",
+    )
+    serve.add_argument(
+        "--audio-dir",
+        type=Path,
+        metavar="DIR",
+        help="let JSON requests name files under DIR in 'audio_path' (default: off)",
+    )
     serve.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
     serve.add_argument("--threads", type=int, help="CPU threads per model (default: physical cores)")
     return parser
@@ -176,7 +222,9 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be at least 1, got {args.threads}")
     if args.format == "jsonl" and args.mode != "streaming":
-        raise UsageError("--format jsonl prints streaming events", "add --mode streaming or choose --format json")
+        raise UsageError(
+            "--format jsonl prints streaming events", "add --mode streaming or choose --format json"
+        )
 
     catalog = Catalog(paths)
     model_path, package = catalog.resolve_model(args.model)
@@ -205,8 +253,9 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
     # A lost offline job is lost either way: fail at once. A live stream outlives a crash (restart).
     policy = WorkerPolicy(max_restarts=0) if args.mode == "offline" else WorkerPolicy()
     with WorkerClient(policy) as client:
-        engine = client.load(model_path, family, session_options, args.backend, args.threads,
-                             progress=_load_progress_printer())  # fmt: skip
+        engine = client.load(
+            model_path, family, session_options, args.backend, args.threads, progress=_load_progress_printer()
+        )
         if args.mode == "streaming":
             transcript = _run_stream(engine, args, audio, stdin, request_options, out)
         else:
@@ -223,7 +272,9 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
         try:
             Path(args.output).write_text(rendered, encoding="utf-8")
         except OSError as exc:
-            raise UsageError(f"cannot write {args.output}: {exc.strerror}", "choose a writable file with -o") from None
+            raise UsageError(
+                f"cannot write {args.output}: {exc.strerror}", "choose a writable file with -o"
+            ) from None
     else:
         out.write(rendered)
     return 0
@@ -235,7 +286,9 @@ def check_writable(path: Path) -> None:
     if path.is_dir():
         raise UsageError(f"-o {path} is a folder", "give a file name, e.g. -o talk.srt")
     if not folder.is_dir():
-        raise UsageError(f"-o {path}: the folder {folder} does not exist", f"create it first (mkdir -p {folder})")
+        raise UsageError(
+            f"-o {path}: the folder {folder} does not exist", f"create it first (mkdir -p {folder})"
+        )
     if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise UsageError(f"-o {path}: no permission to write there", "choose another file")
 
@@ -269,7 +322,11 @@ def _emit(out: IO[str], event: dict[str, Any]) -> None:
 
 
 def _run_stream(
-    engine: Any, args: argparse.Namespace, audio: Any, stdin: IO[bytes], request_options: dict[str, Any],
+    engine: Any,
+    args: argparse.Namespace,
+    audio: Any,
+    stdin: IO[bytes],
+    request_options: dict[str, Any],
     out: IO[str],
 ) -> Any:
     """Push audio as it comes (a file in 320 ms pieces, or stdin as it arrives); events print as they happen.
@@ -298,8 +355,9 @@ def _run_stream(
                     printed.append(event.text)
 
     # A file or a pipe can wait for the model: block instead of refusing audio.
-    stream = engine.open_stream(on_events=print_events, backlog=BacklogPolicy("block"), mode=args.stream_mode,
-                                **request_options)
+    stream = engine.open_stream(
+        on_events=print_events, backlog=BacklogPolicy("block"), mode=args.stream_mode, **request_options
+    )
     step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
     try:
         if audio is not None:
@@ -390,8 +448,14 @@ def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:
         entries = catalog.entries()
         if getattr(args, "json", False):
             rows = [
-                {"id": e.package.id, "family": e.package.family, "size_bytes": e.package.size_bytes,
-                 "installed": e.installed, "default": e.package.default, "name": e.package.name}
+                {
+                    "id": e.package.id,
+                    "family": e.package.family,
+                    "size_bytes": e.package.size_bytes,
+                    "installed": e.installed,
+                    "default": e.package.default,
+                    "name": e.package.name,
+                }
                 for e in entries
             ]
             out.write(json.dumps(rows, indent=2) + "\n")
@@ -401,7 +465,9 @@ def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:
             size = _human_size(e.package.size_bytes, e.package.size_is_estimate)
             state = "installed" if e.installed else "-"
             mark = " (default)" if e.package.default else ""
-            out.write(f"{e.package.id:32} {e.package.family:16} {size:>9} {state:10} {e.package.name}{mark}\n")
+            out.write(
+                f"{e.package.id:32} {e.package.family:16} {size:>9} {state:10} {e.package.name}{mark}\n"
+            )
         return 0
     raise UsageError(f"unknown models command {args.models_command!r}")
 
@@ -430,9 +496,15 @@ def _cmd_models_store(args: argparse.Namespace, paths: AppPaths, catalog: Any, o
             progress.close()
             out.write(f"{'already installed' if already else 'installed'} {args.id}: {path}\n")
         elif command == "import":
-            path = store.import_local(Path(args.path), args.package_id, link=args.link, progress=progress,
-                                      sidecars=args.sidecars, sha256=args.sha256,
-                                      license_text=args.license_text)  # fmt: skip
+            path = store.import_local(
+                Path(args.path),
+                args.package_id,
+                link=args.link,
+                progress=progress,
+                sidecars=args.sidecars,
+                sha256=args.sha256,
+                license_text=args.license_text,
+            )
             progress.close()
             out.write(f"imported as {path.relative_to(store.root).parts[0]}: {path}\n")
         else:
@@ -459,10 +531,17 @@ def cmd_serve(args: argparse.Namespace, paths: AppPaths) -> int:
 
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads must be at least 1, got {args.threads}")
-    config = ServerConfig(host=args.host, port=args.port, api_key=api_key_from(args.api_key),
-                          max_upload_bytes=int(args.max_upload_mb * 1024 * 1024), max_audio_s=args.max_audio_s,
-                          max_concurrent=args.max_concurrent, request_timeout_s=args.request_timeout_s,
-                          audio_dir=args.audio_dir, grace_s=args.grace_s)  # fmt: skip
+    config = ServerConfig(
+        host=args.host,
+        port=args.port,
+        api_key=api_key_from(args.api_key),
+        max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
+        max_audio_s=args.max_audio_s,
+        max_concurrent=args.max_concurrent,
+        request_timeout_s=args.request_timeout_s,
+        audio_dir=args.audio_dir,
+        grace_s=args.grace_s,
+    )
     return serve(config, args.model, paths, backend=args.backend, threads=args.threads)
 
 
@@ -478,7 +557,9 @@ def _human_size(size: int, estimate: bool) -> str:
     return str(size)
 
 
-def main(argv: Sequence[str] | None = None, out: IO[str] | None = None, stdin: IO[bytes] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, out: IO[str] | None = None, stdin: IO[bytes] | None = None
+) -> int:
     out = out or sys.stdout
     stdin = stdin or sys.stdin.buffer
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -163,8 +163,9 @@ class RemoteEngine:
     ) -> RemoteStream:
         """``mode``: "auto" (the engine's own live path when it has one), "native", or "segmented" (Silero VAD
         closes segments that the engine transcribes offline: final text per pause, with any model)."""
-        stream = RemoteStream(self, dict(request_options), dict(segmenter or {}), on_events,
-                              backlog or BacklogPolicy(), mode)  # fmt: skip
+        stream = RemoteStream(
+            self, dict(request_options), dict(segmenter or {}), on_events, backlog or BacklogPolicy(), mode
+        )
         self.client.open_stream(stream)
         return stream
 
@@ -206,7 +207,9 @@ class RemoteStream:
         self._events: deque[StreamEvent] = deque()
         self._queued: deque[np.ndarray] = deque()  # accepted, not yet sent
         self._in_flight: dict[int, _InFlight] = {}  # by push sequence number
-        self._replay = ReplayBuffer(round(replay_limit_s * SAMPLE_RATE))  # audio a new worker would need again
+        self._replay = ReplayBuffer(
+            round(replay_limit_s * SAMPLE_RATE)
+        )  # audio a new worker would need again
         self._reopen: Replay | None = None  # how the next worker takes over (after a death)
         self._seq = 0
         self._queued_samples = 0
@@ -260,13 +263,16 @@ class RemoteStream:
                 generation = self.client.generation
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
                 try:
-                    result = self.client.request(p.FinishStream(self.client.next_id(), self.stream_id),
-                                                 timeout=remaining)  # fmt: skip
+                    result = self.client.request(
+                        p.FinishStream(self.client.next_id(), self.stream_id), timeout=remaining
+                    )
                     break
                 except WorkerError:
                     if self.client.gave_up is not None or not self._worker_was_replaced(generation):
                         raise
-                    log.info("the worker died while finishing stream %s; finishing in the new one", self.stream_id)
+                    log.info(
+                        "the worker died while finishing stream %s; finishing in the new one", self.stream_id
+                    )
         finally:
             with self._lock:
                 self._closed = True
@@ -321,8 +327,12 @@ class RemoteStream:
     def stats(self) -> Stats:
         with self._lock:
             latency = float(np.median([t[0] for t in self._timings])) if self._timings else None
-            return Stats(self._replay.answered_end / SAMPLE_RATE, self._worker_wall,
-                         self._backlog_samples() / SAMPLE_RATE, latency)  # fmt: skip
+            return Stats(
+                self._replay.answered_end / SAMPLE_RATE,
+                self._worker_wall,
+                self._backlog_samples() / SAMPLE_RATE,
+                latency,
+            )
 
     def push_timings(self) -> list[tuple[float, float]]:
         """(round trip, worker compute) seconds of recent pushes, oldest first; their difference is the
@@ -426,14 +436,21 @@ class RemoteStream:
             gap = None
             if replay.lost is not None and replay.lost[1] > replay.lost[0]:
                 gap = self._continuity.gap(replay.lost[0] / SAMPLE_RATE, replay.lost[1] / SAMPLE_RATE)
-            self._continuity.worker_replaced(replay.start / SAMPLE_RATE, replay.continues_segment, replay.overlap_text)
+            self._continuity.worker_replaced(
+                replay.start / SAMPLE_RATE, replay.continues_segment, replay.overlap_text
+            )
             self._lock.notify_all()
         message = f"{reason}; restarting it, captions continue"
         if gap is not None:
             message += f" (audio from {gap.start_s:.1f} s to {gap.end_s:.1f} s could not be transcribed)"
-        events: list[StreamEvent] = [ErrorEvent("worker_restarted", message,
-                                                "if it happens again, try another model or weight type",
-                                                fatal=False)]  # fmt: skip
+        events: list[StreamEvent] = [
+            ErrorEvent(
+                "worker_restarted",
+                message,
+                "if it happens again, try another model or weight type",
+                fatal=False,
+            )
+        ]
         self._deliver_raw(events + ([gap] if gap is not None else []))
 
     def on_given_up(self) -> None:
@@ -488,7 +505,9 @@ class _Pending:
 class WorkerClient:
     """Starts and supervises one worker process. Use as a context manager or call ``close()``."""
 
-    def __init__(self, policy: WorkerPolicy | None = None, on_status: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, policy: WorkerPolicy | None = None, on_status: Callable[[str], None] | None = None
+    ) -> None:
         self.policy = policy or WorkerPolicy()
         self._on_status = on_status
         self._ids = itertools.count(1)
@@ -579,8 +598,9 @@ class WorkerClient:
 
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe(duplex=True)
-        process = context.Process(target=worker_main, args=(child, logging.WARNING), name="captioneer-worker",
-                                  daemon=True)  # fmt: skip
+        process = context.Process(
+            target=worker_main, args=(child, logging.WARNING), name="captioneer-worker", daemon=True
+        )
         process.start()
         child.close()
         deadline = time.monotonic() + self.policy.start_timeout_s
@@ -602,8 +622,10 @@ class WorkerClient:
             p.check_version(p.decode(parent.recv_bytes()))
         except (EOFError, OSError) as exc:
             process.join(5)
-            raise WorkerError(f"the inference worker failed to start ({describe_exit(process.exitcode)})",
-                              "run `captioneer transcribe --verbose` to see why") from exc  # fmt: skip
+            raise WorkerError(
+                f"the inference worker failed to start ({describe_exit(process.exitcode)})",
+                "run `captioneer transcribe --verbose` to see why",
+            ) from exc
         return process, parent
 
     def _adopt(self, process: multiprocessing.process.BaseProcess, conn: Any) -> None:
@@ -621,8 +643,12 @@ class WorkerClient:
             process.kill()
             process.join(5)
             raise WorkerError("the worker client was closed")
-        threading.Thread(target=self._write, args=(conn, outbox), name="captioneer-writer", daemon=True).start()
-        reader = threading.Thread(target=self._read, args=(conn, generation), name="captioneer-reader", daemon=True)
+        threading.Thread(
+            target=self._write, args=(conn, outbox), name="captioneer-writer", daemon=True
+        ).start()
+        reader = threading.Thread(
+            target=self._read, args=(conn, generation), name="captioneer-reader", daemon=True
+        )
         reader.start()
 
     # ------------------------------------------------------------------ sending
@@ -718,8 +744,16 @@ class WorkerClient:
     ) -> RemoteEngine:
         """Load a model in the worker (``factory``: "module:function" of a custom/test engine)."""
         engine_id = f"e{self.next_id()}"
-        message = p.LoadModel(self.next_id(), engine_id, str(model_path), family, dict(session_options or {}),
-                              backend, threads, factory)  # fmt: skip
+        message = p.LoadModel(
+            self.next_id(),
+            engine_id,
+            str(model_path),
+            family,
+            dict(session_options or {}),
+            backend,
+            threads,
+            factory,
+        )
         loaded = self.request(message, progress=progress, cancel=cancel, timeout=timeout)
         assert isinstance(loaded, p.Loaded)
         record = _EngineRecord(message, loaded.family, loaded.caps)
@@ -743,8 +777,16 @@ class WorkerClient:
 
     def _open_remote(self, stream: RemoteStream) -> None:
         resume, context = stream.reopen_request()
-        message = p.OpenStream(self.next_id(), stream.engine.engine_id, stream.stream_id, stream.options,
-                               stream.segmenter, stream.mode, resume, context)  # fmt: skip
+        message = p.OpenStream(
+            self.next_id(),
+            stream.engine.engine_id,
+            stream.stream_id,
+            stream.options,
+            stream.segmenter,
+            stream.mode,
+            resume,
+            context,
+        )
         try:
             opened = self.request(message)
         except CaptioneerError:
@@ -864,8 +906,12 @@ class WorkerClient:
             streams = list(self._streams.values())
         for item in pending:
             if not isinstance(item.message, p.LoadModel | p.OpenStream):
-                item.future.set_exception(WorkerError(f"{reason}; the request was lost",
-                                                      "run it again; if it keeps failing, try another model"))
+                item.future.set_exception(
+                    WorkerError(
+                        f"{reason}; the request was lost",
+                        "run it again; if it keeps failing, try another model",
+                    )
+                )
         for stream in streams:
             stream.on_worker_lost(reason)
         try:
@@ -875,11 +921,14 @@ class WorkerClient:
                 while self._crashes and now - self._crashes[0] > self.policy.restart_window_s:
                     self._crashes.popleft()
                 if len(self._crashes) > self.policy.max_restarts:
-                    self._give_up(WorkerError(
-                        f"{reason}; the worker failed {len(self._crashes)} times in "
-                        f"{self.policy.restart_window_s:.0f} s, so Captioneer stopped restarting it",
-                        "check the log, then try another model, weight type or backend",
-                    ), pending)  # fmt: skip
+                    self._give_up(
+                        WorkerError(
+                            f"{reason}; the worker failed {len(self._crashes)} times in "
+                            f"{self.policy.restart_window_s:.0f} s, so Captioneer stopped restarting it",
+                            "check the log, then try another model, weight type or backend",
+                        ),
+                        pending,
+                    )
                     return
                 delay = self.policy.backoff_s[min(len(self._crashes) - 1, len(self.policy.backoff_s) - 1)]
                 if delay and self._wake.wait(delay) and self._closing:

@@ -25,7 +25,9 @@ class StreamContinuity:
         self._join_next = False
         self._continued = False  # the current worker stream continues a segment of the one before it
         self._closed: set[int] = set()  # segment ids a speech end closed
-        self._by_segment: dict[int, str] = {}  # each segment's text: its deltas, or its speech end's once closed
+        self._by_segment: dict[
+            int, str
+        ] = {}  # each segment's text: its deltas, or its speech end's once closed
 
     @property
     def text(self) -> str:
@@ -41,7 +43,9 @@ class StreamContinuity:
     def restarted(self) -> bool:
         return self._before is not None
 
-    def worker_replaced(self, resume_at_s: float, continues_segment: bool = False, overlap_text: str = "") -> None:
+    def worker_replaced(
+        self, resume_at_s: float, continues_segment: bool = False, overlap_text: str = ""
+    ) -> None:
         """The next events come from a new worker stream whose time 0 is ``resume_at_s`` of this stream.
 
         ``continues_segment``: that stream's segment 0 is the segment left open here, and its deltas continue
@@ -111,7 +115,9 @@ class StreamContinuity:
             Segment(s.text, s.start_s + shift, s.end_s + shift, tuple(moved(w) for w in s.words))
             for s in transcript.segments
         ]
-        if self._continued:  # the new stream's text goes on from the text before its context, maybe inside a word
+        if (
+            self._continued
+        ):  # the new stream's text goes on from the text before its context, maybe inside a word
             text = (text_before + transcript.text).strip()
         else:
             text = " ".join(part for part in (text_before.strip(), transcript.text.strip()) if part)
@@ -122,5 +128,7 @@ class StreamContinuity:
             segments=segments_before + segments,
             token_ids=list(transcript.token_ids),
             # The new stream's clock starts where it took over: the whole stream's audio is longer.
-            timing=Timing(transcript.timing.audio_s + shift, transcript.timing.wall_s) if transcript.timing else None,
+            timing=Timing(transcript.timing.audio_s + shift, transcript.timing.wall_s)
+            if transcript.timing
+            else None,
         )

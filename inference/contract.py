@@ -69,8 +69,13 @@ class Word:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Word:
         voiced = data.get("voiced_end")
-        return cls(str(data["word"]), float(data["start"]), float(data["end"]), data.get("confidence"),
-                   None if voiced is None else float(voiced))  # fmt: skip
+        return cls(
+            str(data["word"]),
+            float(data["start"]),
+            float(data["end"]),
+            data.get("confidence"),
+            None if voiced is None else float(voiced),
+        )
 
 
 @dataclass(frozen=True)
@@ -397,13 +402,23 @@ class ResumePoint:
     overlap_text: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"start_sample": self.start_sample, "context_samples": self.context_samples, "state": self.state,
-                "continues_segment": self.continues_segment, "overlap_text": self.overlap_text}  # fmt: skip
+        return {
+            "start_sample": self.start_sample,
+            "context_samples": self.context_samples,
+            "state": self.state,
+            "continues_segment": self.continues_segment,
+            "overlap_text": self.overlap_text,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ResumePoint:
-        return cls(int(data["start_sample"]), int(data.get("context_samples", 0)), dict(data.get("state") or {}),
-                   bool(data.get("continues_segment", False)), str(data.get("overlap_text", "")))  # fmt: skip
+        return cls(
+            int(data["start_sample"]),
+            int(data.get("context_samples", 0)),
+            dict(data.get("state") or {}),
+            bool(data.get("continues_segment", False)),
+            str(data.get("overlap_text", "")),
+        )
 
 
 @runtime_checkable

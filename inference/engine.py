@@ -71,6 +71,12 @@ def load_engine(
         raise UsageError(f"unknown family {family!r}", f"choose one of: {', '.join(KNOWN_FAMILIES)}")
     resolved = family or detect_family(model_path)
     factory = import_factory(FAMILY_FACTORIES[resolved], resolved)
-    request = EngineRequest(Path(model_path), resolved, dict(session_options or {}), backend, threads,
-                            control or JobControl(stage="load"))  # fmt: skip
+    request = EngineRequest(
+        Path(model_path),
+        resolved,
+        dict(session_options or {}),
+        backend,
+        threads,
+        control or JobControl(stage="load"),
+    )
     return factory(request)

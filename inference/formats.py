@@ -44,7 +44,9 @@ def build_cues(
 SILENCE_BREAK_S = 1.0  # no cue stays on screen through a silence this long
 
 
-def _over_speech(text: str, start: float, end: float, speech: list[tuple[float, float]]) -> list[tuple[str, float, float]]:
+def _over_speech(
+    text: str, start: float, end: float, speech: list[tuple[float, float]]
+) -> list[tuple[str, float, float]]:
     """A text-only segment shared among the voiced stretches inside it (pauses under ``SILENCE_BREAK_S``
     bridged), its words given out by each stretch's share of the voiced time: an estimate, but one that keeps
     cues off the screen through silences. Without VAD stretches inside it, the segment stays whole."""
@@ -179,7 +181,9 @@ def _stamp(seconds: float, sep: str) -> str:
 def to_srt(transcript: Transcript, **cue_args: float) -> str:
     blocks = []
     for index, cue in enumerate(build_cues(transcript, **cue_args), start=1):  # type: ignore[arg-type]
-        blocks.append(f"{index}\n{_stamp(cue.start_s, ',')} --> {_stamp(cue.end_s, ',')}\n" + "\n".join(cue.lines))
+        blocks.append(
+            f"{index}\n{_stamp(cue.start_s, ',')} --> {_stamp(cue.end_s, ',')}\n" + "\n".join(cue.lines)
+        )
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 

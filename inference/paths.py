@@ -43,7 +43,9 @@ class AppPaths:
             )
         models_override = env.get("CAPTIONEER_MODELS_DIR")
         if models_override:
-            paths = AppPaths(paths.config, paths.data, paths.cache, Path(models_override).expanduser(), paths.logs)
+            paths = AppPaths(
+                paths.config, paths.data, paths.cache, Path(models_override).expanduser(), paths.logs
+            )
         return paths
 
     def ensure(self) -> AppPaths:

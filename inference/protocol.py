@@ -183,7 +183,9 @@ class EventMessage:
     stream_id: str | None = None
 
     @classmethod
-    def of(cls, event: StreamEvent, request_id: int | None = None, stream_id: str | None = None) -> EventMessage:
+    def of(
+        cls, event: StreamEvent, request_id: int | None = None, stream_id: str | None = None
+    ) -> EventMessage:
         return cls(event_to_json(event), request_id, stream_id)
 
 
@@ -209,16 +211,48 @@ class Pong:
 
 
 Message = (
-    Hello | LoadModel | UnloadModel | Transcribe | CancelJob | OpenStream | PushAudio | FinishStream | CancelStream
-    | Ping | Shutdown | Loaded | Opened | Pushed | Result | EventMessage | Failed | Pong
-)  # fmt: skip
+    Hello
+    | LoadModel
+    | UnloadModel
+    | Transcribe
+    | CancelJob
+    | OpenStream
+    | PushAudio
+    | FinishStream
+    | CancelStream
+    | Ping
+    | Shutdown
+    | Loaded
+    | Opened
+    | Pushed
+    | Result
+    | EventMessage
+    | Failed
+    | Pong
+)
 MESSAGE_TYPES: dict[str, type] = {
     cls.type: cls
     for cls in (
-        Hello, LoadModel, UnloadModel, Transcribe, CancelJob, OpenStream, PushAudio, FinishStream, CancelStream,
-        Ping, Shutdown, Loaded, Opened, Pushed, Result, EventMessage, Failed, Pong,
+        Hello,
+        LoadModel,
+        UnloadModel,
+        Transcribe,
+        CancelJob,
+        OpenStream,
+        PushAudio,
+        FinishStream,
+        CancelStream,
+        Ping,
+        Shutdown,
+        Loaded,
+        Opened,
+        Pushed,
+        Result,
+        EventMessage,
+        Failed,
+        Pong,
     )
-}  # fmt: skip
+}
 
 
 # ------------------------------------------------------------------------------------------ frames
@@ -254,14 +288,18 @@ def decode(frame: bytes | memoryview) -> Message:
         header["pcm"] = np.frombuffer(payload, dtype="<f4").astype(np.float32, copy=False)
     unknown = set(header) - names
     if unknown:
-        raise WorkerError(f"a {getattr(cls, 'type', '?')} message has unknown fields {sorted(unknown)}",
-                          "client and worker must match")  # fmt: skip
+        raise WorkerError(
+            f"a {getattr(cls, 'type', '?')} message has unknown fields {sorted(unknown)}",
+            "client and worker must match",
+        )
     return cls(**header)  # type: ignore[no-any-return]
 
 
 def check_version(hello: Message) -> Hello:
     if not isinstance(hello, Hello):
-        raise WorkerError(f"the worker greeted with {hello.type!r}, not hello", "client and worker must match")
+        raise WorkerError(
+            f"the worker greeted with {hello.type!r}, not hello", "client and worker must match"
+        )
     if hello.version != PROTOCOL_VERSION:
         raise WorkerError(
             f"the worker speaks protocol version {hello.version}, this client {PROTOCOL_VERSION}",
@@ -274,7 +312,9 @@ def audio_payload(pcm: np.ndarray) -> np.ndarray:
     """Validate audio before it crosses the boundary: 1-D float32, finite."""
     samples = np.asarray(pcm)
     if samples.ndim != 1:
-        raise UsageError(f"audio must be a 1-D array of mono samples, got shape {samples.shape}", "mix down to mono")
+        raise UsageError(
+            f"audio must be a 1-D array of mono samples, got shape {samples.shape}", "mix down to mono"
+        )
     if samples.dtype != np.float32:
         if not np.issubdtype(samples.dtype, np.floating):
             raise UsageError(

@@ -18,7 +18,9 @@ import numpy as np
 
 from inference.contract import ResumePoint
 
-POISON_DEATHS = 2  # a worker that died this often on the same replay without answering a push: give the audio up
+POISON_DEATHS = (
+    2  # a worker that died this often on the same replay without answering a push: give the audio up
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,9 @@ class ReplayBuffer:
     _start: int = 0  # absolute sample of _chunks[0][0]
     _sent_end: int = 0  # absolute sample just after the last audio sent
     _base: int = 0  # absolute sample of the current worker stream's sample 0
-    _point: ResumePoint = field(default_factory=lambda: ResumePoint(0))  # in the current worker stream's samples
+    _point: ResumePoint = field(
+        default_factory=lambda: ResumePoint(0)
+    )  # in the current worker stream's samples
     _answered_end: int = 0  # absolute end of the audio the worker answered for
     _resumable: bool | None = None  # unknown until the first answered push
     _deaths: int = 0  # worker deaths since a push was last answered
@@ -86,8 +90,15 @@ class ReplayBuffer:
         replayed = held[start - self._start :]
         context = replayed[: point.context_samples]
         stateful = bool(point.state) or point.continues_segment
-        replay = Replay(start, context, replayed[context.size :], dict(point.state) if stateful else None,
-                        point.continues_segment, point.overlap_text, lost)  # fmt: skip
+        replay = Replay(
+            start,
+            context,
+            replayed[context.size :],
+            dict(point.state) if stateful else None,
+            point.continues_segment,
+            point.overlap_text,
+            lost,
+        )
         # The new stream starts at `start`; until it answers, a further death replays the same way.
         self._base = start
         self._point = dataclasses.replace(point, start_sample=0)

@@ -53,10 +53,16 @@ class SegmenterSettings:
         settings = cls(**{k: float(v) for k, v in options.items()})
         if not 0 < settings.release <= settings.threshold < 1:
             raise UsageError("segmenter thresholds must satisfy 0 < release <= threshold < 1")
-        if (settings.end_silence_s <= 0 or settings.max_segment_s < 1 or settings.pre_roll_s < 0
-                or settings.snapshot_every_s < 0):  # fmt: skip
-            raise UsageError("segmenter times out of range",
-                             "end_silence_s > 0, max_segment_s >= 1, pre_roll_s >= 0, snapshot_every_s >= 0")  # fmt: skip
+        if (
+            settings.end_silence_s <= 0
+            or settings.max_segment_s < 1
+            or settings.pre_roll_s < 0
+            or settings.snapshot_every_s < 0
+        ):
+            raise UsageError(
+                "segmenter times out of range",
+                "end_silence_s > 0, max_segment_s >= 1, pre_roll_s >= 0, snapshot_every_s >= 0",
+            )
         return settings
 
 
@@ -142,7 +148,9 @@ class SegmentedStream:
         if self._segment is not None:
             return ResumePoint(self._segment_start, state={"vad": self._segment_vad})
         start = self._frames_seen * FRAME_SAMPLES - sum(frame.size for frame in self._pre_roll)
-        return ResumePoint(start, state={"vad": self._pre_roll_vad[0] if self._pre_roll else self.vad.snapshot()})
+        return ResumePoint(
+            start, state={"vad": self._pre_roll_vad[0] if self._pre_roll else self.vad.snapshot()}
+        )
 
     def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:
         """Segments are independent: a replacement needs no context, only the VAD's state at its start (so it

@@ -36,11 +36,21 @@ def failure(exc: BaseException, request_id: int | None = None, stream_id: str | 
     if isinstance(exc, CaptioneerError):
         return p.Failed(kind, exc.message, exc.fix, request_id, stream_id, exc.exit_code)
     if kind == "out_of_memory":
-        return p.Failed(kind, "the worker ran out of memory", "use a smaller model or weight type (q8_0, q4_k)",
-                        request_id, stream_id)  # fmt: skip
+        return p.Failed(
+            kind,
+            "the worker ran out of memory",
+            "use a smaller model or weight type (q8_0, q4_k)",
+            request_id,
+            stream_id,
+        )
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return p.Failed(kind, f"unexpected error in the worker: {detail}", "report this as a bug with the log",
-                    request_id, stream_id)  # fmt: skip
+    return p.Failed(
+        kind,
+        f"unexpected error in the worker: {detail}",
+        "report this as a bug with the log",
+        request_id,
+        stream_id,
+    )
 
 
 def resident_bytes() -> int:
@@ -117,7 +127,9 @@ class Worker:
                 self._dispatch(message)
             except BaseException as exc:  # noqa: BLE001 - every failure goes back to the client
                 log.debug("request failed", exc_info=True)
-                self.send(failure(exc, getattr(message, "request_id", None), getattr(message, "stream_id", None)))
+                self.send(
+                    failure(exc, getattr(message, "request_id", None), getattr(message, "stream_id", None))
+                )
             finally:
                 self._busy_since = None
 
@@ -177,11 +189,14 @@ class Worker:
         else:
             family = message.family or detect_family(path)
             if family not in FAMILY_FACTORIES:
-                raise UsageError(f"unknown family {family!r}", f"choose one of: {', '.join(FAMILY_FACTORIES)}")
+                raise UsageError(
+                    f"unknown family {family!r}", f"choose one of: {', '.join(FAMILY_FACTORIES)}"
+                )
             factory = import_factory(FAMILY_FACTORIES[family], family)
         control = JobControl(report, self._jobs.get(message.request_id), stage="load")
-        request = EngineRequest(path, family, dict(message.session_options), message.backend, message.threads,
-                                control)  # fmt: skip
+        request = EngineRequest(
+            path, family, dict(message.session_options), message.backend, message.threads, control
+        )
         try:
             engine = factory(request)
         finally:
@@ -191,8 +206,15 @@ class Worker:
             old.close()
         self.engines[message.engine_id] = engine
         report(Progress("load", 1, 1, "loaded"))
-        self.send(p.Loaded(message.request_id, message.engine_id, engine.family, engine.capabilities.to_json(),
-                           time.perf_counter() - started))  # fmt: skip
+        self.send(
+            p.Loaded(
+                message.request_id,
+                message.engine_id,
+                engine.family,
+                engine.capabilities.to_json(),
+                time.perf_counter() - started,
+            )
+        )
 
     def _engine(self, engine_id: str) -> Engine:
         engine = self.engines.get(engine_id)
@@ -233,8 +255,10 @@ class Worker:
         if message.mode not in ("auto", "native", "segmented"):
             raise UsageError(f"unknown stream mode {message.mode!r}", "use auto, native or segmented")
         if message.mode == "native" and not engine.capabilities.streaming:
-            raise UsageError(f"the {engine.family} engine has no live path of its own",
-                             "use stream mode auto or segmented (VAD segments)")  # fmt: skip
+            raise UsageError(
+                f"the {engine.family} engine has no live path of its own",
+                "use stream mode auto or segmented (VAD segments)",
+            )
         gated = engine.capabilities.speech_gate and message.mode == "auto"
         native = engine.capabilities.streaming and message.mode != "segmented" and not gated
         if native:
@@ -249,8 +273,9 @@ class Worker:
             stream, kind = SegmentedStream(engine, SileroVad(), dict(message.options), settings), "segmented"
         if message.resume is not None:
             if not isinstance(stream, Resumable):
-                raise UsageError(f"a {kind} {engine.family} stream cannot continue another one",
-                                 "open a new stream")  # fmt: skip
+                raise UsageError(
+                    f"a {kind} {engine.family} stream cannot continue another one", "open a new stream"
+                )
             context = message.pcm if message.pcm is not None else np.zeros(0, np.float32)
             stream.resume(context, message.resume)
         self.streams[message.stream_id] = _StreamSlot(stream, message.engine_id)
@@ -268,8 +293,16 @@ class Worker:
             self.streams.pop(message.stream_id, None)  # a stream that failed once is not trusted again
             raise
         resume = slot.stream.resume_point().to_json() if isinstance(slot.stream, Resumable) else None
-        self.send(p.Pushed(message.stream_id, message.seq, int(message.pcm.size), time.perf_counter() - started,
-                           [event_to_json(e) for e in events], resume))  # fmt: skip
+        self.send(
+            p.Pushed(
+                message.stream_id,
+                message.seq,
+                int(message.pcm.size),
+                time.perf_counter() - started,
+                [event_to_json(e) for e in events],
+                resume,
+            )
+        )
 
 
 def worker_main(conn: Connection, log_level: int = logging.WARNING) -> None:

@@ -8,8 +8,18 @@ from __future__ import annotations
 import numpy as np
 
 SAMPLE_RATE = 16000
-KINDS = ("silence", "white_1e-5", "white_1e-3", "white_2e-2", "pink", "tone_440", "tone_1k", "hum_50", "chords",
-         "clicks")  # fmt: skip
+KINDS = (
+    "silence",
+    "white_1e-5",
+    "white_1e-3",
+    "white_2e-2",
+    "pink",
+    "tone_440",
+    "tone_1k",
+    "hum_50",
+    "chords",
+    "clicks",
+)
 
 
 def nonspeech(kind: str, seconds: float, seed: int = 7) -> np.ndarray:

@@ -12,8 +12,11 @@ def start_xvfb(first: int = 90, size: str = "1280x800x24") -> tuple[subprocess.P
     for number in range(first, first + 50):
         if not Path(f"/tmp/.X11-unix/X{number}").exists() and not Path(f"/tmp/.X{number}-lock").exists():
             break
-    server = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", size, "-nolisten", "tcp"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    server = subprocess.Popen(
+        ["Xvfb", f":{number}", "-screen", "0", size, "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 20
     while not Path(f"/tmp/.X11-unix/X{number}").exists():
         if server.poll() is not None or time.monotonic() > deadline:

@@ -22,6 +22,8 @@ def main(argv: Sequence[str]) -> int:
     _app = QCoreApplication.instance() or QCoreApplication([sys.argv[0]])
     if send_toggle():
         return 0
-    sys.stderr.write("captioneer: error: Captioneer is not running with push-to-talk on "
-                     "(start the app and switch on Dictation → Push-to-talk)\n")  # fmt: skip
+    sys.stderr.write(
+        "captioneer: error: Captioneer is not running with push-to-talk on "
+        "(start the app and switch on Dictation → Push-to-talk)\n"
+    )
     return 1

@@ -69,13 +69,24 @@ class DictationController(QObject):
         self.style = style or TextStyle()
         self.source = source
         self.history: deque[DictationResult] = deque(maxlen=20)
-        self.service = DictationService(engine, HotkeyStateMachine(mode), capture or CaptureSettings(),
-                                        self.state_changed.emit, self._result.emit, request_options)  # fmt: skip
+        self.service = DictationService(
+            engine,
+            HotkeyStateMachine(mode),
+            capture or CaptureSettings(),
+            self.state_changed.emit,
+            self._result.emit,
+            request_options,
+        )
         self._result.connect(self._insert)
-        self.backend: HotkeyBackend = backend or choose_backend(session_kind(), hotkey or "<ctrl>+<alt>+<space>")
+        self.backend: HotkeyBackend = backend or choose_backend(
+            session_kind(), hotkey or "<ctrl>+<alt>+<space>"
+        )
         self.backend_note = self.backend.note
-        self.hotkey = make_hotkey(hotkey, self.service.key_pressed, self.service.key_released, self.backend) \
-            if hotkey else None  # fmt: skip
+        self.hotkey = (
+            make_hotkey(hotkey, self.service.key_pressed, self.service.key_released, self.backend)
+            if hotkey
+            else None
+        )
         self._ticker = QTimer(self)
         self._ticker.setInterval(500)
         self._ticker.timeout.connect(self.service.tick)
@@ -117,8 +128,9 @@ class DictationController(QObject):
         if result.error:
             self._delivered(result, "", "")
             return
-        self.output.deliver(style_text(result.text, self.style),
-                            lambda how, error: self._delivered(result, how, error))  # fmt: skip
+        self.output.deliver(
+            style_text(result.text, self.style), lambda how, error: self._delivered(result, how, error)
+        )
 
     def _delivered(self, result: DictationResult, how: str, error: str) -> None:
         """The text is in (or could not be inserted: the text is kept in the history, with the reason)."""
@@ -127,8 +139,11 @@ class DictationController(QObject):
         self.history.appendleft(result)
         self.result_ready.emit(result)
         if how == LEFT_ON_CLIPBOARD:
-            self.state_changed.emit("copied", "the window did not take the paste; the text is on the clipboard: "
-                                    "paste it yourself (Ctrl+Shift+V in a terminal, Ctrl+V elsewhere)")  # fmt: skip
+            self.state_changed.emit(
+                "copied",
+                "the window did not take the paste; the text is on the clipboard: "
+                "paste it yourself (Ctrl+Shift+V in a terminal, Ctrl+V elsewhere)",
+            )
         elif how and not error:
             self.state_changed.emit("done", f"{how} · {result.latency_s * 1000:.0f} ms after release")
         elif error and result.text:

@@ -26,8 +26,10 @@ from inference.errors import UsageError
 log = logging.getLogger("captioneer.app.hotkey")
 
 VIRTUAL_KEYBOARD_NAME = "Captioneer keyboard pass-through"
-INPUT_GROUP_FIX = ("add yourself to the input group (sudo usermod -aG input $USER), then log out and in again; "
-                   "or bind `captioneer dictate --toggle` to a shortcut in your desktop's keyboard settings")  # fmt: skip
+INPUT_GROUP_FIX = (
+    "add yourself to the input group (sudo usermod -aG input $USER), then log out and in again; "
+    "or bind `captioneer dictate --toggle` to a shortcut in your desktop's keyboard settings"
+)
 _LETTERS = (EVDEV_KEY["a"], EVDEV_KEY["z"], EVDEV_KEY["space"])
 
 
@@ -63,8 +65,12 @@ class EvdevProbe:
         return bool(self.keyboards)
 
 
-def probe_input_devices(hotkey: str, input_dir: str = "/dev/input", uinput_path: str = "/dev/uinput",
-                        open_device: Callable[[str], Any] | None = None) -> EvdevProbe:  # fmt: skip
+def probe_input_devices(
+    hotkey: str,
+    input_dir: str = "/dev/input",
+    uinput_path: str = "/dev/uinput",
+    open_device: Callable[[str], Any] | None = None,
+) -> EvdevProbe:
     """Which keyboards this user can read, and whether the hotkey can be kept from the focused app."""
     if open_device is None:
         try:
@@ -96,8 +102,10 @@ def probe_input_devices(hotkey: str, input_dir: str = "/dev/input", uinput_path:
     if keyboards:
         problem = ""
     elif denied:
-        problem = f"this user may not read the keyboard ({', '.join(denied[:3])}{'…' if len(denied) > 3 else ''}: " \
-                  "permission denied)"  # fmt: skip
+        problem = (
+            f"this user may not read the keyboard ({', '.join(denied[:3])}{'…' if len(denied) > 3 else ''}: "
+            "permission denied)"
+        )
     elif paths:
         problem = f"no keyboard with the {trigger!r} key among {len(paths)} input devices"
     else:
@@ -115,13 +123,17 @@ def describe_evdev(probe: EvdevProbe) -> str:
     if not probe.usable and probe.denied:
         return f"Wayland: no global hotkey, because {probe.problem}. Fix: {INPUT_GROUP_FIX}."
     if not probe.usable:
-        return (f"Wayland: no global hotkey, because {probe.problem}: bind `captioneer dictate --toggle` to a "
-                "shortcut in your desktop's keyboard settings.")  # fmt: skip
+        return (
+            f"Wayland: no global hotkey, because {probe.problem}: bind `captioneer dictate --toggle` to a "
+            "shortcut in your desktop's keyboard settings."
+        )
     if probe.can_grab:
         return "Global hotkey: active (Wayland; read from /dev/input and grabbed, so it never reaches other apps)."
-    return ("Global hotkey: active (Wayland; read from /dev/input), but the key also reaches the focused app: "
-            "/dev/uinput is not writable, so the keyboard cannot be grabbed. Pick a combination that does "
-            "nothing in your apps, or give your user write access to /dev/uinput.")  # fmt: skip
+    return (
+        "Global hotkey: active (Wayland; read from /dev/input), but the key also reaches the focused app: "
+        "/dev/uinput is not writable, so the keyboard cannot be grabbed. Pick a combination that does "
+        "nothing in your apps, or give your user write access to /dev/uinput."
+    )
 
 
 def wait_readable(devices: Sequence[Any], timeout_s: float) -> list[Any]:
@@ -132,11 +144,18 @@ def wait_readable(devices: Sequence[Any], timeout_s: float) -> list[Any]:
 class EvdevHotkey:
     """Reads keyboards on a thread; swallows the hotkey's events and re-emits the rest when grabbed."""
 
-    def __init__(self, hotkey: str, on_press: Callable[[], None], on_release: Callable[[], None], *,
-                 paths: Sequence[str] | None = None, grab: bool = True,
-                 open_device: Callable[[str], Any] = open_input_device,
-                 make_uinput: Callable[[Sequence[Any]], Any] = make_virtual_keyboard,
-                 wait: Callable[[Sequence[Any], float], list[Any]] = wait_readable) -> None:  # fmt: skip
+    def __init__(
+        self,
+        hotkey: str,
+        on_press: Callable[[], None],
+        on_release: Callable[[], None],
+        *,
+        paths: Sequence[str] | None = None,
+        grab: bool = True,
+        open_device: Callable[[str], Any] = open_input_device,
+        make_uinput: Callable[[Sequence[Any]], Any] = make_virtual_keyboard,
+        wait: Callable[[Sequence[Any], float], list[Any]] = wait_readable,
+    ) -> None:
         self.hotkey = hotkey
         self.filter = EvdevHotkeyFilter(parse_hotkey(hotkey), on_press, on_release)
         self.paths = list(paths) if paths is not None else None
@@ -161,8 +180,9 @@ class EvdevHotkey:
             self.devices = [self.open_device(path) for path in self.paths]
         except PermissionError as exc:
             self._close_devices()
-            raise UsageError(f"cannot read the keyboard {exc.filename or ''} (permission denied)",
-                             INPUT_GROUP_FIX) from exc  # fmt: skip
+            raise UsageError(
+                f"cannot read the keyboard {exc.filename or ''} (permission denied)", INPUT_GROUP_FIX
+            ) from exc
         if not self.devices:
             raise UsageError("no keyboard to read the push-to-talk key from", INPUT_GROUP_FIX)
         if self.want_grab:

@@ -23,8 +23,9 @@ from inference.errors import UsageError
 
 log = logging.getLogger("captioneer.app.hotkey")
 
+
 def session_kind(env: dict[str, str] | None = None) -> str:
-    """"wayland", "x11", "windows", "macos" or "unknown"."""
+    """ "wayland", "x11", "windows", "macos" or "unknown"."""
     env = dict(os.environ if env is None else env)
     if sys.platform == "win32":
         return "windows"
@@ -49,27 +50,43 @@ def choose_backend(kind: str, hotkey: str, probe: Callable[[str], EvdevProbe] | 
     """X11 → XGrabKey; Windows/macOS → pynput with a swallowing filter; Wayland → evdev where the keyboards
     are readable, else the ``dictate --toggle`` command."""
     if kind == "x11":
-        return HotkeyBackend("x11-grab", kind, "Global hotkey: active (X11; grabbed, so it never reaches other apps).")
+        return HotkeyBackend(
+            "x11-grab", kind, "Global hotkey: active (X11; grabbed, so it never reaches other apps)."
+        )
     if kind == "windows":
-        return HotkeyBackend("pynput", kind, "Global hotkey: active (Windows; swallowed, so it never reaches other apps).")
+        return HotkeyBackend(
+            "pynput", kind, "Global hotkey: active (Windows; swallowed, so it never reaches other apps)."
+        )
     if kind == "macos":
-        return HotkeyBackend("pynput", kind, "Global hotkey: needs Captioneer to be allowed in System Settings → "
-                             "Privacy & Security → Accessibility and Input Monitoring (then it never reaches "
-                             "other apps).")  # fmt: skip
+        return HotkeyBackend(
+            "pynput",
+            kind,
+            "Global hotkey: needs Captioneer to be allowed in System Settings → "
+            "Privacy & Security → Accessibility and Input Monitoring (then it never reaches "
+            "other apps).",
+        )
     if kind == "wayland":
         found = (probe or probe_input_devices)(hotkey)
         if found.usable:
             return HotkeyBackend("evdev", kind, describe_evdev(found), grab=found.can_grab)
         return HotkeyBackend("command", kind, describe_evdev(found))
-    return HotkeyBackend("command", kind, "No graphical session found: bind `captioneer dictate --toggle` to a "
-                         "shortcut instead.")  # fmt: skip
+    return HotkeyBackend(
+        "command",
+        kind,
+        "No graphical session found: bind `captioneer dictate --toggle` to a shortcut instead.",
+    )
 
 
 class GlobalHotkey:
     """pynput's listener (Windows, macOS) with a filter that decides on, and swallows, the hotkey's events."""
 
-    def __init__(self, hotkey: str, on_press: Callable[[], None], on_release: Callable[[], None],
-                 platform: str = sys.platform) -> None:  # fmt: skip
+    def __init__(
+        self,
+        hotkey: str,
+        on_press: Callable[[], None],
+        on_release: Callable[[], None],
+        platform: str = sys.platform,
+    ) -> None:
         names = parse_hotkey(hotkey)
         self.platform = platform
         self._listener: Any = None
@@ -79,8 +96,10 @@ class GlobalHotkey:
         elif platform == "darwin":
             self.filter = DarwinHotkeyFilter(names, on_press, on_release)
         else:
-            raise UsageError(f"the pynput hotkey is for Windows and macOS, not {platform}",
-                             "on Linux the X11 grab or the input-device reader is used")  # fmt: skip
+            raise UsageError(
+                f"the pynput hotkey is for Windows and macOS, not {platform}",
+                "on Linux the X11 grab or the input-device reader is used",
+            )
 
     def listener_options(self) -> dict[str, Any]:
         """Keyword arguments for ``pynput.keyboard.Listener``: the platform's filter."""
@@ -121,8 +140,10 @@ class X11GrabHotkey:
         self.names = parse_hotkey(hotkey)
         keys = [n for n in self.names if n not in _X11_MODIFIERS]
         if len(keys) != 1:
-            raise UsageError(f"the hotkey {hotkey!r} needs exactly one key besides ctrl/alt/shift/cmd",
-                             "write it like <ctrl>+<alt>+<space> or <f9>")  # fmt: skip
+            raise UsageError(
+                f"the hotkey {hotkey!r} needs exactly one key besides ctrl/alt/shift/cmd",
+                "write it like <ctrl>+<alt>+<space> or <f9>",
+            )
         self.key = keys[0]
         self.on_press = on_press
         self.on_release = on_release
@@ -137,8 +158,9 @@ class X11GrabHotkey:
 
         self._display = display.Display()
         root = self._display.screen().root
-        keysym = XK.string_to_keysym(self.key.upper() if self.key.startswith("f") and self.key[1:].isdigit()
-                                     else self.key)  # fmt: skip
+        keysym = XK.string_to_keysym(
+            self.key.upper() if self.key.startswith("f") and self.key[1:].isdigit() else self.key
+        )
         self._keycode = self._display.keysym_to_keycode(keysym)
         if not keysym or not self._keycode:
             raise UsageError(f"this keyboard has no {self.key!r} key", "choose another hotkey")
@@ -170,8 +192,10 @@ class X11GrabHotkey:
                     time.sleep(0.02)
                     if display.pending_events():
                         following = display.next_event()
-                        if following.type == X.KeyPress and following.detail == self._keycode and (
-                            following.time - event.time <= 1
+                        if (
+                            following.type == X.KeyPress
+                            and following.detail == self._keycode
+                            and (following.time - event.time <= 1)
                         ):
                             continue
                     down = False
@@ -194,8 +218,9 @@ class X11GrabHotkey:
             self._display = None
 
 
-def make_hotkey(hotkey: str, on_press: Callable[[], None], on_release: Callable[[], None],
-                backend: HotkeyBackend) -> Any:  # fmt: skip
+def make_hotkey(
+    hotkey: str, on_press: Callable[[], None], on_release: Callable[[], None], backend: HotkeyBackend
+) -> Any:
     """The global hotkey for the chosen backend (None where only the command-line toggle works)."""
     if backend.name == "x11-grab":
         return X11GrabHotkey(hotkey, on_press, on_release)

@@ -64,7 +64,11 @@ class HotkeyStateMachine:
         if self.mode == "hold":
             self.recording = False
             return HotkeyDecision("stop", "released")
-        if self.mode == "hybrid" and self._started_by_this_press and now - self._pressed_at >= self.hold_threshold_s:
+        if (
+            self.mode == "hybrid"
+            and self._started_by_this_press
+            and now - self._pressed_at >= self.hold_threshold_s
+        ):
             self.recording = False
             return HotkeyDecision("stop", "released after a hold")
         return NONE  # toggle, or a tap in hybrid: keep recording until the next press

@@ -10,9 +10,15 @@ from inference.errors import UsageError
 NAMED_KEYS = frozenset(
     {name for table in (WIN32_VK, DARWIN_KEYCODE, EVDEV_KEY) for name in table if len(name) > 1}
     | set(MODIFIERS)
-    | {"media_play_pause", "media_volume_mute", "media_volume_down", "media_volume_up", "media_previous",
-       "media_next"}
-)  # fmt: skip
+    | {
+        "media_play_pause",
+        "media_volume_mute",
+        "media_volume_down",
+        "media_volume_up",
+        "media_previous",
+        "media_next",
+    }
+)
 
 
 def parse_hotkey(text: str) -> frozenset[str]:
@@ -21,12 +27,18 @@ def parse_hotkey(text: str) -> frozenset[str]:
     for part in (p.strip() for p in text.split("+")):
         if len(part) == 1:
             names.add(part.lower())
-        elif len(part) > 2 and part.startswith("<") and part.endswith(">") and \
-                _base_name(part[1:-1].lower()) in NAMED_KEYS:  # fmt: skip
+        elif (
+            len(part) > 2
+            and part.startswith("<")
+            and part.endswith(">")
+            and _base_name(part[1:-1].lower()) in NAMED_KEYS
+        ):
             names.add(_base_name(part[1:-1].lower()))  # by name: key values differ between backends
         else:
-            raise UsageError(f"cannot read the hotkey {text!r} (at {part!r})",
-                             "write it like <ctrl>+<alt>+<space>, <f9> or <ctrl>+d")  # fmt: skip
+            raise UsageError(
+                f"cannot read the hotkey {text!r} (at {part!r})",
+                "write it like <ctrl>+<alt>+<space>, <f9> or <ctrl>+d",
+            )
     return frozenset(names)
 
 

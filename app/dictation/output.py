@@ -81,8 +81,12 @@ class XTestPaste:
         from Xlib import X
         from Xlib.ext import xtest
 
-        for kind, code in ((X.KeyPress, self._shift), (X.KeyPress, self._insert), (X.KeyRelease, self._insert),
-                           (X.KeyRelease, self._shift)):  # fmt: skip
+        for kind, code in (
+            (X.KeyPress, self._shift),
+            (X.KeyPress, self._insert),
+            (X.KeyRelease, self._insert),
+            (X.KeyRelease, self._shift),
+        ):
             xtest.fake_input(self._display, kind, code)
         self._display.sync()
 
@@ -146,7 +150,9 @@ class XTestTyping:
         mapping = self._display.get_keyboard_mapping(first, count)
         free = [first + offset for offset in range(count - 1, -1, -1) if not any(mapping[offset])]
         if len(free) < len(missing):
-            raise RuntimeError(f"{len(missing)} characters need a spare keycode and only {len(free)} are free")
+            raise RuntimeError(
+                f"{len(missing)} characters need a spare keycode and only {len(free)} are free"
+            )
         spares = dict(zip(missing, free[: len(missing)], strict=True))
         for keysym, keycode in spares.items():
             self._display.change_keyboard_mapping(keycode, [(keysym, keysym)])
@@ -169,8 +175,10 @@ class PynputKeys:
 
             self._keyboard = Controller()
         except ImportError as exc:  # e.g. a Wayland session without an X display: no way to send keys
-            raise UsageError(f"this session does not let Captioneer send key presses ({exc})".split("\n")[0],
-                             "choose Dictation → Insert text by → Copying only, and paste with Ctrl+V yourself") from exc  # fmt: skip
+            raise UsageError(
+                f"this session does not let Captioneer send key presses ({exc})".split("\n")[0],
+                "choose Dictation → Insert text by → Copying only, and paste with Ctrl+V yourself",
+            ) from exc
         self._xtest: XTestPaste | None = None
         self._xtyping: XTestTyping | None = None
         if x11_session():
@@ -272,9 +280,17 @@ class TextOutput(QObject):
 
     _typed = Signal(str, object)  # error ("" if fine), the on_done callback; from the typing thread
 
-    def __init__(self, mode: str, clipboard: ClipboardLike | None, keys: Keys | None, *,
-                 settle_s: float = 0.05, grace_s: float = 0.15, timeout_s: float = 3.0,
-                 parent: QObject | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        mode: str,
+        clipboard: ClipboardLike | None,
+        keys: Keys | None,
+        *,
+        settle_s: float = 0.05,
+        grace_s: float = 0.15,
+        timeout_s: float = 3.0,
+        parent: QObject | None = None,
+    ) -> None:
         super().__init__(parent)
         if mode not in OUTPUT_MODES:
             raise ValueError(f"unknown output mode {mode!r}; use one of {', '.join(OUTPUT_MODES)}")
@@ -329,7 +345,9 @@ class TextOutput(QObject):
         if self.mode == "type":
             if self.keys is None:
                 raise RuntimeError("no key sender")
-            threading.Thread(target=self._type, args=(text, on_done), name="captioneer-typing", daemon=True).start()
+            threading.Thread(
+                target=self._type, args=(text, on_done), name="captioneer-typing", daemon=True
+            ).start()
             return
         if self.clipboard is None:
             raise RuntimeError("no clipboard")
@@ -340,8 +358,12 @@ class TextOutput(QObject):
         if self.keys is None:
             raise RuntimeError("no key sender")
         selection = bool(getattr(self.keys, "uses_selection", False)) and self._has_selection()
-        self._paste = _Paste(text, on_done, snapshot_clipboard(self.clipboard),
-                             snapshot_clipboard(_SelectionView(self.clipboard)) if selection else None)  # fmt: skip
+        self._paste = _Paste(
+            text,
+            on_done,
+            snapshot_clipboard(self.clipboard),
+            snapshot_clipboard(_SelectionView(self.clipboard)) if selection else None,
+        )
         self._set_clipboard(WatchedMimeData(text, self._read))
         if selection:
             self._set_clipboard(WatchedMimeData(text, self._read), selection=True)
@@ -423,13 +445,18 @@ class TextOutput(QObject):
                 self._set_clipboard(paste.saved_selection, selection=True)
         elif reason == "replaced" and not paste.keys_sent_at:
             error = "another application set the clipboard before the paste; nothing was pasted"
-        self.last_paste = {"reason": reason, "reads": paste.reads_after_keys,
-                           "restored_after_s": time.monotonic() - paste.keys_sent_at if paste.keys_sent_at else 0.0}  # fmt: skip
+        self.last_paste = {
+            "reason": reason,
+            "reads": paste.reads_after_keys,
+            "restored_after_s": time.monotonic() - paste.keys_sent_at if paste.keys_sent_at else 0.0,
+        }
         if reason == "timeout":
             # Nothing took it (a terminal pastes with other keys, or the window ignores synthetic keys): the text
             # stays on the clipboard for the user to paste, and nobody is told it was pasted.
-            log.info("nobody read the dictated text within %.1f s of the paste keys; it stays on the clipboard",
-                     self.timeout_s)  # fmt: skip
+            log.info(
+                "nobody read the dictated text within %.1f s of the paste keys; it stays on the clipboard",
+                self.timeout_s,
+            )
             self._finish(paste.on_done, LEFT_ON_CLIPBOARD, "")
             return
         self._finish(paste.on_done, "" if error else "pasted", error)

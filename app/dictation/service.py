@@ -52,7 +52,9 @@ class DictationService:
         self.request_options = dict(request_options or {})
         self.recorder = UtteranceRecorder(capture, self._queue_utterance)
         self._jobs: queue.Queue[Utterance | None] = queue.Queue()
-        self._worker = threading.Thread(target=self._transcribe_loop, name="captioneer-dictation", daemon=True)
+        self._worker = threading.Thread(
+            target=self._transcribe_loop, name="captioneer-dictation", daemon=True
+        )
         self._worker.start()
 
     # ------------------------------------------------------------------ inputs (any thread)

@@ -29,7 +29,9 @@ def export_session(session: SessionModel, path: Path, fmt: str | None = None) ->
     """Write the committed transcript to ``path`` (format from ``fmt`` or the file extension), atomically."""
     fmt = (fmt or path.suffix.lstrip(".")).lower()
     if fmt not in _RENDERERS:
-        raise UsageError(f"cannot export {path.name}: unknown format {fmt!r}", f"use one of {', '.join(EXPORT_FORMATS)}")
+        raise UsageError(
+            f"cannot export {path.name}: unknown format {fmt!r}", f"use one of {', '.join(EXPORT_FORMATS)}"
+        )
     text = render(session.to_transcript(), _RENDERERS[fmt])
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

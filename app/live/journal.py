@@ -40,8 +40,14 @@ def sessions_dir(data_dir: Path) -> Path:
 class SessionJournal:
     """Appends a session's committed events to its file; call ``record`` from one thread (the model's)."""
 
-    def __init__(self, directory: Path, model: str, source: str, clock: Callable[[], float] = time.time,
-                 sync: Callable[[int], None] = os.fsync) -> None:  # fmt: skip
+    def __init__(
+        self,
+        directory: Path,
+        model: str,
+        source: str,
+        clock: Callable[[], float] = time.time,
+        sync: Callable[[int], None] = os.fsync,
+    ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.clock = clock
         self._sync = sync
@@ -56,25 +62,57 @@ class SessionJournal:
             path = directory / f"{stamp}-{suffix}.jsonl"
         self.path = path
         self._file: IO[str] | None = path.open("x", encoding="utf-8")
-        self._write({"type": "session", "version": JOURNAL_VERSION, "started": started, "model": model,
-                     "source": source}, force_sync=True)  # fmt: skip
+        self._write(
+            {
+                "type": "session",
+                "version": JOURNAL_VERSION,
+                "started": started,
+                "model": model,
+                "source": source,
+            },
+            force_sync=True,
+        )
         self._flusher = threading.Thread(target=self._flush_pending, name="captioneer-journal", daemon=True)
         self._flusher.start()
 
     def record(self, events: list[StreamEvent]) -> None:
         for event in events:
             if isinstance(event, Delta):
-                self._write({"type": "delta", "segment_id": event.segment_id, "text": event.text,
-                             "start_s": event.start_s, "end_s": event.end_s, "at": self.clock()})  # fmt: skip
+                self._write(
+                    {
+                        "type": "delta",
+                        "segment_id": event.segment_id,
+                        "text": event.text,
+                        "start_s": event.start_s,
+                        "end_s": event.end_s,
+                        "at": self.clock(),
+                    }
+                )
             elif isinstance(event, SpeechEnd):
-                self._write({"type": "speech_end", "segment_id": event.segment_id, "text": event.text,
-                             "start_s": event.start_s, "end_s": event.end_s, "at": self.clock()},
-                            force_sync=True)  # fmt: skip
+                self._write(
+                    {
+                        "type": "speech_end",
+                        "segment_id": event.segment_id,
+                        "text": event.text,
+                        "start_s": event.start_s,
+                        "end_s": event.end_s,
+                        "at": self.clock(),
+                    },
+                    force_sync=True,
+                )
 
     def record_final_tail(self, segment_id: int, text: str) -> None:
         """Text the stream's final transcript committed without a delta (see ``SessionModel``)."""
-        self._write({"type": "delta", "segment_id": segment_id, "text": text, "start_s": None, "end_s": None,
-                     "at": self.clock()})  # fmt: skip
+        self._write(
+            {
+                "type": "delta",
+                "segment_id": segment_id,
+                "text": text,
+                "start_s": None,
+                "end_s": None,
+                "at": self.clock(),
+            }
+        )
 
     def close(self) -> None:
         if self._file is not None:
@@ -152,11 +190,19 @@ def read_session(path: Path) -> tuple[SavedSession, SessionModel]:
         elif kind == "delta":
             model.apply([Delta(entry["text"], entry["segment_id"], entry.get("start_s"), entry.get("end_s"))])
         elif kind == "speech_end":
-            model.apply([SpeechEnd(entry["segment_id"], entry["start_s"], entry["end_s"], entry.get("text", ""))])
+            model.apply(
+                [SpeechEnd(entry["segment_id"], entry["start_s"], entry["end_s"], entry.get("text", ""))]
+            )
         elif kind == "closed":
             closed = True
-    saved = SavedSession(path, float(header.get("started", path.stat().st_mtime)), str(header.get("model", "?")),
-                         str(header.get("source", "?")), closed, model.committed_text.strip())  # fmt: skip
+    saved = SavedSession(
+        path,
+        float(header.get("started", path.stat().st_mtime)),
+        str(header.get("model", "?")),
+        str(header.get("source", "?")),
+        closed,
+        model.committed_text.strip(),
+    )
     return saved, model
 
 

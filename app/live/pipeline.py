@@ -72,8 +72,9 @@ class LivePipeline:
 
     # ------------------------------------------------------------------ control
     def start(self) -> None:
-        self._stream = self.engine.open_stream(on_events=self.deliver, backlog=self.backlog, mode=self.stream_mode,
-                                               **self.request_options)  # fmt: skip
+        self._stream = self.engine.open_stream(
+            on_events=self.deliver, backlog=self.backlog, mode=self.stream_mode, **self.request_options
+        )
         self.running = True
         try:
             self.source.start(self._on_audio, self._on_end)

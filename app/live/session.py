@@ -99,8 +99,11 @@ class SessionModel:
         now = self.clock()
         if isinstance(event, Delta):
             if self.status.worker == "restarting":  # text flows again: the new worker is up
-                self.status = replace(self.status, worker="running",
-                                      message="the inference worker was restarted; captions continue")  # fmt: skip
+                self.status = replace(
+                    self.status,
+                    worker="running",
+                    message="the inference worker was restarted; captions continue",
+                )
             segment = self._segment(event.segment_id, now)
             opened = None if segment.text else self.segments.index(segment)
             if not segment.text:
@@ -131,9 +134,12 @@ class SessionModel:
                 lead = " " if appended and self.committed_text.strip() else ""
                 segment.text = lead + event.text.strip() if appended else _keep_lead(segment.text, event.text)
                 segment.committed_at = now
-                return SessionChange(committed=segment.text if appended else "", rewritten=not appended,
-                                     provisional=dropped,
-                                     opened_segment=self.segments.index(segment) if appended else None)  # fmt: skip
+                return SessionChange(
+                    committed=segment.text if appended else "",
+                    rewritten=not appended,
+                    provisional=dropped,
+                    opened_segment=self.segments.index(segment) if appended else None,
+                )
             return SessionChange(provisional=dropped)
         if isinstance(event, ErrorEvent):
             self.errors.append(event)
@@ -143,7 +149,9 @@ class SessionModel:
             self.status = replace(self.status, worker=worker, message=event.message)
             return SessionChange(status=True)
         if isinstance(event, Stats):
-            self.status = replace(self.status, rtf=event.rtf if event.audio_s else None, backlog_s=event.backlog_s)
+            self.status = replace(
+                self.status, rtf=event.rtf if event.audio_s else None, backlog_s=event.backlog_s
+            )
             return SessionChange(status=True)
         if isinstance(event, Done):
             return self._adopt_final(event.transcript, now)
@@ -166,8 +174,14 @@ class SessionModel:
         if not text.startswith(committed) or text == committed:
             return SessionChange(provisional=True)
         tail = text[len(committed) :].strip()
-        segment = SessionSegment(max(self._by_id, default=-1) + 1, " " + tail if committed else tail,
-                                 started_at=now, committed_at=now, language=final.language, closed=True)  # fmt: skip
+        segment = SessionSegment(
+            max(self._by_id, default=-1) + 1,
+            " " + tail if committed else tail,
+            started_at=now,
+            committed_at=now,
+            language=final.language,
+            closed=True,
+        )
         for source in final.segments:
             if source.text.strip() and tail.endswith(source.text.strip()):
                 segment.start_s, segment.end_s, segment.words = source.start_s, source.end_s, source.words
@@ -192,7 +206,12 @@ class SessionModel:
 
     def to_transcript(self) -> Transcript:
         segments = [
-            Segment(s.text.strip(), s.start_s or 0.0, s.end_s if s.end_s is not None else (s.start_s or 0.0), s.words)
+            Segment(
+                s.text.strip(),
+                s.start_s or 0.0,
+                s.end_s if s.end_s is not None else (s.start_s or 0.0),
+                s.words,
+            )
             for s in self.segments
             if s.text.strip()
         ]

@@ -70,7 +70,9 @@ def list_input_devices() -> list[InputDevice]:
     except Exception as exc:  # PortAudioError and friends
         raise AudioSourceError(f"cannot list audio devices: {exc}", "check the sound system") from exc
     return [
-        InputDevice(i, str(d["name"]), int(d["max_input_channels"]), float(d["default_samplerate"]), i == default_in)
+        InputDevice(
+            i, str(d["name"]), int(d["max_input_channels"]), float(d["default_samplerate"]), i == default_in
+        )
         for i, d in enumerate(devices)
         if int(d["max_input_channels"]) > 0
     ]
@@ -80,10 +82,14 @@ class _Converter:
     """Any rate and channel count → mono 16 kHz, one soxr stream so block edges leave no clicks."""
 
     def __init__(self, rate: int) -> None:
-        self._resampler = soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="float32") if rate != SAMPLE_RATE else None
+        self._resampler = (
+            soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="float32") if rate != SAMPLE_RATE else None
+        )
 
     def __call__(self, block: np.ndarray, last: bool = False) -> np.ndarray:
-        mono = block.mean(axis=1, dtype=np.float32) if block.ndim == 2 else block.astype(np.float32, copy=False)
+        mono = (
+            block.mean(axis=1, dtype=np.float32) if block.ndim == 2 else block.astype(np.float32, copy=False)
+        )
         if self._resampler is not None:
             mono = self._resampler.resample_chunk(np.ascontiguousarray(mono), last=last)
         return np.ascontiguousarray(mono, dtype=np.float32)
@@ -108,10 +114,14 @@ class DeviceSource:
             rate = int(info["default_samplerate"])
             self.name = str(info["name"])
             self._stream = sd.InputStream(
-                device=self.device, channels=1, samplerate=rate, dtype="float32",
-                blocksize=int(rate * self.block_s), callback=self._callback,
+                device=self.device,
+                channels=1,
+                samplerate=rate,
+                dtype="float32",
+                blocksize=int(rate * self.block_s),
+                callback=self._callback,
                 finished_callback=lambda: self._queue.put(None),
-            )  # fmt: skip
+            )
             self._stream.start()
         except Exception as exc:  # PortAudioError, ValueError for an unknown device
             raise AudioSourceError(
@@ -125,7 +135,9 @@ class DeviceSource:
                 block = self._queue.get()
                 if block is None:
                     if not self._stopping.is_set():  # PortAudio ended the stream: unplugged or taken away
-                        on_end(f"the input device {self.name!r} stopped delivering audio (unplugged or in use?)")
+                        on_end(
+                            f"the input device {self.name!r} stopped delivering audio (unplugged or in use?)"
+                        )
                     return
                 sink(converter(block))
 
@@ -154,8 +166,13 @@ class DeviceSource:
 class ArraySource:
     """Plays samples through the pipeline at ``speed`` times real time (1.0 = live; tests go faster)."""
 
-    def __init__(self, samples: np.ndarray, name: str = "recording", speed: float = 1.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        samples: np.ndarray,
+        name: str = "recording",
+        speed: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.samples = np.ascontiguousarray(samples, dtype=np.float32)
         self.name = name
         self.speed = speed

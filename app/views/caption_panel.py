@@ -21,8 +21,13 @@ from app.views.caption_view import CaptionView
 from app.views.level_meter import LevelMeter
 from app.views.model_banner import ModelBanner
 
-START_LABELS = {"idle": "Start", "failed": "Start", "loading": "Loading…", "running": "Stop",
-                "stopping": "Stopping…"}  # fmt: skip
+START_LABELS = {
+    "idle": "Start",
+    "failed": "Start",
+    "loading": "Loading…",
+    "running": "Stop",
+    "stopping": "Stopping…",
+}
 
 
 class CaptionPanel(QWidget):
@@ -52,8 +57,14 @@ class CaptionPanel(QWidget):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
             combo.setMinimumContentsLength(18)
             combo.currentTextChanged.connect(lambda text, c=combo, w=what: c.setToolTip(f"{w}: {text}"))
-        for widget, stretch in ((self.start_button, 0), (self.device_combo, 3), (self.model_combo, 3),
-                                (self.language_edit, 0), (self.context_edit, 2), (self.level_meter, 0)):  # fmt: skip
+        for widget, stretch in (
+            (self.start_button, 0),
+            (self.device_combo, 3),
+            (self.model_combo, 3),
+            (self.language_edit, 0),
+            (self.context_edit, 2),
+            (self.level_meter, 0),
+        ):
             bar.addWidget(widget, stretch)
         layout.addLayout(bar)
         # The model label says which model is in use and how to get real ones (the demo model is a toy).
@@ -61,8 +72,9 @@ class CaptionPanel(QWidget):
         self.model_label.setObjectName("modelLabel")
         self.model_label.setWordWrap(True)
         layout.addWidget(self.model_label)
-        self.text_view = CaptionView(self, settings.caption_font_size, settings.caption_theme,
-                                     settings.show_timestamps)  # fmt: skip
+        self.text_view = CaptionView(
+            self, settings.caption_font_size, settings.caption_theme, settings.show_timestamps
+        )
         layout.addWidget(self.text_view, 1)
         # Below the captions, not in the status bar: a restart's cause and its fix wrap and are read whole.
         self.status_label = QLabel("Ready", self)
@@ -80,8 +92,11 @@ class CaptionPanel(QWidget):
         self.start_button.setText(START_LABELS.get(state, "Start"))
         self.start_button.setEnabled(state in ("idle", "failed", "running"))
         for widget in (self.model_combo, self.device_combo, self.language_edit, self.context_edit):
-            widget.setEnabled(state in ("idle", "failed") and (widget is not self.language_edit or takes("language"))
-                              and (widget is not self.context_edit or takes("context")))  # fmt: skip
+            widget.setEnabled(
+                state in ("idle", "failed")
+                and (widget is not self.language_edit or takes("language"))
+                and (widget is not self.context_edit or takes("context"))
+            )
 
     def show_family_options(self, takes: Callable[[str], bool]) -> None:
         self.language_edit.setEnabled(takes("language"))

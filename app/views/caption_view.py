@@ -22,7 +22,11 @@ THEMES = {
     "dark": "QTextEdit#captionText { background: #1e1e1e; color: #e8e8e8; }",
     "high_contrast": "QTextEdit#captionText { background: #000000; color: #ffff00; }",
 }
-PROVISIONAL_COLOURS = {"system": Qt.GlobalColor.gray, "dark": Qt.GlobalColor.gray, "high_contrast": Qt.GlobalColor.cyan}
+PROVISIONAL_COLOURS = {
+    "system": Qt.GlobalColor.gray,
+    "dark": Qt.GlobalColor.gray,
+    "high_contrast": Qt.GlobalColor.cyan,
+}
 
 
 def starts_paragraph(session: SessionModel, index: int) -> bool:

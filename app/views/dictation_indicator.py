@@ -21,8 +21,12 @@ class DictationIndicator(QWidget):
     def __init__(self) -> None:
         super().__init__(None)
         self.setObjectName("dictationIndicator")
-        self.setWindowFlags(Qt.WindowType.FramelessWindowHint | Qt.WindowType.WindowStaysOnTopHint
-                            | Qt.WindowType.Tool | Qt.WindowType.WindowDoesNotAcceptFocus)  # fmt: skip
+        self.setWindowFlags(
+            Qt.WindowType.FramelessWindowHint
+            | Qt.WindowType.WindowStaysOnTopHint
+            | Qt.WindowType.Tool
+            | Qt.WindowType.WindowDoesNotAcceptFocus
+        )
         self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, True)
         self.label = QLabel(self)
         layout = QVBoxLayout(self)
@@ -37,7 +41,9 @@ class DictationIndicator(QWidget):
         title, colour = STYLES.get(state, STYLES["idle"])
         text = f"{title} — {detail}" if detail and state != "listening" else title
         self.label.setText(text)
-        self.label.setStyleSheet(f"color: white; background: {colour}; padding: 6px 10px; border-radius: 6px;")
+        self.label.setStyleSheet(
+            f"color: white; background: {colour}; padding: 6px 10px; border-radius: 6px;"
+        )
         self.adjustSize()
         screen = QGuiApplication.primaryScreen()
         if screen is not None:

@@ -42,7 +42,10 @@ def hotkey_from_sequence(sequence: QKeySequence) -> str:
 
 def sequence_from_hotkey(hotkey: str) -> QKeySequence:
     reverse = {v: k for k, v in _QT_TO_HOTKEY.items()}
-    parts = [reverse.get(p, p.strip("<>").capitalize() if p.startswith("<") else p.upper()) for p in hotkey.split("+")]
+    parts = [
+        reverse.get(p, p.strip("<>").capitalize() if p.startswith("<") else p.upper())
+        for p in hotkey.split("+")
+    ]
     return QKeySequence("+".join(parts))
 
 
@@ -90,7 +93,9 @@ class DictationSettingsDialog(QDialog):
         self.error = QLabel("")
         self.error.setStyleSheet("color: #c62828")
         form.addRow(self.error)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
@@ -107,7 +112,9 @@ class DictationSettingsDialog(QDialog):
     def accept(self) -> None:
         hotkey = hotkey_from_sequence(self.hotkey.keySequence())
         try:
-            split_hotkey(parse_hotkey(hotkey), hotkey)  # modifiers and exactly one key, as every backend needs
+            split_hotkey(
+                parse_hotkey(hotkey), hotkey
+            )  # modifiers and exactly one key, as every backend needs
         except UsageError as exc:
             self.error.setText(f"{exc.message} — {exc.fix}")
             return

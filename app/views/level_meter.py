@@ -58,7 +58,9 @@ class LevelMeter(QWidget):
         if self.ballistics.at_rest:
             text = "Input level: no sound"
         elif self.ballistics.clipping:
-            text = f"Input level: {level:.0f} dBFS — too loud, the input is clipping (turn the input gain down)"
+            text = (
+                f"Input level: {level:.0f} dBFS — too loud, the input is clipping (turn the input gain down)"
+            )
         elif level < QUIET_DBFS:
             text = f"Input level: {level:.0f} dBFS — very quiet (speak closer or turn the input gain up)"
         else:

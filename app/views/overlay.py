@@ -27,8 +27,10 @@ MARGIN = 24
 def wayland_note() -> str | None:
     platform = QGuiApplication.platformName()
     if platform.startswith("wayland"):
-        return ("Wayland: the compositor decides whether the overlay stays on top and where it goes "
-                "(GNOME ignores both; KDE honours them). Run with QT_QPA_PLATFORM=xcb for X11 behaviour.")  # fmt: skip
+        return (
+            "Wayland: the compositor decides whether the overlay stays on top and where it goes "
+            "(GNOME ignores both; KDE honours them). Run with QT_QPA_PLATFORM=xcb for X11 behaviour."
+        )
     return None
 
 
@@ -100,7 +102,11 @@ class CaptionOverlay(QWidget):
             self.move(custom[0], custom[1])
             return
         x = area.x() + (area.width() - width) // 2
-        y = area.y() + MARGIN if self.settings.overlay_position == "top" else area.bottom() - self.height() - MARGIN
+        y = (
+            area.y() + MARGIN
+            if self.settings.overlay_position == "top"
+            else area.bottom() - self.height() - MARGIN
+        )
         self.move(x, y)
 
     # ------------------------------------------------------------------ model
@@ -148,12 +154,18 @@ class CaptionOverlay(QWidget):
         provisional = self._session.provisional_text if self._session else ""
         metrics = QFontMetrics(self.label.font())
         width = max(80, self.width() - 2 * 16 - 2 * 8 - 4)  # the layout's and the label's margins and padding
-        committed_lines, provisional_lines = _last_lines(committed, provisional, self.settings.overlay_lines,
-                                                         fits=lambda line: metrics.horizontalAdvance(line) <= width)  # fmt: skip
+        committed_lines, provisional_lines = _last_lines(
+            committed,
+            provisional,
+            self.settings.overlay_lines,
+            fits=lambda line: metrics.horizontalAdvance(line) <= width,
+        )
         parts = [html.escape(committed_lines)]
         if provisional_lines:
-            parts.append(f'<i style="color:{self.settings.overlay_provisional_color}">'
-                         f"{html.escape(provisional_lines)}</i>")  # fmt: skip
+            parts.append(
+                f'<i style="color:{self.settings.overlay_provisional_color}">'
+                f"{html.escape(provisional_lines)}</i>"
+            )
         self.label.setText(" ".join(p for p in parts if p))
         self.place()  # the text may need another line (bottom preset: the overlay grows upwards)
 
@@ -185,8 +197,9 @@ class CaptionOverlay(QWidget):
                 self.settings.overlay_custom_positions[screen.name()] = [self.x(), self.y()]
 
 
-def _last_lines(committed: str, provisional: str, lines: int, width: int = 60,
-                fits: Callable[[str], bool] | None = None) -> tuple[str, str]:  # fmt: skip
+def _last_lines(
+    committed: str, provisional: str, lines: int, width: int = 60, fits: Callable[[str], bool] | None = None
+) -> tuple[str, str]:
     """The tail of committed + provisional text that fills at most ``lines`` wrapped lines, whole words only.
 
     ``fits(line)``: whether a line fits the overlay in its font (default: at most ``width`` characters). The

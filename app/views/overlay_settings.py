@@ -33,7 +33,9 @@ POSITIONS = {"bottom": "Bottom of the screen", "top": "Top of the screen", "cust
 
 
 class OverlaySettingsDialog(QDialog):
-    def __init__(self, settings: Settings, apply: Callable[[Settings], None], parent: QWidget | None = None) -> None:
+    def __init__(
+        self, settings: Settings, apply: Callable[[Settings], None], parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Caption overlay")
         self.original = copy.deepcopy(settings)
@@ -71,8 +73,11 @@ class OverlaySettingsDialog(QDialog):
         self.click_through.setChecked(settings.overlay_click_through)
         form.addRow("", self.click_through)
         self.colour_buttons: dict[str, QPushButton] = {}
-        for key, label in (("overlay_text_color", "Text colour"), ("overlay_provisional_color", "Provisional text"),
-                           ("overlay_background", "Background")):  # fmt: skip
+        for key, label in (
+            ("overlay_text_color", "Text colour"),
+            ("overlay_provisional_color", "Provisional text"),
+            ("overlay_background", "Background"),
+        ):
             button = QPushButton(getattr(settings, key))
             button.clicked.connect(lambda _checked=False, k=key: self._pick_colour(k))
             self.colour_buttons[key] = button
@@ -82,13 +87,21 @@ class OverlaySettingsDialog(QDialog):
             note_label = QLabel(note)
             note_label.setWordWrap(True)
             form.addRow(note_label)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
-        for signal in (self.opacity.valueChanged, self.font_size.valueChanged, self.lines.valueChanged,
-                       self.hold.valueChanged, self.position.currentIndexChanged, self.click_through.toggled,
-                       self.font_family.currentFontChanged):  # fmt: skip
+        for signal in (
+            self.opacity.valueChanged,
+            self.font_size.valueChanged,
+            self.lines.valueChanged,
+            self.hold.valueChanged,
+            self.position.currentIndexChanged,
+            self.click_through.toggled,
+            self.font_family.currentFontChanged,
+        ):
             signal.connect(self._changed)
 
     def _pick_colour(self, key: str) -> None:

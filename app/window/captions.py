@@ -25,9 +25,19 @@ from inference.errors import CaptioneerError
 class LiveCaptions(QObject):
     """A QObject so that the controller's signals reach it through the GUI thread's event loop."""
 
-    def __init__(self, parent: QObject, controller: LiveController, settings: Settings, store: SettingsStore,
-                 panel: CaptionPanel, overlay: CaptionOverlay, figures: SessionFigures, inputs: InputPicker,
-                 models: ModelPicker, progress: RecordingProgress) -> None:  # fmt: skip
+    def __init__(
+        self,
+        parent: QObject,
+        controller: LiveController,
+        settings: Settings,
+        store: SettingsStore,
+        panel: CaptionPanel,
+        overlay: CaptionOverlay,
+        figures: SessionFigures,
+        inputs: InputPicker,
+        models: ModelPicker,
+        progress: RecordingProgress,
+    ) -> None:
         super().__init__(parent)
         self.controller = controller
         self.settings = settings
@@ -70,8 +80,16 @@ class LiveCaptions(QObject):
             options["context"] = context.text().strip()
         # "auto" keeps the model's own preference (the demo model prefers segments); "segmented" forces them.
         mode = "segmented" if self.settings.caption_mode == "segmented" else choice.stream_mode
-        choice = ModelChoice(choice.label, choice.path, choice.family, choice.session_options,
-                             tuple(sorted(options.items())), choice.backend, choice.threads, mode)  # fmt: skip
+        choice = ModelChoice(
+            choice.label,
+            choice.path,
+            choice.family,
+            choice.session_options,
+            tuple(sorted(options.items())),
+            choice.backend,
+            choice.threads,
+            mode,
+        )
         try:
             source = self.inputs.open_source()
         except CaptioneerError as exc:

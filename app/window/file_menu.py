@@ -11,7 +11,9 @@ from app.window.sessions import Sessions
 
 
 class FileMenu:
-    def __init__(self, window: QMainWindow, models: ModelPicker, recordings: Recordings, sessions: Sessions) -> None:
+    def __init__(
+        self, window: QMainWindow, models: ModelPicker, recordings: Recordings, sessions: Sessions
+    ) -> None:
         menu = window.menuBar().addMenu("&File")
         self.models_action = QAction("&Models…", window)
         self.models_action.setObjectName("modelsAction")

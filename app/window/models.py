@@ -17,8 +17,9 @@ from inference.models.spec import load_family_spec
 
 
 class ModelPicker:
-    def __init__(self, parent: QWidget, state: AppState, settings: Settings, store: SettingsStore,
-                 panel: CaptionPanel) -> None:  # fmt: skip
+    def __init__(
+        self, parent: QWidget, state: AppState, settings: Settings, store: SettingsStore, panel: CaptionPanel
+    ) -> None:
         self.parent = parent
         self.state = state
         self.settings = settings
@@ -38,7 +39,9 @@ class ModelPicker:
         return self.combo.currentData()
 
     def choices(self) -> list[ModelChoice]:
-        return [self.combo.itemData(i) for i in range(self.combo.count()) if self.combo.itemData(i) is not None]
+        return [
+            self.combo.itemData(i) for i in range(self.combo.count()) if self.combo.itemData(i) is not None
+        ]
 
     def fill(self) -> None:
         """Every installed model, under the current weights setting; the remembered one chosen."""
@@ -80,7 +83,9 @@ class ModelPicker:
         needed, suggestion = first_run_suggestion(self.state.paths)
         if needed and not self.settings.model_offer_dismissed:
             self._suggested = suggestion.id if suggestion is not None else None
-            self.panel.model_banner.offer(f"{suggestion.name} ({size_text(suggestion)})" if suggestion else None)
+            self.panel.model_banner.offer(
+                f"{suggestion.name} ({size_text(suggestion)})" if suggestion else None
+            )
 
     def _dismiss_offer(self) -> None:
         self.panel.model_banner.hide()

@@ -22,14 +22,25 @@ if TYPE_CHECKING:
     from app.dictation.service import DictationResult
     from app.views.dictation_indicator import DictationIndicator
 
-HOTKEY_MODES = (("hold", "Hold to talk"), ("toggle", "Press to start, press to stop"),
-                ("hybrid", "Tap to toggle, hold to talk"))  # fmt: skip
+HOTKEY_MODES = (
+    ("hold", "Hold to talk"),
+    ("toggle", "Press to start, press to stop"),
+    ("hybrid", "Tap to toggle, hold to talk"),
+)
 OUTPUTS = (("paste", "Pasting (clipboard restored)"), ("type", "Typing"), ("copy", "Copying only"))
 
 
 class PushToTalk:
-    def __init__(self, window: QMainWindow, settings: Settings, store: SettingsStore, controller: LiveController,
-                 models: ModelPicker, inputs: InputPicker, panel: CaptionPanel) -> None:  # fmt: skip
+    def __init__(
+        self,
+        window: QMainWindow,
+        settings: Settings,
+        store: SettingsStore,
+        controller: LiveController,
+        models: ModelPicker,
+        inputs: InputPicker,
+        panel: CaptionPanel,
+    ) -> None:
         self.window = window
         self.settings = settings
         self.store = store
@@ -71,9 +82,13 @@ class PushToTalk:
         setattr(self.settings, name, value)
         self.store.save(self.settings)
         if self.dictation is not None:  # takes effect when push-to-talk is switched on again
-            self.panel.status_label.setText("Dictation settings change when push-to-talk is switched on again.")
+            self.panel.status_label.setText(
+                "Dictation settings change when push-to-talk is switched on again."
+            )
 
-    def set_enabled(self, enabled: bool, source: AudioSource | None = None, output: object | None = None) -> None:
+    def set_enabled(
+        self, enabled: bool, source: AudioSource | None = None, output: object | None = None
+    ) -> None:
         """Switch push-to-talk on (its own microphone stream, the chosen model in the shared worker) or off."""
         from app.dictation.capture import CaptureSettings
         from app.dictation.controller import DictationController
@@ -95,18 +110,26 @@ class PushToTalk:
             if output is None:
                 keys = PynputKeys() if s.dictation_output in ("paste", "type") else None
                 output = TextOutput(s.dictation_output, QGuiApplication.clipboard(), keys)
-            capture = CaptureSettings(s.dictation_pre_roll_ms / 1000, s.trailing_silence_ms / 1000,
-                                      s.dictation_padding_ms / 1000)  # fmt: skip
+            capture = CaptureSettings(
+                s.dictation_pre_roll_ms / 1000, s.trailing_silence_ms / 1000, s.dictation_padding_ms / 1000
+            )
             trailing = {"space": " ", "newline": "\n", "none": ""}.get(s.dictation_trailing, " ")
             self.dictation = DictationController(
-                lambda: self.controller.engine_for(choice), source, output,  # type: ignore[arg-type]
-                mode=s.push_to_talk_mode, hotkey=s.push_to_talk_hotkey, capture=capture,
-                style=TextStyle(s.dictation_capitalize, trailing), parent=self.window,
-            )  # fmt: skip
+                lambda: self.controller.engine_for(choice),
+                source,
+                output,  # type: ignore[arg-type]
+                mode=s.push_to_talk_mode,
+                hotkey=s.push_to_talk_hotkey,
+                capture=capture,
+                style=TextStyle(s.dictation_capitalize, trailing),
+                parent=self.window,
+            )
             if self.indicator is None:
                 self.indicator = DictationIndicator()
             self.dictation.state_changed.connect(self.indicator.show_state)
-            self.dictation.state_changed.connect(lambda _state, detail: self.panel.status_label.setText(detail))
+            self.dictation.state_changed.connect(
+                lambda _state, detail: self.panel.status_label.setText(detail)
+            )
             self.dictation.start()
         except CaptioneerError as exc:
             self.dictation = None
@@ -128,7 +151,9 @@ class PushToTalk:
             action = self.model_menu.addAction(label or "Same as captions")
             action.setCheckable(True)
             action.setChecked(self.settings.dictation_model == label)
-            action.triggered.connect(lambda _checked=False, value=label: self._set_setting("dictation_model", value))
+            action.triggered.connect(
+                lambda _checked=False, value=label: self._set_setting("dictation_model", value)
+            )
 
     def open_settings(self) -> None:
         from app.views.dictation_settings import DictationSettingsDialog
@@ -161,7 +186,9 @@ class PushToTalk:
         for result in history:
             label = result.text or result.error or "(no speech)"
             action = self.history_menu.addAction(f"{label[:70]} — {result.latency_s * 1000:.0f} ms")
-            action.triggered.connect(lambda _checked=False, t=result.text: QGuiApplication.clipboard().setText(t))
+            action.triggered.connect(
+                lambda _checked=False, t=result.text: QGuiApplication.clipboard().setText(t)
+            )
 
     def close(self) -> None:
         """The window closes: stop listening and take the indicator down (a top-level widget)."""

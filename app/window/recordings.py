@@ -62,8 +62,14 @@ class RecordingProgress:
 
 
 class Recordings:
-    def __init__(self, parent: QWidget, controller: LiveController, inputs: InputPicker, panel: CaptionPanel,
-                 start: Callable[[], None]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        parent: QWidget,
+        controller: LiveController,
+        inputs: InputPicker,
+        panel: CaptionPanel,
+        start: Callable[[], None],
+    ) -> None:
         self.parent = parent
         self.controller = controller
         self.inputs = inputs
@@ -71,8 +77,9 @@ class Recordings:
         self.start = start
 
     def open_dialog(self, fast: bool) -> None:
-        path, _chosen = QFileDialog.getOpenFileName(self.parent, "Caption a recording", str(Path.home()),
-                                                    AUDIO_FILTER)  # fmt: skip
+        path, _chosen = QFileDialog.getOpenFileName(
+            self.parent, "Caption a recording", str(Path.home()), AUDIO_FILTER
+        )
         if path:
             self.open(Path(path), fast)
 

@@ -20,8 +20,14 @@ log = logging.getLogger("captioneer.app.window")
 
 
 class Sessions:
-    def __init__(self, parent: QWidget, data_dir: Path, controller: LiveController, captions: LiveCaptions,
-                 panel: CaptionPanel) -> None:  # fmt: skip
+    def __init__(
+        self,
+        parent: QWidget,
+        data_dir: Path,
+        controller: LiveController,
+        captions: LiveCaptions,
+        panel: CaptionPanel,
+    ) -> None:
         self.parent = parent
         self.data_dir = data_dir
         self.controller = controller
@@ -36,9 +42,13 @@ class Sessions:
             return
         labels = {f"{label} (*.{ext})": ext for ext, label in EXPORT_FORMATS.items()}
         suggested = next(name for name, ext in labels.items() if ext == "srt")
-        path, chosen = QFileDialog.getSaveFileName(self.parent, "Export transcript",
-                                                   str(Path.home() / "transcript.srt"), ";;".join(labels),
-                                                   suggested)  # fmt: skip
+        path, chosen = QFileDialog.getSaveFileName(
+            self.parent,
+            "Export transcript",
+            str(Path.home() / "transcript.srt"),
+            ";;".join(labels),
+            suggested,
+        )
         if path:
             with contextlib.suppress(OSError, CaptioneerError):  # export_to showed and logged it
                 self.export_to(path_for_filter(Path(path), labels.get(chosen, "txt")))
@@ -49,7 +59,9 @@ class Sessions:
             return export_session(self.captions.session, path)
         except (OSError, CaptioneerError) as exc:
             log.warning("export to %s failed: %s", path, exc)
-            self.panel.show_problem(f"Could not export to {path}: {exc}", "Choose another folder or file name.")
+            self.panel.show_problem(
+                f"Could not export to {path}: {exc}", "Choose another folder or file name."
+            )
             raise
 
     # ------------------------------------------------------------------ past sessions and recovery
@@ -75,10 +87,11 @@ class Sessions:
         """After a crash or power cut: offer the sessions that did not end cleanly."""
         for saved in unfinished_sessions(self.data_dir)[:3]:
             answer = QMessageBox.question(
-                self.parent, "Recover captions?",
+                self.parent,
+                "Recover captions?",
                 f"A captioning session did not end cleanly:\n\n{saved.title}\n\nOpen it now? (It stays in "
                 "File → Past sessions either way.)",
-            )  # fmt: skip
+            )
             mark_recovered(saved)
             if answer == QMessageBox.StandardButton.Yes:
                 self.open_saved(saved.path)

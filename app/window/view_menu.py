@@ -19,9 +19,16 @@ THEMES = (("system", "&System"), ("dark", "&Dark"), ("high_contrast", "&High con
 
 
 class ViewMenu:
-    def __init__(self, window: QMainWindow, settings: Settings, store: SettingsStore, text_view: CaptionView,
-                 overlay: CaptionOverlay, captions: LiveCaptions,
-                 refill_models: Callable[[], None]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        window: QMainWindow,
+        settings: Settings,
+        store: SettingsStore,
+        text_view: CaptionView,
+        overlay: CaptionOverlay,
+        captions: LiveCaptions,
+        refill_models: Callable[[], None],
+    ) -> None:
         """``refill_models``: rebuild the model list (its load options follow the weights setting)."""
         self.window = window
         self.settings = settings

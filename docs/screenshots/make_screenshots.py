@@ -125,7 +125,9 @@ def shoot(out: Path, home: Path) -> None:
     # The overlay over another application's window.
     other = QPlainTextEdit()
     other.setWindowTitle("Another application")
-    other.setPlainText("Quarterly planning notes\n\n" + "\n".join(f"- item {i}: to be discussed" for i in range(1, 30)))
+    other.setPlainText(
+        "Quarterly planning notes\n\n" + "\n".join(f"- item {i}: to be discussed" for i in range(1, 30))
+    )
     other.setGeometry(160, 300, 960, 460)
     other.show()
     settle(0.8)

@@ -166,13 +166,16 @@ class AudioTooLong(InputFileError):
 
     def __init__(self, name: str, seconds: float, limit_s: float, exact: bool = True) -> None:
         lasts = f"lasts {seconds:.1f} s" if exact else f"lasts more than {seconds:.1f} s"
-        super().__init__(f"{name} {lasts}, more than the limit of {limit_s:g} s", "split it into shorter files")
+        super().__init__(
+            f"{name} {lasts}, more than the limit of {limit_s:g} s", "split it into shorter files"
+        )
         self.seconds = seconds
         self.limit_s = limit_s
 
 
-def decode_with_soundfile(data: bytes, name: str = "audio", max_seconds: float | None = None,
-                          mono: bool = False) -> DecodedAudio:  # fmt: skip
+def decode_with_soundfile(
+    data: bytes, name: str = "audio", max_seconds: float | None = None, mono: bool = False
+) -> DecodedAudio:
     """Decode any container libsndfile knows (FLAC, OGG Vorbis/Opus, MP3, RF64, AIFF, A-law WAV, ...).
 
     ``max_seconds``: refuse longer audio from the header, or as soon as decoding passes it (a compressed file
@@ -214,8 +217,11 @@ def _decode_with_soundfile(data: bytes, name: str, max_seconds: float | None, mo
                         f"{name} is damaged and cannot be decoded ({_why(exc, name)})", _unreadable_fix(data)
                     ) from exc
                 truncated = True
-                log.warning("%s is damaged or truncated (%s); using the audio decoded before it", name,
-                            _why(exc, name))  # fmt: skip
+                log.warning(
+                    "%s is damaged or truncated (%s); using the audio decoded before it",
+                    name,
+                    _why(exc, name),
+                )
                 break
             if not len(block):
                 break
@@ -264,8 +270,9 @@ def _unreadable_fix(data: bytes) -> str:
     return f"supported are WAV, FLAC, OGG (Vorbis/Opus), MP3, AIFF and RF64; otherwise {_CONVERT_FIX}"
 
 
-def decode_audio_bytes(data: bytes, name: str = "audio", max_seconds: float | None = None,
-                       mono: bool = False) -> DecodedAudio:  # fmt: skip
+def decode_audio_bytes(
+    data: bytes, name: str = "audio", max_seconds: float | None = None, mono: bool = False
+) -> DecodedAudio:
     """Decode a whole audio file held in memory, choosing the decoder from its content, not its name
     (``max_seconds``, ``mono``: see ``decode_with_soundfile``; a WAV's size already bounds its length)."""
     if not data:

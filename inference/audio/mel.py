@@ -35,7 +35,9 @@ def slaney_filterbank(
     The result is cached and read-only.
     """
     fft_freqs = np.linspace(0.0, sample_rate / 2, n_fft // 2 + 1)
-    mel_edges = np.linspace(hz_to_mel_slaney(np.array([0.0]))[0], hz_to_mel_slaney(np.array([f_max]))[0], n_mels + 2)
+    mel_edges = np.linspace(
+        hz_to_mel_slaney(np.array([0.0]))[0], hz_to_mel_slaney(np.array([f_max]))[0], n_mels + 2
+    )
     edges_hz = mel_to_hz_slaney(mel_edges)
     widths = np.diff(edges_hz)
     slopes = edges_hz[None, :] - fft_freqs[:, None]

@@ -94,7 +94,9 @@ class SileroVad:
         values = np.frombuffer(base64.b64decode(snapshot), dtype="<f4")
         size = int(np.prod(_STATE_SHAPE))
         if values.size != size + CONTEXT_SAMPLES:
-            raise ValueError(f"a Silero VAD snapshot holds {size + CONTEXT_SAMPLES} values, got {values.size}")
+            raise ValueError(
+                f"a Silero VAD snapshot holds {size + CONTEXT_SAMPLES} values, got {values.size}"
+            )
         self._state = values[:size].reshape(_STATE_SHAPE).astype(np.float32)
         self._window[0, :CONTEXT_SAMPLES] = values[size:]
         self._pending = np.zeros(0, dtype=np.float32)

@@ -36,7 +36,9 @@ class StoreInstaller(StoreDownloads):
         if pkg.format == "bundled":
             raise UsageError(f"{pkg.id} is bundled with Captioneer; there is nothing to download")
         if not pkg.hf_repo or not pkg.files:
-            raise UsageError(f"{pkg.id} has no download source in the catalog", "import it from a local copy instead")
+            raise UsageError(
+                f"{pkg.id} has no download source in the catalog", "import it from a local copy instead"
+            )
         existing = self.catalog.installed_path(pkg)
         if existing is not None and not force:
             return existing
@@ -46,7 +48,9 @@ class StoreInstaller(StoreDownloads):
                 f"{pkg.name} needs an install-time conversion that this build of Captioneer does not have yet",
                 "install another package of the same family, or update Captioneer",
             )
-        self.conversions.preflight(pkg)  # e.g. an optional dependency the conversion needs: before any download
+        self.conversions.preflight(
+            pkg
+        )  # e.g. an optional dependency the conversion needs: before any download
         self.root.mkdir(parents=True, exist_ok=True)
         with self._package_lock(pkg.id, "install"):
             existing = self.catalog.installed_path(pkg)  # again: another process may have just finished it
@@ -84,7 +88,10 @@ class StoreInstaller(StoreDownloads):
             if converter is not None:
                 tracker.emit("converting", message=pkg.name, force=True)
                 context = ConversionContext(
-                    pkg, tmp, lambda done, total, msg: tracker.emit("converting", done, total, message=msg), cancel
+                    pkg,
+                    tmp,
+                    lambda done, total, msg: tracker.emit("converting", done, total, message=msg),
+                    cancel,
                 )
                 result = converter(context)
                 if result is not None and result.model_path:
@@ -97,13 +104,26 @@ class StoreInstaller(StoreDownloads):
             files = self._describe_files(tmp, known, tracker, cancel)
             own = [item for item in planned if not pkg.is_foreign(item.spec)]
             commit = next((item.remote.commit for item in own if item.remote.commit), None)
-            others = tuple(OtherSource(item.target, item.remote.repo, item.remote.revision, item.remote.commit)
-                           for item in planned if pkg.is_foreign(item.spec))  # fmt: skip
+            others = tuple(
+                OtherSource(item.target, item.remote.repo, item.remote.revision, item.remote.commit)
+                for item in planned
+                if pkg.is_foreign(item.spec)
+            )
             marker = InstallMarker(
-                id=pkg.id, family=pkg.family, format=pkg.format, name=pkg.name, quantization=pkg.quantization,
-                model_path=model_path, source="hub", hf_repo=pkg.hf_repo, revision=pkg.revision, commit=commit,
-                installed_at=self.clock(), files=files, other_sources=others,
-            )  # fmt: skip
+                id=pkg.id,
+                family=pkg.family,
+                format=pkg.format,
+                name=pkg.name,
+                quantization=pkg.quantization,
+                model_path=model_path,
+                source="hub",
+                hf_repo=pkg.hf_repo,
+                revision=pkg.revision,
+                commit=commit,
+                installed_at=self.clock(),
+                files=files,
+                other_sources=others,
+            )
             write_marker(tmp, replace(marker, **(marker_fields or {})))
             final = self._swap_into_place(tmp, pkg.id)
         except BaseException:

@@ -78,7 +78,9 @@ class Catalog:
         directory = self.package_dir(pkg)
         if pkg.format == "bundled":
             return directory if (directory / "config.json").is_file() else None
-        marker = installed_marker(directory)  # None also for a damaged or foreign marker: reinstalling repairs it
+        marker = installed_marker(
+            directory
+        )  # None also for a damaged or foreign marker: reinstalling repairs it
         if marker is None:
             return None
         model_path = directory / marker.model_path

@@ -26,7 +26,11 @@ class FileChecksum:
     source: str  # a key of SOURCES
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "sha256": self.sha256 or "not known", "sha256_source": SOURCES[self.source]}
+        return {
+            "path": self.path,
+            "sha256": self.sha256 or "not known",
+            "sha256_source": SOURCES[self.source],
+        }
 
 
 def file_checksums(package: PackageSpec, marker: InstallMarker | None) -> list[FileChecksum]:

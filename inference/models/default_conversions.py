@@ -27,7 +27,9 @@ def default_conversions() -> ConversionRegistry:
     registry = ConversionRegistry()
     registry.register("confucius4_r2t2", _confucius4_r2t2_thinker, extra_space=_confucius4_r2t2_space)
     registry.register(
-        "parakeet_tdt", parakeet_install.build_phonon2, extra_space=parakeet_install.extra_space,
+        "parakeet_tdt",
+        parakeet_install.build_phonon2,
+        extra_space=parakeet_install.extra_space,
         preflight=phonon_source.preflight,
     )
     return registry

@@ -45,7 +45,9 @@ class StoreDownloads(StoreMaintenance):
         for spec in pkg.files:
             repo, revision = pkg.source_of(spec)
             if repo is None:
-                raise ModelError(f"catalog entry {pkg.id} does not say which repository {spec.path} comes from")
+                raise ModelError(
+                    f"catalog entry {pkg.id} does not say which repository {spec.path} comes from"
+                )
             remote = self.hub.file_info(repo, spec.path, revision, cancel)
             expected = spec.sha256.lower() if spec.sha256 else None
             if expected and remote.etag_sha256 and remote.etag_sha256 != expected:
@@ -68,15 +70,23 @@ class StoreDownloads(StoreMaintenance):
 
     def _adopt_partial(self, item: PlannedFile) -> None:
         """Keep a partial only if it belongs to the same remote file (same ETag and size)."""
-        identity = {"repo": item.remote.repo, "path": item.remote.path, "etag": item.remote.etag,
-                    "size": item.remote.size}
+        identity = {
+            "repo": item.remote.repo,
+            "path": item.remote.path,
+            "etag": item.remote.etag,
+            "size": item.remote.size,
+        }
         previous: dict[str, Any] = {}
         with contextlib.suppress(OSError, json.JSONDecodeError):
             previous = json.loads(item.sidecar.read_text(encoding="utf-8"))
         if any(previous.get(k) != v for k, v in identity.items()):
             item.partial.unlink(missing_ok=True)
             previous = {}
-        elif previous.get("sha256") and item.partial.exists() and item.partial.stat().st_size == item.remote.size:
+        elif (
+            previous.get("sha256")
+            and item.partial.exists()
+            and item.partial.stat().st_size == item.remote.size
+        ):
             item.sha256 = previous["sha256"]  # verified on an earlier run
         item.sidecar.write_text(json.dumps({**identity, "sha256": item.sha256}), encoding="utf-8")
 
@@ -94,7 +104,11 @@ class StoreDownloads(StoreMaintenance):
         self._require_space(needed, f"to download {pkg.name}")
 
     def _download_all(
-        self, pkg: PackageSpec, planned: list[PlannedFile], tracker: ProgressTracker, cancel: threading.Event | None
+        self,
+        pkg: PackageSpec,
+        planned: list[PlannedFile],
+        tracker: ProgressTracker,
+        cancel: threading.Event | None,
     ) -> None:
         sizes = [item.remote.size or item.spec.size or 0 for item in planned]
         total = sum(sizes) or None
@@ -110,14 +124,18 @@ class StoreDownloads(StoreMaintenance):
             before += size
         tracker.emit("downloading", before, total, force=True)
 
-    def _verify_downloads(self, planned: list[PlannedFile], tracker: ProgressTracker, cancel: threading.Event | None) -> None:
+    def _verify_downloads(
+        self, planned: list[PlannedFile], tracker: ProgressTracker, cancel: threading.Event | None
+    ) -> None:
         total = sum(item.partial.stat().st_size for item in planned)
         before = 0
         for item in planned:
             name = item.spec.path.rsplit("/", 1)[-1]
             size = item.partial.stat().st_size
             if item.sha256 is None:
-                item.sha256 = sha256_file(item.partial, hash_reporter(tracker, "verifying", before, total, name), cancel)
+                item.sha256 = sha256_file(
+                    item.partial, hash_reporter(tracker, "verifying", before, total, name), cancel
+                )
             before += size
             if item.expected_sha256 and item.sha256 != item.expected_sha256:
                 item.partial.unlink(missing_ok=True)

@@ -25,7 +25,9 @@ def walk_files(root: Path, skip_dirs: set[str] | frozenset[str] = frozenset()) -
 
 
 def is_linked(path: Path, root: Path) -> bool:
-    return any(parent.is_symlink() for parent in [path, *path.parents] if parent != root and root in parent.parents)
+    return any(
+        parent.is_symlink() for parent in [path, *path.parents] if parent != root and root in parent.parents
+    )
 
 
 def newest_mtime(path: Path) -> float:
@@ -50,7 +52,12 @@ def remove_tree(path: Path) -> None:
 
 
 def copy_hashing(
-    source: Path, destination: Path, tracker: ProgressTracker, base: int, total: int, cancel: threading.Event | None
+    source: Path,
+    destination: Path,
+    tracker: ProgressTracker,
+    base: int,
+    total: int,
+    cancel: threading.Event | None,
 ) -> str:
     """Copy and hash in one pass, so an import reads each byte once."""
     destination.parent.mkdir(parents=True, exist_ok=True)
@@ -66,7 +73,9 @@ def copy_hashing(
                 tracker.emit("copying", base + done, total, source.name, rate=True)
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskSpaceError(f"the disk filled up while copying {source.name}", "free some space") from exc
+            raise DiskSpaceError(
+                f"the disk filled up while copying {source.name}", "free some space"
+            ) from exc
         raise
     shutil.copystat(source, destination)
     return digest.hexdigest()

@@ -65,8 +65,10 @@ class RetryPolicy:
 
 
 # Where huggingface_hub finds a token: HF_TOKEN, else the file its CLI login writes (`hf` since 0.34).
-TOKEN_HINT = ("set HF_TOKEN to a Hugging Face token that can read it, or log in once with `hf auth login` "
-              "(`huggingface-cli login` with huggingface_hub before 0.34)")
+TOKEN_HINT = (
+    "set HF_TOKEN to a Hugging Face token that can read it, or log in once with `hf auth login` "
+    "(`huggingface-cli login` with huggingface_hub before 0.34)"
+)
 
 
 class _Retryable(Exception):
@@ -104,14 +106,19 @@ class HubClient:
         headers["Accept-Encoding"] = "identity"  # sizes and Range offsets must refer to the raw bytes
         return headers
 
-    def file_info(self, repo: str, path: str, revision: str, cancel: threading.Event | None = None) -> RemoteFile:
+    def file_info(
+        self, repo: str, path: str, revision: str, cancel: threading.Event | None = None
+    ) -> RemoteFile:
         url = hf_hub_url(repo, path, revision=revision, endpoint=self.endpoint)
         failures = 0
         while True:
             check_cancel(cancel)
             try:
                 meta = get_hf_file_metadata(
-                    url, token=self.token, timeout=self.timeout.connect, endpoint=self.endpoint,
+                    url,
+                    token=self.token,
+                    timeout=self.timeout.connect,
+                    endpoint=self.endpoint,
                     library_name="captioneer",
                 )
                 return RemoteFile(repo, revision, path, meta.location, meta.size, meta.etag, meta.commit_hash)
@@ -155,9 +162,15 @@ class HubClient:
                 return
             except (httpx2.TransportError, _Retryable) as exc:
                 progressed = partial.exists() and partial.stat().st_size > have
-                failures = self._wait_before_retry(0 if progressed else failures, exc, cancel, remote.repo, remote.path)
+                failures = self._wait_before_retry(
+                    0 if progressed else failures, exc, cancel, remote.repo, remote.path
+                )
             except HfHubHTTPError as exc:
-                if _status(exc) in (401, 403, 410) and not refreshed and remote.location != self._resolve_url(remote):
+                if (
+                    _status(exc) in (401, 403, 410)
+                    and not refreshed
+                    and remote.location != self._resolve_url(remote)
+                ):
                     # A signed CDN link expired while we were paused or retrying: ask the hub for a fresh one.
                     refreshed = True
                     remote = self.file_info(remote.repo, remote.path, remote.revision, cancel)

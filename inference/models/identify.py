@@ -21,7 +21,9 @@ def detect_family(model_path: Path) -> str:
         try:
             config = json.loads(config_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise ModelError(f"cannot read {config_path}: {exc}", "re-download or re-import the model") from exc
+            raise ModelError(
+                f"cannot read {config_path}: {exc}", "re-download or re-import the model"
+            ) from exc
         model_type = str(config.get("model_type", ""))
         if model_type in ("parakeet_tdt",):
             return "parakeet_tdt"
@@ -31,7 +33,9 @@ def detect_family(model_path: Path) -> str:
             f"{config_path} has model_type {model_type!r}, which no Captioneer family handles",
             f"use a checkpoint of one of: {', '.join(KNOWN_FAMILIES)}",
         )
-    raise ModelError(f"{model_path} holds neither config.json nor a .gguf file", "point --model at a model directory")
+    raise ModelError(
+        f"{model_path} holds neither config.json nor a .gguf file", "point --model at a model directory"
+    )
 
 
 def _family_from_gguf(path: Path) -> str:

@@ -48,19 +48,25 @@ class StoreImporter(NemoImporter):
         source = source.resolve()
         if nemo.is_nemo_source(source):
             if link:
-                raise UsageError(f"{source.name} cannot be linked: it is converted into a new model",
-                                 "import it without --link")  # fmt: skip
+                raise UsageError(
+                    f"{source.name} cannot be linked: it is converted into a new model",
+                    "import it without --link",
+                )
             return self.import_nemo(source, package_id, sidecars, sha256, license_text, progress, cancel)
         if license_text is not None:
             raise UsageError("--license applies to .nemo checkpoints only", "leave it out for this model")
         if phonon.is_phonon2_source(source):
             if link:
-                raise UsageError(f"{source.name} cannot be linked: it is converted into a new model",
-                                 "import it without --link")  # fmt: skip
+                raise UsageError(
+                    f"{source.name} cannot be linked: it is converted into a new model",
+                    "import it without --link",
+                )
             return self._import_phonon2(source, package_id, sidecars, sha256, progress, cancel)
         if sidecars is not None or sha256 is not None:
-            raise UsageError("--sidecars and --sha256 apply to Phonon-2 and .nemo sources only",
-                             "pass a .nemo file, a .tar.zst archive or a folder holding model.fermion")  # fmt: skip
+            raise UsageError(
+                "--sidecars and --sha256 apply to Phonon-2 and .nemo sources only",
+                "pass a .nemo file, a .tar.zst archive or a folder holding model.fermion",
+            )
         family = detect_family(source)  # raises ModelError with a fix if it is no model we can load
         pid = package_id or slug(source.stem if source.is_file() else source.name)
         if not PACKAGE_ID.match(pid):
@@ -75,15 +81,22 @@ class StoreImporter(NemoImporter):
                     "choose another id with --id",
                 )
             if self.catalog.installed_path(known[pid]) is not None:
-                raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
+                raise UsageError(
+                    f"{pid} is already installed", "remove it first or choose another id with --id"
+                )
         self.root.mkdir(parents=True, exist_ok=True)
         with self._package_lock(pid, "import"):
             return self._import_locked(source, pid, family, known, link, progress, cancel)
 
     def _import_phonon2(
-        self, source: Path, package_id: str | None, sidecars: Path | None, sha256: str | None,
-        progress: ProgressCallback | None, cancel: threading.Event | None,
-    ) -> Path:  # fmt: skip
+        self,
+        source: Path,
+        package_id: str | None,
+        sidecars: Path | None,
+        sha256: str | None,
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> Path:
         """Convert a local Phonon-2 source into a package (default id: the catalog's Phonon-2 package).
 
         The sidecars (nvidia v3 ``config.json``, ``tokenizer.json``, ``processor_config.json``) come from the
@@ -92,14 +105,24 @@ class StoreImporter(NemoImporter):
         is assembled in a temporary directory, so a refused or failed import leaves nothing installed.
         """
         known = {p.id: p for p in self.catalog.packages()}
-        catalog_pkg = next((p for p in known.values() if p.format == phonon.FORMAT and p.family == phonon.FAMILY
-                            and p.files), None)  # fmt: skip
+        catalog_pkg = next(
+            (
+                p
+                for p in known.values()
+                if p.format == phonon.FORMAT and p.family == phonon.FAMILY and p.files
+            ),
+            None,
+        )
         pid = package_id or (catalog_pkg.id if catalog_pkg is not None else "phonon2")
         if not PACKAGE_ID.match(pid):
-            raise UsageError(f"{pid!r} cannot be a package id", "use letters, digits, '_', '-' or '.', e.g. --id my_model")
+            raise UsageError(
+                f"{pid!r} cannot be a package id", "use letters, digits, '_', '-' or '.', e.g. --id my_model"
+            )
         if pid in known and known[pid].family != phonon.FAMILY:
-            raise UsageError(f"{pid} is a {known[pid].family} package, but {source} is a Phonon-2 ({phonon.FAMILY}) model",
-                             "choose another id with --id")  # fmt: skip
+            raise UsageError(
+                f"{pid} is a {known[pid].family} package, but {source} is a Phonon-2 ({phonon.FAMILY}) model",
+                "choose another id with --id",
+            )
         if pid in known and self.catalog.installed_path(known[pid]) is not None:
             raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
         expected = phonon.expected_digest(source, catalog_pkg, sha256)
@@ -109,31 +132,46 @@ class StoreImporter(NemoImporter):
         if sidecars is not None:
             sidecars = Path(sidecars).expanduser().resolve()
             if not sidecars.is_dir():
-                raise UsageError(f"--sidecars {sidecars} is not a folder",
-                                 "pass the folder holding config.json, tokenizer.json and processor_config.json")  # fmt: skip
+                raise UsageError(
+                    f"--sidecars {sidecars} is not a folder",
+                    "pass the folder holding config.json, tokenizer.json and processor_config.json",
+                )
         elif catalog_pkg is not None:
             side_files = phonon.sidecar_files(catalog_pkg, lambda f: file_target(catalog_pkg, f))
         if sidecars is None and not side_files:
-            raise UsageError("the catalog does not say where the Phonon-2 sidecars come from",
-                             "pass --sidecars DIR holding config.json, tokenizer.json and processor_config.json of "
-                             "nvidia/parakeet-tdt-0.6b-v3")  # fmt: skip
-        size = source.stat().st_size if source.is_file() else sum(p.stat().st_size for p in walk_files(source))
+            raise UsageError(
+                "the catalog does not say where the Phonon-2 sidecars come from",
+                "pass --sidecars DIR holding config.json, tokenizer.json and processor_config.json of "
+                "nvidia/parakeet-tdt-0.6b-v3",
+            )
+        size = (
+            source.stat().st_size if source.is_file() else sum(p.stat().st_size for p in walk_files(source))
+        )
         named = known.get(pid)
         pkg = PackageSpec(
-            id=pid, family=phonon.FAMILY, name=named.name if named else f"{source.name} (imported Phonon-2)",
-            format=phonon.FORMAT, files=side_files, size_bytes=size,
-            hf_repo=catalog_pkg.hf_repo if catalog_pkg else None, revision=catalog_pkg.revision if catalog_pkg else None,
-            quantization="f32", languages=("en",),
-        )  # fmt: skip
+            id=pid,
+            family=phonon.FAMILY,
+            name=named.name if named else f"{source.name} (imported Phonon-2)",
+            format=phonon.FORMAT,
+            files=side_files,
+            size_bytes=size,
+            hf_repo=catalog_pkg.hf_repo if catalog_pkg else None,
+            revision=catalog_pkg.revision if catalog_pkg else None,
+            quantization="f32",
+            languages=("en",),
+        )
         self.root.mkdir(parents=True, exist_ok=True)
         with self._package_lock(pid, "import"):
             if (self.root / pid / INSTALL_MARKER).exists():
-                raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
+                raise UsageError(
+                    f"{pid} is already installed", "remove it first or choose another id with --id"
+                )
             tracker = ProgressTracker(pid, ThrottledReporter(progress))
             checked = source if source.is_file() else source / phonon.CONTAINER
             total = checked.stat().st_size
-            phonon.check_digest(checked, expected, lambda done: tracker.emit("verifying", done, total, checked.name),
-                                cancel)  # fmt: skip
+            phonon.check_digest(
+                checked, expected, lambda done: tracker.emit("verifying", done, total, checked.name), cancel
+            )
             planned: list[PlannedFile] = []
             if side_files:
                 tracker.emit("checking", message=f"asking {self.hub.endpoint} for the sidecars", force=True)
@@ -144,17 +182,35 @@ class StoreImporter(NemoImporter):
                 self._download_all(pkg, planned, tracker, cancel)
                 self._verify_downloads(planned, tracker, cancel)
             converter = phonon.import_converter(source, sidecars)
-            path = self._assemble(pkg, planned, tracker, cancel, converter, marker_fields={
-                "source": "import", "origin": str(source), "linked": False, "hf_repo": None, "revision": None,
-                "commit": None, "sidecars_origin": str(sidecars) if sidecars is not None else None,
-            })  # fmt: skip
+            path = self._assemble(
+                pkg,
+                planned,
+                tracker,
+                cancel,
+                converter,
+                marker_fields={
+                    "source": "import",
+                    "origin": str(source),
+                    "linked": False,
+                    "hf_repo": None,
+                    "revision": None,
+                    "commit": None,
+                    "sidecars_origin": str(sidecars) if sidecars is not None else None,
+                },
+            )
             tracker.emit("done", message=str(path), force=True)
             return path
 
     def _import_locked(
-        self, source: Path, pid: str, family: str, known: dict[str, PackageSpec], link: bool,
-        progress: ProgressCallback | None, cancel: threading.Event | None,
-    ) -> Path:  # fmt: skip
+        self,
+        source: Path,
+        pid: str,
+        family: str,
+        known: dict[str, PackageSpec],
+        link: bool,
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> Path:
         if (self.root / pid / INSTALL_MARKER).exists():
             raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
         tracker = ProgressTracker(pid, ThrottledReporter(progress))
@@ -182,12 +238,22 @@ class StoreImporter(NemoImporter):
             files = self._describe_files(tmp, known_hashes, tracker, cancel, hash_links=False)
             fmt = locate_model(source).kind  # the file the engine will load decides the format
             catalog_pkg = known.get(pid)
-            write_marker(tmp, InstallMarker(
-                id=pid, family=family, format=catalog_pkg.format if catalog_pkg else fmt,
-                name=catalog_pkg.name if catalog_pkg else f"{source.name} (imported)",
-                quantization=catalog_pkg.quantization if catalog_pkg else None, model_path=model_path,
-                source="import", origin=str(source), linked=link, installed_at=self.clock(), files=files,
-            ))  # fmt: skip
+            write_marker(
+                tmp,
+                InstallMarker(
+                    id=pid,
+                    family=family,
+                    format=catalog_pkg.format if catalog_pkg else fmt,
+                    name=catalog_pkg.name if catalog_pkg else f"{source.name} (imported)",
+                    quantization=catalog_pkg.quantization if catalog_pkg else None,
+                    model_path=model_path,
+                    source="import",
+                    origin=str(source),
+                    linked=link,
+                    installed_at=self.clock(),
+                    files=files,
+                ),
+            )
             final = self._swap_into_place(tmp, pid)
         except BaseException:
             remove_tree(tmp)

@@ -52,8 +52,10 @@ class ModelLocation:
 
     def require_weights(self) -> tuple[Path, ...]:
         if not self.weights:
-            raise ModelError(f"{self.root} has no model.safetensors or .gguf weights",
-                             "download the model weights, or pass the folder or .gguf file that holds them")  # fmt: skip
+            raise ModelError(
+                f"{self.root} has no model.safetensors or .gguf weights",
+                "download the model weights, or pass the folder or .gguf file that holds them",
+            )
         return self.weights
 
 
@@ -61,7 +63,9 @@ def locate_model(path: str | Path) -> ModelLocation:
     """Where the weights of the model at ``path`` (a folder or a file in it) are; ModelError when nothing fits."""
     path = Path(path)
     if not path.exists():
-        raise ModelError(f"model not found: {path}", "pass an existing model folder, .gguf file or package id")
+        raise ModelError(
+            f"model not found: {path}", "pass an existing model folder, .gguf file or package id"
+        )
     if path.is_file():
         if path.suffix == GGUF_SUFFIX:
             return ModelLocation(path.parent, "gguf", (path,))
@@ -79,7 +83,9 @@ def _folder(folder: Path) -> ModelLocation:
         return ModelLocation(folder, "gguf", (packages[0],))
     if packages:
         names = ", ".join(p.name for p in packages)
-        raise ModelError(f"{folder} holds {len(packages)} .gguf packages ({names})", "pass the .gguf file to load")
+        raise ModelError(
+            f"{folder} holds {len(packages)} .gguf packages ({names})", "pass the .gguf file to load"
+        )
     index = folder / SHARD_INDEX
     if index.is_file():
         return ModelLocation(folder, "safetensors", _shards(index))
@@ -101,8 +107,10 @@ def _shards(index: Path) -> tuple[Path, ...]:
     for name in names:
         shard = index.parent / name
         if Path(name).name != name or not shard.is_file():
-            raise ModelError(f"{index} lists the shard {name!r}, which is not in {index.parent}",
-                             "re-download the model (a shard is missing)")  # fmt: skip
+            raise ModelError(
+                f"{index} lists the shard {name!r}, which is not in {index.parent}",
+                "re-download the model (a shard is missing)",
+            )
         shards.append(shard)
     if not shards:
         raise ModelError(f"{index} lists no shards", "re-download the model")

@@ -93,7 +93,9 @@ class StoreMaintenance(StoreBase):
         marker = read_marker(directory)
         if marker is None:
             self.catalog.get(package_id)  # unknown id → a usage error naming the known ones
-            raise UsageError(f"{package_id} is not installed", f"install it with `captioneer models install {package_id}`")
+            raise UsageError(
+                f"{package_id} is not installed", f"install it with `captioneer models install {package_id}`"
+            )
         pkg = next((p for p in self.catalog.packages() if p.id == package_id), None)
         catalog_sha = {}
         if pkg is not None:

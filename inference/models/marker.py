@@ -89,21 +89,38 @@ class InstallMarker:
         if schema != MARKER_SCHEMA:
             raise _invalid(where, f"it has schema {schema!r}, this Captioneer reads schema {MARKER_SCHEMA}")
         try:
-            files = tuple(MarkerFile(str(f["path"]), int(f["size"]), _optional_str(f.get("sha256")))
-                          for f in data["files"])  # fmt: skip
-            others = tuple(OtherSource(str(s["path"]), _optional_str(s.get("hf_repo")),
-                                       _optional_str(s.get("revision")), _optional_str(s.get("commit")))
-                           for s in data.get("other_sources") or ())  # fmt: skip
+            files = tuple(
+                MarkerFile(str(f["path"]), int(f["size"]), _optional_str(f.get("sha256")))
+                for f in data["files"]
+            )
+            others = tuple(
+                OtherSource(
+                    str(s["path"]),
+                    _optional_str(s.get("hf_repo")),
+                    _optional_str(s.get("revision")),
+                    _optional_str(s.get("commit")),
+                )
+                for s in data.get("other_sources") or ()
+            )
             marker = cls(
-                id=_required_str(data, "id"), family=_required_str(data, "family"),
-                format=_required_str(data, "format"), name=_required_str(data, "name"),
-                model_path=_required_str(data, "model_path"), source=_required_str(data, "source"),
-                installed_at=float(data["installed_at"]), files=files,
-                quantization=_optional_str(data.get("quantization")), hf_repo=_optional_str(data.get("hf_repo")),
-                revision=_optional_str(data.get("revision")), commit=_optional_str(data.get("commit")),
-                other_sources=others, origin=_optional_str(data.get("origin")), linked=bool(data.get("linked")),
-                sidecars_origin=_optional_str(data.get("sidecars_origin")), version=schema,
-            )  # fmt: skip
+                id=_required_str(data, "id"),
+                family=_required_str(data, "family"),
+                format=_required_str(data, "format"),
+                name=_required_str(data, "name"),
+                model_path=_required_str(data, "model_path"),
+                source=_required_str(data, "source"),
+                installed_at=float(data["installed_at"]),
+                files=files,
+                quantization=_optional_str(data.get("quantization")),
+                hf_repo=_optional_str(data.get("hf_repo")),
+                revision=_optional_str(data.get("revision")),
+                commit=_optional_str(data.get("commit")),
+                other_sources=others,
+                origin=_optional_str(data.get("origin")),
+                linked=bool(data.get("linked")),
+                sidecars_origin=_optional_str(data.get("sidecars_origin")),
+                version=schema,
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise _invalid(where, f"a field is missing or malformed ({type(exc).__name__}: {exc})") from exc
         if marker.source not in SOURCES:
@@ -114,8 +131,10 @@ class InstallMarker:
 
 
 def _invalid(where: str, problem: str) -> InvalidMarkerError:
-    return InvalidMarkerError(f"the install record {where} cannot be read: {problem}",
-                              "reinstall or re-import the model (its files stay where they are until then)")  # fmt: skip
+    return InvalidMarkerError(
+        f"the install record {where} cannot be read: {problem}",
+        "reinstall or re-import the model (its files stay where they are until then)",
+    )
 
 
 def _required_str(data: dict[str, Any], key: str) -> str:

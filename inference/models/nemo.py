@@ -33,7 +33,9 @@ def pinned_digest(package: PackageSpec) -> str | None:
     return next((f.sha256 for f in package.files if f.path.lower().endswith(SUFFIX) and f.sha256), None)
 
 
-def catalog_package(packages: list[PackageSpec], source: Path, digest: str, package_id: str | None) -> PackageSpec | None:
+def catalog_package(
+    packages: list[PackageSpec], source: Path, digest: str, package_id: str | None
+) -> PackageSpec | None:
     """The catalog's ``.nemo`` entry this file is meant to be: the one pinning its digest, else the one named by
     ``--id``, else the one whose file has the same name."""
     entries = [p for p in packages if p.format == FORMAT and p.family == FAMILY]
@@ -53,8 +55,10 @@ def check_digest(source: Path, actual: str, package: PackageSpec | None, overrid
     """Refuse a file that is not the build the catalog (or ``--sha256``) names."""
     if override is not None:
         if actual != override:
-            raise ModelError(f"{source.name} has sha256 {actual}, not the {override} given with --sha256",
-                             "check the file or the digest")  # fmt: skip
+            raise ModelError(
+                f"{source.name} has sha256 {actual}, not the {override} given with --sha256",
+                "check the file or the digest",
+            )
         return
     pinned = pinned_digest(package) if package is not None else None
     if package is not None and pinned is not None and actual != pinned:
@@ -93,8 +97,10 @@ def copy_sidecars(model: Path, into: Path) -> Path:
         reader.close()
     missing = [name for name in SIDECAR_FILES if name not in files]
     if missing:
-        raise ModelError(f"the installed package {model.name} embeds no {', '.join(missing)}",
-                         "install the safetensors package parakeet_tdt, or pass --sidecars DIR")  # fmt: skip
+        raise ModelError(
+            f"the installed package {model.name} embeds no {', '.join(missing)}",
+            "install the safetensors package parakeet_tdt, or pass --sidecars DIR",
+        )
     for name in SIDECAR_FILES:
         (into / name).write_bytes(files[name])
     return into
@@ -116,12 +122,21 @@ def import_converter(
                 return None
             return copy_sidecars(stock[1], copied), f"the installed package {stock[0]}"
 
-        result = convert_nemo(source, context.package_dir / MODEL_DIR, sidecars=sidecars, fallback_sidecars=fallback,
-                              provenance=provenance, progress=context.progress, cancel=context.cancel)  # fmt: skip
+        result = convert_nemo(
+            source,
+            context.package_dir / MODEL_DIR,
+            sidecars=sidecars,
+            fallback_sidecars=fallback,
+            provenance=provenance,
+            progress=context.progress,
+            cancel=context.cancel,
+        )
         if copied.is_dir():  # the model folder holds its own copies now
             for name in SIDECAR_FILES:
                 (copied / name).unlink(missing_ok=True)
             copied.rmdir()
-        return ConversionResult(model_path=MODEL_DIR, notes=f"converted from {source.name} ({result.tensors} tensors)")
+        return ConversionResult(
+            model_path=MODEL_DIR, notes=f"converted from {source.name} ({result.tensors} tensors)"
+        )
 
     return convert

@@ -16,7 +16,9 @@ from inference.models.progress import ProgressCallback, ProgressTracker, Throttl
 from inference.models.spec import PackageSpec
 from inference.models.store_layout import DISK_RESERVE_BYTES, PACKAGE_ID, slug
 
-NEMO_FLOAT32_FACTOR = 2  # the dense float32 model can be up to twice a bf16/f16 .nemo; the weights are unpacked too
+NEMO_FLOAT32_FACTOR = (
+    2  # the dense float32 model can be up to twice a bf16/f16 .nemo; the weights are unpacked too
+)
 
 
 class NemoImporter(StoreInstaller):
@@ -40,8 +42,10 @@ class NemoImporter(StoreInstaller):
         if sidecars is not None:
             sidecars = Path(sidecars).expanduser().resolve()
             if not sidecars.is_dir():
-                raise UsageError(f"--sidecars {sidecars} is not a folder",
-                                 "pass the folder holding config.json, tokenizer.json and processor_config.json")  # fmt: skip
+                raise UsageError(
+                    f"--sidecars {sidecars} is not a folder",
+                    "pass the folder holding config.json, tokenizer.json and processor_config.json",
+                )
         packages = self.catalog.packages()
         tracker = ProgressTracker(package_id or source.stem, ThrottledReporter(progress))
         total = source.stat().st_size
@@ -50,34 +54,71 @@ class NemoImporter(StoreInstaller):
         nemo.check_digest(source, digest, matched, override)
         pid = package_id or (matched.id if matched is not None else slug(source.stem))
         if not PACKAGE_ID.match(pid):
-            raise UsageError(f"{pid!r} cannot be a package id", "use letters, digits, '_', '-' or '.', e.g. --id my_model")
+            raise UsageError(
+                f"{pid!r} cannot be a package id", "use letters, digits, '_', '-' or '.', e.g. --id my_model"
+            )
         known = {p.id: p for p in packages}
         if pid in known and known[pid].family != nemo.FAMILY:
-            raise UsageError(f"{pid} is a {known[pid].family} package, but {source.name} is a Parakeet-TDT model",
-                             "choose another id with --id")  # fmt: skip
+            raise UsageError(
+                f"{pid} is a {known[pid].family} package, but {source.name} is a Parakeet-TDT model",
+                "choose another id with --id",
+            )
         if pid in known and self.catalog.installed_path(known[pid]) is not None:
             raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
         named = matched if matched is not None and matched.id == pid else None
-        licence = license_text or (named.license if named is not None else None) or "not given (see the .nemo's source)"
+        licence = (
+            license_text
+            or (named.license if named is not None else None)
+            or "not given (see the .nemo's source)"
+        )
         stock = None
         if sidecars is None:
-            stock = nemo.installed_stock_sidecars(lambda i: self.catalog.installed_path(known[i]) if i in known else None)
+            stock = nemo.installed_stock_sidecars(
+                lambda i: self.catalog.installed_path(known[i]) if i in known else None
+            )
         pkg = PackageSpec(
-            id=pid, family=nemo.FAMILY, name=named.name if named is not None else f"{source.name} (imported .nemo)",
-            format=nemo.FORMAT, files=(), size_bytes=total, quantization="f32",
-            languages=named.languages if named is not None else (), license=licence,
-        )  # fmt: skip
-        provenance = {"source_file": source.name, "origin": str(source), "sha256": digest, "license": licence,
-                      "catalog_package": named.id if named is not None else None}  # fmt: skip
+            id=pid,
+            family=nemo.FAMILY,
+            name=named.name if named is not None else f"{source.name} (imported .nemo)",
+            format=nemo.FORMAT,
+            files=(),
+            size_bytes=total,
+            quantization="f32",
+            languages=named.languages if named is not None else (),
+            license=licence,
+        )
+        provenance = {
+            "source_file": source.name,
+            "origin": str(source),
+            "sha256": digest,
+            "license": licence,
+            "catalog_package": named.id if named is not None else None,
+        }
         self.root.mkdir(parents=True, exist_ok=True)
         with self._package_lock(pid, "import"):
             if (self.root / pid / INSTALL_MARKER).exists():
-                raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
-            self._require_space(NEMO_FLOAT32_FACTOR * total + total + DISK_RESERVE_BYTES, f"to import {source.name}")
+                raise UsageError(
+                    f"{pid} is already installed", "remove it first or choose another id with --id"
+                )
+            self._require_space(
+                NEMO_FLOAT32_FACTOR * total + total + DISK_RESERVE_BYTES, f"to import {source.name}"
+            )
             converter = nemo.import_converter(source, sidecars, stock, provenance)
-            path = self._assemble(pkg, [], tracker, cancel, converter, marker_fields={
-                "source": "import", "origin": str(source), "linked": False, "hf_repo": None, "revision": None,
-                "commit": None, "sidecars_origin": str(sidecars) if sidecars is not None else None,
-            })  # fmt: skip
+            path = self._assemble(
+                pkg,
+                [],
+                tracker,
+                cancel,
+                converter,
+                marker_fields={
+                    "source": "import",
+                    "origin": str(source),
+                    "linked": False,
+                    "hf_repo": None,
+                    "revision": None,
+                    "commit": None,
+                    "sidecars_origin": str(sidecars) if sidecars is not None else None,
+                },
+            )
             tracker.emit("done", message=str(path), force=True)
             return path

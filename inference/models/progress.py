@@ -95,7 +95,12 @@ class ThrottledReporter:
             return
         now = self.clock()
         finished = report.total is not None and report.done >= report.total
-        if force or finished or report.phase != self._last_phase or now - self._last_time >= self.min_interval:
+        if (
+            force
+            or finished
+            or report.phase != self._last_phase
+            or now - self._last_time >= self.min_interval
+        ):
             self._last_time = now
             self._last_phase = report.phase
             self.callback(report)
@@ -149,16 +154,28 @@ class ProgressTracker:
     report: ThrottledReporter
     meter: RateMeter = field(default_factory=RateMeter)
 
-    def emit(self, phase: str, done: int = 0, total: int | None = None, file: str = "", message: str = "",
-             rate: bool = False, force: bool = False) -> None:
+    def emit(
+        self,
+        phase: str,
+        done: int = 0,
+        total: int | None = None,
+        file: str = "",
+        message: str = "",
+        rate: bool = False,
+        force: bool = False,
+    ) -> None:
         speed = eta = None
         if rate:
             self.meter.add(done)
             speed, eta = self.meter.speed(), self.meter.eta(done, total)
-        self.report(InstallProgress(self.package_id, phase, done, total, file, speed, eta, message), force=force)
+        self.report(
+            InstallProgress(self.package_id, phase, done, total, file, speed, eta, message), force=force
+        )
 
 
-def hash_reporter(tracker: ProgressTracker, stage: str, offset: int, total: int | None, name: str) -> Callable[[int], None]:
+def hash_reporter(
+    tracker: ProgressTracker, stage: str, offset: int, total: int | None, name: str
+) -> Callable[[int], None]:
     """Progress of hashing one file, counted from ``offset`` bytes into a larger job."""
 
     def report(done: int) -> None:

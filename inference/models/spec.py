@@ -91,9 +91,13 @@ class OptionSpec:
                 raise UsageError(problem) from None
             if self.type == "float" and not math.isfinite(value):
                 raise UsageError(problem)
-            if self.minimum is not None and (value < self.minimum or (self.min_exclusive and value == self.minimum)):
+            if self.minimum is not None and (
+                value < self.minimum or (self.min_exclusive and value == self.minimum)
+            ):
                 raise UsageError(problem)
-            if self.maximum is not None and (value > self.maximum or (self.max_exclusive and value == self.maximum)):
+            if self.maximum is not None and (
+                value > self.maximum or (self.max_exclusive and value == self.maximum)
+            ):
                 raise UsageError(problem)
             return value
         if self.type == "enum":

@@ -31,9 +31,18 @@ from inference.models.store_layout import (
 )
 
 __all__ = [
-    "DAY_S", "DERIVED_DIR", "DISK_RESERVE_BYTES", "LOCK_DIR", "PARTIAL_DIR", "PARTIAL_MAX_AGE_S", "TMP_PREFIX",
-    "DiskUsage", "FileCheck", "ModelStore", "VerifyReport",
-]  # fmt: skip
+    "DAY_S",
+    "DERIVED_DIR",
+    "DISK_RESERVE_BYTES",
+    "LOCK_DIR",
+    "PARTIAL_DIR",
+    "PARTIAL_MAX_AGE_S",
+    "TMP_PREFIX",
+    "DiskUsage",
+    "FileCheck",
+    "ModelStore",
+    "VerifyReport",
+]
 
 
 class ModelStore(StoreImporter):

@@ -119,7 +119,11 @@ class StoreBase:
         return final
 
     def _describe_files(
-        self, directory: Path, known: dict[str, str | None], tracker: ProgressTracker, cancel: threading.Event | None,
+        self,
+        directory: Path,
+        known: dict[str, str | None],
+        tracker: ProgressTracker,
+        cancel: threading.Event | None,
         hash_links: bool = True,
     ) -> tuple[MarkerFile, ...]:
         """Every file of an assembled package with its size and sha256 (``known`` ones are not hashed again)."""

@@ -74,30 +74,46 @@ class TensorRef:
 def _rebuild_tensor(storage: Any, offset: Any, size: Any, stride: Any, *_rest: Any) -> TensorRef:
     """Stand-in for ``torch._utils._rebuild_tensor_v2`` (requires_grad, hooks and metadata are ignored)."""
     if not isinstance(storage, StorageRef):
-        raise UnsafeCheckpointError("a tensor in the checkpoint is not backed by a stored array", "use a plain torch.save state dict")
+        raise UnsafeCheckpointError(
+            "a tensor in the checkpoint is not backed by a stored array", "use a plain torch.save state dict"
+        )
     try:
         shape = tuple(int(d) for d in size)
         strides = tuple(int(s) for s in stride)
         start = int(offset)
     except (TypeError, ValueError):
-        raise ModelError("a tensor in the checkpoint has a malformed shape or stride", "download the file again") from None
+        raise ModelError(
+            "a tensor in the checkpoint has a malformed shape or stride", "download the file again"
+        ) from None
     if len(shape) != len(strides) or start < 0 or any(d < 0 for d in shape) or any(s < 0 for s in strides):
-        raise ModelError(f"a tensor in the checkpoint has shape {shape} and stride {strides}", "download the file again")
-    if 0 not in shape and start + sum((d - 1) * s for d, s in zip(shape, strides, strict=True)) >= storage.numel:
-        raise ModelError(f"a tensor of shape {shape} reaches past its storage data/{storage.key}", "download the file again")
+        raise ModelError(
+            f"a tensor in the checkpoint has shape {shape} and stride {strides}", "download the file again"
+        )
+    if (
+        0 not in shape
+        and start + sum((d - 1) * s for d, s in zip(shape, strides, strict=True)) >= storage.numel
+    ):
+        raise ModelError(
+            f"a tensor of shape {shape} reaches past its storage data/{storage.key}",
+            "download the file again",
+        )
     return TensorRef(storage, start, shape, strides)
 
 
 def _rebuild_parameter(data: Any, *_rest: Any) -> TensorRef:
     """Stand-in for ``torch._utils._rebuild_parameter``: a parameter is its tensor."""
     if not isinstance(data, TensorRef):
-        raise UnsafeCheckpointError("a parameter in the checkpoint does not wrap a tensor", "use a plain torch.save state dict")
+        raise UnsafeCheckpointError(
+            "a parameter in the checkpoint does not wrap a tensor", "use a plain torch.save state dict"
+        )
     return data
 
 
 def _ordered_dict(*args: Any) -> collections.OrderedDict:
     if args:
-        raise UnsafeCheckpointError("the checkpoint builds an OrderedDict from arguments", "use a plain torch.save state dict")
+        raise UnsafeCheckpointError(
+            "the checkpoint builds an OrderedDict from arguments", "use a plain torch.save state dict"
+        )
     return collections.OrderedDict()
 
 
@@ -117,8 +133,10 @@ class _StateDictUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         allowed = _ALLOWED.get((module, name))
         if allowed is None and module == "torch" and name.endswith("Storage"):
-            raise ModelError(f"{self.source} stores tensors of type torch.{name}, which this reader does not support",
-                             "save the weights as float32, float16 or bfloat16")  # fmt: skip
+            raise ModelError(
+                f"{self.source} stores tensors of type torch.{name}, which this reader does not support",
+                "save the weights as float32, float16 or bfloat16",
+            )
         if allowed is None:
             raise UnsafeCheckpointError(
                 f"{self.source} asks to load {module}.{name}, which a state dict of tensors never needs; "
@@ -128,9 +146,16 @@ class _StateDictUnpickler(pickle.Unpickler):
         return allowed
 
     def persistent_load(self, pid: Any) -> StorageRef:
-        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], _StorageType)):
-            raise UnsafeCheckpointError(f"{self.source} refers to an unknown kind of stored object {pid!r:.80}",
-                                        "use a plain torch.save state dict")  # fmt: skip
+        if not (
+            isinstance(pid, tuple)
+            and len(pid) == 5
+            and pid[0] == "storage"
+            and isinstance(pid[1], _StorageType)
+        ):
+            raise UnsafeCheckpointError(
+                f"{self.source} refers to an unknown kind of stored object {pid!r:.80}",
+                "use a plain torch.save state dict",
+            )
         _, kind, key, _location, numel = pid
         if not isinstance(key, str) or not isinstance(numel, int) or numel < 0:
             raise ModelError(f"{self.source} has a malformed storage reference", "download the file again")
@@ -140,7 +165,14 @@ class _StateDictUnpickler(pickle.Unpickler):
 class TorchStateDict:
     """The tensors of a torch zip checkpoint by name; open with :func:`open_torch_state_dict`."""
 
-    def __init__(self, archive: zipfile.ZipFile, prefix: str, tensors: dict[str, TensorRef], big_endian: bool, source: str):
+    def __init__(
+        self,
+        archive: zipfile.ZipFile,
+        prefix: str,
+        tensors: dict[str, TensorRef],
+        big_endian: bool,
+        source: str,
+    ):
         self._zip = archive
         self._prefix = prefix
         self.tensors = tensors
@@ -163,20 +195,33 @@ class TorchStateDict:
         try:
             raw = self._zip.read(entry)
         except KeyError:
-            raise ModelError(f"{self.source} lacks {entry} (tensor {name!r})", "download the file again") from None
+            raise ModelError(
+                f"{self.source} lacks {entry} (tensor {name!r})", "download the file again"
+            ) from None
         except (zipfile.BadZipFile, OSError, EOFError) as exc:
             raise ModelError(f"{self.source}: {entry} is damaged: {exc}", "download the file again") from None
         itemsize = _ITEMSIZE[ref.dtype]
         if len(raw) < ref.storage.numel * itemsize:
-            raise ModelError(f"{self.source}: {entry} has {len(raw)} bytes, tensor {name!r} needs "
-                             f"{ref.storage.numel * itemsize}", "download the file again")  # fmt: skip
+            raise ModelError(
+                f"{self.source}: {entry} has {len(raw)} bytes, tensor {name!r} needs "
+                f"{ref.storage.numel * itemsize}",
+                "download the file again",
+            )
         order = ">" if self._big_endian else "<"
         stored = "u2" if ref.dtype == "bf16" else ("?" if ref.dtype == "b1" else ref.dtype)
-        flat = np.frombuffer(raw, dtype=np.dtype(order + stored) if itemsize > 1 else np.dtype(stored),
-                             count=ref.storage.numel)  # fmt: skip
-        view = np.lib.stride_tricks.as_strided(
-            flat[ref.offset :], shape=ref.shape, strides=tuple(s * itemsize for s in ref.stride), writeable=False
-        ) if 0 not in ref.shape else np.zeros(ref.shape, dtype=flat.dtype)  # fmt: skip
+        flat = np.frombuffer(
+            raw, dtype=np.dtype(order + stored) if itemsize > 1 else np.dtype(stored), count=ref.storage.numel
+        )
+        view = (
+            np.lib.stride_tricks.as_strided(
+                flat[ref.offset :],
+                shape=ref.shape,
+                strides=tuple(s * itemsize for s in ref.stride),
+                writeable=False,
+            )
+            if 0 not in ref.shape
+            else np.zeros(ref.shape, dtype=flat.dtype)
+        )
         if ref.dtype == "bf16":
             return (view.astype(np.uint32) << 16).view(np.float32)
         return np.array(view, dtype=view.dtype.newbyteorder("="), order="C")  # a copy; keeps 0-d shapes
@@ -188,19 +233,25 @@ def open_torch_state_dict(path: Path) -> TorchStateDict:
     try:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
-        raise ModelError(f"{source} is not a torch zip checkpoint (the legacy or a damaged file)",
-                         "re-save it with torch.save from torch 1.6 or later, or download it again") from None  # fmt: skip
+        raise ModelError(
+            f"{source} is not a torch zip checkpoint (the legacy or a damaged file)",
+            "re-save it with torch.save from torch 1.6 or later, or download it again",
+        ) from None
     except OSError as exc:
         raise ModelError(f"cannot read {source}: {exc}", "check the file") from None
     try:
         pickles = [n for n in archive.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
         if len(pickles) != 1:
-            raise ModelError(f"{source} has {len(pickles)} data.pkl entries, expected one", "download the file again")
+            raise ModelError(
+                f"{source} has {len(pickles)} data.pkl entries, expected one", "download the file again"
+            )
         prefix = pickles[0][: -len("data.pkl")]
         info = archive.getinfo(pickles[0])
         if info.file_size > _MAX_PICKLE_BYTES:
-            raise ModelError(f"{source}: data.pkl is {info.file_size} bytes, too large for a state dict",
-                             "use a plain torch.save state dict")  # fmt: skip
+            raise ModelError(
+                f"{source}: data.pkl is {info.file_size} bytes, too large for a state dict",
+                "use a plain torch.save state dict",
+            )
         big_endian = False
         if f"{prefix}byteorder" in archive.namelist():
             order = archive.read(f"{prefix}byteorder").decode("ascii", "replace").strip()
@@ -210,8 +261,18 @@ def open_torch_state_dict(path: Path) -> TorchStateDict:
         data = archive.read(pickles[0])
         try:
             loaded = _StateDictUnpickler(data, source).load()
-        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
-            raise ModelError(f"{source}: its data.pkl cannot be read as a state dict: {exc}", "download the file again") from None
+        except (
+            pickle.UnpicklingError,
+            EOFError,
+            ValueError,
+            TypeError,
+            AttributeError,
+            IndexError,
+            KeyError,
+        ) as exc:
+            raise ModelError(
+                f"{source}: its data.pkl cannot be read as a state dict: {exc}", "download the file again"
+            ) from None
         tensors = _tensor_table(loaded, source)
     except BaseException:
         archive.close()
@@ -222,10 +283,15 @@ def open_torch_state_dict(path: Path) -> TorchStateDict:
 def _tensor_table(loaded: Any, source: str) -> dict[str, TensorRef]:
     state = loaded.get("state_dict", loaded) if isinstance(loaded, dict) else loaded
     if not isinstance(state, dict):
-        raise ModelError(f"{source} does not hold a state dict (found {type(state).__name__})", "use a plain torch.save state dict")
+        raise ModelError(
+            f"{source} does not hold a state dict (found {type(state).__name__})",
+            "use a plain torch.save state dict",
+        )
     tensors: dict[str, TensorRef] = {}
     for name, value in state.items():
         if not isinstance(name, str) or not isinstance(value, TensorRef):
-            raise ModelError(f"{source}: state dict entry {name!r} is not a tensor", "use a plain torch.save state dict")
+            raise ModelError(
+                f"{source}: state dict entry {name!r} is not a tensor", "use a plain torch.save state dict"
+            )
         tensors[name] = value
     return tensors

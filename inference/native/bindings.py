@@ -220,10 +220,31 @@ OPTIONAL: dict[str, tuple[Any, tuple[Any, ...]]] = {
 }
 
 CPU_FEATURES = (
-    "sse3", "ssse3", "avx", "avx_vnni", "avx2", "bmi2", "f16c", "fma", "avx512", "avx512_vbmi",
-    "avx512_vnni", "avx512_bf16", "amx_int8", "neon", "arm_fma", "fp16_va", "dotprod", "matmul_int8",
-    "sve", "sme", "riscv_v", "vsx", "wasm_simd", "llamafile",
-)  # fmt: skip
+    "sse3",
+    "ssse3",
+    "avx",
+    "avx_vnni",
+    "avx2",
+    "bmi2",
+    "f16c",
+    "fma",
+    "avx512",
+    "avx512_vbmi",
+    "avx512_vnni",
+    "avx512_bf16",
+    "amx_int8",
+    "neon",
+    "arm_fma",
+    "fp16_va",
+    "dotprod",
+    "matmul_int8",
+    "sve",
+    "sme",
+    "riscv_v",
+    "vsx",
+    "wasm_simd",
+    "llamafile",
+)
 for _feature in CPU_FEATURES:
     OPTIONAL[f"ggml_cpu_has_{_feature}"] = (I32, ())
 
@@ -284,10 +305,15 @@ def check_node_layout(api: GgmlApi) -> None:
         view = api.ggml_view_1d(ctx, total, 4, 8)
         node = TensorNode.from_address(total)
         ok = (
-            node.src[0] == a and node.src[1] == b and not node.src[2] and node.name == b"layout-check"
-            and api.ggml_op_desc(total) == b"ADD" and TensorNode.from_address(view).view_src == total
-            and TensorNode.from_address(view).view_offs == 8 and TensorNode.from_address(a).flags & GGML_TENSOR_FLAG_INPUT
-        )  # fmt: skip
+            node.src[0] == a
+            and node.src[1] == b
+            and not node.src[2]
+            and node.name == b"layout-check"
+            and api.ggml_op_desc(total) == b"ADD"
+            and TensorNode.from_address(view).view_src == total
+            and TensorNode.from_address(view).view_offs == 8
+            and TensorNode.from_address(a).flags & GGML_TENSOR_FLAG_INPUT
+        )
         if not ok:
             raise BackendError(
                 "struct ggml_tensor has an unexpected layout (op profiler)", f"reinstall: {INSTALL_FIX}"

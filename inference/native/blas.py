@@ -141,10 +141,17 @@ class OpenBlasGemm:
             lda, ldb = args.a_row // 4, args.b_row // 4
             for i in batches:
                 i2, i3 = i % args.batches2, i // args.batches2
-                a = a0 + (i2 // args.a_repeat2) * args.a_nb2 + (i3 // args.a_repeat3) * args.a_nb3 + first * args.a_row
+                a = (
+                    a0
+                    + (i2 // args.a_repeat2) * args.a_nb2
+                    + (i3 // args.a_repeat3) * args.a_nb3
+                    + first * args.a_row
+                )
                 b = b0 + i2 * args.b_nb2 + i3 * args.b_nb3
                 out = out0 + (i * rows * n + first) * 4
-                self._sgemm(_ROW_MAJOR, _NO_TRANS, _TRANS, rows, columns, args.k, 1.0, b, ldb, a, lda, 0.0, out, n)
+                self._sgemm(
+                    _ROW_MAJOR, _NO_TRANS, _TRANS, rows, columns, args.k, 1.0, b, ldb, a, lda, 0.0, out, n
+                )
         except BaseException as exc:  # a C caller cannot take an exception: keep it for check()
             self._errors.keep(exc)
 

@@ -24,9 +24,15 @@ from inference.native.gguf_file import GgufFile
 from inference.native.quant import dequantize
 
 _SAFETENSORS_TYPES = {
-    "F32": GgmlType.F32, "F16": GgmlType.F16, "BF16": GgmlType.BF16, "F64": GgmlType.F64,
-    "I8": GgmlType.I8, "I16": GgmlType.I16, "I32": GgmlType.I32, "I64": GgmlType.I64,
-}  # fmt: skip
+    "F32": GgmlType.F32,
+    "F16": GgmlType.F16,
+    "BF16": GgmlType.BF16,
+    "F64": GgmlType.F64,
+    "I8": GgmlType.I8,
+    "I16": GgmlType.I16,
+    "I32": GgmlType.I32,
+    "I64": GgmlType.I64,
+}
 _GGML_TYPE_VALUES = frozenset(int(kind) for kind in GgmlType)
 
 
@@ -95,8 +101,13 @@ class Checkpoint:
         """The tensor as a float32 numpy array (dequantized if needed)."""
         rec = self.record(name)
         if rec.type in (GgmlType.I8, GgmlType.I16, GgmlType.I32, GgmlType.I64, GgmlType.F64):
-            dtype = {GgmlType.I8: np.int8, GgmlType.I16: np.int16, GgmlType.I32: np.int32,
-                     GgmlType.I64: np.int64, GgmlType.F64: np.float64}[rec.type]  # fmt: skip
+            dtype = {
+                GgmlType.I8: np.int8,
+                GgmlType.I16: np.int16,
+                GgmlType.I32: np.int32,
+                GgmlType.I64: np.int64,
+                GgmlType.F64: np.float64,
+            }[rec.type]
             return rec.raw.view(dtype).reshape(rec.shape).astype(np.float32)
         return dequantize(self.api, rec.raw, rec.type, rec.shape)
 
@@ -167,13 +178,16 @@ def read_safetensors_header(path: Path) -> tuple[int, dict[str, dict]]:
         if not isinstance(header, dict):
             raise ValueError("the header is not a JSON object")
     except (OSError, struct.error, ValueError) as exc:
-        raise InputFileError(f"{path} is not a valid safetensors file: {exc}",
-                             "re-download the model or check the path") from exc
+        raise InputFileError(
+            f"{path} is not a valid safetensors file: {exc}", "re-download the model or check the path"
+        ) from exc
     data_start = 8 + header_len
     for name, info in header.items():
         if name != "__metadata__" and data_start + int(info["data_offsets"][1]) > size:
-            raise InputFileError(f"{path} is truncated (tensor {name!r} ends past the end of the file)",
-                                 "re-download the model")
+            raise InputFileError(
+                f"{path} is truncated (tensor {name!r} ends past the end of the file)",
+                "re-download the model",
+            )
     return data_start, header
 
 
@@ -191,7 +205,9 @@ def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
     for name, info in tensors.items():
         begin, end = info["data_offsets"]
         shape = tuple(int(d) for d in info["shape"]) or (1,)
-        records[name] = TensorRecord(name, shape, _SAFETENSORS_TYPES[info["dtype"]], data[begin:end], whole, mapped)
+        records[name] = TensorRecord(
+            name, shape, _SAFETENSORS_TYPES[info["dtype"]], data[begin:end], whole, mapped
+        )
     return mapped, records
 
 
@@ -206,6 +222,12 @@ def _read_gguf(path: Path) -> tuple[object, dict[str, TensorRecord]]:
             raise ModelError(f"{path}: tensor {tensor.name!r} has unsupported type {tensor.type_name}")
     records: dict[str, TensorRecord] = {}
     for tensor in gguf_file.tensors:
-        records[tensor.name] = TensorRecord(tensor.name, tensor.shape, GgmlType(int(tensor.type)),
-                                            gguf_file.raw(tensor), gguf_file.bytes, gguf_file.mapping)  # fmt: skip
+        records[tensor.name] = TensorRecord(
+            tensor.name,
+            tensor.shape,
+            GgmlType(int(tensor.type)),
+            gguf_file.raw(tensor),
+            gguf_file.bytes,
+            gguf_file.mapping,
+        )
     return gguf_file, records

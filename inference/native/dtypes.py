@@ -48,9 +48,19 @@ _TYPE_OF_NUMPY: dict[np.dtype, GgmlType] = {
 }
 
 QUANTIZED_TYPES = frozenset(
-    {GgmlType.Q4_0, GgmlType.Q4_1, GgmlType.Q5_0, GgmlType.Q5_1, GgmlType.Q8_0, GgmlType.Q2_K,
-     GgmlType.Q3_K, GgmlType.Q4_K, GgmlType.Q5_K, GgmlType.Q6_K}
-)  # fmt: skip
+    {
+        GgmlType.Q4_0,
+        GgmlType.Q4_1,
+        GgmlType.Q5_0,
+        GgmlType.Q5_1,
+        GgmlType.Q8_0,
+        GgmlType.Q2_K,
+        GgmlType.Q3_K,
+        GgmlType.Q4_K,
+        GgmlType.Q5_K,
+        GgmlType.Q6_K,
+    }
+)
 
 
 def numpy_dtype(ggml_type: GgmlType) -> np.dtype:

@@ -69,7 +69,8 @@ def _blob_contents(names: list[str], offsets: object, data: object, source: str)
     blob = data.view(np.uint8)
     if len(bounds) != len(names) + 1:
         raise ModelError(
-            f"{source} has inconsistent embedded-file offsets ({len(bounds)} offsets for {len(names)} files)", _FIX
+            f"{source} has inconsistent embedded-file offsets ({len(bounds)} offsets for {len(names)} files)",
+            _FIX,
         )
     if bounds[0] != 0 or bounds[-1] != blob.size or np.any(np.diff(bounds) < 0):
         raise ModelError(

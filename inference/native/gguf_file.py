@@ -64,7 +64,9 @@ class GgufFile:
             self.fields, self.tensors = self._parse()
         except (struct.error, ValueError, IndexError, KeyError) as exc:
             self.close()
-            raise ModelError(f"{self.path.name} is not a valid GGUF file ({exc})", "re-download the file") from exc
+            raise ModelError(
+                f"{self.path.name} is not a valid GGUF file ({exc})", "re-download the file"
+            ) from exc
 
     # ----------------------------------------------------------------- parsing
     def _take(self, fmt: str) -> Any:
@@ -121,7 +123,9 @@ class GgufFile:
         for _ in range(n_tensors):
             name = self._string()
             ne = [self._take("<Q") for _ in range(self._take("<I"))]
-            infos.append((name, tuple(reversed(ne)), gguf.GGMLQuantizationType(self._take("<I")), self._take("<Q")))
+            infos.append(
+                (name, tuple(reversed(ne)), gguf.GGMLQuantizationType(self._take("<I")), self._take("<Q"))
+            )
         alignment = int(fields.get("general.alignment", gguf.GGUF_DEFAULT_ALIGNMENT))
         data_start = self._pos + (-self._pos % alignment)
         tensors = []

@@ -227,9 +227,13 @@ class GraphCache:
     """
 
     def __init__(
-        self, backend: Backend, build: Callable[[GraphBuilder, Any], None], max_graphs: int = 4,
-        max_nodes: int = DEFAULT_MAX_NODES, max_buffer_bytes: int | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        backend: Backend,
+        build: Callable[[GraphBuilder, Any], None],
+        max_graphs: int = 4,
+        max_nodes: int = DEFAULT_MAX_NODES,
+        max_buffer_bytes: int | None = None,
+    ) -> None:
         if max_graphs < 1:
             raise UsageError("a graph cache must hold at least one graph")
         if max_buffer_bytes is not None and max_buffer_bytes <= 0:

@@ -58,7 +58,9 @@ def bindings() -> ModuleType:
         import llama_cpp  # noqa: F401  (loads libllama and ggml from llama_cpp/lib)
         from llama_cpp import llama_cpp as ll
     except ImportError as exc:
-        raise BackendError(f"llama-cpp-python is not installed or failed to load ({exc})", INSTALL_FIX) from exc
+        raise BackendError(
+            f"llama-cpp-python is not installed or failed to load ({exc})", INSTALL_FIX
+        ) from exc
     except OSError as exc:
         raise BackendError(f"libllama could not be loaded ({exc})", INSTALL_FIX) from exc
     _init_backend_once(ll)
@@ -166,7 +168,9 @@ class LlamaModel:
     speech requests more than it speeds decoding (figures: tests/bench/README.md, "Figures behind code comments").
     """
 
-    def __init__(self, path: str | os.PathLike[str], n_gpu_layers: int = 0, use_extra_bufts: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], n_gpu_layers: int = 0, use_extra_bufts: bool = False
+    ) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise ModelError(
@@ -289,7 +293,9 @@ def _output_rows(n: int, logits: str | Sequence[int]) -> np.ndarray:
             return np.arange(n, dtype=np.int64)
         if logits == "none":
             return np.zeros(0, dtype=np.int64)
-        raise UsageError(f"unknown logits selection {logits!r}", 'use "last", "all", "none" or a list of row indices')
+        raise UsageError(
+            f"unknown logits selection {logits!r}", 'use "last", "all", "none" or a list of row indices'
+        )
     rows = np.unique(np.asarray(list(logits), dtype=np.int64))
     if rows.size and (rows[0] < 0 or rows[-1] >= n):
         raise UsageError(f"logit rows {rows.tolist()} out of range for {n} inputs", "pass indices in [0, n)")
@@ -346,11 +352,15 @@ class LlamaContext:
             raise UsageError("the llama context was already closed", "create a new context")
         return self._handle
 
-    def decode_tokens(self, token_ids: Sequence[int] | np.ndarray, logits: str | Sequence[int] = "last") -> np.ndarray:
+    def decode_tokens(
+        self, token_ids: Sequence[int] | np.ndarray, logits: str | Sequence[int] = "last"
+    ) -> np.ndarray:
         """Append token ids at positions ``n_past…``; returns logits (rows selected by ``logits``, n_vocab)."""
         ids = np.asarray(token_ids, dtype=np.int64).reshape(-1)
         if ids.size and (ids.min() < 0 or ids.max() >= self.n_vocab):
-            raise UsageError(f"token id out of range for a vocabulary of {self.n_vocab}", "check the tokenizer")
+            raise UsageError(
+                f"token id out of range for a vocabulary of {self.n_vocab}", "check the tokenizer"
+            )
         if self._token_batch is None:
             self._token_batch = _Batch(self._ll, self.n_batch, 0)
         return self._decode(self._token_batch, ids, logits)
@@ -400,7 +410,9 @@ class LlamaContext:
             for row in chunk_rows:
                 pointer = self._ll.llama_get_logits_ith(self.handle, int(row))
                 if not pointer:
-                    raise BackendError("libllama returned no logits for a requested row", "report this as a bug")
+                    raise BackendError(
+                        "libllama returned no logits for a requested row", "report this as a bug"
+                    )
                 out[filled] = np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
                 filled += 1
         return out
@@ -408,11 +420,15 @@ class LlamaContext:
     def truncate(self, n_keep: int) -> None:
         """Keep the first ``n_keep`` positions of the KV cache and drop the rest."""
         if not 0 <= n_keep <= self.n_past:
-            raise UsageError(f"cannot keep {n_keep} of {self.n_past} cached positions", "pass 0 <= n_keep <= n_past")
+            raise UsageError(
+                f"cannot keep {n_keep} of {self.n_past} cached positions", "pass 0 <= n_keep <= n_past"
+            )
         if n_keep == self.n_past:
             return
         if not self._ll.llama_memory_seq_rm(self._memory, 0, n_keep, -1):
-            raise BackendError("libllama could not truncate the KV cache", "clear it and decode the prompt again")
+            raise BackendError(
+                "libllama could not truncate the KV cache", "clear it and decode the prompt again"
+            )
         self.n_past = n_keep
 
     def clear(self) -> None:
@@ -453,7 +469,9 @@ def quantize_gguf(
     1-D tensors (norms) stay f32 as libllama decides; the source should be f32 or f16.
     """
     if storage_type not in QUANTIZE_FTYPES:
-        raise UsageError(f"unknown quantization type {storage_type!r}", f"use one of {', '.join(QUANTIZE_FTYPES)}")
+        raise UsageError(
+            f"unknown quantization type {storage_type!r}", f"use one of {', '.join(QUANTIZE_FTYPES)}"
+        )
     source, destination = Path(source), Path(destination)
     if not source.is_file():
         raise ModelError(f"GGUF file to quantize not found: {source}", "convert the model first")
@@ -465,4 +483,6 @@ def quantize_gguf(
     status = ll.llama_model_quantize(os.fsencode(source), os.fsencode(destination), ctypes.byref(params))
     if status != 0:
         reason = _native_reason(f"llama_model_quantize returned {status}")
-        raise ModelError(f"quantizing {source.name} to {storage_type} failed: {reason}", "reconvert from the checkpoint")
+        raise ModelError(
+            f"quantizing {source.name} to {storage_type} failed: {reason}", "reconvert from the checkpoint"
+        )

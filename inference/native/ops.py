@@ -345,24 +345,50 @@ class GraphBuilder:
         else:
             rows, batches, batches2 = ne_b[1], ne_b[2] * ne_b[3], ne_b[2]
         args = ProductArgs(
-            a.ptr, b.ptr, rows, ne_a[1], ne_a[0], nb_a[1], nb_b[1], batches, batches2,
-            ne_b[2] // ne_a[2], ne_b[3] // ne_a[3], nb_a[2], nb_a[3], nb_b[2], nb_b[3],
-        )  # fmt: skip
+            a.ptr,
+            b.ptr,
+            rows,
+            ne_a[1],
+            ne_a[0],
+            nb_a[1],
+            nb_b[1],
+            batches,
+            batches2,
+            ne_b[2] // ne_a[2],
+            ne_b[3] // ne_a[3],
+            nb_a[2],
+            nb_a[3],
+            nb_b[2],
+            nb_b[3],
+        )
         self.product_args.append(args)
         sources = (ctypes.c_void_p * 2)(a.ptr, b.ptr)
         ptr = self.api.ggml_custom_4d(
-            self._ctx(), int(GgmlType.F32), ne_a[1], ne_b[1], ne_b[2], ne_b[3], sources, 2,
-            self.gemm.callback, -1, ctypes.addressof(args),
-        )  # fmt: skip
+            self._ctx(),
+            int(GgmlType.F32),
+            ne_a[1],
+            ne_b[1],
+            ne_b[2],
+            ne_b[3],
+            sources,
+            2,
+            self.gemm.callback,
+            -1,
+            ctypes.addressof(args),
+        )
         return self._wrap(ptr, max(a.ndim, b.ndim, 2))
 
     def _int8_product(self, a: Tensor, b: Tensor) -> Tensor:
         """``b @ a.mT`` for an int8 matrix ``a`` (N, K) of a weight store, on ONNX Runtime (native/int8.py)."""
         scale = a.owner.int8_scale(a) if a.layout is ByteLayout.INT8_TRANSPOSED else None
         if scale is None or a.ndim != 2:
-            raise UsageError(f"mul_mat: an int8 tensor {a.shape} that is not an int8 weight matrix of a store")
+            raise UsageError(
+                f"mul_mat: an int8 tensor {a.shape} that is not an int8 weight matrix of a store"
+            )
         if self.int8 is None:
-            raise UsageError("mul_mat: int8 weights on a backend that has no int8 products (load them on its CPU backend)")
+            raise UsageError(
+                "mul_mat: int8 weights on a backend that has no int8 products (load them on its CPU backend)"
+            )
         if self.row_invariant:
             raise UsageError(
                 "int8 weights cannot serve a graph whose rows must not depend on their batching",
@@ -375,9 +401,18 @@ class GraphBuilder:
         self.product_args.append(args)
         sources = (ctypes.c_void_p * 3)(b.ptr, a.ptr, scale.ptr)
         ptr = self.api.ggml_custom_4d(
-            self._ctx(), int(GgmlType.F32), n, ne_b[1], ne_b[2], ne_b[3], sources, 3,
-            self.int8.callback, -1, ctypes.addressof(args),
-        )  # fmt: skip
+            self._ctx(),
+            int(GgmlType.F32),
+            n,
+            ne_b[1],
+            ne_b[2],
+            ne_b[3],
+            sources,
+            3,
+            self.int8.callback,
+            -1,
+            ctypes.addressof(args),
+        )
         return self._wrap(ptr, max(b.ndim, 2))
 
     def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

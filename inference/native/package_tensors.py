@@ -36,7 +36,9 @@ def logical_tensors(package: GgufFile, source: str, *, require_names: bool = Tru
     names = package.fields.get(NAMES)
     if names is None:
         if require_names:
-            raise ModelError(f"{source} has no {NAMES}", "use an audio.cpp GGUF package (not a llama.cpp GGUF)")
+            raise ModelError(
+                f"{source} has no {NAMES}", "use an audio.cpp GGUF package (not a llama.cpp GGUF)"
+            )
         names = [tensor.name for tensor in tensors]
     if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
         raise ModelError(f"{source}: {NAMES} is not an array of names", _FIX)
@@ -46,7 +48,9 @@ def logical_tensors(package: GgufFile, source: str, *, require_names: bool = Tru
         twice = sorted({name for name in names if names.count(name) > 1})
         raise ModelError(f"{source}: {NAMES} names {', '.join(twice[:3])} more than once", _FIX)
     shapes = _logical_shapes(package, source, names)
-    return [LogicalTensor(name, tensor, shape) for name, tensor, shape in zip(names, tensors, shapes, strict=True)]
+    return [
+        LogicalTensor(name, tensor, shape) for name, tensor, shape in zip(names, tensors, shapes, strict=True)
+    ]
 
 
 def _logical_shapes(package: GgufFile, source: str, names: list[str]) -> list[tuple[int, ...]]:
@@ -64,7 +68,9 @@ def _logical_shapes(package: GgufFile, source: str, names: list[str]) -> list[tu
         if rank < 0 or len(logical) != count:
             raise ModelError(f"{source}: {SHAPES} ends before tensor {name!r}", _FIX)
         if int(np.prod(logical)) != int(np.prod(tensor.shape)):
-            raise ModelError(f"{source}: tensor {name!r} shape {logical} does not match its data {tensor.shape}", _FIX)
+            raise ModelError(
+                f"{source}: tensor {name!r} shape {logical} does not match its data {tensor.shape}", _FIX
+            )
         shapes.append(logical if rank > 0 else (1,))
     if pos != len(dims):
         raise ModelError(f"{source}: {SHAPES} holds {len(dims) - pos} dims more than its tensors use", _FIX)

@@ -66,7 +66,9 @@ def node_flops(op: str, ne: tuple[int, ...], srcs: tuple[Operand, ...]) -> float
     """Floating-point operations of one node (2 per multiply-add), for the ops that dominate."""
     elements = float(ne[0] * ne[1] * ne[2] * ne[3])
     if op in ("MUL_MAT", "CUSTOM"):  # Captioneer's custom ops are products (native/blas.py, native/int8.py)
-        return 2.0 * srcs[0].ne[0] * elements  # src0's ne0 is K: the weight's (mul_mat, OpenBLAS) or x's (int8)
+        return (
+            2.0 * srcs[0].ne[0] * elements
+        )  # src0's ne0 is K: the weight's (mul_mat, OpenBLAS) or x's (int8)
     if op == "FLASH_ATTN_EXT":  # q (D, n_q, H, B), k (D, n_kv, ...), v (Dv, n_kv, ...)
         q, k, v = srcs[0].ne, srcs[1].ne, srcs[2].ne
         return 2.0 * q[1] * q[2] * q[3] * k[1] * (q[0] + v[0])

@@ -36,7 +36,9 @@ class _Pending:
     target: GgmlType
     source: TensorRecord | np.ndarray
     mapped: bool = False  # use the memory-mapped file bytes in place (CPU backend only)
-    layout: ByteLayout = ByteLayout.GGML  # INT8_TRANSPOSED: an int8 matrix (native/int8.py) plus a scale tensor
+    layout: ByteLayout = (
+        ByteLayout.GGML
+    )  # INT8_TRANSPOSED: an int8 matrix (native/int8.py) plus a scale tensor
 
 
 class WeightStore(NativeOwner):
@@ -69,9 +71,13 @@ class WeightStore(NativeOwner):
 
         try:
             for entry in entries:
-                tensor = self._tensors[entry.name] = new_tensor(entry.name, entry.target, entry.shape, entry.layout)
+                tensor = self._tensors[entry.name] = new_tensor(
+                    entry.name, entry.target, entry.shape, entry.layout
+                )
                 if entry.layout is ByteLayout.INT8_TRANSPOSED:
-                    self._int8_scales[tensor.ptr] = new_tensor(f"{entry.name}.int8_scale", GgmlType.F32, entry.shape[:1])
+                    self._int8_scales[tensor.ptr] = new_tensor(
+                        f"{entry.name}.int8_scale", GgmlType.F32, entry.shape[:1]
+                    )
             self._map_file_tensors([entry for entry in entries if entry.mapped])
             if any(not entry.mapped for entry in entries):
                 self._buffer = api.ggml_backend_alloc_ctx_tensors(self._ctx, backend.ptr)
@@ -112,7 +118,9 @@ class WeightStore(NativeOwner):
 
     def _upload(self, tensor: Tensor, entry: _Pending) -> None:
         if entry.layout is ByteLayout.INT8_TRANSPOSED:
-            transposed, scale = quantize_rows(_float_values(self.api, entry.source, entry.shape), self.backend.int8().qmax)
+            transposed, scale = quantize_rows(
+                _float_values(self.api, entry.source, entry.shape), self.backend.int8().qmax
+            )
             self._set(self._int8_scales[tensor.ptr], entry.name, scale)
             raw = transposed.view(np.uint8)
         else:

@@ -38,10 +38,16 @@ class ApiKeyMiddleware:
         headers = dict(scope.get("headers") or [])
         given = headers.get(b"authorization", b"").decode("latin-1")
         scheme, _, token = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self.api_key.encode()):
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            token.strip().encode(), self.api_key.encode()
+        ):
             problem = "missing" if not given else "wrong"
-            error = ApiError(401, f"the API key is {problem}: send 'Authorization: Bearer <key>' with the key "
-                             "the server was started with", "invalid_api_key")  # fmt: skip
+            error = ApiError(
+                401,
+                f"the API key is {problem}: send 'Authorization: Bearer <key>' with the key "
+                "the server was started with",
+                "invalid_api_key",
+            )
             await error.response()(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -69,7 +75,13 @@ class LoopbackHostMiddleware:
     def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
         self.app = app
         self.enabled = config.api_key is None
-        self.allowed = {"127.0.0.1", "localhost", "[::1]", config.host.lower(), bracketed(config.host.lower())}
+        self.allowed = {
+            "127.0.0.1",
+            "localhost",
+            "[::1]",
+            config.host.lower(),
+            bracketed(config.host.lower()),
+        }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self.enabled:
@@ -77,8 +89,12 @@ class LoopbackHostMiddleware:
             return
         host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1").strip().lower()
         if host and _host_name(host) not in self.allowed:
-            error = ApiError(421, f"this server answers only to loopback host names, not {host[:100]!r} (without an "
-                             "API key it must not be reachable from web pages under other names)", "invalid_host")  # fmt: skip
+            error = ApiError(
+                421,
+                f"this server answers only to loopback host names, not {host[:100]!r} (without an "
+                "API key it must not be reachable from web pages under other names)",
+                "invalid_host",
+            )
             await error.response()(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -117,8 +133,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _unexpected(_request: Request, exc: Exception) -> Response:
     log.exception("unexpected failure in a request", exc_info=exc)
-    return ApiError(500, f"internal error: {type(exc).__name__}: {exc}; see the server log",
-                    "internal_error").response()  # fmt: skip
+    return ApiError(
+        500, f"internal error: {type(exc).__name__}: {exc}; see the server log", "internal_error"
+    ).response()
 
 
 def create_app(config: ServerConfig, registry: ModelRegistry, shutdown: ShutdownState | None = None) -> Any:
@@ -130,10 +147,15 @@ def create_app(config: ServerConfig, registry: ModelRegistry, shutdown: Shutdown
         Route("/v1/audio/transcriptions/details", transcription_details, methods=["POST"]),
         Route("/v1/audio/transcriptions/live", live, methods=["POST"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={
-        ApiError: _api_error, CaptioneerError: _captioneer_error, HTTPException: _http_error,
-        Exception: _unexpected,
-    })  # fmt: skip
+    app = Starlette(
+        routes=routes,
+        exception_handlers={
+            ApiError: _api_error,
+            CaptioneerError: _captioneer_error,
+            HTTPException: _http_error,
+            Exception: _unexpected,
+        },
+    )
     app.state.config = config
     app.state.registry = registry
     app.state.shutdown = shutdown = shutdown or ShutdownState()

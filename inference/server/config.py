@@ -43,16 +43,23 @@ class ServerConfig:
             raise UsageError(f"--port must be in [0, 65535], got {self.port}")
         if self.max_concurrent < 1:
             raise UsageError(f"--max-concurrent must be at least 1, got {self.max_concurrent}")
-        if self.max_upload_bytes < 1 or not (0 < self.max_audio_s < math.inf and 0 < self.request_timeout_s < math.inf):
-            raise UsageError("upload, duration and timeout limits must be positive finite numbers",
-                             "e.g. --max-audio-s 3600 --request-timeout-s 600")  # fmt: skip
+        if self.max_upload_bytes < 1 or not (
+            0 < self.max_audio_s < math.inf and 0 < self.request_timeout_s < math.inf
+        ):
+            raise UsageError(
+                "upload, duration and timeout limits must be positive finite numbers",
+                "e.g. --max-audio-s 3600 --request-timeout-s 600",
+            )
         if not 0 <= self.grace_s < math.inf:
             raise UsageError(f"--grace-s must be a finite number of seconds >= 0, got {self.grace_s}")
         if self.api_key is not None and not self.api_key.strip():
             raise UsageError("the API key is empty", f"pass a non-empty --api-key or unset {API_KEY_ENV}")
         if self.api_key is not None and not (self.api_key.isascii() and self.api_key.isprintable()):
-            raise UsageError("the API key must be printable ASCII: HTTP clients send it in a header, so any other "
-                             "character could never match", "choose a key of letters, digits and punctuation")  # fmt: skip
+            raise UsageError(
+                "the API key must be printable ASCII: HTTP clients send it in a header, so any other "
+                "character could never match",
+                "choose a key of letters, digits and punctuation",
+            )
         if self.audio_dir is not None and not self.audio_dir.is_dir():
             raise UsageError(f"--audio-dir {self.audio_dir} is not a directory", "pass an existing directory")
         if self.api_key is None and not is_loopback(self.host):

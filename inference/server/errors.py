@@ -67,8 +67,9 @@ def from_captioneer(exc: CaptioneerError, *, param: str | None = None) -> ApiErr
     if isinstance(exc, Cancelled):
         return ApiError(499, _text(exc), "cancelled")
     if isinstance(exc, WorkerError):
-        return ApiError(503, f"the request failed because {_text(exc)}", "worker_crashed",
-                        headers={"Retry-After": "1"})  # fmt: skip
+        return ApiError(
+            503, f"the request failed because {_text(exc)}", "worker_crashed", headers={"Retry-After": "1"}
+        )
     if isinstance(exc, ModelError):
         return ApiError(500, _text(exc), "model_error")
     if isinstance(exc, BackendError):

@@ -70,8 +70,9 @@ class EventTranslator:
                 return None  # a notice, not an error: the stream simply goes on
             error = from_captioneer(error_class(event.kind)(event.message, event.fix))
             if event.kind == "worker_restarted":
-                error = ApiError(503, f"{event.message} ({event.fix})" if event.fix else event.message,
-                                 "worker_restarted")  # fmt: skip
+                error = ApiError(
+                    503, f"{event.message} ({event.fix})" if event.fix else event.message, "worker_restarted"
+                )
             return error_event(error, fatal=event.fatal)
         if isinstance(event, Done):
             return self.done(event.transcript)
@@ -81,7 +82,11 @@ class EventTranslator:
         timing: dict[str, Any] = {"wall_ms": round((time.monotonic() - self.started) * 1000)}
         if self.first_text_at is not None:
             timing["ttft_ms"] = round((self.first_text_at - self.started) * 1000)
-        done: dict[str, Any] = {"type": "transcript.text.done", "text": transcript.text.strip(), "timing": timing}
+        done: dict[str, Any] = {
+            "type": "transcript.text.done",
+            "text": transcript.text.strip(),
+            "timing": timing,
+        }
         if transcript.timing is not None:
             timing["audio_duration_ms"] = round(transcript.timing.audio_s * 1000)
             done["usage"] = {"type": "duration", "seconds": math.ceil(transcript.timing.audio_s)}
@@ -100,8 +105,14 @@ class SSEResponse:
 
     media_type = "text/event-stream"
 
-    def __init__(self, frames: AsyncIterator[bytes], headers: dict[str, str] | None = None, *,
-                 on_close: Callable[[], None] | None = None, watch_disconnect: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        frames: AsyncIterator[bytes],
+        headers: dict[str, str] | None = None,
+        *,
+        on_close: Callable[[], None] | None = None,
+        watch_disconnect: bool = False,
+    ) -> None:
         self.frames = frames
         self.on_close = on_close
         self.watch_disconnect = watch_disconnect

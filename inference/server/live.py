@@ -42,7 +42,9 @@ def _int(query: Any, name: str, default: int, low: int, high: int) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ApiError(400, f"'{name}' must be an integer, got {raw!r}", "invalid_value", param=name) from None
+        raise ApiError(
+            400, f"'{name}' must be an integer, got {raw!r}", "invalid_value", param=name
+        ) from None
     if not low <= value <= high:
         raise ApiError(400, f"'{name}' must be in [{low}, {high}], got {value}", "invalid_value", param=name)
     return value
@@ -52,8 +54,12 @@ def check_first_piece(data: bytes, sample_format: str) -> None:
     """Catch the usual mistakes before the stream starts: a container file, or the other sample format."""
     for magic, kind in _CONTAINERS.items():
         if data.startswith(magic):
-            raise ApiError(400, f"the body is a {kind} file, not raw PCM; send the samples alone, or upload the "
-                           "file to POST /v1/audio/transcriptions", "invalid_audio")  # fmt: skip
+            raise ApiError(
+                400,
+                f"the body is a {kind} file, not raw PCM; send the samples alone, or upload the "
+                "file to POST /v1/audio/transcriptions",
+                "invalid_audio",
+            )
     usable = len(data) // 4 * 4
     if usable < 256:
         return  # too little to judge
@@ -61,14 +67,22 @@ def check_first_piece(data: bytes, sample_format: str) -> None:
     finite = np.isfinite(as_f32)
     if sample_format == "f32le":
         if not finite.all() or float(np.max(np.abs(as_f32[finite]), initial=0.0)) > 64.0:
-            raise ApiError(400, "the body does not look like f32le PCM (values that are not numbers or far "
-                           "outside [-1, 1]); if it holds 16-bit samples, pass sample_format=s16le",
-                           "sample_format_mismatch", param="sample_format")  # fmt: skip
+            raise ApiError(
+                400,
+                "the body does not look like f32le PCM (values that are not numbers or far "
+                "outside [-1, 1]); if it holds 16-bit samples, pass sample_format=s16le",
+                "sample_format_mismatch",
+                param="sample_format",
+            )
     elif finite.all():
         magnitude = np.abs(as_f32)
         if float(magnitude.max()) <= 1.0 and float(np.median(magnitude)) > 1e-7:
-            raise ApiError(400, "the body looks like 32-bit float samples in [-1, 1], not s16le; pass "
-                           "sample_format=f32le", "sample_format_mismatch", param="sample_format")  # fmt: skip
+            raise ApiError(
+                400,
+                "the body looks like 32-bit float samples in [-1, 1], not s16le; pass sample_format=f32le",
+                "sample_format_mismatch",
+                param="sample_format",
+            )
 
 
 async def live(request: Request) -> Response:
@@ -77,22 +91,33 @@ async def live(request: Request) -> Response:
     query = request.query_params
     unknown = sorted(set(query.keys()) - _QUERY)
     if unknown:
-        raise ApiError(400, f"unknown query parameter(s) {', '.join(unknown)}; this route takes "
-                       f"{', '.join(sorted(_QUERY))}", "unknown_parameter", param=unknown[0])  # fmt: skip
+        raise ApiError(
+            400,
+            f"unknown query parameter(s) {', '.join(unknown)}; this route takes {', '.join(sorted(_QUERY))}",
+            "unknown_parameter",
+            param=unknown[0],
+        )
     model = registry.get(query.get("model"))  # may be left out when the server has one model
     rate = _int(query, "sample_rate", SAMPLE_RATE, 1000, 384000)
     channels = _int(query, "channels", 1, 1, 16)
     sample_format = query.get("sample_format") or "s16le"
     if sample_format not in ("s16le", "f32le"):
-        raise ApiError(400, f"'sample_format' must be s16le or f32le, got {sample_format!r}", "invalid_value",
-                       param="sample_format")  # fmt: skip
+        raise ApiError(
+            400,
+            f"'sample_format' must be s16le or f32le, got {sample_format!r}",
+            "invalid_value",
+            param="sample_format",
+        )
     wait_s = busy_timeout_s(query.get("busy_timeout_ms"))
     options = request_options(model, language=query.get("language"), context=query.get("prompt"), extra={})
     limits = config.live
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
-        raise ApiError(413, f"the body is larger than this server's limit ({declared} > {limits.max_body_bytes} "
-                       "bytes)", "upload_too_large")  # fmt: skip
+        raise ApiError(
+            413,
+            f"the body is larger than this server's limit ({declared} > {limits.max_body_bytes} bytes)",
+            "upload_too_large",
+        )
 
     body = request.stream().__aiter__()
     first = await _next(body, limits.idle_timeout_s)
@@ -122,13 +147,18 @@ async def live(request: Request) -> Response:
     return SSEResponse(frames, on_close=closer(stream, model))  # type: ignore[return-value]
 
 
-async def _next(body: AsyncIterator[bytes], timeout_s: float, shutdown: ShutdownState | None = None) -> bytes | None:
+async def _next(
+    body: AsyncIterator[bytes], timeout_s: float, shutdown: ShutdownState | None = None
+) -> bytes | None:
     """The next piece of the body; b"" at its end; None when the server began shutting down meanwhile."""
     piece = asyncio.ensure_future(body.__anext__())
     draining = asyncio.ensure_future(shutdown.wait_draining()) if shutdown is not None else None
     try:
-        await asyncio.wait({piece} | ({draining} if draining else set()), timeout=timeout_s,
-                           return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        await asyncio.wait(
+            {piece} | ({draining} if draining else set()),
+            timeout=timeout_s,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
     finally:
         if draining is not None:
             draining.cancel()
@@ -136,20 +166,30 @@ async def _next(body: AsyncIterator[bytes], timeout_s: float, shutdown: Shutdown
         piece.cancel()
         if draining is not None and shutdown is not None and shutdown.draining:
             return None
-        raise ApiError(408, f"no audio arrived for {timeout_s:g} s; the upload was abandoned",
-                       "idle_timeout")  # fmt: skip
+        raise ApiError(408, f"no audio arrived for {timeout_s:g} s; the upload was abandoned", "idle_timeout")
     try:
         return piece.result()
     except StopAsyncIteration:
         return b""
     except ClientDisconnect:
-        raise ApiError(400, "the client closed the connection before the end of the body (the terminating "
-                       "zero-length chunk)", "incomplete_body") from None  # fmt: skip
+        raise ApiError(
+            400,
+            "the client closed the connection before the end of the body (the terminating zero-length chunk)",
+            "incomplete_body",
+        ) from None
 
 
-async def feed_body(pipe: EventPipe, stream: Any, body: AsyncIterator[bytes], first: bytes,
-                    decoder: PcmStreamDecoder, frame_bytes: int, limits: LiveLimits, rate: int,
-                    shutdown: ShutdownState | None = None) -> None:  # fmt: skip
+async def feed_body(
+    pipe: EventPipe,
+    stream: Any,
+    body: AsyncIterator[bytes],
+    first: bytes,
+    decoder: PcmStreamDecoder,
+    frame_bytes: int,
+    limits: LiveLimits,
+    rate: int,
+    shutdown: ShutdownState | None = None,
+) -> None:
     """Decode and push the body as it arrives; at its end, the final transcript (or an error) goes to the pipe."""
     started = time.monotonic()
     received = 0
@@ -173,23 +213,42 @@ async def feed_body(pipe: EventPipe, stream: Any, body: AsyncIterator[bytes], fi
         while piece:
             received += len(piece)
             if received > limits.max_body_bytes:
-                raise ApiError(413, f"the body passed this server's limit of {limits.max_body_bytes} bytes",
-                               "upload_too_large")  # fmt: skip
+                raise ApiError(
+                    413,
+                    f"the body passed this server's limit of {limits.max_body_bytes} bytes",
+                    "upload_too_large",
+                )
             if time.monotonic() - started > limits.total_timeout_s:
-                raise ApiError(408, f"the upload lasted longer than this server's limit of "
-                               f"{limits.total_timeout_s:g} s", "total_timeout")  # fmt: skip
+                raise ApiError(
+                    408,
+                    f"the upload lasted longer than this server's limit of {limits.total_timeout_s:g} s",
+                    "total_timeout",
+                )
             await push(decoder.feed(piece))
             piece = await _next(body, limits.idle_timeout_s, shutdown)
         if piece is None:  # shutting down: the upload ends here, and what arrived is transcribed
             said = received // frame_bytes / rate
-            pipe.put([ErrorEvent("cancelled", f"the server is shutting down: the upload was cut at {said:.1f} s; "
-                                 "the transcript covers the audio received", "send the rest again", fatal=False)])
+            pipe.put(
+                [
+                    ErrorEvent(
+                        "cancelled",
+                        f"the server is shutting down: the upload was cut at {said:.1f} s; "
+                        "the transcript covers the audio received",
+                        "send the rest again",
+                        fatal=False,
+                    )
+                ]
+            )
             await push(np.zeros(0, np.float32), force=True)  # a partial last frame is dropped, not an error
             return
         if received % frame_bytes:
-            raise ApiError(400, f"the body ends with a partial frame: {received} bytes is not a whole number of "
-                           f"{frame_bytes}-byte frames; check sample_format and channels", "partial_frame",
-                           param="sample_format")  # fmt: skip
+            raise ApiError(
+                400,
+                f"the body ends with a partial frame: {received} bytes is not a whole number of "
+                f"{frame_bytes}-byte frames; check sample_format and channels",
+                "partial_frame",
+                param="sample_format",
+            )
         await push(decoder.feed(b"", last=True), force=True)
 
     async def fed() -> Any:

@@ -69,8 +69,9 @@ class ServedModel:
         self._restored.set()
         self.client = WorkerClient(self.policy, on_status=self._on_status).start()
         try:
-            self.engine = self.client.load(self.path, self.family, self.session_options, backend, threads,
-                                           factory=self.factory)  # fmt: skip
+            self.engine = self.client.load(
+                self.path, self.family, self.session_options, backend, threads, factory=self.factory
+            )
         except BaseException:
             self.client.close()
             raise
@@ -78,8 +79,12 @@ class ServedModel:
         # Streams hold their slot; the worker refuses more open streams per engine than this.
         limit = self.engine.capabilities.streams_per_engine
         if self.max_concurrent > limit:
-            log.warning("model %s: --max-concurrent %d lowered to %d, the streams one engine serves at once",
-                        self.id, self.max_concurrent, limit)  # fmt: skip
+            log.warning(
+                "model %s: --max-concurrent %d lowered to %d, the streams one engine serves at once",
+                self.id,
+                self.max_concurrent,
+                limit,
+            )
             self.max_concurrent = limit
 
     def close(self) -> None:
@@ -92,8 +97,12 @@ class ServedModel:
         if text.startswith(RESTARTED):
             self._restored.set()
         elif self.client is not None and self.client.gave_up is not None:
-            log.error("model %s: %s; a request after %.0f s will start a fresh worker", self.id, text,
-                      self.revive_after_s)  # fmt: skip
+            log.error(
+                "model %s: %s; a request after %.0f s will start a fresh worker",
+                self.id,
+                text,
+                self.revive_after_s,
+            )
             self._gave_up_at = time.monotonic()
             self._restored.set()  # nothing is coming back by itself: waiters get the failure now
         else:
@@ -108,8 +117,13 @@ class ServedModel:
         deadline = time.monotonic() + timeout_s
         while not self._restored.is_set():
             if time.monotonic() > deadline:
-                raise ApiError(503, f"the worker of model {self.id!r} is being restarted after a failure and is "
-                               "not back yet; retry shortly", "worker_restarting", headers={"Retry-After": "5"})
+                raise ApiError(
+                    503,
+                    f"the worker of model {self.id!r} is being restarted after a failure and is "
+                    "not back yet; retry shortly",
+                    "worker_restarting",
+                    headers={"Retry-After": "5"},
+                )
             await asyncio.sleep(0.05)
 
     def _revive(self) -> None:
@@ -121,8 +135,13 @@ class ServedModel:
             waited = time.monotonic() - (self._gave_up_at or 0.0)
             if waited < self.revive_after_s:
                 retry = max(1, round(self.revive_after_s - waited))
-                raise ApiError(503, f"the worker of model {self.id!r} kept failing ({client.gave_up}); a fresh "
-                               f"one is tried in {retry} s", "worker_failed", headers={"Retry-After": str(retry)})  # fmt: skip
+                raise ApiError(
+                    503,
+                    f"the worker of model {self.id!r} kept failing ({client.gave_up}); a fresh "
+                    f"one is tried in {retry} s",
+                    "worker_failed",
+                    headers={"Retry-After": str(retry)},
+                )
             log.warning("model %s: starting a fresh worker after %.0f s", self.id, waited)
             client.close()
             self.engine = None
@@ -130,8 +149,12 @@ class ServedModel:
                 self.start(*self._start_args)
             except Exception as exc:
                 self._gave_up_at = time.monotonic()  # try again only after another full wait
-                raise ApiError(503, f"model {self.id!r} could not be loaded in a fresh worker: {exc}",
-                               "worker_failed", headers={"Retry-After": str(round(self.revive_after_s))}) from exc  # fmt: skip
+                raise ApiError(
+                    503,
+                    f"model {self.id!r} could not be loaded in a fresh worker: {exc}",
+                    "worker_failed",
+                    headers={"Retry-After": str(round(self.revive_after_s))},
+                ) from exc
 
     @property
     def worker_state(self) -> str:
@@ -182,7 +205,10 @@ class ServedModel:
         self._refused.append(now)
         ahead = len(self._refused) / self.max_concurrent  # request times before a slot is free for this one
         wait = max(0.2, self._typical_s) * ahead * random.uniform(0.5, 1.5)
-        return {"Retry-After": str(max(1, math.ceil(wait))), "retry-after-ms": str(max(1, round(wait * 1000)))}
+        return {
+            "Retry-After": str(max(1, math.ceil(wait))),
+            "retry-after-ms": str(max(1, round(wait * 1000))),
+        }
 
     async def acquire_within(self, busy_timeout_s: float) -> None:
         """Take a slot, waiting up to ``busy_timeout_s`` for one to free up (the client's busy_timeout_ms)."""
@@ -201,8 +227,14 @@ class ServedModel:
             self._active = max(0, self._active - 1)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "object": "model", "created": self.created, "owned_by": "captioneer",
-                "family": self.family, "aliases": list(self.aliases)}  # fmt: skip
+        return {
+            "id": self.id,
+            "object": "model",
+            "created": self.created,
+            "owned_by": "captioneer",
+            "family": self.family,
+            "aliases": list(self.aliases),
+        }
 
 
 class ModelRegistry:
@@ -221,13 +253,22 @@ class ModelRegistry:
         if not name:
             if len(self.models) == 1:
                 return self.models[0]
-            raise ApiError(400, "the 'model' field is required when the server has several models "
-                           f"({', '.join(m.id for m in self.models)})", "missing_model", param="model")  # fmt: skip
+            raise ApiError(
+                400,
+                "the 'model' field is required when the server has several models "
+                f"({', '.join(m.id for m in self.models)})",
+                "missing_model",
+                param="model",
+            )
         model = self._by_name.get(name)
         if model is None:
-            raise ApiError(404, f"model {name!r} is not served here; GET /v1/models lists the models of this "
-                           f"server ({', '.join(m.id for m in self.models)})", "model_not_found",
-                           param="model")  # fmt: skip
+            raise ApiError(
+                404,
+                f"model {name!r} is not served here; GET /v1/models lists the models of this "
+                f"server ({', '.join(m.id for m in self.models)})",
+                "model_not_found",
+                param="model",
+            )
         return model
 
     def start(self, backend: str = "auto", threads: int | None = None) -> None:
@@ -268,5 +309,7 @@ def resolve_models(names: list[str], paths: AppPaths, max_concurrent: int) -> li
             model_id = name or path.name
             aliases = (path.name,) if path.name != model_id else ()
             languages = spec.languages
-        out.append(ServedModel(model_id, path, family, spec, tuple(languages), max_concurrent, aliases=aliases))
+        out.append(
+            ServedModel(model_id, path, family, spec, tuple(languages), max_concurrent, aliases=aliases)
+        )
     return out

@@ -25,11 +25,37 @@ from inference.server.registry import ModelRegistry, ServedModel
 
 RESPONSE_FORMATS = ("json", "text", "srt", "vtt", "verbose_json")
 MAX_BUSY_TIMEOUT_MS = 600_000
-_FORM_FIELDS = {"file", "model", "language", "prompt", "response_format", "temperature", "stream",
-                "timestamp_granularities[]", "timestamp_granularities", "include[]", "chunking_strategy", "busy_timeout_ms",
-                "options", "hotwords", "hotwords_score"}  # fmt: skip
-_JSON_FIELDS = {"model", "audio", "audio_path", "file", "language", "text", "prompt", "options", "response_format",
-                "stream", "temperature", "busy_timeout_ms"}  # fmt: skip
+_FORM_FIELDS = {
+    "file",
+    "model",
+    "language",
+    "prompt",
+    "response_format",
+    "temperature",
+    "stream",
+    "timestamp_granularities[]",
+    "timestamp_granularities",
+    "include[]",
+    "chunking_strategy",
+    "busy_timeout_ms",
+    "options",
+    "hotwords",
+    "hotwords_score",
+}
+_JSON_FIELDS = {
+    "model",
+    "audio",
+    "audio_path",
+    "file",
+    "language",
+    "text",
+    "prompt",
+    "options",
+    "response_format",
+    "stream",
+    "temperature",
+    "busy_timeout_ms",
+}
 
 
 @dataclass
@@ -69,16 +95,21 @@ async def read_body(request: Request, limit: int) -> bytes:
                 raise _too_large(size, limit)
             parts.append(chunk)
     except ClientDisconnect:
-        raise ApiError(400, "the client closed the connection before the body was complete",
-                       "incomplete_body") from None  # fmt: skip
+        raise ApiError(
+            400, "the client closed the connection before the body was complete", "incomplete_body"
+        ) from None
     body = b"".join(parts)
     request._body = body  # Request.form() and .json() parse what was read here
     return body
 
 
 def _too_large(size: int, limit: int) -> ApiError:
-    return ApiError(413, f"the upload is larger than this server's limit ({size} > {limit} bytes)",
-                    "upload_too_large", param="file")  # fmt: skip
+    return ApiError(
+        413,
+        f"the upload is larger than this server's limit ({size} > {limit} bytes)",
+        "upload_too_large",
+        param="file",
+    )
 
 
 def parse_bool(value: Any, name: str) -> bool:
@@ -102,8 +133,12 @@ async def read_transcription_request(
         return await anyio.to_thread.run_sync(_from_json, body, registry, config, details)
     if content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
         return await _from_form(request, registry, details)
-    raise ApiError(415, f"unsupported Content-Type {content_type or '(none)'!r}: send multipart/form-data with "
-                   "a 'file' field, or application/json with base64 'audio'", "unsupported_media_type")
+    raise ApiError(
+        415,
+        f"unsupported Content-Type {content_type or '(none)'!r}: send multipart/form-data with "
+        "a 'file' field, or application/json with base64 'audio'",
+        "unsupported_media_type",
+    )
 
 
 async def _from_form(request: Request, registry: ModelRegistry, details: bool) -> TranscriptionRequest:
@@ -114,54 +149,79 @@ async def _from_form(request: Request, registry: ModelRegistry, details: bool) -
     try:
         unknown = sorted(set(form.keys()) - _FORM_FIELDS)
         if unknown:
-            raise ApiError(400, f"unknown form field(s) {', '.join(unknown)}; this route takes "
-                           f"{', '.join(sorted(_FORM_FIELDS))}", "unknown_parameter", param=unknown[0])  # fmt: skip
+            raise ApiError(
+                400,
+                f"unknown form field(s) {', '.join(unknown)}; this route takes "
+                f"{', '.join(sorted(_FORM_FIELDS))}",
+                "unknown_parameter",
+                param=unknown[0],
+            )
         model = registry.get(_text_field(form.get("model"), "model"))
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
-            raise ApiError(400, "the 'file' field is required and must be an uploaded audio file",
-                           "missing_file", param="file")  # fmt: skip
+            raise ApiError(
+                400,
+                "the 'file' field is required and must be an uploaded audio file",
+                "missing_file",
+                param="file",
+            )
         notes = []
         if form.get("temperature") is not None:
             _number(form.get("temperature"), "temperature")
             notes.append("temperature is accepted and ignored: decoding is greedy")
-        options = request_options(model, language=_text_field(form.get("language"), "language"),
-                                  context=_text_field(form.get("prompt"), "prompt"), extra=_form_extra(form))  # fmt: skip
+        options = request_options(
+            model,
+            language=_text_field(form.get("language"), "language"),
+            context=_text_field(form.get("prompt"), "prompt"),
+            extra=_form_extra(form),
+        )
         response_format = _response_format(form.get("response_format"), details)
         stream = parse_bool(form.get("stream") or "false", "stream")
         wait_s = busy_timeout_s(form.get("busy_timeout_ms"))
         data = await upload.read()
     finally:
         await form.close()
-    return TranscriptionRequest(model, data, upload.filename or "file", options, response_format, stream, notes,
-                                wait_s)  # fmt: skip
+    return TranscriptionRequest(
+        model, data, upload.filename or "file", options, response_format, stream, notes, wait_s
+    )
 
 
-def _from_json(body: bytes, registry: ModelRegistry, config: ServerConfig, details: bool) -> TranscriptionRequest:
+def _from_json(
+    body: bytes, registry: ModelRegistry, config: ServerConfig, details: bool
+) -> TranscriptionRequest:
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(400, f"the body is not valid JSON: {exc}", "invalid_json") from None
     except RecursionError:
-        raise ApiError(400, "the JSON body is nested too deeply; requests are a flat object", "invalid_json") from None
+        raise ApiError(
+            400, "the JSON body is nested too deeply; requests are a flat object", "invalid_json"
+        ) from None
     if not isinstance(data, dict):
         raise ApiError(400, "the JSON body must be an object", "invalid_json")
     unknown = sorted(set(data) - _JSON_FIELDS)
     if unknown:
-        raise ApiError(400, f"unknown field(s) {', '.join(unknown)}; the JSON form takes "
-                       f"{', '.join(sorted(_JSON_FIELDS))}", "unknown_parameter", param=unknown[0])  # fmt: skip
+        raise ApiError(
+            400,
+            f"unknown field(s) {', '.join(unknown)}; the JSON form takes {', '.join(sorted(_JSON_FIELDS))}",
+            "unknown_parameter",
+            param=unknown[0],
+        )
     model = registry.get(_json_text(data, "model"))
     path_key = next((key for key in ("audio_path", "file") if key in data), None)
     if path_key is not None:
         if "audio" in data:
-            raise ApiError(400, f"give either 'audio' or '{path_key}', not both", "invalid_value", param=path_key)
+            raise ApiError(
+                400, f"give either 'audio' or '{path_key}', not both", "invalid_value", param=path_key
+            )
         raw = read_allowed_file(config, data[path_key], path_key)
         name = str(data[path_key])
     else:
         encoded = data.get("audio")
         if not isinstance(encoded, str) or not encoded:
-            raise ApiError(400, "'audio' is required: the audio file's bytes in base64", "missing_audio",
-                           param="audio")  # fmt: skip
+            raise ApiError(
+                400, "'audio' is required: the audio file's bytes in base64", "missing_audio", param="audio"
+            )
         try:
             raw = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):
@@ -169,28 +229,45 @@ def _from_json(body: bytes, registry: ModelRegistry, config: ServerConfig, detai
         name = "audio"
     extra = data.get("options") or {}
     if not isinstance(extra, dict):
-        raise ApiError(400, "'options' must be an object of the model family's request options",
-                       "invalid_value", param="options")  # fmt: skip
+        raise ApiError(
+            400,
+            "'options' must be an object of the model family's request options",
+            "invalid_value",
+            param="options",
+        )
     context = _json_text(data, "text") or _json_text(data, "prompt")
     options = request_options(model, language=_json_text(data, "language"), context=context, extra=extra)
-    return TranscriptionRequest(model, raw, name, options, _response_format(data.get("response_format"), details),
-                                parse_bool(data.get("stream", False), "stream"),
-                                busy_timeout_s=busy_timeout_s(data.get("busy_timeout_ms")))  # fmt: skip
+    return TranscriptionRequest(
+        model,
+        raw,
+        name,
+        options,
+        _response_format(data.get("response_format"), details),
+        parse_bool(data.get("stream", False), "stream"),
+        busy_timeout_s=busy_timeout_s(data.get("busy_timeout_ms")),
+    )
 
 
 def read_allowed_file(config: ServerConfig, value: Any, key: str) -> bytes:
     """A file on the server named by the JSON form: only inside ``--audio-dir``, and only when it is set."""
     if config.audio_dir is None:
-        raise ApiError(400, f"'{key}' (a file on the server) is off: start the server with --audio-dir DIR to "
-                       "allow files under DIR, or send the audio itself (base64 'audio' or a multipart upload)",
-                       "unsupported_parameter", param=key)  # fmt: skip
+        raise ApiError(
+            400,
+            f"'{key}' (a file on the server) is off: start the server with --audio-dir DIR to "
+            "allow files under DIR, or send the audio itself (base64 'audio' or a multipart upload)",
+            "unsupported_parameter",
+            param=key,
+        )
     if not isinstance(value, str) or not value.strip() or "\x00" in value:
-        raise ApiError(400, f"'{key}' must be a file path (text without NUL characters)", "invalid_value", param=key)
+        raise ApiError(
+            400, f"'{key}' must be a file path (text without NUL characters)", "invalid_value", param=key
+        )
     root = config.audio_dir.resolve()
     path = (root / value).resolve()  # an absolute value replaces root; resolve() follows links and ".."
     if not path.is_relative_to(root):
-        raise ApiError(403, f"'{key}' must name a file inside the server's --audio-dir", "path_not_allowed",
-                       param=key)  # fmt: skip
+        raise ApiError(
+            403, f"'{key}' must name a file inside the server's --audio-dir", "path_not_allowed", param=key
+        )
     if not path.is_file():
         raise ApiError(400, f"no file {value!r} in the server's --audio-dir", "file_not_found", param=key)
     size = path.stat().st_size
@@ -199,7 +276,9 @@ def read_allowed_file(config: ServerConfig, value: Any, key: str) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise ApiError(400, f"cannot read {value!r}: {exc.strerror}", "file_not_readable", param=key) from None
+        raise ApiError(
+            400, f"cannot read {value!r}: {exc.strerror}", "file_not_readable", param=key
+        ) from None
 
 
 def busy_timeout_s(value: Any) -> float:
@@ -211,8 +290,12 @@ def busy_timeout_s(value: Any) -> float:
     except ValueError:
         millis = -1
     if not 0 <= millis <= MAX_BUSY_TIMEOUT_MS:
-        raise ApiError(400, f"'busy_timeout_ms' must be an integer in [0, {MAX_BUSY_TIMEOUT_MS}], got {value!r}",
-                       "invalid_value", param="busy_timeout_ms")  # fmt: skip
+        raise ApiError(
+            400,
+            f"'busy_timeout_ms' must be an integer in [0, {MAX_BUSY_TIMEOUT_MS}], got {value!r}",
+            "invalid_value",
+            param="busy_timeout_ms",
+        )
     return millis / 1000
 
 
@@ -225,9 +308,15 @@ def decode_audio(data: bytes, name: str, max_audio_s: float) -> np.ndarray:
         decoded = decode_audio_bytes(data, name, max_seconds=max_audio_s, mono=True)
         audio = to_mono_16k(decoded.samples, decoded.sample_rate)
     except AudioTooLong as exc:
-        lasts = f"{exc.seconds:.1f} s" if exc.seconds > exc.limit_s * 1.0001 else f"more than {exc.limit_s:g} s"
-        raise ApiError(413, f"the audio lasts {lasts}, more than this server's limit of {max_audio_s:g} s; split "
-                       "it", "audio_too_long", param="file") from None  # fmt: skip
+        lasts = (
+            f"{exc.seconds:.1f} s" if exc.seconds > exc.limit_s * 1.0001 else f"more than {exc.limit_s:g} s"
+        )
+        raise ApiError(
+            413,
+            f"the audio lasts {lasts}, more than this server's limit of {max_audio_s:g} s; split it",
+            "audio_too_long",
+            param="file",
+        ) from None
     except CaptioneerError as exc:
         raise from_captioneer(exc, param="file") from None
     if audio.size == 0:
@@ -244,17 +333,29 @@ def _form_extra(form: Any) -> dict[str, Any]:
         try:
             extra = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ApiError(400, f"'options' is not valid JSON: {exc.msg} at character {exc.pos}",
-                           "invalid_value", param="options") from None  # fmt: skip
+            raise ApiError(
+                400,
+                f"'options' is not valid JSON: {exc.msg} at character {exc.pos}",
+                "invalid_value",
+                param="options",
+            ) from None
         if not isinstance(extra, dict):
-            raise ApiError(400, "'options' must be a JSON object of the model family's request options",
-                           "invalid_value", param="options")  # fmt: skip
+            raise ApiError(
+                400,
+                "'options' must be a JSON object of the model family's request options",
+                "invalid_value",
+                param="options",
+            )
     for name in ("hotwords", "hotwords_score"):
         value = form.get(name)
         if value is not None:
             if name in extra:
-                raise ApiError(400, f"{name!r} was given both as a field and inside 'options'", "invalid_value",
-                               param=name)  # fmt: skip
+                raise ApiError(
+                    400,
+                    f"{name!r} was given both as a field and inside 'options'",
+                    "invalid_value",
+                    param=name,
+                )
             if isinstance(value, UploadFile):
                 raise ApiError(400, f"'{name}' must be a text field, not a file", "invalid_value", param=name)
             # An empty hotwords field is kept: it turns hotwords off even when a prompt is given.
@@ -262,8 +363,9 @@ def _form_extra(form: Any) -> dict[str, Any]:
     return extra
 
 
-def request_options(model: ServedModel, *, language: str | None, context: str | None,
-                    extra: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def request_options(
+    model: ServedModel, *, language: str | None, context: str | None, extra: dict[str, Any]
+) -> dict[str, Any]:
     """The engine options of a request, validated by the model family's spec (400 naming the option)."""
     raw = dict(model.default_request_options)
     raw.update(extra)
@@ -272,13 +374,19 @@ def request_options(model: ServedModel, *, language: str | None, context: str | 
         if spec is not None and "language" in spec.request_options:
             raw["language"] = language
         elif model.languages and language.lower() not in model.languages:
-            raise ApiError(400, f"model {model.id!r} does not transcribe language {language!r}; it knows "
-                           f"{', '.join(model.languages)}", "unsupported_language", param="language")  # fmt: skip
+            raise ApiError(
+                400,
+                f"model {model.id!r} does not transcribe language {language!r}; it knows "
+                f"{', '.join(model.languages)}",
+                "unsupported_language",
+                param="language",
+            )
         # otherwise: the model finds the language itself, and this one is among those it knows
     if context:
         if spec is not None and "context" not in spec.request_options:
-            raise ApiError(400, f"model {model.id!r} takes no prompt (context)", "unsupported_parameter",
-                           param="prompt")  # fmt: skip
+            raise ApiError(
+                400, f"model {model.id!r} takes no prompt (context)", "unsupported_parameter", param="prompt"
+            )
         raw["context"] = context
     if spec is None:
         return raw
@@ -293,8 +401,12 @@ def _response_format(value: Any, details: bool) -> str:
         return "verbose_json" if details else "json"
     text = str(value)
     if text not in RESPONSE_FORMATS:
-        raise ApiError(400, f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, got {text!r}",
-                       "invalid_value", param="response_format")  # fmt: skip
+        raise ApiError(
+            400,
+            f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, got {text!r}",
+            "invalid_value",
+            param="response_format",
+        )
     return text
 
 
@@ -319,4 +431,6 @@ def _number(value: Any, name: str) -> float:
     try:
         return float(str(value))
     except ValueError:
-        raise ApiError(400, f"'{name}' must be a number, got {value!r}", "invalid_value", param=name) from None
+        raise ApiError(
+            400, f"'{name}' must be a number, got {value!r}", "invalid_value", param=name
+        ) from None

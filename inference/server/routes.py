@@ -45,7 +45,10 @@ async def health(request: Request) -> Response:
     """``ok`` while every model's worker runs; ``degraded`` (still 200: the server answers) while one restarts
     or was given up on, with the state per model."""
     _, registry = _state(request)
-    models = {m.id: {"active": m.active, "limit": m.max_concurrent, "worker": m.worker_state} for m in registry.models}
+    models = {
+        m.id: {"active": m.active, "limit": m.max_concurrent, "worker": m.worker_state}
+        for m in registry.models
+    }
     status = "ok" if all(m["worker"] == "running" for m in models.values()) else "degraded"
     return JSONResponse({"status": status, "models": models})
 
@@ -62,8 +65,13 @@ async def _transcribe(request: Request, *, details: bool) -> Response:
     config, registry = _state(request)
     job = await read_transcription_request(request, registry, config, details=details)
     if job.stream and details:
-        raise ApiError(400, "/v1/audio/transcriptions/details does not stream; drop stream=true or use "
-                       "/v1/audio/transcriptions", "invalid_value", param="stream")  # fmt: skip
+        raise ApiError(
+            400,
+            "/v1/audio/transcriptions/details does not stream; drop stream=true or use "
+            "/v1/audio/transcriptions",
+            "invalid_value",
+            param="stream",
+        )
     headers = {"x-captioneer-notes": "; ".join(job.notes)} if job.notes else {}
     await job.model.acquire_within(job.busy_timeout_s)
     try:  # decoding in the slot: concurrent uploads cannot all expand in memory at once
@@ -81,13 +89,16 @@ async def _transcribe(request: Request, *, details: bool) -> Response:
         job.model.note_duration(wall_s)
     finally:
         job.model.release()
-    if needs_speech_stretches(len(transcript.words), job.response_format):  # off the event loop: ~1 s per minute
+    if needs_speech_stretches(
+        len(transcript.words), job.response_format
+    ):  # off the event loop: ~1 s per minute
         transcript.speech = await anyio.to_thread.run_sync(speech_stretches, job.audio)
     return _render(job, transcript, wall_s, details, headers)
 
 
-async def _stream(job: TranscriptionRequest, headers: dict[str, str], timeout_s: float,
-                  shutdown: ShutdownState) -> Response:  # fmt: skip
+async def _stream(
+    job: TranscriptionRequest, headers: dict[str, str], timeout_s: float, shutdown: ShutdownState
+) -> Response:
     """``stream=true``: the file goes through the model's live path and its events come back as SSE."""
     pipe = EventPipe()
     try:
@@ -95,7 +106,9 @@ async def _stream(job: TranscriptionRequest, headers: dict[str, str], timeout_s:
     except BaseException:
         job.model.release()
         raise
-    frames = sse_frames(pipe, EventTranslator(), lambda: feed_file(stream, job.audio, pipe, timeout_s), shutdown)
+    frames = sse_frames(
+        pipe, EventTranslator(), lambda: feed_file(stream, job.audio, pipe, timeout_s), shutdown
+    )
     return SSEResponse(frames, headers, on_close=closer(stream, job.model), watch_disconnect=True)  # type: ignore[return-value]
 
 
@@ -114,12 +127,16 @@ def closer(stream: Any, model: ServedModel) -> Callable[[], None]:
 
 
 def _timing(transcript: Transcript, duration_s: float, wall_s: float) -> dict[str, Any]:
-    return {"wall_ms": round(wall_s * 1000), "audio_duration_ms": round(duration_s * 1000),
-            "rtf": round(wall_s / duration_s, 4) if duration_s > 0 else 0.0}  # fmt: skip
+    return {
+        "wall_ms": round(wall_s * 1000),
+        "audio_duration_ms": round(duration_s * 1000),
+        "rtf": round(wall_s / duration_s, 4) if duration_s > 0 else 0.0,
+    }
 
 
-def _render(job: TranscriptionRequest, transcript: Transcript, wall_s: float, details: bool,
-            headers: dict[str, str]) -> Response:  # fmt: skip
+def _render(
+    job: TranscriptionRequest, transcript: Transcript, wall_s: float, details: bool, headers: dict[str, str]
+) -> Response:
     text = transcript.text.strip()
     timing = _timing(transcript, job.duration_s, wall_s)
     if details:
@@ -157,12 +174,21 @@ def verbose_json(job: TranscriptionRequest, transcript: Transcript, timing: dict
         "language": _language(job, transcript),
         "duration": round(job.duration_s, 3),
         "text": transcript.text.strip(),
-        "words": [{"word": w.text.strip(), "start": round(w.start_s, 3), "end": round(w.end_s, 3)}
-                  for w in transcript.words],  # fmt: skip
+        "words": [
+            {"word": w.text.strip(), "start": round(w.start_s, 3), "end": round(w.end_s, 3)}
+            for w in transcript.words
+        ],
         "segments": [
-            {"id": i, "start": round(s.start_s, 3), "end": round(s.end_s, 3), "text": s.text.strip(),
-             "words": [{"word": w.text.strip(), "start": round(w.start_s, 3), "end": round(w.end_s, 3)}
-                       for w in s.words]}  # fmt: skip
+            {
+                "id": i,
+                "start": round(s.start_s, 3),
+                "end": round(s.end_s, 3),
+                "text": s.text.strip(),
+                "words": [
+                    {"word": w.text.strip(), "start": round(w.start_s, 3), "end": round(w.end_s, 3)}
+                    for w in s.words
+                ],
+            }
             for i, s in enumerate(segments_of(transcript))
         ],
         "usage": {"type": "duration", "seconds": math.ceil(job.duration_s)},
@@ -174,8 +200,12 @@ def details_json(job: TranscriptionRequest, transcript: Transcript, timing: dict
     """The seeds' details answer: words and segments in samples at ``sample_rate``, with confidences."""
 
     def word(w: Any) -> dict[str, Any]:
-        return {"word": w.text.strip(), "start_sample": round(w.start_s * SAMPLE_RATE),
-                "end_sample": round(w.end_s * SAMPLE_RATE), "confidence": w.confidence}  # fmt: skip
+        return {
+            "word": w.text.strip(),
+            "start_sample": round(w.start_s * SAMPLE_RATE),
+            "end_sample": round(w.end_s * SAMPLE_RATE),
+            "confidence": w.confidence,
+        }
 
     return {
         "text": transcript.text.strip(),
@@ -183,8 +213,15 @@ def details_json(job: TranscriptionRequest, transcript: Transcript, timing: dict
         "sample_rate": SAMPLE_RATE,
         "duration": round(job.duration_s, 3),
         "words": [word(w) for w in transcript.words],
-        "segments": [{"id": i, "text": s.text.strip(), "start_sample": round(s.start_s * SAMPLE_RATE),
-                      "end_sample": round(s.end_s * SAMPLE_RATE), "words": [word(w) for w in s.words]}
-                     for i, s in enumerate(segments_of(transcript))],  # fmt: skip
+        "segments": [
+            {
+                "id": i,
+                "text": s.text.strip(),
+                "start_sample": round(s.start_s * SAMPLE_RATE),
+                "end_sample": round(s.end_s * SAMPLE_RATE),
+                "words": [word(w) for w in s.words],
+            }
+            for i, s in enumerate(segments_of(transcript))
+        ],
         "timing": timing,
     }

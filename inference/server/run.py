@@ -21,15 +21,24 @@ from inference.server.shutdown import ShutdownState
 log = logging.getLogger("captioneer.server")
 
 
-def serve(config: ServerConfig, model_names: list[str], paths: AppPaths, *, backend: str = "auto",
-          threads: int | None = None, err: IO[str] | None = None) -> int:  # fmt: skip
+def serve(
+    config: ServerConfig,
+    model_names: list[str],
+    paths: AppPaths,
+    *,
+    backend: str = "auto",
+    threads: int | None = None,
+    err: IO[str] | None = None,
+) -> int:
 
     from inference.server.app import create_app
     from inference.server.registry import ModelRegistry, resolve_models
 
     err = err or sys.stderr
     registry = ModelRegistry(resolve_models(model_names, paths, config.max_concurrent))
-    sock = bind(config.host, config.port)  # before loading: a busy port fails at once, and nothing says "serving"
+    sock = bind(
+        config.host, config.port
+    )  # before loading: a busy port fails at once, and nothing says "serving"
     try:
         err.write(f"captioneer: loading {', '.join(m.id for m in registry.models)}\n")
         registry.start(backend, threads)
@@ -39,8 +48,10 @@ def serve(config: ServerConfig, model_names: list[str], paths: AppPaths, *, back
         server = DrainingServer(uvicorn_config(app, config.grace_s), shutdown)
         port = sock.getsockname()[1]
         names = ", ".join(m.id for m in registry.models)
-        err.write(f"captioneer: serving {names} on http://{bracketed(config.host)}:{port}/v1 "
-                  f"({'API key required' if config.api_key else 'no API key: loopback only'}); Ctrl-C stops\n")
+        err.write(
+            f"captioneer: serving {names} on http://{bracketed(config.host)}:{port}/v1 "
+            f"({'API key required' if config.api_key else 'no API key: loopback only'}); Ctrl-C stops\n"
+        )
         err.flush()
         with _sigterm_stops_quietly():
             server.run(sockets=[sock])
@@ -56,8 +67,12 @@ def uvicorn_config(app: Any, grace_s: float) -> Any:
     error, when ours is over), and requests it cannot parse get an OpenAI-shaped JSON error too."""
     import uvicorn
 
-    return uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=math.ceil(grace_s) + 3,
-                          http=_json_error_protocol())  # fmt: skip
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=math.ceil(grace_s) + 3,
+        http=_json_error_protocol(),
+    )
 
 
 def _json_error_protocol() -> type:
@@ -67,15 +82,26 @@ def _json_error_protocol() -> type:
 
     from inference.server.errors import ApiError
 
-    body = json.dumps(ApiError(400, "the request could not be read as HTTP/1.1: malformed, or its headers are "
-                               "larger than 16 KB", "malformed_request").body()).encode()  # fmt: skip
+    body = json.dumps(
+        ApiError(
+            400,
+            "the request could not be read as HTTP/1.1: malformed, or its headers are larger than 16 KB",
+            "malformed_request",
+        ).body()
+    ).encode()
 
     class JsonErrorsH11(H11Protocol):
         def send_400_response(self, msg: str) -> None:
-            headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
-                       (b"content-length", str(len(body)).encode())]  # fmt: skip
-            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"), h11.Data(data=body),
-                          h11.EndOfMessage()):  # fmt: skip
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"connection", b"close"),
+                (b"content-length", str(len(body)).encode()),
+            ]
+            for event in (
+                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
                 self.transport.write(self.conn.send(event))
             self.transport.close()
 
@@ -92,8 +118,10 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(128)
     except OSError as exc:
         sock.close()
-        raise UsageError(f"cannot listen on {bracketed(host)}:{port}: {exc.strerror}",
-                         "another program (perhaps another captioneer serve) uses it: stop it or pass --port N") from None  # fmt: skip
+        raise UsageError(
+            f"cannot listen on {bracketed(host)}:{port}: {exc.strerror}",
+            "another program (perhaps another captioneer serve) uses it: stop it or pass --port N",
+        ) from None
     sock.set_inheritable(True)
     return sock
 

@@ -30,15 +30,27 @@ class ShutdownState:
         return self._began is not None
 
     def grace_left(self) -> float:
-        return self.grace_s if self._began is None else max(0.0, self._began + self.grace_s - time.monotonic())
+        return (
+            self.grace_s if self._began is None else max(0.0, self._began + self.grace_s - time.monotonic())
+        )
 
     def refusal(self) -> ApiError:
-        return ApiError(503, "the server is shutting down and takes no new requests; send it to another instance "
-                        "or again once the server is back", "server_shutting_down", headers={"Retry-After": "5"})  # fmt: skip
+        return ApiError(
+            503,
+            "the server is shutting down and takes no new requests; send it to another instance "
+            "or again once the server is back",
+            "server_shutting_down",
+            headers={"Retry-After": "5"},
+        )
 
     def cut_off(self) -> ApiError:
-        return ApiError(503, f"the server shut down before this request finished (it waited {self.grace_s:g} s); "
-                        "send it again", "server_shutting_down", headers={"Retry-After": "5"})  # fmt: skip
+        return ApiError(
+            503,
+            f"the server shut down before this request finished (it waited {self.grace_s:g} s); "
+            "send it again",
+            "server_shutting_down",
+            headers={"Retry-After": "5"},
+        )
 
     async def wait_draining(self) -> None:
         while not self.draining:

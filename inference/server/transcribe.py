@@ -25,12 +25,15 @@ PUSH_SECONDS = 0.32  # a file streamed through the live path is pushed in pieces
 
 def _engine(model: ServedModel) -> Any:
     if model.engine is None:
-        raise ApiError(503, f"model {model.id!r} is not loaded yet", "model_not_ready", headers={"Retry-After": "1"})
+        raise ApiError(
+            503, f"model {model.id!r} is not loaded yet", "model_not_ready", headers={"Retry-After": "1"}
+        )
     return model.engine
 
 
-async def transcribe_file(model: ServedModel, audio: np.ndarray, options: dict[str, Any],
-                          timeout_s: float) -> Transcript:  # fmt: skip
+async def transcribe_file(
+    model: ServedModel, audio: np.ndarray, options: dict[str, Any], timeout_s: float
+) -> Transcript:
     """The whole clip at once; past ``timeout_s`` the worker is told to stop and the answer is 504."""
     await model.wait_until_restored()
     engine = _engine(model)
@@ -63,8 +66,11 @@ async def transcribe_file(model: ServedModel, audio: np.ndarray, options: dict[s
 
 
 def _timeout(timeout_s: float) -> ApiError:
-    return ApiError(504, f"the transcription took longer than this server's limit of {timeout_s:g} s; "
-                    "send shorter audio", "timeout")
+    return ApiError(
+        504,
+        f"the transcription took longer than this server's limit of {timeout_s:g} s; send shorter audio",
+        "timeout",
+    )
 
 
 class EventPipe:
@@ -99,8 +105,9 @@ async def open_stream(model: ServedModel, pipe: EventPipe, options: dict[str, An
 
     def run() -> Any:
         # The body can wait for the model: pushes block (backpressure on the upload), nothing is dropped.
-        return engine.open_stream(on_events=pipe.from_thread, backlog=BacklogPolicy("block"), mode="auto",
-                                  **options)  # fmt: skip
+        return engine.open_stream(
+            on_events=pipe.from_thread, backlog=BacklogPolicy("block"), mode="auto", **options
+        )
 
     try:
         return await anyio.to_thread.run_sync(run)
@@ -108,8 +115,12 @@ async def open_stream(model: ServedModel, pipe: EventPipe, options: dict[str, An
         raise from_captioneer(exc) from None
 
 
-async def sse_frames(pipe: EventPipe, translator: EventTranslator, work: Callable[[], Any],
-                     shutdown: ShutdownState | None = None) -> AsyncIterator[bytes]:  # fmt: skip
+async def sse_frames(
+    pipe: EventPipe,
+    translator: EventTranslator,
+    work: Callable[[], Any],
+    shutdown: ShutdownState | None = None,
+) -> AsyncIterator[bytes]:
     """Run ``work`` (a coroutine function that feeds the stream and puts its final transcript or an
     ``ApiError`` into the pipe) and yield the SSE frames of everything the pipe carries. A server that shuts
     down ends the answer with an error event and ``[DONE]`` once its grace is over."""

@@ -37,8 +37,12 @@ def speech() -> np.ndarray:
 def window(qtbot, speech: np.ndarray):  # type: ignore[no-untyped-def]
     paths = AppPaths.from_environment().ensure()
     controller = LiveController(WorkerClient, paths.data)
-    win = MainWindow(AppState.load(paths), SettingsStore(paths), controller,
-                     source_factory=lambda _device: ArraySource(speech, "test recording", speed=6.0))  # fmt: skip
+    win = MainWindow(
+        AppState.load(paths),
+        SettingsStore(paths),
+        controller,
+        source_factory=lambda _device: ArraySource(speech, "test recording", speed=6.0),
+    )
     qtbot.addWidget(win)
     win.show()
     yield win
@@ -54,7 +58,9 @@ def run_session(qtbot, window: MainWindow) -> None:  # type: ignore[no-untyped-d
         qtbot.waitUntil(lambda: window.controller.state == "running", timeout=30000)
 
 
-def test_live_captions_from_a_recording_reach_the_window_overlay_and_exports(qtbot, window, speech, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_live_captions_from_a_recording_reach_the_window_overlay_and_exports(
+    qtbot, window, speech, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     # The demo model captions segment by segment (it drops words in long windows): each pause commits the
     # sentence before it, exactly as the model transcribes that sentence alone.
     expected = f"{FIRST} {SECOND}"
@@ -65,7 +71,9 @@ def test_live_captions_from_a_recording_reach_the_window_overlay_and_exports(qtb
     assert "garden" in window.overlay.displayed_text()
     session = window.controller.session
     assert session.committed_text.strip() == expected and session.provisional == {}
-    assert [s.text.strip() for s in session.segments] == [FIRST, SECOND] and all(s.closed for s in session.segments)
+    assert [s.text.strip() for s in session.segments] == [FIRST, SECOND] and all(
+        s.closed for s in session.segments
+    )
     assert window.panel.start_button.text() == "Start" and "latency p50" in window.panel.status_label.text()
     p50, p95 = window.controller.latency_summary()  # type: ignore[misc]
     assert 0 < p50 <= p95 < 10
@@ -91,7 +99,10 @@ def test_int8_weights_picked_in_the_view_menu_caption_the_recording(qtbot, windo
     assert dict(choice.session_options) == {"weight_type": "int8", "conv_weight_type": "int8"}
     assert choice.backend == "cpu" and choice.family == "parakeet_tdt"
     assert window.settings_store.load().parakeet_weights == "int8"
-    assert window.view_menu.weights_actions["int8"].isChecked() and not window.view_menu.weights_actions["native"].isChecked()
+    assert (
+        window.view_menu.weights_actions["int8"].isChecked()
+        and not window.view_menu.weights_actions["native"].isChecked()
+    )
     run_session(qtbot, window)
     assert window.panel.caption_text() == f"{FIRST}\n{SECOND}"
     window.view_menu.weights_actions["native"].trigger()
@@ -110,7 +121,9 @@ def test_provisional_text_is_styled_apart_and_replaced_in_place(qtbot, window) -
     assert cursor.charFormat().fontItalic()  # provisional: italic
     cursor.setPosition(len("hel"))
     assert not cursor.charFormat().fontItalic()  # committed: plain
-    session.apply([Delta(" world", 1, 0.5, 1.0), Snapshot(" and", 1, 1.0, None), SpeechEnd(1, 0.5, 1.2, "world and")])
+    session.apply(
+        [Delta(" world", 1, 0.5, 1.0), Snapshot(" and", 1, 1.0, None), SpeechEnd(1, 0.5, 1.2, "world and")]
+    )
     assert window.panel.caption_text() == "hello world and"
     assert session.provisional == {}
 
@@ -136,12 +149,16 @@ def test_a_session_cut_by_a_crash_is_offered_back(qtbot, window, monkeypatch) ->
     from app.live.journal import SessionJournal
 
     journal = SessionJournal(sessions_dir(window.paths.data), "Demo", "microphone")
-    journal.record([Delta("saved before the crash", 0, 0.0, 1.0), SpeechEnd(0, 0.0, 1.0, "saved before the crash")])
+    journal.record(
+        [Delta("saved before the crash", 0, 0.0, 1.0), SpeechEnd(0, 0.0, 1.0, "saved before the crash")]
+    )
     # no close(): the process died here; a half-written last line is what a power cut leaves
     with journal.path.open("a") as handle:
         handle.write('{"type": "delta", "segm')
     asked: list[str] = []
-    monkeypatch.setattr(QMessageBox, "question", lambda *args, **_kw: asked.append(args[2]) or QMessageBox.StandardButton.Yes)
+    monkeypatch.setattr(
+        QMessageBox, "question", lambda *args, **_kw: asked.append(args[2]) or QMessageBox.StandardButton.Yes
+    )
     window.sessions.offer_recovery()
     assert asked and "did not end cleanly" in asked[0]
     assert window.panel.caption_text() == "saved before the crash"
@@ -167,19 +184,34 @@ def test_input_file_option(capsys) -> None:  # type: ignore[no-untyped-def]
 def test_paragraphs_at_pauses_times_text_size_and_theme(qtbot, window) -> None:  # type: ignore[no-untyped-def]
     session = window.controller.session
     window.captions.bind(session)
-    session.apply([Delta("first part", 0, 0.0, 1.0), SpeechEnd(0, 0.0, 1.0, "first part"),
-                   Delta(" goes on", 1, 1.2, 2.0), SpeechEnd(1, 1.2, 2.0, "goes on"),  # 0.2 s later: same paragraph
-                   Delta(" after a pause", 2, 4.0, 5.0), Snapshot(" and", 2)])  # fmt: skip
+    session.apply(
+        [
+            Delta("first part", 0, 0.0, 1.0),
+            SpeechEnd(0, 0.0, 1.0, "first part"),
+            Delta(" goes on", 1, 1.2, 2.0),
+            SpeechEnd(1, 1.2, 2.0, "goes on"),  # 0.2 s later: same paragraph
+            Delta(" after a pause", 2, 4.0, 5.0),
+            Snapshot(" and", 2),
+        ]
+    )
     assert window.panel.caption_text() == "first part goes on\nafter a pause and"
     window.view_menu.timestamps_action.setChecked(True)
     assert window.panel.caption_text() == "[00:00] first part\n[00:01] goes on\n[00:04] after a pause and"
     window.view_menu.timestamps_action.setChecked(False)
     size = window.panel.text_view.font().pointSize()
     window.view_menu.change_font_size(4)
-    assert window.panel.text_view.font().pointSize() == size + 4 and window.settings_store.load().caption_font_size == size + 4
+    assert (
+        window.panel.text_view.font().pointSize() == size + 4
+        and window.settings_store.load().caption_font_size == size + 4
+    )
     window.view_menu.set_caption_theme("dark")
-    assert "#1e1e1e" in window.panel.text_view.styleSheet() and window.settings_store.load().caption_theme == "dark"
-    assert window.panel.caption_text() == "first part goes on\nafter a pause and"  # the text survives the redraw
+    assert (
+        "#1e1e1e" in window.panel.text_view.styleSheet()
+        and window.settings_store.load().caption_theme == "dark"
+    )
+    assert (
+        window.panel.caption_text() == "first part goes on\nafter a pause and"
+    )  # the text survives the redraw
 
 
 def test_a_recording_opened_or_dropped_is_captioned_fast_with_progress(qtbot, speech, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -199,25 +231,40 @@ def test_a_recording_opened_or_dropped_is_captioned_fast_with_progress(qtbot, sp
         if state == "running" and not seen:
             win.progress.update()
             pipeline = win.controller.pipeline
-            seen.append((win.progress.bar.format(), win.progress.bar.isVisible(), pipeline.backlog.mode if pipeline else ""))
+            seen.append(
+                (
+                    win.progress.bar.format(),
+                    win.progress.bar.isVisible(),
+                    pipeline.backlog.mode if pipeline else "",
+                )
+            )
 
     win.controller.state_changed.connect(running)
     with qtbot.waitSignal(win.controller.session_finished, timeout=120000):
         win.recordings.open(wav, fast=True)
     assert win.panel.caption_text() == f"{FIRST}\n{SECOND}"
     assert win.panel.device_combo.currentText() == "Recording: talk.wav (fast)"
-    assert "talk.wav" not in str(win.settings.input_device)  # a recording does not replace the remembered microphone
-    (text, visible, backlog), = seen
+    assert "talk.wav" not in str(
+        win.settings.input_device
+    )  # a recording does not replace the remembered microphone
+    ((text, visible, backlog),) = seen
     # Paced by the model (the source waits, nothing is refused), with its progress shown.
-    assert backlog == "block" and visible and text.split(" · ")[0].endswith(f" of {speech.size / 16000:.0f} s"), seen
+    assert (
+        backlog == "block" and visible and text.split(" · ")[0].endswith(f" of {speech.size / 16000:.0f} s")
+    ), seen
     assert not win.progress.bar.isVisible() and not win.progress.timer.isActive()  # finished: gone
     saved, model = read_session(max(sessions_dir(paths.data).glob("*.jsonl")))
     assert saved.closed and model.committed_text.strip() == f"{FIRST} {SECOND}"
     # Dropping the file on the window captions it again (in real time).
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(wav))])
-    drop = QDropEvent(QPointF(QPoint(10, 10)), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton,
-                      Qt.KeyboardModifier.NoModifier)  # fmt: skip
+    drop = QDropEvent(
+        QPointF(QPoint(10, 10)),
+        Qt.DropAction.CopyAction,
+        mime,
+        Qt.MouseButton.NoButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
     win.dropEvent(drop)
     assert win.panel.device_combo.currentText() == "Recording: talk.wav"
     qtbot.waitUntil(lambda: win.controller.state == "running", timeout=30000)

@@ -30,21 +30,33 @@ def actions(machine: HotkeyStateMachine, events: list[tuple[str, float]]) -> lis
 
 def test_hold_mode_records_while_the_key_is_down_and_ignores_key_repeat() -> None:
     m = HotkeyStateMachine("hold")
-    assert actions(m, [("press", 0.0), ("press", 0.1), ("press", 0.2), ("release", 1.0)]) == \
-        ["start", "none", "none", "stop"]  # fmt: skip
+    assert actions(m, [("press", 0.0), ("press", 0.1), ("press", 0.2), ("release", 1.0)]) == [
+        "start",
+        "none",
+        "none",
+        "stop",
+    ]
     assert actions(m, [("release", 1.1)]) == ["none"]  # a stray release
 
 
 def test_toggle_mode_starts_and_stops_on_presses() -> None:
     m = HotkeyStateMachine("toggle")
-    assert actions(m, [("press", 0), ("release", 0.1), ("press", 2), ("release", 2.1)]) == \
-        ["start", "none", "stop", "none"]  # fmt: skip
+    assert actions(m, [("press", 0), ("release", 0.1), ("press", 2), ("release", 2.1)]) == [
+        "start",
+        "none",
+        "stop",
+        "none",
+    ]
 
 
 def test_hybrid_mode_a_tap_toggles_a_hold_is_push_to_talk() -> None:
     tap = HotkeyStateMachine("hybrid", hold_threshold_s=0.35)
-    assert actions(tap, [("press", 0), ("release", 0.1), ("press", 3), ("release", 3.1)]) == \
-        ["start", "none", "stop", "none"]  # fmt: skip
+    assert actions(tap, [("press", 0), ("release", 0.1), ("press", 3), ("release", 3.1)]) == [
+        "start",
+        "none",
+        "stop",
+        "none",
+    ]
     hold = HotkeyStateMachine("hybrid", hold_threshold_s=0.35)
     assert actions(hold, [("press", 0), ("press", 0.2), ("release", 1.5)]) == ["start", "none", "stop"]
 
@@ -60,7 +72,10 @@ def test_a_lost_release_is_bounded_and_a_press_while_transcribing_starts_anew() 
 
 def test_the_session_kind_decides_how_the_hotkey_works() -> None:
     assert session_kind({"XDG_SESSION_TYPE": "wayland", "WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}) in (
-        "wayland", "windows", "macos")  # fmt: skip
+        "wayland",
+        "windows",
+        "macos",
+    )
     assert session_kind({"DISPLAY": ":1"}) in ("x11", "windows", "macos")
 
 
@@ -94,8 +109,9 @@ def test_an_utterance_is_exactly_pre_roll_plus_held_plus_trailing_plus_padding(b
     assert utterance.pre_roll_samples == 8000 and utterance.trailing_samples == 4800
     assert utterance.padding_samples == 4800 and utterance.held_samples == released_at - pressed_at
     assert utterance.audio.size == 8000 + (released_at - pressed_at) + 4800 + 4800
-    np.testing.assert_array_equal(utterance.audio[: utterance.audio.size - 4800],
-                                  signal[pressed_at - 8000 : released_at + 4800])  # fmt: skip
+    np.testing.assert_array_equal(
+        utterance.audio[: utterance.audio.size - 4800], signal[pressed_at - 8000 : released_at + 4800]
+    )
     assert not utterance.audio[-4800:].any() and utterance.released_at == 123.0
 
 
@@ -283,8 +299,13 @@ def test_a_dictation_through_the_worker_with_the_demo_model() -> None:
             results.append(result)
             got.set()
 
-        service = DictationService(lambda: engine, HotkeyStateMachine("hold"), CaptureSettings(),
-                                   lambda state, _detail: states.append(state), on_result)  # fmt: skip
+        service = DictationService(
+            lambda: engine,
+            HotkeyStateMachine("hold"),
+            CaptureSettings(),
+            lambda state, _detail: states.append(state),
+            on_result,
+        )
         silence = np.zeros(SAMPLE_RATE, np.float32)
         service.feed(silence)
         service.key_pressed()
@@ -360,7 +381,11 @@ def test_the_hotkey_is_captured_from_a_key_press_and_saved(qtbot) -> None:  # ty
     dialog.padding.setValue(5000)  # clamped by the spin box's bounds
     dialog.accept()
     saved = SettingsStore(paths).load()
-    assert (saved.push_to_talk_hotkey, saved.trailing_silence_ms, saved.dictation_padding_ms) == ("<ctrl>+<f8>", 450, 2000)
+    assert (saved.push_to_talk_hotkey, saved.trailing_silence_ms, saved.dictation_padding_ms) == (
+        "<ctrl>+<f8>",
+        450,
+        2000,
+    )
     assert "Ctrl+F8" in window.push_to_talk.action.text()  # as people write it, not "<ctrl>+<f8>"
 
 
@@ -384,7 +409,9 @@ def test_dictation_can_use_another_model_than_captions(qtbot) -> None:  # type: 
     labels = [a.text() for a in window.push_to_talk.model_menu.actions()]
     assert labels == ["Same as captions", captions_label, "Other model"]
     window.push_to_talk.model_menu.actions()[2].trigger()
-    assert window.push_to_talk.choice() is other and SettingsStore(paths).load().dictation_model == "Other model"
+    assert (
+        window.push_to_talk.choice() is other and SettingsStore(paths).load().dictation_model == "Other model"
+    )
 
 
 def test_an_input_that_ends_mid_utterance_still_delivers_what_was_said() -> None:
@@ -424,7 +451,9 @@ def test_the_dictate_toggle_command_from_another_process_toggles_the_running_app
         toggle = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
         qtbot.waitUntil(lambda: toggle.poll() is not None, timeout=30000)  # the event loop runs meanwhile
         assert toggle.returncode == 0
-        qtbot.waitUntil(lambda: controller.service.recorder.recording, timeout=30000)  # a loaded machine is slow
+        qtbot.waitUntil(
+            lambda: controller.service.recorder.recording, timeout=30000
+        )  # a loaded machine is slow
     finally:
         controller.service.cancel()
         controller.stop()
@@ -439,11 +468,21 @@ def test_a_session_that_cannot_send_keys_is_a_clear_error_naming_the_copy_output
     import sys
 
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "PYNPUT_BACKEND", "WAYLAND_DISPLAY")}
-    code = ("from app.dictation.output import PynputKeys\n"
-            "try:\n    PynputKeys()\nexcept Exception as exc:\n    print(type(exc).__name__, exc.message, '|', exc.fix)")  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, env={**env, "PYTHONPATH": str(REPO_ROOT)},
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert done.stdout.startswith("UsageError this session does not let Captioneer send key presses"), done.stderr
+    code = (
+        "from app.dictation.output import PynputKeys\n"
+        "try:\n    PynputKeys()\nexcept Exception as exc:\n    print(type(exc).__name__, exc.message, '|', exc.fix)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        env={**env, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.startswith("UsageError this session does not let Captioneer send key presses"), (
+        done.stderr
+    )
     assert "Copying only" in done.stdout
 
 

@@ -62,13 +62,17 @@ def test_windows_swallows_the_trigger_press_repeats_and_release_while_the_modifi
     rec = Recorder()
     f = Win32HotkeyFilter(parse_hotkey("<ctrl>+<alt>+<space>"), rec.press, rec.release)
     events = [
-        (WM_KEYDOWN, VK_LCONTROL), (WM_SYSKEYDOWN, VK_LMENU),  # Ctrl, then Alt (a "system" key)
-        (WM_SYSKEYDOWN, VK_SPACE), (WM_SYSKEYDOWN, VK_SPACE), (WM_SYSKEYDOWN, VK_SPACE),  # press + 2 repeats
-        (WM_KEYDOWN, VK_A), (WM_KEYUP, VK_A),  # another key while holding: the app gets it
+        (WM_KEYDOWN, VK_LCONTROL),
+        (WM_SYSKEYDOWN, VK_LMENU),  # Ctrl, then Alt (a "system" key)
+        (WM_SYSKEYDOWN, VK_SPACE),
+        (WM_SYSKEYDOWN, VK_SPACE),
+        (WM_SYSKEYDOWN, VK_SPACE),  # press + 2 repeats
+        (WM_KEYDOWN, VK_A),
+        (WM_KEYUP, VK_A),  # another key while holding: the app gets it
         (WM_SYSKEYUP, VK_LMENU),  # a modifier goes up first
         (WM_KEYUP, VK_SPACE),  # the release is still ours
         (WM_KEYUP, VK_LCONTROL),
-    ]  # fmt: skip
+    ]
     swallowed = [f.decide(msg, kbd(vk)) for msg, vk in events]
     assert swallowed == [False, False, True, True, True, False, False, False, True, False]
     assert rec.calls == ["down", "up"]  # repeats are not presses
@@ -139,18 +143,34 @@ def test_macos_swallows_exactly_the_hotkey_and_returns_other_events_unchanged() 
     rec = Recorder()
     f = DarwinHotkeyFilter(parse_hotkey("<cmd>+<shift>+<space>"), rec.press, rec.release, read_key=read_fake)
     sequence = [
-        (KCG_FLAGS_CHANGED, cg_event(55, "cmd")), (KCG_FLAGS_CHANGED, cg_event(56, "cmd", "shift")),
+        (KCG_FLAGS_CHANGED, cg_event(55, "cmd")),
+        (KCG_FLAGS_CHANGED, cg_event(56, "cmd", "shift")),
         (KCG_EVENT_KEY_DOWN, cg_event(KVK_SPACE, "cmd", "shift")),
         (KCG_EVENT_KEY_DOWN, cg_event(KVK_SPACE, "cmd", "shift")),  # auto-repeat
-        (KCG_EVENT_KEY_DOWN, cg_event(KVK_A, "cmd", "shift")), (KCG_EVENT_KEY_UP, cg_event(KVK_A, "cmd", "shift")),
+        (KCG_EVENT_KEY_DOWN, cg_event(KVK_A, "cmd", "shift")),
+        (KCG_EVENT_KEY_UP, cg_event(KVK_A, "cmd", "shift")),
         (KCG_FLAGS_CHANGED, cg_event(56, "cmd")),  # shift up first
         (KCG_EVENT_KEY_UP, cg_event(KVK_SPACE, "cmd")),
-        (KCG_EVENT_KEY_DOWN, cg_event(KVK_SPACE, "cmd")), (KCG_EVENT_KEY_UP, cg_event(KVK_SPACE, "cmd")),  # Cmd+Space
-    ]  # fmt: skip
-    assert [f.decide(t, e) for t, e in sequence] == [False, False, True, True, False, False, False, True, False, False]
+        (KCG_EVENT_KEY_DOWN, cg_event(KVK_SPACE, "cmd")),
+        (KCG_EVENT_KEY_UP, cg_event(KVK_SPACE, "cmd")),  # Cmd+Space
+    ]
+    assert [f.decide(t, e) for t, e in sequence] == [
+        False,
+        False,
+        True,
+        True,
+        False,
+        False,
+        False,
+        True,
+        False,
+        False,
+    ]
     assert rec.calls == ["down", "up"]
     hotkey = GlobalHotkey("<cmd>+<shift>+<space>", rec.press, rec.release, platform="darwin")
-    hotkey.filter = DarwinHotkeyFilter(parse_hotkey("<cmd>+<shift>+<space>"), rec.press, rec.release, read_fake)
+    hotkey.filter = DarwinHotkeyFilter(
+        parse_hotkey("<cmd>+<shift>+<space>"), rec.press, rec.release, read_fake
+    )
     intercept = hotkey.listener_options()["darwin_intercept"]
     other = cg_event(KVK_A)
     assert intercept(KCG_EVENT_KEY_DOWN, other) is other  # returned: delivered
@@ -178,10 +198,28 @@ KEY_LEFTCTRL, KEY_LEFTALT, KEY_LEFTSHIFT, KEY_SPACE, KEY_A = 29, 56, 42, 57, 30
 def test_the_evdev_key_table_matches_the_kernels_codes() -> None:
     from evdev import ecodes
 
-    names = {"esc": "ESC", "enter": "ENTER", "page_up": "PAGEUP", "page_down": "PAGEDOWN", "caps_lock": "CAPSLOCK",
-             "num_lock": "NUMLOCK", "scroll_lock": "SCROLLLOCK", "print_screen": "SYSRQ", "menu": "COMPOSE",
-             "-": "MINUS", "=": "EQUAL", "[": "LEFTBRACE", "]": "RIGHTBRACE", ";": "SEMICOLON", "'": "APOSTROPHE",
-             "`": "GRAVE", "\\": "BACKSLASH", ",": "COMMA", ".": "DOT", "/": "SLASH"}  # fmt: skip
+    names = {
+        "esc": "ESC",
+        "enter": "ENTER",
+        "page_up": "PAGEUP",
+        "page_down": "PAGEDOWN",
+        "caps_lock": "CAPSLOCK",
+        "num_lock": "NUMLOCK",
+        "scroll_lock": "SCROLLLOCK",
+        "print_screen": "SYSRQ",
+        "menu": "COMPOSE",
+        "-": "MINUS",
+        "=": "EQUAL",
+        "[": "LEFTBRACE",
+        "]": "RIGHTBRACE",
+        ";": "SEMICOLON",
+        "'": "APOSTROPHE",
+        "`": "GRAVE",
+        "\\": "BACKSLASH",
+        ",": "COMMA",
+        ".": "DOT",
+        "/": "SLASH",
+    }
     for name, code in EVDEV_KEY.items():
         assert ecodes.ecodes[f"KEY_{names.get(name, name.upper())}"] == code, name
 
@@ -190,12 +228,23 @@ def test_evdev_swallows_press_repeat_release_and_passes_everything_else() -> Non
     rec = Recorder()
     f = EvdevHotkeyFilter(parse_hotkey("<ctrl>+<alt>+<space>"), rec.press, rec.release)
     events = [
-        (EV_KEY, KEY_LEFTCTRL, 1), (EV_SYN, 0, 0), (EV_KEY, KEY_LEFTALT, 1), (EV_SYN, 0, 0),
-        (EV_KEY, KEY_SPACE, 1), (EV_SYN, 0, 0), (EV_KEY, KEY_SPACE, 2), (EV_KEY, KEY_SPACE, 2),
-        (EV_KEY, KEY_A, 1), (EV_KEY, KEY_A, 0), (EV_KEY, KEY_LEFTCTRL, 0),
-        (EV_KEY, KEY_SPACE, 0), (EV_KEY, KEY_LEFTALT, 0),
-        (EV_KEY, KEY_SPACE, 1), (EV_KEY, KEY_SPACE, 2), (EV_KEY, KEY_SPACE, 0),  # a plain space: typing
-    ]  # fmt: skip
+        (EV_KEY, KEY_LEFTCTRL, 1),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_LEFTALT, 1),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_SPACE, 1),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_SPACE, 2),
+        (EV_KEY, KEY_SPACE, 2),
+        (EV_KEY, KEY_A, 1),
+        (EV_KEY, KEY_A, 0),
+        (EV_KEY, KEY_LEFTCTRL, 0),
+        (EV_KEY, KEY_SPACE, 0),
+        (EV_KEY, KEY_LEFTALT, 0),
+        (EV_KEY, KEY_SPACE, 1),
+        (EV_KEY, KEY_SPACE, 2),
+        (EV_KEY, KEY_SPACE, 0),  # a plain space: typing
+    ]
     swallowed = [f.decide(*e) for e in events]
     assert swallowed == [False] * 4 + [True, False, True, True] + [False] * 3 + [True, False] + [False] * 3
     assert rec.calls == ["down", "up"]
@@ -207,7 +256,9 @@ def test_evdev_swallows_press_repeat_release_and_passes_everything_else() -> Non
 class FakeDevice:
     """Shaped like evdev.InputDevice: capabilities, read (non-blocking), grab/ungrab, active_keys, close."""
 
-    def __init__(self, path: str, name: str = "AT keyboard", keys: tuple[int, ...] = (), held: int = 0) -> None:
+    def __init__(
+        self, path: str, name: str = "AT keyboard", keys: tuple[int, ...] = (), held: int = 0
+    ) -> None:
         self.path, self.name = path, name
         self.keys = keys or tuple(range(1, 128))
         self.pending: list[SimpleNamespace] = []
@@ -304,22 +355,53 @@ def test_the_evdev_listener_grabs_forwards_all_but_the_hotkey_and_releases_on_st
     rec = Recorder()
     keyboard = FakeDevice("/dev/input/event3", held=3)
     uinput, select = FakeUInput(), FakeSelect()
-    hotkey = EvdevHotkey("<ctrl>+<space>", rec.press, rec.release, paths=[keyboard.path],
-                         open_device=lambda _p: keyboard, make_uinput=lambda _d: uinput, wait=select)  # fmt: skip
+    hotkey = EvdevHotkey(
+        "<ctrl>+<space>",
+        rec.press,
+        rec.release,
+        paths=[keyboard.path],
+        open_device=lambda _p: keyboard,
+        make_uinput=lambda _d: uinput,
+        wait=select,
+    )
     hotkey.start()
-    assert hotkey.wait_ready() and keyboard.grabbed and not keyboard.grabbed_while_held  # waited for Enter's release
+    assert (
+        hotkey.wait_ready() and keyboard.grabbed and not keyboard.grabbed_while_held
+    )  # waited for Enter's release
     assert "never reaches other apps" in hotkey.note
-    keyboard.push((EV_KEY, KEY_A, 1), (EV_SYN, 0, 0), (EV_KEY, KEY_A, 0), (EV_SYN, 0, 0),
-                  (EV_KEY, KEY_LEFTCTRL, 1), (EV_SYN, 0, 0), (EV_KEY, KEY_SPACE, 1), (EV_SYN, 0, 0),
-                  (EV_KEY, KEY_SPACE, 2), (EV_SYN, 0, 0), (EV_KEY, KEY_SPACE, 0), (EV_SYN, 0, 0),
-                  (EV_KEY, KEY_LEFTCTRL, 0), (EV_SYN, 0, 0))  # fmt: skip
+    keyboard.push(
+        (EV_KEY, KEY_A, 1),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_A, 0),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_LEFTCTRL, 1),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_SPACE, 1),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_SPACE, 2),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_SPACE, 0),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_LEFTCTRL, 0),
+        (EV_SYN, 0, 0),
+    )
     uinput.pending.append(SimpleNamespace(type=EV_LED, code=1, value=1))  # the compositor: Caps Lock light on
     assert select.wait_handled()
     hotkey.stop()
     assert keyboard.leds == [(1, 1)]  # passed on to the real keyboard
-    assert uinput.written == [(EV_KEY, KEY_A, 1), (EV_SYN, 0, 0), (EV_KEY, KEY_A, 0), (EV_SYN, 0, 0),
-                              (EV_KEY, KEY_LEFTCTRL, 1), (EV_SYN, 0, 0), (EV_SYN, 0, 0), (EV_SYN, 0, 0),
-                              (EV_SYN, 0, 0), (EV_KEY, KEY_LEFTCTRL, 0), (EV_SYN, 0, 0)]  # fmt: skip
+    assert uinput.written == [
+        (EV_KEY, KEY_A, 1),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_A, 0),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_LEFTCTRL, 1),
+        (EV_SYN, 0, 0),
+        (EV_SYN, 0, 0),
+        (EV_SYN, 0, 0),
+        (EV_SYN, 0, 0),
+        (EV_KEY, KEY_LEFTCTRL, 0),
+        (EV_SYN, 0, 0),
+    ]
     assert rec.calls == ["down", "up"]
     assert not keyboard.grabbed and keyboard.closed and uinput.closed
 
@@ -332,8 +414,15 @@ def test_without_uinput_the_keyboard_is_not_grabbed_and_the_ui_says_the_key_also
         raise PermissionError(13, "Permission denied", "/dev/uinput")
 
     select = FakeSelect()
-    hotkey = EvdevHotkey("<f9>", rec.press, rec.release, paths=[keyboard.path], open_device=lambda _p: keyboard,
-                         make_uinput=no_uinput, wait=select)  # fmt: skip
+    hotkey = EvdevHotkey(
+        "<f9>",
+        rec.press,
+        rec.release,
+        paths=[keyboard.path],
+        open_device=lambda _p: keyboard,
+        make_uinput=no_uinput,
+        wait=select,
+    )
     hotkey.start()
     assert hotkey.wait_ready() and not keyboard.grabbed
     keyboard.push((EV_KEY, 67, 1), (EV_KEY, 67, 2), (EV_KEY, 67, 0))  # F9 down, repeat, up
@@ -347,8 +436,15 @@ def test_a_keyboard_held_by_another_program_is_read_without_grabbing() -> None:
     keyboard = FakeDevice("/dev/input/event3")
     keyboard.grab_error = OSError(16, "Device or resource busy")
     uinput, select = FakeUInput(), FakeSelect()
-    hotkey = EvdevHotkey("<f9>", lambda: None, lambda: None, paths=[keyboard.path], open_device=lambda _p: keyboard,
-                         make_uinput=lambda _d: uinput, wait=select)  # fmt: skip
+    hotkey = EvdevHotkey(
+        "<f9>",
+        lambda: None,
+        lambda: None,
+        paths=[keyboard.path],
+        open_device=lambda _p: keyboard,
+        make_uinput=lambda _d: uinput,
+        wait=select,
+    )
     hotkey.start()
     assert hotkey.wait_ready()
     keyboard.push((EV_KEY, KEY_A, 1))
@@ -373,8 +469,12 @@ def test_device_selection_keeps_readable_keyboards_with_the_hotkeys_key(tmp_path
         "event3": FakeDevice("event3", "Logitech mouse", keys=(272, 273, 274)),
         "event10": FakeDevice("event10", "USB keyboard"),
     }
-    found = probe_input_devices("<ctrl>+<alt>+<space>", input_dir=directory, uinput_path=str(tmp_path / "none"),
-                                open_device=lambda path: devices[os.path.basename(path)])  # fmt: skip
+    found = probe_input_devices(
+        "<ctrl>+<alt>+<space>",
+        input_dir=directory,
+        uinput_path=str(tmp_path / "none"),
+        open_device=lambda path: devices[os.path.basename(path)],
+    )
     assert [os.path.basename(p) for p in found.keyboards] == ["event1", "event10"]  # numeric order
     assert found.usable and not found.can_grab and not found.problem
     assert all(d.closed for d in devices.values())  # probing leaves nothing open
@@ -393,7 +493,9 @@ def test_permission_errors_name_the_devices_and_the_fix(tmp_path: Any) -> None:
     assert "permission denied" in backend.note and "usermod -aG input" in backend.note
     assert "captioneer dictate --toggle" in backend.note
     with pytest.raises(UsageError, match="permission denied") as error:
-        EvdevHotkey("<f9>", lambda: None, lambda: None, paths=[f"{directory}/event0"], open_device=denied).start()
+        EvdevHotkey(
+            "<f9>", lambda: None, lambda: None, paths=[f"{directory}/event0"], open_device=denied
+        ).start()
     assert "usermod -aG input" in (error.value.fix or "")
     empty = probe_input_devices("<f9>", input_dir=str(tmp_path / "nothing"), open_device=denied)
     assert "no input devices" in empty.problem
@@ -405,7 +507,10 @@ def test_the_backend_follows_the_session_and_says_which_is_active() -> None:
     readable = EvdevProbe(keyboards=("/dev/input/event3",), can_grab=True)
     no_uinput = EvdevProbe(keyboards=("/dev/input/event3",), can_grab=False)
     assert choose_backend("x11", "<f9>").name == "x11-grab"
-    assert choose_backend("windows", "<f9>").name == "pynput" and "swallowed" in choose_backend("windows", "<f9>").note
+    assert (
+        choose_backend("windows", "<f9>").name == "pynput"
+        and "swallowed" in choose_backend("windows", "<f9>").note
+    )
     assert "Accessibility" in choose_backend("macos", "<f9>").note
     grabbed = choose_backend("wayland", "<f9>", probe=lambda _h: readable)
     assert (grabbed.name, grabbed.grab) == ("evdev", True) and "grabbed" in grabbed.note
@@ -458,8 +563,15 @@ def test_a_real_virtual_keyboard_is_grabbed_and_only_the_hotkey_is_swallowed() -
         try:
             assert hotkey.wait_ready() and hotkey.grabbed
             passthrough = device_named(VIRTUAL_KEYBOARD_NAME)
-            for code, value in [(KEY_A, 1), (KEY_A, 0), (KEY_LEFTCTRL, 1), (KEY_SPACE, 1), (KEY_SPACE, 2),
-                                (KEY_SPACE, 0), (KEY_LEFTCTRL, 0)]:  # fmt: skip
+            for code, value in [
+                (KEY_A, 1),
+                (KEY_A, 0),
+                (KEY_LEFTCTRL, 1),
+                (KEY_SPACE, 1),
+                (KEY_SPACE, 2),
+                (KEY_SPACE, 0),
+                (KEY_LEFTCTRL, 0),
+            ]:
                 source.write(ecodes.EV_KEY, code, value)
                 source.syn()
             # Read until the last key comes through: anything forwarded wrongly arrives before it.

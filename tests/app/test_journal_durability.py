@@ -113,7 +113,9 @@ def test_quitting_mid_sentence_commits_and_journals_it(qtbot, talk: np.ndarray) 
     qtbot.waitUntil(lambda: source.played_samples > second_starts + 20000, timeout=30000)  # 1.2 s into it
     started = time.monotonic()
     window.close()  # Quit
-    assert time.monotonic() - started < 3.0 + 3.0  # bounded (3 s drain): a drain never holds the window for long
+    assert (
+        time.monotonic() - started < 3.0 + 3.0
+    )  # bounded (3 s drain): a drain never holds the window for long
     saved, model = read_session(next(sessions_dir(paths.data).glob("*.jsonl")))
     assert saved.closed
     words = model.committed_text.split()

@@ -32,7 +32,9 @@ def opened(app_paths, hub, qtbot):
     def build(**kwargs):
         kwargs.setdefault("confirm", lambda parent, title, text: True)
         kwargs.setdefault("open_folder", folders.append)
-        dialog = ModelsDialog(make_store(app_paths, disk_usage=kwargs.pop("disk_usage", None) or _plenty), **kwargs)
+        dialog = ModelsDialog(
+            make_store(app_paths, disk_usage=kwargs.pop("disk_usage", None) or _plenty), **kwargs
+        )
         qtbot.addWidget(dialog)
         dialog.show()
         dialog.opened_folders = folders
@@ -50,7 +52,12 @@ def test_table_lists_packages_with_details(opened):
     assert dialog.table.rowCount() == 5
     row = _row(dialog, "tiny_gguf")
     assert row["Package"] == "Tiny GGUF (default)"
-    assert (row["Family"], row["Quantisation"], row["Languages"], row["Licence"]) == ("parakeet_tdt", "q8_0", "en", "test")
+    assert (row["Family"], row["Quantisation"], row["Languages"], row["Licence"]) == (
+        "parakeet_tdt",
+        "q8_0",
+        "en",
+        "test",
+    )
     assert row["Size"] == "600.0 KB" and row["State"] == "not installed"
     assert _row(dialog, "tiny_st")["Size"].startswith("~")
     # The default package is preselected and can be downloaded; nothing to delete or open yet.
@@ -86,8 +93,9 @@ def test_cancel_keeps_the_partial_and_download_resumes(opened, qtbot, hub_state)
     hub_state.bytes_per_second = 300_000
     dialog = opened()
     dialog.download_button.click()
-    qtbot.waitUntil(lambda: "KB of" in dialog.status_label.text() and dialog.progress_bar.value() > 0,
-                    timeout=10_000)
+    qtbot.waitUntil(
+        lambda: "KB of" in dialog.status_label.text() and dialog.progress_bar.value() > 0, timeout=10_000
+    )
     assert dialog.cancel_button.isEnabled() and not dialog.download_button.isEnabled()
     assert dialog.progress_bar.isVisible()
     dialog.cancel_button.click()
@@ -155,8 +163,9 @@ def test_the_first_run_banner_blocks_nothing_and_stays_dismissed(app_paths, hub,
     from inference.client import WorkerClient
 
     def new_window() -> MainWindow:
-        window = MainWindow(AppState.load(app_paths), SettingsStore(app_paths),
-                            LiveController(WorkerClient, app_paths.data))  # fmt: skip
+        window = MainWindow(
+            AppState.load(app_paths), SettingsStore(app_paths), LiveController(WorkerClient, app_paths.data)
+        )
         qtbot.addWidget(window)
         window.show()
         window.models.offer_on_first_run()

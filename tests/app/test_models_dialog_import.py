@@ -20,7 +20,9 @@ Usage = namedtuple("Usage", "total used free")
 
 def _dialog(app_paths, qtbot, chosen: Path | None) -> ModelsDialog:  # type: ignore[no-untyped-def]
     store = make_store(app_paths, disk_usage=lambda _path: Usage(10**12, 0, 10**12))
-    dialog = ModelsDialog(store, confirm=lambda *_: True, open_folder=lambda _p: None, choose_file=lambda _parent: chosen)
+    dialog = ModelsDialog(
+        store, confirm=lambda *_: True, open_folder=lambda _p: None, choose_file=lambda _parent: chosen
+    )
     qtbot.addWidget(dialog)
     dialog.show()
     return dialog

@@ -15,8 +15,9 @@ HOLD_S = 5.0
 
 def _installed_manager(app_paths) -> tuple[ModelsManager, list[tuple[JobOutcome, str]]]:
     finished: list[tuple[JobOutcome, str]] = []
-    manager = ModelsManager(make_store(app_paths),
-                            on_finished=lambda o: finished.append((o, threading.current_thread().name)))  # fmt: skip
+    manager = ModelsManager(
+        make_store(app_paths), on_finished=lambda o: finished.append((o, threading.current_thread().name))
+    )
     assert manager.download("tiny_gguf") and manager.wait_idle(20.0)
     assert finished[-1][0].ok
     return manager, finished

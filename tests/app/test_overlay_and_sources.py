@@ -24,13 +24,18 @@ def overlay(qtbot):  # type: ignore[no-untyped-def]
 
 def test_overlay_never_takes_focus_and_stays_on_top(overlay) -> None:  # type: ignore[no-untyped-def]
     flags = overlay.windowFlags()
-    for flag in (Qt.WindowType.FramelessWindowHint, Qt.WindowType.WindowStaysOnTopHint,
-                 Qt.WindowType.WindowDoesNotAcceptFocus, Qt.WindowType.Tool):  # fmt: skip
+    for flag in (
+        Qt.WindowType.FramelessWindowHint,
+        Qt.WindowType.WindowStaysOnTopHint,
+        Qt.WindowType.WindowDoesNotAcceptFocus,
+        Qt.WindowType.Tool,
+    ):
         assert flags & flag
     assert overlay.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
     assert not flags & Qt.WindowType.WindowTransparentForInput
-    settings = Settings(overlay_click_through=True, overlay_opacity=0.5, overlay_font_size=30,
-                        overlay_text_color="#ffff00")  # fmt: skip
+    settings = Settings(
+        overlay_click_through=True, overlay_opacity=0.5, overlay_font_size=30, overlay_text_color="#ffff00"
+    )
     overlay.apply_settings(settings)
     assert overlay.windowFlags() & Qt.WindowType.WindowTransparentForInput
     assert overlay.windowOpacity() == pytest.approx(0.5, abs=0.01)
@@ -156,8 +161,10 @@ def test_a_device_that_goes_away_ends_the_session_with_its_text_and_a_reason(qtb
     controller.state_changed.connect(lambda _state, message: messages.append(message))
     try:
         with qtbot.waitSignal(controller.session_finished, timeout=60000):
-            controller.start(ModelChoice("Demo", REPO_ROOT / "resources" / "demo_model", "parakeet_tdt"),
-                             _UnpluggedSource(audio, "USB mic", speed=8.0))  # fmt: skip
+            controller.start(
+                ModelChoice("Demo", REPO_ROOT / "resources" / "demo_model", "parakeet_tdt"),
+                _UnpluggedSource(audio, "USB mic", speed=8.0),
+            )
         assert any("stopped delivering audio" in m for m in messages)
         assert controller.session.committed_text.startswith("emma quickly")  # what was said before is kept
         assert controller.state == "idle"
@@ -250,9 +257,12 @@ def test_a_device_that_goes_away_is_replaced_and_the_session_goes_on(qtbot) -> N
 
     try:
         with qtbot.waitSignal(controller.session_finished, timeout=90000):
-            controller.start(ModelChoice("Demo", REPO_ROOT / "resources" / "demo_model", "parakeet_tdt",
-                                         stream_mode="segmented"),
-                             Unplugged(np.concatenate([gap, one, gap]), "USB mic", speed=8.0))  # fmt: skip
+            controller.start(
+                ModelChoice(
+                    "Demo", REPO_ROOT / "resources" / "demo_model", "parakeet_tdt", stream_mode="segmented"
+                ),
+                Unplugged(np.concatenate([gap, one, gap]), "USB mic", speed=8.0),
+            )
         assert any("now listening on built-in microphone" in m for m in messages)
         assert replacements and replacements[0].played_samples == replacements[0].samples.size
         text = controller.session.committed_text.strip()

@@ -33,8 +33,14 @@ def display():  # type: ignore[no-untyped-def]
 
 def test_overlay_on_a_real_screen(display: str, tmp_path: Path) -> None:
     env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "PYTHONPATH": str(REPO_ROOT)}
-    done = subprocess.run([sys.executable, "-m", "tests.app.xvfb_overlay_child", str(tmp_path)], cwd=REPO_ROOT,
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.app.xvfb_overlay_child", str(tmp_path)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     facts = json.loads(done.stdout.strip().splitlines()[-1])
     sx, sy, sw, sh = facts["screen"]
@@ -56,8 +62,14 @@ def test_overlay_on_a_real_screen(display: str, tmp_path: Path) -> None:
 def test_push_to_talk_with_the_real_hotkey_types_into_the_focused_window(display: str) -> None:
     env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "PYTHONPATH": str(REPO_ROOT)}
     env.pop("PYNPUT_BACKEND", None)  # the real X11 backend: the hotkey is read from the X server
-    child = subprocess.Popen([sys.executable, "-m", "tests.app.xvfb_dictation_child"], cwd=REPO_ROOT, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.app.xvfb_dictation_child"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None
         ready = json.loads(child.stdout.readline() or "{}")
@@ -84,14 +96,29 @@ def test_paste_restores_the_users_clipboard_only_after_another_app_read_the_dict
     env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "PYTHONPATH": str(REPO_ROOT)}
     env.pop("PYNPUT_BACKEND", None)
     child = [sys.executable, "-m", "tests.app.xvfb_dictation_child"]
-    reader = subprocess.Popen([*child, "clipboard-reader", str(reader_delay_ms)], cwd=REPO_ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    reader = subprocess.Popen(
+        [*child, "clipboard-reader", str(reader_delay_ms)],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     owner = None
     try:
         assert reader.stdout is not None
-        assert json.loads(reader.stdout.readline() or "{}").get("ready"), reader.stderr.read() if reader.stderr else ""
-        owner = subprocess.Popen([*child, "paste-owner", "Dictated words "], cwd=REPO_ROOT, env=env, text=True,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        assert json.loads(reader.stdout.readline() or "{}").get("ready"), (
+            reader.stderr.read() if reader.stderr else ""
+        )
+        owner = subprocess.Popen(
+            [*child, "paste-owner", "Dictated words "],
+            cwd=REPO_ROOT,
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert owner.stdout is not None and owner.stdin is not None
         pasted = json.loads(owner.stdout.readline() or "{}")
         assert pasted, owner.stderr.read() if owner.stderr else ""
@@ -113,40 +140,61 @@ def test_paste_restores_the_users_clipboard_only_after_another_app_read_the_dict
     assert bytes.fromhex(found["binary"]) == b"\x00\x01binary\xff"
 
 
-@pytest.mark.skipif(shutil.which("xterm") is None or shutil.which("xdotool") is None,
-                    reason="needs xterm and xdotool (installed by .ci/run)")  # fmt: skip
-def test_dictation_pastes_into_a_terminal_and_says_so_only_when_it_arrived(display: str, tmp_path: Path) -> None:
+@pytest.mark.skipif(
+    shutil.which("xterm") is None or shutil.which("xdotool") is None,
+    reason="needs xterm and xdotool (installed by .ci/run)",
+)
+def test_dictation_pastes_into_a_terminal_and_says_so_only_when_it_arrived(
+    display: str, tmp_path: Path
+) -> None:
     """xterm ignores pynput's synthetic letters (XSendEvent) and does not paste on Ctrl+V; the paste goes through
     XTest as Shift+Insert with the text in both selections. A window that takes nothing is reported as such."""
     env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "PYTHONPATH": str(REPO_ROOT)}
     env.pop("PYNPUT_BACKEND", None)
     received = tmp_path / "typed.txt"
     received.touch()
-    term = subprocess.Popen(["xterm", "-T", "dictation-target", "-e", "sh", "-c",
-                             f"stty -icanon -echo; cat > '{received}'"], env=env)  # fmt: skip
+    term = subprocess.Popen(
+        ["xterm", "-T", "dictation-target", "-e", "sh", "-c", f"stty -icanon -echo; cat > '{received}'"],
+        env=env,
+    )
     try:
         window = ""
         deadline = time.monotonic() + 20
         while not window and time.monotonic() < deadline:
-            found = subprocess.run(["xdotool", "search", "--name", "dictation-target"], env=env, capture_output=True,
-                                   text=True)  # fmt: skip
+            found = subprocess.run(
+                ["xdotool", "search", "--name", "dictation-target"], env=env, capture_output=True, text=True
+            )
             window = found.stdout.split()[0] if found.stdout.split() else ""
             time.sleep(0.1)
         assert window, "xterm did not start"
         subprocess.run(["xdotool", "windowfocus", "--sync", window], env=env, check=True)
         child = [sys.executable, "-m", "tests.app.xvfb_terminal_paste_child"]
-        done = subprocess.run([*child, "Hello from dictation "], cwd=REPO_ROOT, env=env, capture_output=True,
-                              text=True, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [*child, "Hello from dictation "],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         facts = json.loads(done.stdout.strip().splitlines()[-1])
         deadline = time.monotonic() + 5
-        while "Hello from dictation" not in received.read_text(errors="replace") and time.monotonic() < deadline:
+        while (
+            "Hello from dictation" not in received.read_text(errors="replace") and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
         assert received.read_text() == "Hello from dictation "
         assert facts["outcome"] == [["pasted", ""]] and facts["clipboard"] == "the user's clipboard"
         # Typing mode: key by key through XTest, letters no key produces included (a spare keycode is mapped).
-        done = subprocess.run([*child, "Café ñ 20 € ok\n", "type"], cwd=REPO_ROOT, env=env, capture_output=True,
-                              text=True, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [*child, "Café ñ 20 € ok\n", "type"],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         deadline = time.monotonic() + 5
         while "ok" not in received.read_text(errors="replace") and time.monotonic() < deadline:
@@ -155,8 +203,9 @@ def test_dictation_pastes_into_a_terminal_and_says_so_only_when_it_arrived(displ
         term.kill()
         term.wait(10)
         # Nothing takes a paste now (no window has the focus): not "pasted", and the text stays to paste by hand.
-        done = subprocess.run([*child, "Lost words "], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                              timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [*child, "Lost words "], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60
+        )
         facts = json.loads(done.stdout.strip().splitlines()[-1])
         assert facts["outcome"] == [["left on the clipboard", ""]] and facts["clipboard"] == "Lost words "
     finally:
@@ -164,8 +213,9 @@ def test_dictation_pastes_into_a_terminal_and_says_so_only_when_it_arrived(displ
             term.kill()
 
 
-def test_typing_keeps_spare_keycodes_mapped_until_a_slow_client_has_read_them(display: str,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_typing_keeps_spare_keycodes_mapped_until_a_slow_client_has_read_them(
+    display: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Clients look a keycode up when they handle the key, not when it is sent: a busy one (xterm on a loaded
     machine) read a spare keycode already emptied and dropped the "é". The mapping now outlives the text."""
     from Xlib import X
@@ -175,8 +225,9 @@ def test_typing_keeps_spare_keycodes_mapped_until_a_slow_client_has_read_them(di
 
     monkeypatch.setenv("DISPLAY", display)
     client = xdisplay.Display(display)
-    window = client.screen().root.create_window(0, 0, 100, 100, 0, client.screen().root_depth,
-                                                 event_mask=X.KeyPressMask)  # fmt: skip
+    window = client.screen().root.create_window(
+        0, 0, 100, 100, 0, client.screen().root_depth, event_mask=X.KeyPressMask
+    )
     window.map()
     client.sync()
     window.set_input_focus(X.RevertToParent, X.CurrentTime)

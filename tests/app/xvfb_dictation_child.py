@@ -67,9 +67,17 @@ def clipboard_reader(delay_ms: int) -> None:
             return
         finished = True
         data = clipboard.mimeData()
-        emit({"pasted": pasted.get("text"), "pasted_at": pasted.get("at"), "key_at": pasted.get("key_at"),
-              "restored_seen_at": time.monotonic(), "text": data.text(), "html": data.html(),
-              "binary": bytes(data.data("application/x-captioneer-test").data()).hex()})  # fmt: skip
+        emit(
+            {
+                "pasted": pasted.get("text"),
+                "pasted_at": pasted.get("at"),
+                "key_at": pasted.get("key_at"),
+                "restored_seen_at": time.monotonic(),
+                "text": data.text(),
+                "html": data.html(),
+                "binary": bytes(data.data("application/x-captioneer-test").data()).hex(),
+            }
+        )
         app.quit()
 
     def changed() -> None:  # the owner changed: XFixes says so without anybody reading the data
@@ -104,7 +112,15 @@ def paste_owner(text: str) -> None:
     started = time.monotonic()
 
     def done(how: str, error: str) -> None:
-        emit({"how": how, "error": error, "started_at": started, "restored_at": time.monotonic(), **output.last_paste})
+        emit(
+            {
+                "how": how,
+                "error": error,
+                "started_at": started,
+                "restored_at": time.monotonic(),
+                **output.last_paste,
+            }
+        )
 
     def wait_for_the_parent() -> None:  # keep owning (and serving) the restored clipboard until then
         sys.stdin.readline()
@@ -125,14 +141,23 @@ def type_into_field() -> None:
     field.setFocus()
     speech = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav")
     # The "microphone": silence, the sentence, then silence, looping so timing on the parent side is easy.
-    audio = np.concatenate([np.zeros(SAMPLE_RATE, np.float32), speech, np.zeros(20 * SAMPLE_RATE, np.float32)])
+    audio = np.concatenate(
+        [np.zeros(SAMPLE_RATE, np.float32), speech, np.zeros(20 * SAMPLE_RATE, np.float32)]
+    )
     source = ArraySource(audio, "test microphone", speed=1.0)
     client = WorkerClient().start()
     engine = client.load(REPO_ROOT / "resources" / "demo_model")
     typed: list[str] = []
-    controller = DictationController(lambda: engine, source, TextOutput("type", None, PynputKeys()),
-                                     mode="hold", hotkey="<ctrl>+<alt>+<space>", capture=CaptureSettings(),
-                                     style=TextStyle(True, ""), listen_for_commands=False)  # fmt: skip
+    controller = DictationController(
+        lambda: engine,
+        source,
+        TextOutput("type", None, PynputKeys()),
+        mode="hold",
+        hotkey="<ctrl>+<alt>+<space>",
+        capture=CaptureSettings(),
+        style=TextStyle(True, ""),
+        listen_for_commands=False,
+    )
     controller.result_ready.connect(lambda result: typed.append(result.text))
     controller.start()
     sys.stdout.write(json.dumps({"ready": True, "speech_s": speech.size / SAMPLE_RATE}) + "\n")

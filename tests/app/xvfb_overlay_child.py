@@ -54,7 +54,9 @@ def main() -> None:
     shot = app.primaryScreen().grabWindow(0)
     shot.save(str(out / "screen.png"))
     centre = overlay.geometry().center()
-    pixel = shot.toImage().pixelColor(overlay.geometry().left() + 24, centre.y())  # inside the label, left of the text
+    pixel = shot.toImage().pixelColor(
+        overlay.geometry().left() + 24, centre.y()
+    )  # inside the label, left of the text
     facts = {
         "screen": [screen.x(), screen.y(), screen.width(), screen.height()],
         "overlay": [overlay.x(), overlay.y(), overlay.width(), overlay.height()],

@@ -31,11 +31,14 @@ def test_an_mp3_decodes_without_libmpg123_lines_on_stderr(tmp_path) -> None:  # 
         decoded = decode_audio_bytes(data, "sample.mp3")
         print(len(decoded.samples), decoded.sample_rate)
     """)
-    raw = subprocess.run([sys.executable, "-c", script, "raw"], cwd=REPO_ROOT, capture_output=True, text=True,
-                         timeout=120)  # fmt: skip
+    raw = subprocess.run(
+        [sys.executable, "-c", script, "raw"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
     if "mpg123" not in raw.stderr:
         pytest.skip("this libsndfile/libmpg123 build decodes the file without complaint")
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     frames, rate = map(int, done.stdout.split())
     assert frames > rate and "mpg123" not in done.stderr and done.stderr == ""
@@ -50,6 +53,8 @@ def test_decoder_lines_are_logged_and_other_lines_pass_through(caplog, capfd) ->
     err = capfd.readouterr().err
     assert err == "another thread's warning\n"
     logged = [record.getMessage() for record in caplog.records]
-    assert any("part2_3_length" in message for message in logged) and any("parse.c" in message for message in logged)
+    assert any("part2_3_length" in message for message in logged) and any(
+        "parse.c" in message for message in logged
+    )
     os.write(2, b"after\n")  # fd 2 is the real stderr again
     assert capfd.readouterr().err == "after\n"

@@ -39,8 +39,13 @@ def start_dictation(controller, choice, audio, dictated: list[float], finished: 
     from app.dictation.hotkey import HotkeyStateMachine
     from app.dictation.service import DictationService
 
-    service = DictationService(lambda: controller.engine_for(choice), HotkeyStateMachine("hold"), CaptureSettings(),
-                               lambda *_: None, lambda result: dictated.append(result.latency_s))  # fmt: skip
+    service = DictationService(
+        lambda: controller.engine_for(choice),
+        HotkeyStateMachine("hold"),
+        CaptureSettings(),
+        lambda *_: None,
+        lambda result: dictated.append(result.latency_s),
+    )
 
     def run() -> None:
         block, position = 480, 0
@@ -62,14 +67,19 @@ def start_dictation(controller, choice, audio, dictated: list[float], finished: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model", type=Path, default=REPO / "resources" / "demo_model")
     parser.add_argument("--modes", default="auto,segmented")
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--session-option", action="append", default=[], metavar="K=V")
-    parser.add_argument("--with-dictation", action="store_true",
-                        help="dictate 4 s utterances back to back through the same worker and model meanwhile")
+    parser.add_argument(
+        "--with-dictation",
+        action="store_true",
+        help="dictate 4 s utterances back to back through the same worker and model meanwhile",
+    )
     args = parser.parse_args()
 
     from PySide6.QtCore import QCoreApplication
@@ -85,14 +95,17 @@ def main() -> None:
     family = detect_family(args.model)
     options = tuple(tuple(item.split("=", 1)) for item in args.session_option)
     print_machine_header(args.threads)
-    print(f"{args.threads} threads; model {args.model.name} ({family}); "
-          f"{args.seconds:.0f} s played in real time")  # fmt: skip
+    print(
+        f"{args.threads} threads; model {args.model.name} ({family}); "
+        f"{args.seconds:.0f} s played in real time"
+    )
     for mode in args.modes.split(","):
         controller = LiveController(WorkerClient, AppPaths.from_environment().ensure().data)
         finished: list[bool] = []
         controller.session_finished.connect(lambda f=finished: f.append(True))
-        choice = ModelChoice(args.model.name, args.model, family, options, threads=args.threads,
-                             stream_mode=mode)  # type: ignore[arg-type]  # fmt: skip
+        choice = ModelChoice(
+            args.model.name, args.model, family, options, threads=args.threads, stream_mode=mode
+        )  # type: ignore[arg-type]
         started = time.monotonic()
         controller.start(choice, ArraySource(audio, "benchmark recording", speed=1.0))
         dictated: list[float] = []
@@ -108,10 +121,15 @@ def main() -> None:
             print(f"  {mode:9s} no text committed")
             continue
         values = np.array(controller.latencies)
-        print(f"  {mode:9s} latency p50 {summary[0]:.3f} s  p95 {summary[1]:.3f} s  max {values.max():.3f} s  "
-              f"({values.size} deltas, {len(text.split())} words)"
-              + (f"; {len(dictated)} dictations meanwhile, release→text p50 {np.median(dictated) * 1000:.0f} ms"
-                 if dictated else ""))
+        print(
+            f"  {mode:9s} latency p50 {summary[0]:.3f} s  p95 {summary[1]:.3f} s  max {values.max():.3f} s  "
+            f"({values.size} deltas, {len(text.split())} words)"
+            + (
+                f"; {len(dictated)} dictations meanwhile, release→text p50 {np.median(dictated) * 1000:.0f} ms"
+                if dictated
+                else ""
+            )
+        )
 
 
 if __name__ == "__main__":

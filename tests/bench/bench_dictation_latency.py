@@ -46,7 +46,9 @@ def play(service: DictationService, audio: np.ndarray) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model", type=Path, default=REPO / "resources" / "demo_model")
     parser.add_argument("--utterances", type=int, default=12)
     parser.add_argument("--threads", type=int, default=2)
@@ -54,12 +56,16 @@ def main() -> None:
     args = parser.parse_args()
     clips = [load_audio_file(REPO / "resources" / "samples" / f"demo_sample_{i}.wav") for i in (1, 2)]
     gap = np.zeros(int(0.3 * SAMPLE_RATE), np.float32)
-    utterances = [clips[i % 2] if i % 3 else np.concatenate([clips[0], gap, clips[1]][: 1 + i % 2])
-                  for i in range(args.utterances)]  # fmt: skip
+    utterances = [
+        clips[i % 2] if i % 3 else np.concatenate([clips[0], gap, clips[1]][: 1 + i % 2])
+        for i in range(args.utterances)
+    ]
     options = dict(item.split("=", 1) for item in args.session_option)
     print_machine_header(args.threads)
-    print(f"{args.threads} threads; model {args.model.name}; "
-          f"utterances {min(u.size for u in utterances) / SAMPLE_RATE:.1f}–{max(u.size for u in utterances) / SAMPLE_RATE:.1f} s")  # fmt: skip
+    print(
+        f"{args.threads} threads; model {args.model.name}; "
+        f"utterances {min(u.size for u in utterances) / SAMPLE_RATE:.1f}–{max(u.size for u in utterances) / SAMPLE_RATE:.1f} s"
+    )
     with WorkerClient() as client:
         engine = client.load(args.model, session_options=options, threads=args.threads)
         results: list[DictationResult] = []
@@ -69,8 +75,9 @@ def main() -> None:
             results.append(result)
             ready.set()
 
-        service = DictationService(lambda: engine, HotkeyStateMachine("hold"), CaptureSettings(),
-                                   lambda *_: None, on_result)  # fmt: skip
+        service = DictationService(
+            lambda: engine, HotkeyStateMachine("hold"), CaptureSettings(), lambda *_: None, on_result
+        )
         engine.transcribe(clips[0])  # warm-up: first-call graph allocation is not what users wait for
         silence = np.zeros(int(0.6 * SAMPLE_RATE), np.float32)
         for utterance in utterances:
@@ -85,8 +92,10 @@ def main() -> None:
         service.close()
     latencies = sorted(r.latency_s for r in results)
     p95 = latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))]
-    print(f"release → text: p50 {statistics.median(latencies) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, "
-          f"max {latencies[-1] * 1000:.0f} ms over {len(latencies)} utterances (300 ms trailing capture included)")
+    print(
+        f"release → text: p50 {statistics.median(latencies) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, "
+        f"max {latencies[-1] * 1000:.0f} ms over {len(latencies)} utterances (300 ms trailing capture included)"
+    )
     print("texts:", " | ".join(r.text for r in results[:4]), "…")
 
 

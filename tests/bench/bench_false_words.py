@@ -50,9 +50,14 @@ def main() -> None:
             counts = {"gated": len(gated), "ungated": len(ungated.split()), "live": len(live)}
             for key, value in counts.items():
                 totals[key] += value
-            print(f"{kind:12s} {counts['gated']:6d} {counts['ungated']:8d} {counts['live']:5d}  {ungated[:50]!r}")
+            print(
+                f"{kind:12s} {counts['gated']:6d} {counts['ungated']:8d} {counts['live']:5d}  {ungated[:50]!r}"
+            )
     minutes = len(KINDS) * args.seconds_per_kind / 60
-    print(f"false words per minute over {minutes:g} min: " + ", ".join(f"{k} {v / minutes:.2f}" for k, v in totals.items()))
+    print(
+        f"false words per minute over {minutes:g} min: "
+        + ", ".join(f"{k} {v / minutes:.2f}" for k, v in totals.items())
+    )
 
 
 if __name__ == "__main__":

@@ -66,13 +66,28 @@ def serve(kind: str, model: Path, features: Path, threads: int) -> None:
 
 
 class Worker:
-    def __init__(self, kind: str, python: str, env: dict[str, str], args: argparse.Namespace, features: Path) -> None:
+    def __init__(
+        self, kind: str, python: str, env: dict[str, str], args: argparse.Namespace, features: Path
+    ) -> None:
         self.kind = kind
         self.proc = subprocess.Popen(
-            [python, __file__, "--serve", kind.split()[0], "--model", str(args.model), "--features", str(features),
-             "--threads", str(args.threads)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-        )  # fmt: skip
+            [
+                python,
+                __file__,
+                "--serve",
+                kind.split()[0],
+                "--model",
+                str(args.model),
+                "--features",
+                str(features),
+                "--threads",
+                str(args.threads),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         ready = json.loads(self._line())
         print(machine.check_threads(kind, args.threads, ready["threads"]), flush=True)
 
@@ -107,7 +122,9 @@ def stop_hogs(hogs: list[subprocess.Popen]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--hogs", type=int, default=2, help="busy-loop processes in the loaded condition")
     parser.add_argument("--rounds", type=int, default=3)
@@ -140,9 +157,14 @@ def main() -> None:
     workers = [
         Worker("ggml", sys.executable, env, args, work / "features.npy"),
         Worker("torch (OpenMP default wait)", reference, env, args, work / "features.npy"),
-        Worker("torch (OMP_WAIT_POLICY=passive)", reference, dict(env, OMP_WAIT_POLICY="passive"), args,
-               work / "features.npy"),
-    ]  # fmt: skip
+        Worker(
+            "torch (OMP_WAIT_POLICY=passive)",
+            reference,
+            dict(env, OMP_WAIT_POLICY="passive"),
+            args,
+            work / "features.npy",
+        ),
+    ]
     results: dict[tuple[str, str], list[dict]] = {}
     try:
         for round_no in range(args.rounds):
@@ -160,9 +182,13 @@ def main() -> None:
             worker.close()
     print()
     machine.print_machine_header(args.threads)
-    print(f"Parakeet-TDT 0.6B v3 encoder (f32, random weights), {args.seconds:g} s clip, {args.threads} threads, "
-          f"medians of {args.rounds} interleaved rounds")  # fmt: skip
-    print(f"{'implementation':34} {'alone s':>8} {'cpu/wall':>8} {'loaded s':>9} {'cpu/wall':>8} {'slowdown':>9}")
+    print(
+        f"Parakeet-TDT 0.6B v3 encoder (f32, random weights), {args.seconds:g} s clip, {args.threads} threads, "
+        f"medians of {args.rounds} interleaved rounds"
+    )
+    print(
+        f"{'implementation':34} {'alone s':>8} {'cpu/wall':>8} {'loaded s':>9} {'cpu/wall':>8} {'slowdown':>9}"
+    )
     for worker in workers:
         alone, loaded = results[(worker.kind, "alone")], results[(worker.kind, f"+{args.hogs} busy loops")]
         a, b = statistics.median(r["wall"] for r in alone), statistics.median(r["wall"] for r in loaded)

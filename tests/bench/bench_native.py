@@ -73,8 +73,11 @@ class TorchLinear:
     def __init__(self, python: str, threads: int) -> None:
         self.proc = subprocess.Popen(
             [python, __file__, "--torch-worker", "--threads", str(threads)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=machine.thread_env(threads),
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=machine.thread_env(threads),
+        )
         print(machine.check_threads("torch", threads, json.loads(self._line())["threads"]))
 
     def _line(self) -> str:
@@ -106,15 +109,24 @@ def torch_worker(threads: int) -> None:
         for line in sys.stdin:
             rows, out_dim, in_dim = json.loads(line)
             if (rows, out_dim, in_dim) not in cache:
-                cache[(rows, out_dim, in_dim)] = (torch.randn(rows, in_dim), torch.randn(out_dim, in_dim) * 0.02)
+                cache[(rows, out_dim, in_dim)] = (
+                    torch.randn(rows, in_dim),
+                    torch.randn(out_dim, in_dim) * 0.02,
+                )
             x, w = cache[(rows, out_dim, in_dim)]
             start = time.perf_counter()
             torch.nn.functional.linear(x, w)
             print(json.dumps(time.perf_counter() - start), flush=True)
 
 
-def bench_matmul(backend, storage: str, weight_shape: tuple[int, int], rows_list, reps: int,
-                 torch_linear: TorchLinear | None = None) -> list[dict]:  # fmt: skip
+def bench_matmul(
+    backend,
+    storage: str,
+    weight_shape: tuple[int, int],
+    rows_list,
+    reps: int,
+    torch_linear: TorchLinear | None = None,
+) -> list[dict]:
     out_dim, in_dim = weight_shape
     rng = np.random.default_rng(0)
     w = (rng.standard_normal(weight_shape) * 0.02).astype(np.float32)
@@ -189,9 +201,10 @@ def main() -> None:
     if args.reference_python or os.environ.get(machine.REFERENCE_ENV):
         torch_linear = TorchLinear(machine.reference_python(args.reference_python), args.threads or 2)
     machine.print_machine_header(args.threads)
-    with open_backend(args.backend, threads=args.threads) as backend, open_backend(
-        args.backend, threads=args.threads, gemm="ggml"
-    ) as ggml_only:
+    with (
+        open_backend(args.backend, threads=args.threads) as backend,
+        open_backend(args.backend, threads=args.threads, gemm="ggml") as ggml_only,
+    ):
         print(f"{backend}; numpy {np.__version__}; numpy BLAS pools: {machine.blas_threads()}")
         if args.threads is not None:
             print(machine.check_threads("numpy", args.threads, {"pools": machine.blas_threads()}))

@@ -56,7 +56,9 @@ def build_tokenizer_json(path: Path) -> None:
     letters = "abcdefghijklmnopqrstuvwxyz"
     index = 3
     while index < V3_VOCAB - 1:
-        piece = ("▁" if index % 3 == 0 else "") + letters[index % 26] + letters[(index // 26) % 26] + str(index)
+        piece = (
+            ("▁" if index % 3 == 0 else "") + letters[index % 26] + letters[(index // 26) % 26] + str(index)
+        )
         vocab[piece] = index
         index += 1
     tok = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<unk>", byte_fallback=False))
@@ -72,7 +74,9 @@ def ensure_model(threads: int, reference: str) -> Path:
     """The full-size random checkpoint, created once by the reference python (torch + transformers)."""
     out = cache_dir()
     if not ((out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file()):
-        subprocess.run([reference, __file__, "--create-model", str(out), "--threads", str(threads)], check=True)
+        subprocess.run(
+            [reference, __file__, "--create-model", str(out), "--threads", str(threads)], check=True
+        )
     return out
 
 
@@ -83,17 +87,38 @@ def create_model(out: Path, threads: int) -> None:
     torch.manual_seed(0)
     torch.set_num_threads(threads)
     encoder = ParakeetEncoderConfig(
-        hidden_size=1024, num_hidden_layers=24, num_attention_heads=8, intermediate_size=4096,
-        hidden_act="silu", attention_bias=False, convolution_bias=False, conv_kernel_size=9,
-        subsampling_factor=8, subsampling_conv_channels=256, subsampling_conv_kernel_size=3,
-        subsampling_conv_stride=2, num_mel_bins=128, max_position_embeddings=5000, scale_input=False,
-        dropout=0.0, dropout_positions=0.0, layerdrop=0.0, activation_dropout=0.0, attention_dropout=0.0,
-    )  # fmt: skip
+        hidden_size=1024,
+        num_hidden_layers=24,
+        num_attention_heads=8,
+        intermediate_size=4096,
+        hidden_act="silu",
+        attention_bias=False,
+        convolution_bias=False,
+        conv_kernel_size=9,
+        subsampling_factor=8,
+        subsampling_conv_channels=256,
+        subsampling_conv_kernel_size=3,
+        subsampling_conv_stride=2,
+        num_mel_bins=128,
+        max_position_embeddings=5000,
+        scale_input=False,
+        dropout=0.0,
+        dropout_positions=0.0,
+        layerdrop=0.0,
+        activation_dropout=0.0,
+        attention_dropout=0.0,
+    )
     config = ParakeetTDTConfig(
-        vocab_size=V3_VOCAB, decoder_hidden_size=640, num_decoder_layers=2, hidden_act="relu",
-        max_symbols_per_step=10, durations=[0, 1, 2, 3, 4], encoder_config=encoder.to_dict(),
-        pad_token_id=2, blank_token_id=V3_VOCAB - 1,
-    )  # fmt: skip
+        vocab_size=V3_VOCAB,
+        decoder_hidden_size=640,
+        num_decoder_layers=2,
+        hidden_act="relu",
+        max_symbols_per_step=10,
+        durations=[0, 1, 2, 3, 4],
+        encoder_config=encoder.to_dict(),
+        pad_token_id=2,
+        blank_token_id=V3_VOCAB - 1,
+    )
     model = ParakeetForTDT(config).eval()
     with torch.no_grad():
         model.decoder.embedding.weight[config.blank_token_id].zero_()
@@ -106,11 +131,19 @@ def create_model(out: Path, threads: int) -> None:
     ).save_pretrained(tmp)
     processor = {
         "feature_extractor": {
-            "feature_extractor_type": "ParakeetFeatureExtractor", "feature_size": 128, "sampling_rate": SR,
-            "hop_length": 160, "win_length": 400, "n_fft": 512, "preemphasis": 0.97, "padding_value": 0.0,
+            "feature_extractor_type": "ParakeetFeatureExtractor",
+            "feature_size": 128,
+            "sampling_rate": SR,
+            "hop_length": 160,
+            "win_length": 400,
+            "n_fft": 512,
+            "preemphasis": 0.97,
+            "padding_value": 0.0,
         },
-        "processor_class": "ParakeetProcessor", "blank_token": "<blank>", "decoder_type": "tdt",
-    }  # fmt: skip
+        "processor_class": "ParakeetProcessor",
+        "blank_token": "<blank>",
+        "decoder_type": "tdt",
+    }
     (tmp / "processor_config.json").write_text(json.dumps(processor, indent=2))
     build_tokenizer_json(tmp / "tokenizer.json")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -159,7 +192,9 @@ def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
         def run(audio: np.ndarray) -> list[int]:
             with torch.inference_mode():
                 feats = fe(audio, sampling_rate=SR, return_tensors="pt", return_attention_mask=True)
-                out = net.generate(input_features=feats["input_features"], attention_mask=feats["attention_mask"])
+                out = net.generate(
+                    input_features=feats["input_features"], attention_mask=feats["attention_mask"]
+                )
             seq = out.sequences[0].tolist() if hasattr(out, "sequences") else out[0].tolist()
             blank = net.config.blank_token_id
             return [t for t in seq[1:] if t != blank]
@@ -168,13 +203,20 @@ def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
 
         spec = kind.split(":", 1)[1]
         with machine.gemm_of(spec):
-            engine = load_engine(model, "parakeet_tdt", machine.parakeet_weight_options(spec), backend=backend,
-                                 threads=threads)  # fmt: skip
+            engine = load_engine(
+                model, "parakeet_tdt", machine.parakeet_weight_options(spec), backend=backend, threads=threads
+            )
         # ggml's thread count is the backend's; numpy's BLAS (the decoder's projection) is pinned too.
-        effective = {"ggml_threads": engine.backend.threads, "omp_wait_policy": machine.omp_wait_policy(),
-                     "pools": machine.blas_threads(), "f32_gemm": engine.backend.f32_gemm}  # fmt: skip
+        effective = {
+            "ggml_threads": engine.backend.threads,
+            "omp_wait_policy": machine.omp_wait_policy(),
+            "pools": machine.blas_threads(),
+            "f32_gemm": engine.backend.f32_gemm,
+        }
         int8 = engine.backend.int8_products
-        if int8 is not None:  # weight_type=int8: ONNX Runtime's int8 GEMM, one single-threaded run per ggml thread
+        if (
+            int8 is not None
+        ):  # weight_type=int8: ONNX Runtime's int8 GEMM, one single-threaded run per ggml thread
             effective["int8_gemm"] = f"onnxruntime {int8.version} (weights in +-{int8.qmax})"
 
         def run(audio: np.ndarray) -> list[int]:
@@ -185,14 +227,29 @@ def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
 
 class Worker:
     def __init__(self, kind: str, model: Path, threads: int, python: str, backend: str = "cpu") -> None:
-        self._start(kind, [python, __file__, "--worker", kind, "--model", str(model), "--threads", str(threads),
-                           "--backend", backend], threads)  # fmt: skip
+        self._start(
+            kind,
+            [
+                python,
+                __file__,
+                "--worker",
+                kind,
+                "--model",
+                str(model),
+                "--threads",
+                str(threads),
+                "--backend",
+                backend,
+            ],
+            threads,
+        )
 
     def _start(self, kind: str, command: list[str], threads: int) -> None:
         """Start a worker process with pinned threads and check what it reports it uses."""
         self.kind = kind
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     env=machine.thread_env(threads))  # fmt: skip
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=machine.thread_env(threads)
+        )
         ready = self._read()
         if not ready.get("ready"):
             raise RuntimeError(f"worker {kind} failed to start")
@@ -218,15 +275,22 @@ class Worker:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--clips", default="10,60", help="clip lengths in seconds")
-    parser.add_argument("--types", default="f32,q8_0",
-                        help="Captioneer storage types to compare; TYPE/CONV also sets conv_weight_type (q6_k/q6_k); "
-                             "@ggml or @openblas picks the big f32 products' library (f32@ggml)")
+    parser.add_argument(
+        "--types",
+        default="f32,q8_0",
+        help="Captioneer storage types to compare; TYPE/CONV also sets conv_weight_type (q6_k/q6_k); "
+        "@ggml or @openblas picks the big f32 products' library (f32@ggml)",
+    )
     machine.add_reference_option(parser)
-    parser.add_argument("--backend", default="cpu", help="ggml backend of the Captioneer workers (cpu, cuda, vulkan)")
+    parser.add_argument(
+        "--backend", default="cpu", help="ggml backend of the Captioneer workers (cpu, cuda, vulkan)"
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--create-model", type=Path, help=argparse.SUPPRESS)
@@ -242,16 +306,26 @@ def main() -> None:
     reference = machine.reference_python(args.reference_python)
     model = ensure_model(args.threads, reference)
     weight_bytes = (model / "model.safetensors").stat().st_size
-    clips = {float(s): make_clip(float(s), cache_dir().parent / f"clip-{s}s.npy") for s in args.clips.split(",")}
+    clips = {
+        float(s): make_clip(float(s), cache_dir().parent / f"clip-{s}s.npy") for s in args.clips.split(",")
+    }
     kinds = ["torch"] + [f"captioneer:{t}" for t in args.types.split(",")]
-    starters = {kind: partial(Worker, kind, model, args.threads, reference if kind == "torch" else sys.executable,
-                              args.backend) for kind in kinds}  # fmt: skip
+    starters = {
+        kind: partial(
+            Worker, kind, model, args.threads, reference if kind == "torch" else sys.executable, args.backend
+        )
+        for kind in kinds
+    }
     results = machine.run_workers(starters, clips, args.rounds, args.threads)
-    print(f"Parakeet-TDT 0.6B v3 architecture, random weights ({weight_bytes / 1e9:.2f} GB f32), "
-          f"{args.threads} threads, Captioneer on the {args.backend} backend, {args.rounds} interleaved rounds, "
-          "medians")  # fmt: skip
-    print(f"{'implementation':22} {'clip':>6} {'wall s':>8} {'RTFx':>7} {'vs torch':>9} {'cpu/wall':>8} {'peak RSS':>10} "
-          f"{'ids == ref':>10}")  # fmt: skip
+    print(
+        f"Parakeet-TDT 0.6B v3 architecture, random weights ({weight_bytes / 1e9:.2f} GB f32), "
+        f"{args.threads} threads, Captioneer on the {args.backend} backend, {args.rounds} interleaved rounds, "
+        "medians"
+    )
+    print(
+        f"{'implementation':22} {'clip':>6} {'wall s':>8} {'RTFx':>7} {'vs torch':>9} {'cpu/wall':>8} {'peak RSS':>10} "
+        f"{'ids == ref':>10}"
+    )
     for seconds in clips:
         ref = results[("torch", seconds)]
         ref_wall = statistics.median(r["wall"] for r in ref)

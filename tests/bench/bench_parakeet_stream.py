@@ -69,19 +69,28 @@ def v3_tensors(rng: np.random.Generator) -> dict[str, np.ndarray]:
         for norm in ("norm_feed_forward1", "norm_self_att", "norm_conv", "norm_feed_forward2", "norm_out"):
             t[p + norm + ".weight"], t[p + norm + ".bias"] = np.ones(1024, np.float32), zeros(1024)
         for ff in ("feed_forward1", "feed_forward2"):
-            t[p + ff + ".linear1.weight"], t[p + ff + ".linear2.weight"] = normal(4096, 1024), normal(1024, 4096)
+            t[p + ff + ".linear1.weight"], t[p + ff + ".linear2.weight"] = (
+                normal(4096, 1024),
+                normal(1024, 4096),
+            )
         for proj in ("q_proj", "k_proj", "v_proj", "o_proj", "relative_k_proj"):
             t[p + "self_attn." + proj + ".weight"] = normal(1024, 1024)
         t[p + "self_attn.bias_u"], t[p + "self_attn.bias_v"] = normal(8, 128), normal(8, 128)
         t[p + "conv.pointwise_conv1.weight"] = normal(2048, 1024, 1)
         t[p + "conv.depthwise_conv.weight"] = normal(1024, 1, 9)
         t[p + "conv.norm.weight"], t[p + "conv.norm.bias"] = np.ones(1024, np.float32), zeros(1024)
-        t[p + "conv.norm.running_mean"], t[p + "conv.norm.running_var"] = zeros(1024), np.ones(1024, np.float32)
+        t[p + "conv.norm.running_mean"], t[p + "conv.norm.running_var"] = (
+            zeros(1024),
+            np.ones(1024, np.float32),
+        )
         t[p + "conv.pointwise_conv2.weight"] = normal(1024, 1024, 1)
     t["decoder.embedding.weight"] = normal(V3_VOCAB, 640)
     t["decoder.embedding.weight"][V3_VOCAB - 1] = 0.0  # blank_as_pad
     for layer in (0, 1):
-        t[f"decoder.lstm.weight_ih_l{layer}"], t[f"decoder.lstm.weight_hh_l{layer}"] = normal(2560, 640), normal(2560, 640)
+        t[f"decoder.lstm.weight_ih_l{layer}"], t[f"decoder.lstm.weight_hh_l{layer}"] = (
+            normal(2560, 640),
+            normal(2560, 640),
+        )
         t[f"decoder.lstm.bias_ih_l{layer}"], t[f"decoder.lstm.bias_hh_l{layer}"] = zeros(2560), zeros(2560)
     t["decoder.decoder_projector.weight"], t["decoder.decoder_projector.bias"] = normal(640, 640), zeros(640)
     t["encoder_projector.weight"], t["encoder_projector.bias"] = normal(640, 1024), zeros(640)
@@ -101,16 +110,34 @@ def ensure_model() -> Path:
     tmp = out.with_name(out.name + ".partial")
     tmp.mkdir(parents=True, exist_ok=True)
     encoder = {
-        "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 8, "intermediate_size": 4096,
-        "hidden_act": "silu", "attention_bias": False, "convolution_bias": False, "conv_kernel_size": 9,
-        "subsampling_factor": 8, "subsampling_conv_channels": 256, "subsampling_conv_kernel_size": 3,
-        "subsampling_conv_stride": 2, "num_mel_bins": 128, "max_position_embeddings": 5000, "scale_input": False,
-    }  # fmt: skip
+        "hidden_size": 1024,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 8,
+        "intermediate_size": 4096,
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "convolution_bias": False,
+        "conv_kernel_size": 9,
+        "subsampling_factor": 8,
+        "subsampling_conv_channels": 256,
+        "subsampling_conv_kernel_size": 3,
+        "subsampling_conv_stride": 2,
+        "num_mel_bins": 128,
+        "max_position_embeddings": 5000,
+        "scale_input": False,
+    }
     config = {
-        "model_type": "parakeet_tdt", "vocab_size": V3_VOCAB, "blank_token_id": V3_VOCAB - 1, "pad_token_id": 2,
-        "decoder_hidden_size": 640, "num_decoder_layers": 2, "max_symbols_per_step": 10,
-        "durations": [0, 1, 2, 3, 4], "hidden_act": "relu", "encoder_config": encoder,
-    }  # fmt: skip
+        "model_type": "parakeet_tdt",
+        "vocab_size": V3_VOCAB,
+        "blank_token_id": V3_VOCAB - 1,
+        "pad_token_id": 2,
+        "decoder_hidden_size": 640,
+        "num_decoder_layers": 2,
+        "max_symbols_per_step": 10,
+        "durations": [0, 1, 2, 3, 4],
+        "hidden_act": "relu",
+        "encoder_config": encoder,
+    }
     (tmp / "config.json").write_text(json.dumps(config, indent=2))
     build_tokenizer_json(tmp / "tokenizer.json")
     save_file(v3_tensors(np.random.default_rng(0)), str(tmp / "model.safetensors"))
@@ -147,7 +174,9 @@ def stream_once(engine, audio: np.ndarray, profile: tuple[float, float, float]) 
     """Feeds one center per push; returns total wall seconds and the wall time of each settling push."""
     center, left, right = profile
     # Window sizes are session options; switching them on a loaded engine avoids one load per profile.
-    engine.session = dataclasses.replace(engine.session, center_sec=center, left_context_sec=left, right_context_sec=right)
+    engine.session = dataclasses.replace(
+        engine.session, center_sec=center, left_context_sec=left, right_context_sec=right
+    )
     stream = engine.open_stream()
     step = int(center * SR)
     updates: list[float] = []
@@ -170,7 +199,9 @@ def voiced_phrase(audio: np.ndarray) -> np.ndarray:
     return (audio + 0.3 * peak * noise).astype(np.float32)
 
 
-def snapshot_updates(engine, phrase: np.ndarray, at_seconds: tuple[float, ...], window: float) -> dict[float, float]:  # type: ignore[no-untyped-def]
+def snapshot_updates(
+    engine, phrase: np.ndarray, at_seconds: tuple[float, ...], window: float
+) -> dict[float, float]:  # type: ignore[no-untyped-def]
     """Streams the phrase through a real ``RollingStream`` in 50 ms pushes and times the snapshot update
     nearest each of ``at_seconds`` (a push that crosses a snapshot point runs the update)."""
     from inference.contract import Delta
@@ -196,12 +227,16 @@ def snapshot_updates(engine, phrase: np.ndarray, at_seconds: tuple[float, ...], 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--types", default="q8_0,f16")
     parser.add_argument("--seconds", type=float, default=20.0, help="audio streamed per profile and round")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--parts", default="buffered,phonon", help="which measurements: buffered, phonon or both")
+    parser.add_argument(
+        "--parts", default="buffered,phonon", help="which measurements: buffered, phonon or both"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from tests.bench.machine import parakeet_weight_options, print_machine_header  # header: CPU, flags, load
@@ -244,10 +279,16 @@ def main() -> None:
     print(f"{'type':6} {'profile':20} {'RTF':>6} {'headroom':>9} {'update latency':>15}")
     for (kind, name), values in rtf.items():
         median = statistics.median(values)
-        print(f"{kind:6} {name:20} {median:6.3f} {1 / median:8.2f}x {statistics.median(latency[(kind, name)]):13.3f} s")
-    print("\nPhonon-2 snapshot update through RollingStream (snapshot_window_sec 0 = whole phrase, as the reference)")
+        print(
+            f"{kind:6} {name:20} {median:6.3f} {1 / median:8.2f}x {statistics.median(latency[(kind, name)]):13.3f} s"
+        )
+    print(
+        "\nPhonon-2 snapshot update through RollingStream (snapshot_window_sec 0 = whole phrase, as the reference)"
+    )
     for (kind, window, seconds), values in sorted(snap.items()):
-        print(f"{kind:6} window {window:3g} s, {seconds:4.0f} s into a phrase: {statistics.median(values) * 1000:7.0f} ms")
+        print(
+            f"{kind:6} window {window:3g} s, {seconds:4.0f} s into a phrase: {statistics.median(values) * 1000:7.0f} ms"
+        )
     for pair in engines.values():
         for engine in pair:
             engine.close()

@@ -64,15 +64,22 @@ PEER_PACKAGES = {
     "transcribe-cpp": ["transcribe-cpp==0.4.1", "numpy", "threadpoolctl"],
 }
 ALL_PEERS = (
-    "onnx-asr:fp32", "onnx-asr:int8", "sherpa-onnx:fp32", "sherpa-onnx:int8",
-    "crispasr:f16", "crispasr:q8_0", "transcribe-cpp:f32",
-)  # fmt: skip
+    "onnx-asr:fp32",
+    "onnx-asr:int8",
+    "sherpa-onnx:fp32",
+    "sherpa-onnx:int8",
+    "crispasr:f16",
+    "crispasr:q8_0",
+    "transcribe-cpp:f32",
+)
 # The ggml ports' converters live in their repositories, not in their wheels: where to find them.
 CONVERTER_ENV = {
     "crispasr": ("CAPTIONEER_CRISPASR_CONVERTER", "models/convert-parakeet-to-gguf.py of CrispASR"),
-    "transcribe-cpp": ("CAPTIONEER_TRANSCRIBE_CPP_CONVERTER", "scripts/convert-parakeet.py of transcribe.cpp "
-                       "(with its scripts/lib beside it)"),
-}  # fmt: skip
+    "transcribe-cpp": (
+        "CAPTIONEER_TRANSCRIBE_CPP_CONVERTER",
+        "scripts/convert-parakeet.py of transcribe.cpp (with its scripts/lib beside it)",
+    ),
+}
 # The reference python needs these for the exports (torch + transformers are checked by machine.reference_python).
 EXPORT_PACKAGES = ("onnx", "onnxruntime")
 GGUF_PACKAGES = ("gguf", "sentencepiece", "yaml", "omegaconf")
@@ -99,8 +106,10 @@ def checkpoint(work: Path, layers: int, threads: int, reference: str) -> Path:
         return bench_parakeet.ensure_model(threads, reference)
     out = work / f"checkpoint-{layers}layers"
     if not (out / "model.safetensors").is_file():
-        code = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
-                "from tests.bench.peers import common; common.create_reduced_model(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))")  # fmt: skip
+        code = (
+            "import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+            "from tests.bench.peers import common; common.create_reduced_model(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))"
+        )
         subprocess.run([reference, "-c", code, str(ROOT), str(out), str(threads), str(layers)], check=True)
     return out
 
@@ -109,7 +118,9 @@ def ensure_export_packages(reference: str, packages: tuple[str, ...] = EXPORT_PA
     probe = subprocess.run([reference, "-c", "import " + ", ".join(packages)], capture_output=True)
     if probe.returncode != 0:
         names = " ".join("pyyaml" if p == "yaml" else p for p in packages)
-        raise SystemExit(f"the exports need {names} in the reference python: {reference} -m pip install {names}")
+        raise SystemExit(
+            f"the exports need {names} in the reference python: {reference} -m pip install {names}"
+        )
 
 
 GGML_TARGETS = {  # peer:precision → the GGUF its converter writes into the export folder
@@ -129,8 +140,15 @@ NEMO_STANDIN = (
 )
 
 
-def ggml_exports(out: Path, model: Path, peers: list[str], converters: dict[str, Path], threads: int,
-                 reference: str, work: Path) -> None:  # fmt: skip
+def ggml_exports(
+    out: Path,
+    model: Path,
+    peers: list[str],
+    converters: dict[str, Path],
+    threads: int,
+    reference: str,
+    work: Path,
+) -> None:
     """The ggml ports' own converters (from their repositories: not in the wheels) run on a .nemo of the checkpoint."""
     missing = [p for p in peers if p in GGML_TARGETS and not (out / GGML_TARGETS[p]).is_file()]
     if not missing:
@@ -143,8 +161,11 @@ def ggml_exports(out: Path, model: Path, peers: list[str], converters: dict[str,
     (standin / "nemo" / "collections" / "asr" / "models.py").write_text(NEMO_STANDIN)
     nemo = out / "parakeet.nemo"
     env = machine.thread_env(threads)
-    subprocess.run([reference, str(PEERS_DIR / "export_nemo.py"), "--model", str(model), "--out", str(nemo)],
-                   check=True, env=env)  # fmt: skip
+    subprocess.run(
+        [reference, str(PEERS_DIR / "export_nemo.py"), "--model", str(model), "--out", str(nemo)],
+        check=True,
+        env=env,
+    )
     try:
         for peer in missing:
             tool, precision = peer.split(":")
@@ -164,8 +185,9 @@ def ggml_exports(out: Path, model: Path, peers: list[str], converters: dict[str,
         nemo.unlink(missing_ok=True)  # 2.5 GB intermediate
 
 
-def exports(work: Path, model: Path, peers: list[str], threads: int, reference: str,
-            converters: dict[str, Path]) -> Path:  # fmt: skip
+def exports(
+    work: Path, model: Path, peers: list[str], threads: int, reference: str, converters: dict[str, Path]
+) -> Path:
     """One folder per checkpoint holding every peer's layout; rebuilt when the checkpoint changes."""
     stat = (model / "model.safetensors").stat()
     stamp = {"checkpoint": str(model), "size": stat.st_size, "mtime": stat.st_mtime}
@@ -178,18 +200,38 @@ def exports(work: Path, model: Path, peers: list[str], threads: int, reference: 
     wanted = {p.split(":")[0] for p in peers} & {"onnx-asr", "sherpa-onnx"}
     int8 = any(p.endswith(":int8") for p in peers)
     scripts = PEERS_DIR
-    need_onnx = not (out / "encoder-model.onnx").is_file() or (int8 and not (out / "encoder-model.int8.onnx").is_file())
+    need_onnx = not (out / "encoder-model.onnx").is_file() or (
+        int8 and not (out / "encoder-model.int8.onnx").is_file()
+    )
     if wanted and need_onnx:
         ensure_export_packages(reference)
         start = time.perf_counter()
-        cmd = [reference, str(scripts / "export_onnx_asr.py"), "--model", str(model), "--out", str(out),
-               "--threads", str(threads)] + (["--int8"] if int8 else [])  # fmt: skip
+        cmd = [
+            reference,
+            str(scripts / "export_onnx_asr.py"),
+            "--model",
+            str(model),
+            "--out",
+            str(out),
+            "--threads",
+            str(threads),
+        ] + (["--int8"] if int8 else [])
         subprocess.run(cmd, check=True, env=machine.thread_env(threads))
         print(f"onnx-asr export: {time.perf_counter() - start:.0f} s", flush=True)
-    if "sherpa-onnx" in wanted and not ((out / "joiner.onnx").is_file() and (not int8 or (out / "joiner.int8.onnx").is_file())):
+    if "sherpa-onnx" in wanted and not (
+        (out / "joiner.onnx").is_file() and (not int8 or (out / "joiner.int8.onnx").is_file())
+    ):
         ensure_export_packages(reference)
-        cmd = [reference, str(scripts / "export_sherpa_onnx.py"), "--model", str(model), "--out", str(out),
-               "--threads", str(threads)] + (["--int8"] if int8 else [])  # fmt: skip
+        cmd = [
+            reference,
+            str(scripts / "export_sherpa_onnx.py"),
+            "--model",
+            str(model),
+            "--out",
+            str(out),
+            "--threads",
+            str(threads),
+        ] + (["--int8"] if int8 else [])
         subprocess.run(cmd, check=True, env=machine.thread_env(threads))
     ggml_exports(out, model, peers, converters, threads, reference, work)
     stamp_file.write_text(json.dumps(stamp))
@@ -218,8 +260,22 @@ class PeerWorker(bench_parakeet.Worker):
 
     def __init__(self, kind: str, python: str, model: Path, threads: int) -> None:
         peer, precision = kind.split(":")
-        self._start(kind, [python, str(PEERS_DIR / "worker.py"), "--peer", peer, "--precision", precision,
-                           "--model", str(model), "--threads", str(threads)], threads)  # fmt: skip
+        self._start(
+            kind,
+            [
+                python,
+                str(PEERS_DIR / "worker.py"),
+                "--peer",
+                peer,
+                "--precision",
+                precision,
+                "--model",
+                str(model),
+                "--threads",
+                str(threads),
+            ],
+            threads,
+        )
 
 
 def lcs(a: list[int], b: list[int]) -> int:
@@ -244,17 +300,29 @@ def agreement(tokens: list[int], reference: list[int]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--clips", default="10,60", help="clip lengths in seconds")
-    parser.add_argument("--types", default="f32,q8_0", help="Captioneer storage types (f32 first: the reference)")
+    parser.add_argument(
+        "--types", default="f32,q8_0", help="Captioneer storage types (f32 first: the reference)"
+    )
     parser.add_argument("--peers", default=",".join(ALL_PEERS), help=f"any of {','.join(ALL_PEERS)}")
-    parser.add_argument("--work", type=Path, default=None, help=f"venvs and exports (default ${WORK_ENV}, else user cache)")
-    parser.add_argument("--layers", type=int, default=24, help="encoder layers (24 = the real size; fewer: pipeline check)")
+    parser.add_argument(
+        "--work", type=Path, default=None, help=f"venvs and exports (default ${WORK_ENV}, else user cache)"
+    )
+    parser.add_argument(
+        "--layers", type=int, default=24, help="encoder layers (24 = the real size; fewer: pipeline check)"
+    )
     for tool, (env_name, what) in CONVERTER_ENV.items():
-        parser.add_argument(f"--{tool}-converter", type=Path, default=os.environ.get(env_name) or None,
-                            help=f"{what} (default ${env_name}); without it the {tool} rows are skipped")  # fmt: skip
+        parser.add_argument(
+            f"--{tool}-converter",
+            type=Path,
+            default=os.environ.get(env_name) or None,
+            help=f"{what} (default ${env_name}); without it the {tool} rows are skipped",
+        )
     parser.add_argument("--setup-only", action="store_true", help="make the venvs and exports, run nothing")
     machine.add_reference_option(parser)
     args = parser.parse_args()
@@ -273,18 +341,24 @@ def main() -> None:
     converters = {tool: getattr(args, f"{tool.replace('-', '_')}_converter") for tool in CONVERTER_ENV}
     for tool, (env_name, what) in CONVERTER_ENV.items():
         if any(p.startswith(f"{tool}:") for p in peers) and not converters[tool]:
-            print(f"{tool} skipped: its converter is not in its wheel; pass --{tool}-converter or ${env_name} ({what})",
-                  flush=True)  # fmt: skip
+            print(
+                f"{tool} skipped: its converter is not in its wheel; pass --{tool}-converter or ${env_name} ({what})",
+                flush=True,
+            )
             peers = [p for p in peers if not p.startswith(f"{tool}:")]
     reference = machine.reference_python(args.reference_python)
     print(f"work dir: {work}", flush=True)
     model = checkpoint(work, args.layers, args.threads, reference)
-    export_dir = exports(work, model, peers, args.threads, reference, {k: v for k, v in converters.items() if v})
+    export_dir = exports(
+        work, model, peers, args.threads, reference, {k: v for k, v in converters.items() if v}
+    )
     pythons = {peer: peer_python(work, peer) for peer in {p.split(":")[0] for p in peers}}
     if args.setup_only:
         return
-    clips = {float(s): bench_parakeet.make_clip(float(s), bench_parakeet.cache_dir().parent / f"clip-{s}s.npy")
-             for s in args.clips.split(",")}  # fmt: skip
+    clips = {
+        float(s): bench_parakeet.make_clip(float(s), bench_parakeet.cache_dir().parent / f"clip-{s}s.npy")
+        for s in args.clips.split(",")
+    }
 
     kinds = [f"captioneer:{t}" for t in types] + peers
     starters = {
@@ -295,8 +369,10 @@ def main() -> None:
     }
     results = machine.run_workers(starters, clips, args.rounds, args.threads)
     size = (model / "model.safetensors").stat().st_size
-    print(f"Parakeet-TDT 0.6B v3 architecture ({args.layers} encoder layers), random weights ({size / 1e9:.2f} GB f32), "
-          f"{args.threads} threads, {args.rounds} interleaved rounds, medians; agreement = greedy ids vs captioneer f32")  # fmt: skip
+    print(
+        f"Parakeet-TDT 0.6B v3 architecture ({args.layers} encoder layers), random weights ({size / 1e9:.2f} GB f32), "
+        f"{args.threads} threads, {args.rounds} interleaved rounds, medians; agreement = greedy ids vs captioneer f32"
+    )
     secs = list(clips)
     head = f"{'tool':14} {'precision':9}"
     for s in secs:
@@ -314,12 +390,16 @@ def main() -> None:
             busy = statistics.median(r["cpu"] / r["wall"] for r in runs)
             line += f" {wall:8.3f}s {s / wall:6.1f} {ref[s] / wall:6.2f}x {busy:8.2f}"
         peak = max(r["peak_rss_mb"] for s in secs for r in results[(kind, s)])
-        line += f" {peak:7.0f}MB  " + "  ".join(f"{agreement(results[(kind, s)][-1]['tokens'], ref_tokens[s]):>22}" for s in secs)
+        line += f" {peak:7.0f}MB  " + "  ".join(
+            f"{agreement(results[(kind, s)][-1]['tokens'], ref_tokens[s]):>22}" for s in secs
+        )
         print(line + (f"  [{NOTES[tool]}]" if tool in NOTES else ""))
     # Random weights make the greedy output nearly degenerate: say how many distinct ids the agreement rests on.
     for s in secs:
         spread = {kind: len(set(results[(kind, s)][-1]["tokens"])) for kind in kinds}
-        print(f"distinct ids on the {s:.0f} s clip: " + ", ".join(f"{kind} {n}" for kind, n in spread.items()))
+        print(
+            f"distinct ids on the {s:.0f} s clip: " + ", ".join(f"{kind} {n}" for kind, n in spread.items())
+        )
 
 
 if __name__ == "__main__":

@@ -40,17 +40,45 @@ FIXTURE = REPO / "tests" / "fixtures" / "confucius4_r2t2" / "checkpoint_hf"
 SIDECARS = ("tokenizer.json", "tokenizer_config.json", "processor_config.json", "chat_template.jinja")
 AUDIO_TOKEN, EOS = 335, [332, 330]
 FULL = {
-    "audio": dict(encoder_layers=24, encoder_attention_heads=16, encoder_ffn_dim=4096, d_model=1024,
-                  downsample_hidden_size=480, output_dim=2048, n_window_infer=800),
-    "text": dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
-                 num_key_value_heads=8, head_dim=128, vocab_size=151936),
-}  # fmt: skip
+    "audio": dict(
+        encoder_layers=24,
+        encoder_attention_heads=16,
+        encoder_ffn_dim=4096,
+        d_model=1024,
+        downsample_hidden_size=480,
+        output_dim=2048,
+        n_window_infer=800,
+    ),
+    "text": dict(
+        hidden_size=2048,
+        intermediate_size=6144,
+        num_hidden_layers=28,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=151936,
+    ),
+}
 TINY = {
-    "audio": dict(encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=256, d_model=128,
-                  downsample_hidden_size=32, output_dim=256, n_window_infer=800),
-    "text": dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, head_dim=64, vocab_size=4096),
-}  # fmt: skip
+    "audio": dict(
+        encoder_layers=2,
+        encoder_attention_heads=4,
+        encoder_ffn_dim=256,
+        d_model=128,
+        downsample_hidden_size=32,
+        output_dim=256,
+        n_window_infer=800,
+    ),
+    "text": dict(
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        vocab_size=4096,
+    ),
+}
 
 
 # ------------------------------------------------------------------------------------ torch worker (refvenv)
@@ -61,13 +89,28 @@ def worker_create(directory: Path, shape: dict) -> None:
     from transformers import Qwen3ASRConfig, Qwen3ASRForConditionalGeneration
 
     config = Qwen3ASRConfig(
-        audio_config={"model_type": "qwen3_asr_encoder", "num_mel_bins": 128, "activation_function": "gelu",
-                      "n_window": 50, "max_position_embeddings": 13, **shape["audio"]},
-        text_config={"model_type": "qwen3", "max_position_embeddings": 65536, "rms_norm_eps": 1e-6,
-                     "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
-                     "tie_word_embeddings": True, "hidden_act": "silu", **shape["text"]},
-        audio_token_id=AUDIO_TOKEN, pad_token_id=330, eos_token_id=EOS, tie_word_embeddings=True,
-    )  # fmt: skip
+        audio_config={
+            "model_type": "qwen3_asr_encoder",
+            "num_mel_bins": 128,
+            "activation_function": "gelu",
+            "n_window": 50,
+            "max_position_embeddings": 13,
+            **shape["audio"],
+        },
+        text_config={
+            "model_type": "qwen3",
+            "max_position_embeddings": 65536,
+            "rms_norm_eps": 1e-6,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
+            "tie_word_embeddings": True,
+            "hidden_act": "silu",
+            **shape["text"],
+        },
+        audio_token_id=AUDIO_TOKEN,
+        pad_token_id=330,
+        eos_token_id=EOS,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     model = Qwen3ASRForConditionalGeneration(config).to(torch.bfloat16)
     model.save_pretrained(directory)
@@ -101,18 +144,30 @@ def worker_serve(directory: Path, threads: int) -> None:
                 past, logits, pos = state["past"], state["logits"], state["pos"]
                 for _ in range(cmd["steps"]):
                     token = logits.argmax(-1, keepdim=True)
-                    out = lm(input_ids=token, past_key_values=past, use_cache=True,
-                             position_ids=torch.tensor([[pos]]))  # fmt: skip
+                    out = lm(
+                        input_ids=token,
+                        past_key_values=past,
+                        use_cache=True,
+                        position_ids=torch.tensor([[pos]]),
+                    )
                     past, logits, pos = out.past_key_values, head(out.last_hidden_state[:, -1]), pos + 1
             elif cmd["op"] == "offline":
                 audio = np.load(cmd["audio"])
-                feats = extractor(audio, sampling_rate=16000, padding=True, return_attention_mask=True,
-                                  return_tensors="pt")  # fmt: skip
+                feats = extractor(
+                    audio, sampling_rate=16000, padding=True, return_attention_mask=True, return_tensors="pt"
+                )
                 ids = torch.from_numpy(np.load(cmd["ids"]).astype(np.int64))[None]
-                model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                               input_features=feats["input_features"], input_features_mask=feats["attention_mask"],
-                               max_new_tokens=cmd["tokens"], min_new_tokens=cmd["tokens"], do_sample=False,
-                               eos_token_id=EOS, pad_token_id=330)  # fmt: skip
+                model.generate(
+                    input_ids=ids,
+                    attention_mask=torch.ones_like(ids),
+                    input_features=feats["input_features"],
+                    input_features_mask=feats["attention_mask"],
+                    max_new_tokens=cmd["tokens"],
+                    min_new_tokens=cmd["tokens"],
+                    do_sample=False,
+                    eos_token_id=EOS,
+                    pad_token_id=330,
+                )
         print(json.dumps({"seconds": time.perf_counter() - started}), flush=True)
 
 
@@ -122,9 +177,21 @@ def worker_serve(directory: Path, threads: int) -> None:
 class TorchWorker:
     def __init__(self, directory: Path, threads: int, ref_python: str) -> None:
         self.proc = subprocess.Popen(
-            [ref_python, __file__, "--torch-worker", "serve", "--work", str(directory), "--threads", str(threads)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=machine.thread_env(threads),
-        )  # fmt: skip
+            [
+                ref_python,
+                __file__,
+                "--torch-worker",
+                "serve",
+                "--work",
+                str(directory),
+                "--threads",
+                str(threads),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=machine.thread_env(threads),
+        )
         ready = json.loads(self._line())
         print(machine.check_threads("torch", threads, ready["threads"]), flush=True)
 
@@ -157,8 +224,10 @@ def build_model(model_dir: Path, tiny: bool, ref_python: str, tower_only: bool =
     # tower-only: a one-layer thinker of the full width (the projector's output_dim must equal it)
     small_text = {**TINY["text"], "hidden_size": FULL["text"]["hidden_size"], "num_hidden_layers": 1}
     shape = json.dumps({"audio": FULL["audio"], "text": small_text} if tower_only else TINY if tiny else FULL)
-    subprocess.run([ref_python, __file__, "--torch-worker", "create", "--work", str(model_dir), "--shape", shape],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        [ref_python, __file__, "--torch-worker", "create", "--work", str(model_dir), "--shape", shape],
+        check=True,
+    )
     for name in SIDECARS:
         shutil.copy(FIXTURE / name, model_dir / name)
     (model_dir / "generation_config.json").write_text(
@@ -172,7 +241,9 @@ def main() -> None:
     )
     parser.add_argument("--work", type=Path, default=Path("/tmp/r2t2-bench"))
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--backend", default="cpu", help="ggml backend of Captioneer's tower and thinker (cpu, cuda, vulkan)")
+    parser.add_argument(
+        "--backend", default="cpu", help="ggml backend of Captioneer's tower and thinker (cpu, cuda, vulkan)"
+    )
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--steps", type=int, default=16, help="decode steps timed")
@@ -219,8 +290,9 @@ def main() -> None:
     thinkers = {types[0]: engine.thinker}
     for kind in types[1:]:  # the same tower serves every thinker
         layers = 0 if args.backend == "cpu" else -1  # every layer on the GPU, as the engine does
-        thinkers[kind] = Thinker(model_dir, ThinkerOptions(kind, n_ctx=2048, n_threads=args.threads,
-                                                           n_gpu_layers=layers))  # fmt: skip
+        thinkers[kind] = Thinker(
+            model_dir, ThinkerOptions(kind, n_ctx=2048, n_threads=args.threads, n_gpu_layers=layers)
+        )
     emb = engine.tower.encode(valid)
     ckpt = engine.checkpoint
     prompt = build_prompt(ckpt.tokenizer, ckpt.special.audio, emb.shape[0])
@@ -229,8 +301,11 @@ def main() -> None:
     np.save(args.work / "ids.npy", prompt.ids)
     n_prompt = len(prompt.ids)
     print(f"prompt {n_prompt} positions ({emb.shape[0]} audio), threads {args.threads}", flush=True)
-    print(f"captioneer: ggml tower threads {engine.tower.backend.threads}, libllama n_threads/n_threads_batch "
-          f"{[t.options.n_threads for t in thinkers.values()]}", flush=True)  # fmt: skip
+    print(
+        f"captioneer: ggml tower threads {engine.tower.backend.threads}, libllama n_threads/n_threads_batch "
+        f"{[t.options.n_threads for t in thinkers.values()]}",
+        flush=True,
+    )
 
     worker = TorchWorker(model_dir, args.threads, args.ref_python)
     samples: dict[str, list[float]] = {}
@@ -255,8 +330,15 @@ def main() -> None:
         for kind, thinker in thinkers.items():
             record(f"prefill/{kind}", timed(lambda t=thinker: prefill(t)))
             record(f"decode/{kind}", timed(lambda t=thinker: t.decode_greedy(args.steps, [])))
-        record("offline/torch", worker.run(op="offline", audio=str(args.work / "audio.npy"),
-                                           ids=str(args.work / "ids.npy"), tokens=args.tokens))  # fmt: skip
+        record(
+            "offline/torch",
+            worker.run(
+                op="offline",
+                audio=str(args.work / "audio.npy"),
+                ids=str(args.work / "ids.npy"),
+                tokens=args.tokens,
+            ),
+        )
         for kind, thinker in thinkers.items():
             engine.thinker = thinker
             record(f"offline/{kind}", timed(lambda: engine.transcribe(clip, max_tokens=args.tokens)))
@@ -266,14 +348,18 @@ def main() -> None:
     med = {name: statistics.median(values) for name, values in samples.items()}
     print(json.dumps({k: [round(v, 3) for v in vals] for k, vals in samples.items()}))
     print(f"\n{args.seconds:.0f} s clip, {args.threads} threads, medians of {args.reps} interleaved runs")
-    print(f"audio tower ms per audio s: ggml(f32) {1000 * med['tower/ggml'] / args.seconds:.1f}  "
-          f"torch(f32) {1000 * med['tower/torch'] / args.seconds:.1f}  "
-          f"speed-up {med['tower/torch'] / med['tower/ggml']:.2f}x")  # fmt: skip
+    print(
+        f"audio tower ms per audio s: ggml(f32) {1000 * med['tower/ggml'] / args.seconds:.1f}  "
+        f"torch(f32) {1000 * med['tower/torch'] / args.seconds:.1f}  "
+        f"speed-up {med['tower/torch'] / med['tower/ggml']:.2f}x"
+    )
     for kind in thinkers:
-        print(f"{kind}: prefill {n_prompt / med[f'prefill/{kind}']:.1f} tok/s (torch {n_prompt / med['prefill/torch']:.1f}), "
-              f"decode {args.steps / med[f'decode/{kind}']:.2f} tok/s (torch {args.steps / med['decode/torch']:.2f}, "
-              f"{med['decode/torch'] / med[f'decode/{kind}']:.2f}x), offline RTF {med[f'offline/{kind}'] / args.seconds:.3f} "
-              f"(torch {med['offline/torch'] / args.seconds:.3f})")  # fmt: skip
+        print(
+            f"{kind}: prefill {n_prompt / med[f'prefill/{kind}']:.1f} tok/s (torch {n_prompt / med['prefill/torch']:.1f}), "
+            f"decode {args.steps / med[f'decode/{kind}']:.2f} tok/s (torch {args.steps / med['decode/torch']:.2f}, "
+            f"{med['decode/torch'] / med[f'decode/{kind}']:.2f}x), offline RTF {med[f'offline/{kind}'] / args.seconds:.3f} "
+            f"(torch {med['offline/torch'] / args.seconds:.3f})"
+        )
     for thinker in thinkers.values():
         thinker.close()
     engine.thinker = None
@@ -288,10 +374,14 @@ def tower_bench(args: argparse.Namespace, model_dir: Path, valid: np.ndarray, fr
 
     checkpoint = load_checkpoint(model_dir)
     backend = open_backend(args.backend, threads=args.threads)
-    print(f"captioneer: ggml tower on {args.backend}, threads {backend.threads}, f32 products on {backend.f32_gemm}",
-          flush=True)  # fmt: skip
-    towers = {kind: AudioTower(backend, checkpoint.files, checkpoint.config.audio, storage=kind)
-              for kind in args.tower_types.split(",")}  # fmt: skip
+    print(
+        f"captioneer: ggml tower on {args.backend}, threads {backend.threads}, f32 products on {backend.f32_gemm}",
+        flush=True,
+    )
+    towers = {
+        kind: AudioTower(backend, checkpoint.files, checkpoint.config.audio, storage=kind)
+        for kind in args.tower_types.split(",")
+    }
     worker = TorchWorker(model_dir, args.threads, args.ref_python)
     mel_path = str(args.work / "mel.npy")
     for tower in towers.values():  # warm-up: graph build, first touch of the weights
@@ -302,13 +392,18 @@ def tower_bench(args: argparse.Namespace, model_dir: Path, valid: np.ndarray, fr
         samples.setdefault("torch", []).append(worker.run(op="tower", mel=mel_path, frames=frames))
         for kind, tower in towers.items():
             samples.setdefault(kind, []).append(timed(lambda t=tower: t.encode(valid)))
-        print(f"rep {rep + 1}/{args.reps}: " + "  ".join(f"{k} {v[-1]:.3f}s" for k, v in samples.items()), flush=True)
+        print(
+            f"rep {rep + 1}/{args.reps}: " + "  ".join(f"{k} {v[-1]:.3f}s" for k, v in samples.items()),
+            flush=True,
+        )
     worker.close()
     med = {name: statistics.median(values) for name, values in samples.items()}
     print(f"\n{args.seconds:.0f} s clip, {args.threads} threads, medians of {args.reps} interleaved runs")
     print(f"audio tower ms per audio s: torch(f32) {1000 * med['torch'] / args.seconds:.1f}")
     for kind in towers:
-        print(f"  ggml {kind:>6}: {1000 * med[kind] / args.seconds:.1f}  speed-up {med['torch'] / med[kind]:.2f}x")
+        print(
+            f"  ggml {kind:>6}: {1000 * med[kind] / args.seconds:.1f}  speed-up {med['torch'] / med[kind]:.2f}x"
+        )
     for tower in towers.values():
         tower.close()
     backend.close()

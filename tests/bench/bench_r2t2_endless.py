@@ -81,8 +81,9 @@ def child(config: str, model: Path, minutes: float, chunk_ms: float, threads: in
         events += len(stream.push(audio[start : start + step]))
         walls.append(time.perf_counter() - began)
         if (start + step) % (60 * 16000) < step:  # a minute of audio has been pushed
-            per_minute.append({"rss_mib": rss_mib(), "p50_ms": statistics.median(walls) * 1000,
-                               "max_ms": max(walls) * 1000})  # fmt: skip
+            per_minute.append(
+                {"rss_mib": rss_mib(), "p50_ms": statistics.median(walls) * 1000, "max_ms": max(walls) * 1000}
+            )
             walls = []
     final = stream.finish()
     engine.close()
@@ -91,13 +92,19 @@ def child(config: str, model: Path, minutes: float, chunk_ms: float, threads: in
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--chunk-ms", type=float, default=1000.0)
     parser.add_argument("--model", type=Path, default=FIXTURE_MODEL)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--thinker-type", default="native", help="thinker_weight_type, e.g. q4_k for a full-size model")
-    parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of: " + ", ".join(CONFIGS))
+    parser.add_argument(
+        "--thinker-type", default="native", help="thinker_weight_type, e.g. q4_k for a full-size model"
+    )
+    parser.add_argument(
+        "--configs", default=",".join(CONFIGS), help="comma-separated subset of: " + ", ".join(CONFIGS)
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -107,12 +114,28 @@ def main() -> None:
     sys.path.insert(0, str(REPO / "tests" / "bench"))
     from machine import cpu_name
 
-    print(f"CPU: {cpu_name()}; load average {Path('/proc/loadavg').read_text().split()[0]}; model {args.model}; {args.minutes:g} min of audio per configuration, "
-          f"{args.chunk_ms:g} ms chunks, {args.threads} threads", flush=True)  # fmt: skip
+    print(
+        f"CPU: {cpu_name()}; load average {Path('/proc/loadavg').read_text().split()[0]}; model {args.model}; {args.minutes:g} min of audio per configuration, "
+        f"{args.chunk_ms:g} ms chunks, {args.threads} threads",
+        flush=True,
+    )
     for config in args.configs.split(","):
-        command = [sys.executable, __file__, "--child", config, "--model", str(args.model),
-                   "--minutes", str(args.minutes), "--chunk-ms", str(args.chunk_ms), "--threads", str(args.threads),
-                   "--thinker-type", args.thinker_type]  # fmt: skip
+        command = [
+            sys.executable,
+            __file__,
+            "--child",
+            config,
+            "--model",
+            str(args.model),
+            "--minutes",
+            str(args.minutes),
+            "--chunk-ms",
+            str(args.chunk_ms),
+            "--threads",
+            str(args.threads),
+            "--thinker-type",
+            args.thinker_type,
+        ]
         began = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
         if done.returncode:
@@ -120,8 +143,10 @@ def main() -> None:
             continue
         result = json.loads(done.stdout.strip().splitlines()[-1])
         minutes = result["minutes"]
-        print(f"\n{config}  ({time.perf_counter() - began:.0f} s wall, {result['events']} events, "
-              f"{result['final_chars']} characters of final text)")  # fmt: skip
+        print(
+            f"\n{config}  ({time.perf_counter() - began:.0f} s wall, {result['events']} events, "
+            f"{result['final_chars']} characters of final text)"
+        )
         print("minute  RSS MiB  chunk p50 ms  chunk max ms")
         for index, row in enumerate(minutes, 1):
             print(f"{index:6d} {row['rss_mib']:8.0f} {row['p50_ms']:13.1f} {row['max_ms']:13.1f}")
@@ -135,8 +160,11 @@ def main() -> None:
             late_ms = statistics.median(r["p50_ms"] for r in late)
             flat_rss = late_rss - early_rss <= max(64.0, 0.25 * early_rss)
             flat_cost = late_ms <= 1.25 * early_ms
-            print(f"memory {'flat' if flat_rss else 'GROWS'} (peak {early_rss:.0f} → {late_rss:.0f} MiB), chunk cost "
-                  f"{'flat' if flat_cost else 'GROWS'} (median of minute medians {early_ms:.1f} → {late_ms:.1f} ms)")  # fmt: skip
+            print(
+                f"memory {'flat' if flat_rss else 'GROWS'} (peak {early_rss:.0f} → {late_rss:.0f} MiB), chunk cost "
+                f"{'flat' if flat_cost else 'GROWS'} (median of minute medians {early_ms:.1f} → {late_ms:.1f} ms)"
+            )
+
 
 if __name__ == "__main__":
     main()

@@ -42,24 +42,66 @@ SIDECARS = ("tokenizer.json", "tokenizer_config.json", "processor_config.json", 
 EOS = [332, 330]
 SHAPES = {
     "1.7b": {
-        "audio": dict(encoder_layers=24, encoder_attention_heads=16, encoder_ffn_dim=4096, d_model=1024,
-                      downsample_hidden_size=480, output_dim=2048, n_window_infer=800),
-        "text": dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
-                     num_key_value_heads=8, head_dim=128, vocab_size=151936),
+        "audio": dict(
+            encoder_layers=24,
+            encoder_attention_heads=16,
+            encoder_ffn_dim=4096,
+            d_model=1024,
+            downsample_hidden_size=480,
+            output_dim=2048,
+            n_window_infer=800,
+        ),
+        "text": dict(
+            hidden_size=2048,
+            intermediate_size=6144,
+            num_hidden_layers=28,
+            num_attention_heads=16,
+            num_key_value_heads=8,
+            head_dim=128,
+            vocab_size=151936,
+        ),
     },
     "0.6b": {
-        "audio": dict(encoder_layers=18, encoder_attention_heads=14, encoder_ffn_dim=3584, d_model=896,
-                      downsample_hidden_size=480, output_dim=1024, n_window_infer=800),
-        "text": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
-                     num_key_value_heads=8, head_dim=128, vocab_size=151936),
+        "audio": dict(
+            encoder_layers=18,
+            encoder_attention_heads=14,
+            encoder_ffn_dim=3584,
+            d_model=896,
+            downsample_hidden_size=480,
+            output_dim=1024,
+            n_window_infer=800,
+        ),
+        "text": dict(
+            hidden_size=1024,
+            intermediate_size=3072,
+            num_hidden_layers=28,
+            num_attention_heads=16,
+            num_key_value_heads=8,
+            head_dim=128,
+            vocab_size=151936,
+        ),
     },
     "tiny": {
-        "audio": dict(encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=256, d_model=128,
-                      downsample_hidden_size=32, output_dim=256, n_window_infer=800),
-        "text": dict(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
-                     num_key_value_heads=2, head_dim=64, vocab_size=4096),
+        "audio": dict(
+            encoder_layers=2,
+            encoder_attention_heads=4,
+            encoder_ffn_dim=256,
+            d_model=128,
+            downsample_hidden_size=32,
+            output_dim=256,
+            n_window_infer=800,
+        ),
+        "text": dict(
+            hidden_size=256,
+            intermediate_size=512,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=64,
+            vocab_size=4096,
+        ),
     },
-}  # fmt: skip
+}
 
 
 def build_model(model_dir: Path, size: str, ref_option: str | None) -> Path:
@@ -69,8 +111,19 @@ def build_model(model_dir: Path, size: str, ref_option: str | None) -> Path:
 
     ref_python = reference_python(ref_option)
     model_dir.mkdir(parents=True, exist_ok=True)
-    subprocess.run([ref_python, str(TORCH_BENCH), "--torch-worker", "create", "--work", str(model_dir), "--shape",
-                    json.dumps(SHAPES[size])], check=True)  # fmt: skip
+    subprocess.run(
+        [
+            ref_python,
+            str(TORCH_BENCH),
+            "--torch-worker",
+            "create",
+            "--work",
+            str(model_dir),
+            "--shape",
+            json.dumps(SHAPES[size]),
+        ],
+        check=True,
+    )
     for name in SIDECARS:
         shutil.copy(FIXTURE / name, model_dir / name)
     (model_dir / "generation_config.json").write_text(
@@ -79,8 +132,10 @@ def build_model(model_dir: Path, size: str, ref_option: str | None) -> Path:
     return model_dir
 
 
-WORDS = ("the quick brown fox jumps over the lazy dog near the river bank every morning the old fisherman walks "
-         "to the harbour and checks his nets before the sun rises").split()
+WORDS = (
+    "the quick brown fox jumps over the lazy dog near the river bank every morning the old fisherman walks "
+    "to the harbour and checks his nets before the sun rises"
+).split()
 
 
 TOKENS_PER_SECOND = 3.3  # English speech at ~150 words/min (2.5 words/s) in Qwen's BPE (~1.3 tokens/word)
@@ -116,8 +171,11 @@ class StageClock:
 
     def __init__(self, engine) -> None:
         self.totals = {"tower": 0.0, "prefill": 0.0, "decode": 0.0}
-        for name, owner, method in (("tower", engine.tower, "encode"), ("prefill", engine.thinker, "prefill_rows"),
-                                    ("decode", engine.thinker, "decode_greedy")):  # fmt: skip
+        for name, owner, method in (
+            ("tower", engine.tower, "encode"),
+            ("prefill", engine.thinker, "prefill_rows"),
+            ("decode", engine.thinker, "decode_greedy"),
+        ):
             setattr(owner, method, self._timed(name, getattr(owner, method)))
 
     def _timed(self, name: str, fn):
@@ -134,11 +192,23 @@ class StageClock:
         return dict(self.totals)
 
 
-def run_stream(engine, audio: np.ndarray, chunk_ms: float, cache: bool, max_tokens: int,
-               clock: StageClock | None = None, options: dict | None = None) -> list[tuple[float, float, dict[str, float]]]:  # fmt: skip
+def run_stream(
+    engine,
+    audio: np.ndarray,
+    chunk_ms: float,
+    cache: bool,
+    max_tokens: int,
+    clock: StageClock | None = None,
+    options: dict | None = None,
+) -> list[tuple[float, float, dict[str, float]]]:
     """(audio seconds at the end of the chunk, wall seconds of its decode, seconds per stage) for every chunk."""
-    stream = engine.open_stream(language="English", chunk_size_ms=chunk_ms, max_tokens=max_tokens,
-                                stream_cache=cache, **(options or {}))  # fmt: skip
+    stream = engine.open_stream(
+        language="English",
+        chunk_size_ms=chunk_ms,
+        max_tokens=max_tokens,
+        stream_cache=cache,
+        **(options or {}),
+    )
     stream.recognizer.decoder = ScriptedText(stream.recognizer.decoder)
     step = stream.options.chunk_samples
     out = []
@@ -170,13 +240,17 @@ def summarise(runs: list[list[tuple[float, float, dict[str, float]]]], seconds: 
         "p50_2_5s": median_of(lambda t: 2.0 <= t <= 5.0),
         "p50_25_30s": median_of(late),
         "rtf": statistics.median(sum(row[1] for row in run) / seconds for run in runs),
-        **{f"late_{stage}": median_of(late, lambda row, s=stage: row[2].get(s, float("nan")))
-           for stage in ("tower", "prefill", "decode")},
-    }  # fmt: skip
+        **{
+            f"late_{stage}": median_of(late, lambda row, s=stage: row[2].get(s, float("nan")))
+            for stage in ("tower", "prefill", "decode")
+        },
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--work", type=Path, default=Path("/tmp/r2t2-stream-bench"))
     sys.path.insert(0, str(REPO))
     from tests.bench.machine import add_reference_option
@@ -190,8 +264,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=1)
     parser.add_argument("--tiny", action="store_true")
-    parser.add_argument("--stream-option", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra stream option, e.g. rolling_window_seconds=16 (value parsed as JSON)")
+    parser.add_argument(
+        "--stream-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra stream option, e.g. rolling_window_seconds=16 (value parsed as JSON)",
+    )
     args = parser.parse_args()
     options = {key: json.loads(value) for key, _, value in (o.partition("=") for o in args.stream_option)}
     from tests.bench.machine import print_machine_header  # CPU, flags, load; warns on a busy machine
@@ -209,8 +288,11 @@ def main() -> None:
     for size in sizes:
         model_dir = build_model(args.work / f"model-{size}", size, args.reference_python)
         for storage in args.types.split(","):
-            engine = create_engine(EngineRequest(model_dir, "confucius4_r2t2", {"thinker_weight_type": storage},
-                                                 "cpu", args.threads))  # fmt: skip
+            engine = create_engine(
+                EngineRequest(
+                    model_dir, "confucius4_r2t2", {"thinker_weight_type": storage}, "cpu", args.threads
+                )
+            )
             try:
                 clock = StageClock(engine)
                 for chunk_ms in (float(c) for c in args.chunks.split(",")):
@@ -219,17 +301,20 @@ def main() -> None:
                     runs: dict[bool, list] = {True: [], False: []}
                     for rep in range(args.reps):
                         for cache in (True, False) if rep % 2 == 0 else (False, True):
-                            runs[cache].append(run_stream(engine, audio, chunk_ms, cache, args.max_tokens, clock,
-                                                          options))  # fmt: skip
+                            runs[cache].append(
+                                run_stream(engine, audio, chunk_ms, cache, args.max_tokens, clock, options)
+                            )
                     for cache in (True, False):
                         s = summarise(runs[cache], audio.size / 16000)
                         keeps_up = s["rtf"] < 1.0 and s["p95"] < chunk_ms / 1000
-                        print(f"{size} {storage} chunk {chunk_ms:.0f} ms cache {'on ' if cache else 'off'}: "
-                              f"p50 {s['p50']:.3f} s p95 {s['p95']:.3f} s | p50 2-5 s {s['p50_2_5s']:.3f} "
-                              f"25-30 s {s['p50_25_30s']:.3f} | RTF {s['rtf']:.2f} | "
-                              f"{'keeps up' if keeps_up else 'falls behind'} | 25-30 s stages: tower "
-                              f"{s['late_tower']:.3f} prefill {s['late_prefill']:.3f} decode {s['late_decode']:.3f}",
-                              flush=True)  # fmt: skip
+                        print(
+                            f"{size} {storage} chunk {chunk_ms:.0f} ms cache {'on ' if cache else 'off'}: "
+                            f"p50 {s['p50']:.3f} s p95 {s['p95']:.3f} s | p50 2-5 s {s['p50_2_5s']:.3f} "
+                            f"25-30 s {s['p50_25_30s']:.3f} | RTF {s['rtf']:.2f} | "
+                            f"{'keeps up' if keeps_up else 'falls behind'} | 25-30 s stages: tower "
+                            f"{s['late_tower']:.3f} prefill {s['late_prefill']:.3f} decode {s['late_decode']:.3f}",
+                            flush=True,
+                        )
             finally:
                 engine.close()
 

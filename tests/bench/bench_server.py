@@ -57,8 +57,11 @@ def bench_files(url: str, wav: bytes, clients: int, requests: int) -> tuple[floa
                         return
                     remaining[0] -= 1
                 started = time.perf_counter()
-                response = http.post("/v1/audio/transcriptions", data={"model": "demo"},
-                                     files={"file": ("clip.wav", wav, "audio/wav")})  # fmt: skip
+                response = http.post(
+                    "/v1/audio/transcriptions",
+                    data={"model": "demo"},
+                    files={"file": ("clip.wav", wav, "audio/wav")},
+                )
                 elapsed = time.perf_counter() - started
                 with lock:
                     if response.status_code != 200:
@@ -116,7 +119,9 @@ def main() -> int:
 
     print_machine_header(args.threads)
     print(f"worker threads: {args.threads}; model: bundled demo (Parakeet-TDT family)")
-    registry = ModelRegistry([ServedModel("demo", DEMO, "parakeet_tdt", load_family_spec("parakeet_tdt"), ("en",), 8)])
+    registry = ModelRegistry(
+        [ServedModel("demo", DEMO, "parakeet_tdt", load_family_spec("parakeet_tdt"), ("en",), 8)]
+    )
     registry.start(threads=args.threads)
     try:
         with running_server(ServerConfig(max_concurrent=8), registry) as url:
@@ -126,15 +131,21 @@ def main() -> int:
             print(f"{'clients':>8} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8}")
             for clients in (1, 2, 4):
                 rate, latencies = bench_files(url, wav, clients, args.requests)
-                print(f"{clients:>8} {rate:>8.2f} {percentile(latencies, 50) * 1000:>8.0f} "
-                      f"{percentile(latencies, 95) * 1000:>8.0f}")  # fmt: skip
+                print(
+                    f"{clients:>8} {rate:>8.2f} {percentile(latencies, 50) * 1000:>8.0f} "
+                    f"{percentile(latencies, 95) * 1000:>8.0f}"
+                )
             lags, text = bench_live(url, speech_clip(args.live_seconds))
-            print(f"live: {args.live_seconds:g} s fed in real time in {LIVE_CHUNK_S * 1000:.0f} ms chunks; "
-                  "lag of each event behind the audio it covers (arrival - when that audio was sent):")
+            print(
+                f"live: {args.live_seconds:g} s fed in real time in {LIVE_CHUNK_S * 1000:.0f} ms chunks; "
+                "lag of each event behind the audio it covers (arrival - when that audio was sent):"
+            )
             for kind, values in lags.items():
                 if values:
-                    print(f"  {kind:>8}: {len(values)} events, p50 {statistics.median(values) * 1000:.0f} ms, "
-                          f"p95 {percentile(values, 95) * 1000:.0f} ms, max {max(values) * 1000:.0f} ms")
+                    print(
+                        f"  {kind:>8}: {len(values)} events, p50 {statistics.median(values) * 1000:.0f} ms, "
+                        f"p95 {percentile(values, 95) * 1000:.0f} ms, max {max(values) * 1000:.0f} ms"
+                    )
                 else:
                     print(f"  {kind:>8}: none carried audio times")
             print(f"live final text: {text[:80]}...")

@@ -32,15 +32,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     print(machine_header(args.threads))
-    demo = ServedModel("demo", DEMO_MODEL, "parakeet_tdt", load_family_spec("parakeet_tdt"), ("en",),
-                       args.max_concurrent)  # fmt: skip
+    demo = ServedModel(
+        "demo", DEMO_MODEL, "parakeet_tdt", load_family_spec("parakeet_tdt"), ("en",), args.max_concurrent
+    )
     registry = ModelRegistry([demo])
     registry.start(threads=args.threads)
     audio = SAMPLE_1.read_bytes()
     try:
         with running_server(ServerConfig(max_concurrent=args.max_concurrent), registry) as url:
             client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused")
-            client.audio.transcriptions.create(model="demo", file=("s.wav", audio))  # warm up, and a first duration
+            client.audio.transcriptions.create(
+                model="demo", file=("s.wav", audio)
+            )  # warm up, and a first duration
             outcomes: list[str] = []
             gate = threading.Barrier(args.clients)
 
@@ -61,8 +64,10 @@ def main() -> None:
             took = time.monotonic() - started
     finally:
         registry.close()
-    print(f"{args.clients} clients, --max-concurrent {args.max_concurrent}: {outcomes.count('ok')} answered, "
-          f"{outcomes.count('429')} gave up after the client's retries (RateLimitError), in {took:.1f} s")
+    print(
+        f"{args.clients} clients, --max-concurrent {args.max_concurrent}: {outcomes.count('ok')} answered, "
+        f"{outcomes.count('429')} gave up after the client's retries (RateLimitError), in {took:.1f} s"
+    )
 
 
 if __name__ == "__main__":

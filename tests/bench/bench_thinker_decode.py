@@ -23,7 +23,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from inference.native import backend, llama  # noqa: E402
 from tests.bench import machine  # noqa: E402
 
-SHAPE = {"hidden": 2048, "layers": 28, "heads": 16, "kv_heads": 8, "head_dim": 128, "ffn": 6144, "vocab": 151936}
+SHAPE = {
+    "hidden": 2048,
+    "layers": 28,
+    "heads": 16,
+    "kv_heads": 8,
+    "head_dim": 128,
+    "ffn": 6144,
+    "vocab": 151936,
+}
 
 
 def write_random_gguf(path: Path, layers: int) -> None:
@@ -52,11 +60,16 @@ def write_random_gguf(path: Path, layers: int) -> None:
     plan = [("token_embd.weight", (s["vocab"], h))]
     for i in range(layers):
         plan += [
-            (f"blk.{i}.attn_norm.weight", (h,)), (f"blk.{i}.attn_q.weight", (q, h)),
-            (f"blk.{i}.attn_k.weight", (kv, h)), (f"blk.{i}.attn_v.weight", (kv, h)),
-            (f"blk.{i}.attn_output.weight", (h, q)), (f"blk.{i}.attn_q_norm.weight", (s["head_dim"],)),
-            (f"blk.{i}.attn_k_norm.weight", (s["head_dim"],)), (f"blk.{i}.ffn_norm.weight", (h,)),
-            (f"blk.{i}.ffn_gate.weight", (f, h)), (f"blk.{i}.ffn_up.weight", (f, h)),
+            (f"blk.{i}.attn_norm.weight", (h,)),
+            (f"blk.{i}.attn_q.weight", (q, h)),
+            (f"blk.{i}.attn_k.weight", (kv, h)),
+            (f"blk.{i}.attn_v.weight", (kv, h)),
+            (f"blk.{i}.attn_output.weight", (h, q)),
+            (f"blk.{i}.attn_q_norm.weight", (s["head_dim"],)),
+            (f"blk.{i}.attn_k_norm.weight", (s["head_dim"],)),
+            (f"blk.{i}.ffn_norm.weight", (h,)),
+            (f"blk.{i}.ffn_gate.weight", (f, h)),
+            (f"blk.{i}.ffn_up.weight", (f, h)),
             (f"blk.{i}.ffn_down.weight", (h, f)),
         ]
     plan.append(("output_norm.weight", (h,)))
@@ -75,12 +88,24 @@ def write_random_gguf(path: Path, layers: int) -> None:
 
 
 def time_run(
-    path: Path, threads: int, steps: int, kv_type: str, flash_attn: bool | None, extra_bufts: bool, prefill: int
+    path: Path,
+    threads: int,
+    steps: int,
+    kv_type: str,
+    flash_attn: bool | None,
+    extra_bufts: bool,
+    prefill: int,
 ) -> tuple[float, list[float]]:
     """Seconds for one ``prefill``-row embedding prefill, and the seconds of each greedy decode step."""
-    with llama.LlamaModel(path, use_extra_bufts=extra_bufts) as model, llama.LlamaContext(
-        model, llama.ContextOptions(n_ctx=1024, n_batch=512, n_threads=threads, kv_type=kv_type, flash_attn=flash_attn)
-    ) as ctx:
+    with (
+        llama.LlamaModel(path, use_extra_bufts=extra_bufts) as model,
+        llama.LlamaContext(
+            model,
+            llama.ContextOptions(
+                n_ctx=1024, n_batch=512, n_threads=threads, kv_type=kv_type, flash_attn=flash_attn
+            ),
+        ) as ctx,
+    ):
         rng = np.random.default_rng(1)
         rows = rng.standard_normal((prefill, model.n_embd)).astype(np.float32) * 0.05
         start = time.perf_counter()
@@ -96,7 +121,9 @@ def time_run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--work", type=Path, default=Path("/tmp/thinker-bench"))
     parser.add_argument("--threads", type=int, default=llama.default_threads())
     parser.add_argument("--steps", type=int, default=24)
@@ -104,8 +131,11 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=SHAPE["layers"])
     parser.add_argument("--types", default="f32,q8_0,q4_k")
     parser.add_argument("--prefill", type=int, default=256, help="embedding rows prefilled before decoding")
-    parser.add_argument("--extra-bufts", default="on,off",
-                        help="libllama extra buffer types (AMX / CPU_REPACK) to compare: on, off or on,off")
+    parser.add_argument(
+        "--extra-bufts",
+        default="on,off",
+        help="libllama extra buffer types (AMX / CPU_REPACK) to compare: on, off or on,off",
+    )
     args = parser.parse_args()
     machine.print_machine_header(args.threads)
     args.work.mkdir(parents=True, exist_ok=True)
@@ -126,7 +156,9 @@ def main() -> None:
     kinds = [k for k in args.types.split(",") if k in paths]
     settings = [{"on": True, "off": False}[v] for v in args.extra_bufts.split(",")]
     if True in settings and "amx_int8" in backend.cpu_features():
-        print("extra buffer types include the AMX kernels that crash on this CPU (llama.cpp #20824): measuring off only")
+        print(
+            "extra buffer types include the AMX kernels that crash on this CPU (llama.cpp #20824): measuring off only"
+        )
         settings = [False]
     runs = [(kind, extra) for kind in kinds for extra in settings]
     decode: dict[tuple[str, bool], list[float]] = {run: [] for run in runs}
@@ -134,17 +166,30 @@ def main() -> None:
     for _ in range(args.rounds):
         for kind, extra in runs:  # interleaved, so a slow spell of the machine hits every variant
             exact = kind == "f32"
-            prefill_s, steps = time_run(paths[kind], args.threads, args.steps, "f32" if exact else "f16",
-                                        False if exact else None, extra, args.prefill)
+            prefill_s, steps = time_run(
+                paths[kind],
+                args.threads,
+                args.steps,
+                "f32" if exact else "f16",
+                False if exact else None,
+                extra,
+                args.prefill,
+            )
             prefill[(kind, extra)].append(args.prefill / prefill_s)
             decode[(kind, extra)].append(1.0 / statistics.median(steps[2:]))
-    print(f"libllama n_threads = n_threads_batch = {args.threads}; ggml CPU features: {' '.join(backend.cpu_features())}")
-    print(f"prefill of {args.prefill} embedding rows and decode (median step of {args.steps}), medians of "
-          f"{args.rounds} interleaved rounds, tokens/s:")
+    print(
+        f"libllama n_threads = n_threads_batch = {args.threads}; ggml CPU features: {' '.join(backend.cpu_features())}"
+    )
+    print(
+        f"prefill of {args.prefill} embedding rows and decode (median step of {args.steps}), medians of "
+        f"{args.rounds} interleaved rounds, tokens/s:"
+    )
     for kind, extra in runs:
         p, d = prefill[(kind, extra)], decode[(kind, extra)]
-        print(f"  {kind:5s} extra_bufts={'on ' if extra else 'off'}  prefill {statistics.median(p):7.1f}  "
-              f"decode {statistics.median(d):6.2f}  (decode rounds: {', '.join(f'{r:.2f}' for r in d)})")
+        print(
+            f"  {kind:5s} extra_bufts={'on ' if extra else 'off'}  prefill {statistics.median(p):7.1f}  "
+            f"decode {statistics.median(d):6.2f}  (decode rounds: {', '.join(f'{r:.2f}' for r in d)})"
+        )
 
 
 if __name__ == "__main__":

@@ -65,7 +65,9 @@ def pct(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--chunks", type=int, default=200)
     parser.add_argument("--threads", type=int, default=2)
@@ -81,11 +83,21 @@ def main() -> None:
 
     local_demo = load_engine(DEMO, threads=args.threads)
     local_faulty = FaultyEngine(EngineRequest(Path("unused"), "faulty"))
-    results: dict[str, list[float]] = {k: [] for k in (
-        "faulty rt p50", "faulty rt p95", "faulty overhead p50", "faulty local p50",
-        "demo rt p50", "demo rt p95", "demo overhead p50", "demo local p50",
-        "offline worker s", "offline local s",
-    )}  # fmt: skip
+    results: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "faulty rt p50",
+            "faulty rt p95",
+            "faulty overhead p50",
+            "faulty local p50",
+            "demo rt p50",
+            "demo rt p95",
+            "demo overhead p50",
+            "demo local p50",
+            "offline worker s",
+            "offline local s",
+        )
+    }
     with WorkerClient() as client:
         remote_faulty = client.load("unused", factory=FAULTY)
         remote_demo = client.load(DEMO, threads=args.threads)
@@ -123,14 +135,18 @@ def main() -> None:
 
     print("per 320 ms chunk (ms, medians over rounds):")
     for engine in ("faulty", "demo"):
-        print(f"  {engine:6s} round trip p50 {med(engine + ' rt p50'):7.3f}  p95 {med(engine + ' rt p95'):7.3f}  "
-              f"boundary overhead p50 {med(engine + ' overhead p50'):6.3f}  in-process push p50 "
-              f"{med(engine + ' local p50'):7.3f}")
+        print(
+            f"  {engine:6s} round trip p50 {med(engine + ' rt p50'):7.3f}  p95 {med(engine + ' rt p95'):7.3f}  "
+            f"boundary overhead p50 {med(engine + ' overhead p50'):6.3f}  in-process push p50 "
+            f"{med(engine + ' local p50'):7.3f}"
+        )
     worker_s, local_s = med("offline worker s"), med("offline local s")
     pairs = zip(results["offline worker s"], results["offline local s"], strict=True)
     rounds = ", ".join(f"{remote:.3f}/{local:.3f}" for remote, local in pairs)
-    print(f"offline {args.offline_seconds:.0f} s clip: worker {worker_s:.3f} s, in-process {local_s:.3f} s, "
-          f"overhead {100 * (worker_s / local_s - 1):+.2f} %  (rounds, worker/in-process: {rounds})")
+    print(
+        f"offline {args.offline_seconds:.0f} s clip: worker {worker_s:.3f} s, in-process {local_s:.3f} s, "
+        f"overhead {100 * (worker_s / local_s - 1):+.2f} %  (rounds, worker/in-process: {rounds})"
+    )
 
 
 if __name__ == "__main__":

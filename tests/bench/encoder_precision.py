@@ -21,7 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.bench import machine  # noqa: E402
 
 
-def measure(model: Path, features: np.ndarray, valid: int, expected: np.ndarray, spec: str, threads: int) -> str:
+def measure(
+    model: Path, features: np.ndarray, valid: int, expected: np.ndarray, spec: str, threads: int
+) -> str:
     from inference.engine import load_engine
 
     options = machine.parakeet_weight_options(spec)
@@ -33,16 +35,22 @@ def measure(model: Path, features: np.ndarray, valid: int, expected: np.ndarray,
     frames = min(len(got), len(expected))
     diff = np.abs(got[:frames] - expected[:frames])
     rel_rms = np.sqrt(np.mean(diff**2) / np.mean(expected[:frames] ** 2))
-    return (f"captioneer {options['weight_type']} (pointwise convs {options['conv_weight_type']}; f32 products on "
-            f"{gemm}): {frames} frames, "
-            f"max |captioneer - torch| {diff.max():.2e} (reference max {np.abs(expected).max():.2e}), "
-            f"mean {diff.mean():.2e}, relative RMS {rel_rms:.2e}")  # fmt: skip
+    return (
+        f"captioneer {options['weight_type']} (pointwise convs {options['conv_weight_type']}; f32 products on "
+        f"{gemm}): {frames} frames, "
+        f"max |captioneer - torch| {diff.max():.2e} (reference max {np.abs(expected).max():.2e}), "
+        f"mean {diff.mean():.2e}, relative RMS {rel_rms:.2e}"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model", type=Path, required=True, help="the bench's random v3 checkpoint folder")
-    parser.add_argument("--reference", type=Path, required=True, help="npz from export_onnx_asr.py --save-reference")
+    parser.add_argument(
+        "--reference", type=Path, required=True, help="npz from export_onnx_asr.py --save-reference"
+    )
     parser.add_argument("--types", default="f32,q8_0/q8_0,q6_k/q6_k,q4_k/q4_k")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()

@@ -44,8 +44,9 @@ def clear_prefix(steps: dict[str, list], blank: int, gate: float) -> int:
     """How many emitted tokens the reference decoded before its first joint step (blank or not) whose token
     or duration margin is under ``gate``: up to there, noise of a GPU's size cannot change the choice."""
     emitted = 0
-    for token, token_margin, duration_margin in zip(steps["token"], steps["token_margin"],
-                                                     steps["duration_margin"], strict=True):  # fmt: skip
+    for token, token_margin, duration_margin in zip(
+        steps["token"], steps["token_margin"], steps["duration_margin"], strict=True
+    ):
         if min(token_margin, duration_margin) < gate:
             break
         emitted += token != blank
@@ -61,8 +62,12 @@ def check_parakeet(backend: str, threads: int, tolerance: float, gate: float) ->
 
     failures = []
     for model in MODELS:
-        cpu = load_engine(model_dir(model), "parakeet_tdt", {"weight_type": "f32"}, backend="cpu", threads=threads)
-        gpu = load_engine(model_dir(model), "parakeet_tdt", {"weight_type": "f32"}, backend=backend, threads=threads)
+        cpu = load_engine(
+            model_dir(model), "parakeet_tdt", {"weight_type": "f32"}, backend="cpu", threads=threads
+        )
+        gpu = load_engine(
+            model_dir(model), "parakeet_tdt", {"weight_type": "f32"}, backend=backend, threads=threads
+        )
         reference = expected(model)["clips"]
         for clip in CLIPS:
             audio = load_audio_file(audio_path(clip))
@@ -72,9 +77,11 @@ def check_parakeet(backend: str, threads: int, tolerance: float, gate: float) ->
             must = clear_prefix(want["steps"], cpu.config.blank_token_id, gate)
             same = ids == want["token_ids"]
             agree = ids[:must] == want["token_ids"][:must]
-            detail = (f"encoder rel diff {difference:.2e}; ids {'identical' if same else 'differ'} "
-                      f"({len(want['token_ids'])} tokens, the first {must} decoded with margins >= {gate:g} "
-                      f"{'agree' if agree else 'DIFFER'})")  # fmt: skip
+            detail = (
+                f"encoder rel diff {difference:.2e}; ids {'identical' if same else 'differ'} "
+                f"({len(want['token_ids'])} tokens, the first {must} decoded with margins >= {gate:g} "
+                f"{'agree' if agree else 'DIFFER'})"
+            )
             report(failures, f"parakeet {model}/{clip}", difference <= tolerance and agree, detail)
         cpu.close()
         gpu.close()
@@ -109,12 +116,18 @@ def check_r2t2(backend: str, threads: int, tolerance: float, gate: float) -> lis
             difference = relative_difference(gpu.tower.encode(mel), cpu.tower.encode(mel))
             options = {k: info[k] for k in ("language", "context") if info[k]}
             ids = gpu.transcribe(audio, max_tokens=20, **options).token_ids
-            want = [i for i in arrays[f"case/{case}/generated_ids"].tolist() if i not in meta["eos_token_ids"]]
+            want = [
+                i for i in arrays[f"case/{case}/generated_ids"].tolist() if i not in meta["eos_token_ids"]
+            ]
             same = ids == want
             must = info["min_margin"] >= gate
-            detail = (f"tower rel diff {difference:.2e}, ids {'identical' if same else 'DIFFER'} (reference "
-                      f"margin {info['min_margin']:.3f}{'' if must else ', a near-tie'})")  # fmt: skip
-            report(failures, f"r2t2 {checkpoint}/{case}", difference <= tolerance and (same or not must), detail)
+            detail = (
+                f"tower rel diff {difference:.2e}, ids {'identical' if same else 'DIFFER'} (reference "
+                f"margin {info['min_margin']:.3f}{'' if must else ', a near-tie'})"
+            )
+            report(
+                failures, f"r2t2 {checkpoint}/{case}", difference <= tolerance and (same or not must), detail
+            )
         cpu.close()
         gpu.close()
     shutil.rmtree(scratch, ignore_errors=True)
@@ -122,14 +135,25 @@ def check_r2t2(backend: str, threads: int, tolerance: float, gate: float) -> lis
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--backend", default="cuda", help="the backend to check against the CPU (cuda, vulkan, metal)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--backend", default="cuda", help="the backend to check against the CPU (cuda, vulkan, metal)"
+    )
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--encoder-tolerance", type=float, default=1e-2,
-                        help="max |GPU - CPU| over max |CPU| of encoder/tower outputs (GPU GEMMs may round "
-                             "through TF32/f16)")  # fmt: skip
-    parser.add_argument("--margin-gate", type=float, default=0.05,
-                        help="reference decisions with margins at least this large must be the same")
+    parser.add_argument(
+        "--encoder-tolerance",
+        type=float,
+        default=1e-2,
+        help="max |GPU - CPU| over max |CPU| of encoder/tower outputs (GPU GEMMs may round through TF32/f16)",
+    )
+    parser.add_argument(
+        "--margin-gate",
+        type=float,
+        default=0.05,
+        help="reference decisions with margins at least this large must be the same",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     from inference.native import describe

@@ -26,9 +26,19 @@ from typing import Any
 REFERENCE_ENV = "CAPTIONEER_REFERENCE_PYTHON"
 # Flags that pick ggml's / MKL's / oneDNN's kernels; /proc/cpuinfo spelling.
 KERNEL_FLAGS = (
-    "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
-    "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16",
-)  # fmt: skip
+    "avx2",
+    "fma",
+    "f16c",
+    "avx_vnni",
+    "avx512f",
+    "avx512bw",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+)
 BUSY_LOAD_PER_CORE = 0.3  # 1-minute load above this share of the cores: the machine is busy
 BUSY_PROCESS_CORES = 0.25  # another process using more than this many cores counts as busy
 REFERENCE_SETUP = (
@@ -169,13 +179,22 @@ def machine_header(
         f"load average {load1:.2f} / {load5:.2f} / {load15:.2f} (1/5/15 min); python {platform.python_version()}",
     ]
     if others:
-        lines.append("other processes using CPU: " + ", ".join(f"{n} (pid {p}) {u:.2f} cores" for u, p, n in others[:5]))
-    forced = {name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "CAPTIONEER_F32_GEMM") if name in os.environ}
-    if forced:  # OPENBLAS_CORETYPE=Haswell on an AVX-512 CPU halves OpenBLAS's f32 products (numpy's and ours)
+        lines.append(
+            "other processes using CPU: "
+            + ", ".join(f"{n} (pid {p}) {u:.2f} cores" for u, p, n in others[:5])
+        )
+    forced = {
+        name: os.environ[name] for name in ("OPENBLAS_CORETYPE", "CAPTIONEER_F32_GEMM") if name in os.environ
+    }
+    if (
+        forced
+    ):  # OPENBLAS_CORETYPE=Haswell on an AVX-512 CPU halves OpenBLAS's f32 products (numpy's and ours)
         lines.append("set in the environment: " + ", ".join(f"{k}={v}" for k, v in forced.items()))
     if outside is not None:
-        lines.append(f"during the timed runs, CPU used outside this benchmark: {outside[0]:.2f} cores on average; "
-                     f"stolen by the hypervisor: {outside[1]:.2f} cores")  # fmt: skip
+        lines.append(
+            f"during the timed runs, CPU used outside this benchmark: {outside[0]:.2f} cores on average; "
+            f"stolen by the hypervisor: {outside[1]:.2f} cores"
+        )
     warning = busy_warning(load1, allowed, others, outside)
     if warning:
         lines.append(warning)
@@ -183,7 +202,10 @@ def machine_header(
 
 
 def busy_warning(
-    load1: float, allowed: int, others: list[tuple[float, int, str]], outside: tuple[float, float] | None = None
+    load1: float,
+    allowed: int,
+    others: list[tuple[float, int, str]],
+    outside: tuple[float, float] | None = None,
 ) -> str | None:
     heavy = [o for o in others if o[0] >= BUSY_PROCESS_CORES]
     loaded = outside is None and load1 > BUSY_LOAD_PER_CORE * allowed
@@ -197,7 +219,9 @@ def busy_warning(
         why.append(f"{len(heavy)} other process(es) using >= {BUSY_PROCESS_CORES} cores")
     if crowded:
         assert outside is not None
-        why.append(f"{outside[0]:.2f} cores used outside the benchmark and {outside[1]:.2f} stolen during the runs")
+        why.append(
+            f"{outside[0]:.2f} cores used outside the benchmark and {outside[1]:.2f} stolen during the runs"
+        )
     bar = "!" * 100
     return (
         f"{bar}\n!!! WARNING: THE MACHINE IS BUSY ({'; '.join(why)}).\n"
@@ -230,7 +254,11 @@ def blas_threads() -> list[dict[str, Any]]:
     except ImportError:
         return []
     return [
-        {"api": i.get("internal_api"), "lib": Path(i.get("filepath", "")).name, "threads": i.get("num_threads")}
+        {
+            "api": i.get("internal_api"),
+            "lib": Path(i.get("filepath", "")).name,
+            "threads": i.get("num_threads"),
+        }
         for i in threadpool_info()
     ]
 
@@ -266,9 +294,15 @@ def omp_wait_policy() -> str:
 
 def check_threads(side: str, wanted: int, effective: dict[str, Any]) -> str:
     """One line naming the threads a side really uses; raises when a pool differs from ``wanted``."""
-    counts = {key: value for key, value in effective.items() if key.endswith("threads") and key != "torch_interop_threads"}
+    counts = {
+        key: value
+        for key, value in effective.items()
+        if key.endswith("threads") and key != "torch_interop_threads"
+    }
     # Captioneer's own OpenBLAS (scipy-openblas32: libscipy_openblas.*) runs one thread inside each ggml thread.
-    pools = [p for p in effective.get("pools", []) if not str(p.get("lib", "")).startswith("libscipy_openblas.")]
+    pools = [
+        p for p in effective.get("pools", []) if not str(p.get("lib", "")).startswith("libscipy_openblas.")
+    ]
     counts.update({f"{p['api']}:{p['lib']}": p["threads"] for p in pools if p.get("threads")})
     wrong = {key: value for key, value in counts.items() if value != wanted}
     if wrong:
@@ -279,9 +313,12 @@ def check_threads(side: str, wanted: int, effective: dict[str, Any]) -> str:
 
 def add_reference_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--reference-python", "--ref-python", dest="reference_python", default=None,
+        "--reference-python",
+        "--ref-python",
+        dest="reference_python",
+        default=None,
         help=f"python with torch + transformers for the reference side (default: ${REFERENCE_ENV}, else this python)",
-    )  # fmt: skip
+    )
 
 
 def reference_python(option: str | None) -> str:
@@ -295,11 +332,15 @@ def reference_python(option: str | None) -> str:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["?"])[-1]
         raise SystemExit(f"torch/transformers are not importable with {chosen} ({last}); {REFERENCE_SETUP}")
-    print(f"reference python: {chosen} (torch {done.stdout.split()[0]}, transformers {done.stdout.split()[1]})")
+    print(
+        f"reference python: {chosen} (torch {done.stdout.split()[0]}, transformers {done.stdout.split()[1]})"
+    )
     return chosen
 
 
-def run_interleaved(workers: Mapping[str, Any], clips: Mapping[float, Any], rounds: int) -> dict[tuple[str, float], list[dict]]:
+def run_interleaved(
+    workers: Mapping[str, Any], clips: Mapping[float, Any], rounds: int
+) -> dict[tuple[str, float], list[dict]]:
     """Per clip: one untimed run of every worker (graph builds, arenas, page cache), then ``rounds`` rounds whose
     order alternates (A B C, C B A, ...) so that drift in the machine's load falls on every side alike."""
     kinds = list(workers)
@@ -339,8 +380,9 @@ def gemm_of(spec: str) -> Iterator[None]:
             os.environ["CAPTIONEER_F32_GEMM"] = saved
 
 
-def run_workers(starters: Mapping[str, Callable[[], Any]], clips: Mapping[float, Any], rounds: int,
-                threads: int) -> dict[tuple[str, float], list[dict]]:  # fmt: skip
+def run_workers(
+    starters: Mapping[str, Callable[[], Any]], clips: Mapping[float, Any], rounds: int, threads: int
+) -> dict[tuple[str, float], list[dict]]:
     """Start every worker (``starters[kind]()``), run them with ``run_interleaved``, close them all — also those
     already started when a later one fails to start — and print the machine header as it is at the end."""
     workers: dict[str, Any] = {}
@@ -358,7 +400,9 @@ def run_workers(starters: Mapping[str, Callable[[], Any]], clips: Mapping[float,
     return results
 
 
-def serve_timed_runs(effective: dict[str, Any], load: Callable[[str], Any], run: Callable[[Any], list[int]]) -> None:
+def serve_timed_runs(
+    effective: dict[str, Any], load: Callable[[str], Any], run: Callable[[Any], list[int]]
+) -> None:
     """A benchmark worker's loop: say it is ready (with the thread counts in effect), then for every clip path
     read from stdin, time ``run(load(path))`` and answer one JSON line: wall and CPU seconds, the token ids and
     the process's peak RSS so far."""
@@ -373,7 +417,10 @@ def serve_timed_runs(effective: dict[str, Any], load: Callable[[str], Any], run:
         wall = time.perf_counter() - start
         cpu = process_cpu_seconds() - cpu_start
         peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        print(json.dumps({"wall": wall, "cpu": cpu, "tokens": tokens, "peak_rss_mb": peak_kb / 1024}), flush=True)
+        print(
+            json.dumps({"wall": wall, "cpu": cpu, "tokens": tokens, "peak_rss_mb": peak_kb / 1024}),
+            flush=True,
+        )
 
 
 def rss_mib() -> float:

@@ -40,8 +40,17 @@ sys.path.insert(0, str(ROOT / "tests" / "bench"))
 
 from tests.bench import machine  # noqa: E402
 
-CATEGORIES = ("matmul weights", "matmul attention", "conv", "softmax/attention", "norm", "activation",
-              "elementwise", "copy/layout", "other")  # fmt: skip
+CATEGORIES = (
+    "matmul weights",
+    "matmul attention",
+    "conv",
+    "softmax/attention",
+    "norm",
+    "activation",
+    "elementwise",
+    "copy/layout",
+    "other",
+)
 
 # ---------------------------------------------------------------------------------- grouping
 
@@ -49,11 +58,39 @@ _GGML_GROUPS = {
     "conv": {"IM2COL", "CONV_2D_DW", "SSM_CONV", "CONV_TRANSPOSE_1D", "CONV_2D", "POOL_2D"},
     "softmax/attention": {"SOFT_MAX", "FLASH_ATTN_EXT"},
     "norm": {"NORM", "RMS_NORM", "GROUP_NORM", "L2_NORM"},
-    "activation": {"GELU", "GELU_ERF", "GELU_QUICK", "SILU", "RELU", "SIGMOID", "TANH", "SWIGLU", "GEGLU",
-                   "GEGLU_ERF", "REGLU", "GLU", "EXP", "LOG", "SQR", "SQRT", "CLAMP"},
+    "activation": {
+        "GELU",
+        "GELU_ERF",
+        "GELU_QUICK",
+        "SILU",
+        "RELU",
+        "SIGMOID",
+        "TANH",
+        "SWIGLU",
+        "GEGLU",
+        "GEGLU_ERF",
+        "REGLU",
+        "GLU",
+        "EXP",
+        "LOG",
+        "SQR",
+        "SQRT",
+        "CLAMP",
+    },
     "elementwise": {"ADD", "SUB", "MUL", "DIV", "SCALE", "ADD1", "ACC"},
-    "copy/layout": {"CONT", "CPY", "DUP", "CONCAT", "PAD", "PAD_EXT", "GET_ROWS", "REPEAT", "SET_ROWS", "ROPE"},
-}  # fmt: skip
+    "copy/layout": {
+        "CONT",
+        "CPY",
+        "DUP",
+        "CONCAT",
+        "PAD",
+        "PAD_EXT",
+        "GET_ROWS",
+        "REPEAT",
+        "SET_ROWS",
+        "ROPE",
+    },
+}
 _TORCH_GROUPS = {  # first match wins; weights vs attention products told apart by op (an approximation)
     "matmul weights": ("aten::mm", "aten::addmm", "aten::linear", "aten::_addmm_activation", "mkldnn_linear"),
     "matmul attention": ("aten::bmm", "aten::baddbmm", "aten::matmul"),
@@ -61,15 +98,47 @@ _TORCH_GROUPS = {  # first match wins; weights vs attention products told apart 
     "softmax/attention": ("softmax", "scaled_dot_product", "_flash_attention", "aten::_safe_softmax"),
     "norm": ("layer_norm", "batch_norm", "rms_norm", "group_norm", "aten::native_layer_norm"),
     "activation": ("gelu", "silu", "glu", "sigmoid", "relu", "tanh", "aten::exp", "aten::log"),
-    "elementwise": ("aten::add", "aten::mul", "aten::div", "aten::sub", "aten::where", "aten::masked_fill",
-                    "aten::rsub", "aten::pow", "aten::sqrt", "aten::rsqrt", "aten::neg", "aten::eq", "aten::ne"),
-    "copy/layout": ("copy_", "aten::contiguous", "aten::clone", "aten::cat", "aten::pad", "aten::constant_pad",
-                    "aten::index", "aten::_to_copy", "aten::to", "aten::fill_", "aten::zero", "aten::stack",
-                    "aten::empty", "aten::arange", "aten::embedding", "aten::gather", "aten::flip"),
-}  # fmt: skip
+    "elementwise": (
+        "aten::add",
+        "aten::mul",
+        "aten::div",
+        "aten::sub",
+        "aten::where",
+        "aten::masked_fill",
+        "aten::rsub",
+        "aten::pow",
+        "aten::sqrt",
+        "aten::rsqrt",
+        "aten::neg",
+        "aten::eq",
+        "aten::ne",
+    ),
+    "copy/layout": (
+        "copy_",
+        "aten::contiguous",
+        "aten::clone",
+        "aten::cat",
+        "aten::pad",
+        "aten::constant_pad",
+        "aten::index",
+        "aten::_to_copy",
+        "aten::to",
+        "aten::fill_",
+        "aten::zero",
+        "aten::stack",
+        "aten::empty",
+        "aten::arange",
+        "aten::embedding",
+        "aten::gather",
+        "aten::flip",
+    ),
+}
 
 
-PRODUCT_OPS = ("MUL_MAT", "CUSTOM")  # CUSTOM: OpenBLAS f32 (inference/native/blas.py) or int8 (native/int8.py)
+PRODUCT_OPS = (
+    "MUL_MAT",
+    "CUSTOM",
+)  # CUSTOM: OpenBLAS f32 (inference/native/blas.py) or int8 (native/int8.py)
 
 
 def _int8_product(record: Any) -> bool:
@@ -101,8 +170,10 @@ def per_node_medians(records: list[Any], runs: int) -> list[Any]:
     if len(records) % runs:
         raise SystemExit(f"{len(records)} node timings do not split into {runs} identical runs")
     n = len(records) // runs
-    return [replace(records[i], seconds=statistics.median(records[i + k * n].seconds for k in range(runs)))
-            for i in range(n)]  # fmt: skip
+    return [
+        replace(records[i], seconds=statistics.median(records[i + k * n].seconds for k in range(runs)))
+        for i in range(n)
+    ]
 
 
 def ggml_breakdown(records: list[Any]) -> tuple[dict[str, tuple[float, float]], list[tuple]]:
@@ -120,8 +191,12 @@ def ggml_breakdown(records: list[Any]) -> tuple[dict[str, tuple[float, float]], 
             role = "conv" if cat == "conv" else ("weight" if a.weight or int8 else "act")
             library = "/onnxruntime" if int8 else "/openblas" if r.op == "CUSTOM" else ""
             # The int8 weight keeps its logical (N, K) shape: ne = (K, N) like any weight.
-            key = (role, f"{a.type}x{b.type}{library}", f"{a.ne[0]}x{a.ne[1]}" + (f"x{a.ne[2]}" if a.ne[2] > 1 else ""),
-                   _row_class(rows))  # fmt: skip
+            key = (
+                role,
+                f"{a.type}x{b.type}{library}",
+                f"{a.ne[0]}x{a.ne[1]}" + (f"x{a.ne[2]}" if a.ne[2] > 1 else ""),
+                _row_class(rows),
+            )
             products[key][0] += 1
             products[key][1] += r.seconds
             products[key][2] += r.flops
@@ -149,7 +224,9 @@ def torch_breakdown(rows: list[dict]) -> tuple[dict[str, tuple[float, float]], l
 # ---------------------------------------------------------------------------------- printing
 
 
-def print_categories(title: str, ggml: dict[str, tuple[float, float]], torch: dict | None, wall: dict) -> None:
+def print_categories(
+    title: str, ggml: dict[str, tuple[float, float]], torch: dict | None, wall: dict
+) -> None:
     print(f"\n{title}")
     total_g = sum(v[0] for v in ggml.values())
     total_t = sum(v[0] for v in torch.values()) if torch else 0.0
@@ -177,17 +254,23 @@ def _gflops(entry: tuple[float, float]) -> str:
 
 
 def print_products(table: list[tuple], total: float, limit: int = 12) -> None:
-    print(f"  {'products (ggml)':8} {'types':10} {'K x N':>14} {'rows':>10} {'n/run':>6} {'s':>7} {'share':>6} {'GFLOP/s':>8}")
+    print(
+        f"  {'products (ggml)':8} {'types':10} {'K x N':>14} {'rows':>10} {'n/run':>6} {'s':>7} {'share':>6} {'GFLOP/s':>8}"
+    )
     for role, types, shape, rows, count, seconds, flops in table[:limit]:
-        print(f"  {role:15} {types:10} {shape:>14} {rows:>10} {count:6.0f} {seconds:7.3f} {100 * seconds / total:5.1f}% "
-              f"{flops / seconds / 1e9 if seconds else 0:8.1f}")  # fmt: skip
+        print(
+            f"  {role:15} {types:10} {shape:>14} {rows:>10} {count:6.0f} {seconds:7.3f} {100 * seconds / total:5.1f}% "
+            f"{flops / seconds / 1e9 if seconds else 0:8.1f}"
+        )
 
 
 def print_torch_top(rows: list[dict], total: float, limit: int = 12) -> None:
     print(f"  {'torch ops (self CPU)':40} {'calls':>6} {'s':>7} {'share':>6} {'GFLOP/s':>8}")
     for row in rows[:limit]:
         rate = f"{row['flops'] / row['self_s'] / 1e9:8.1f}" if row["flops"] and row["self_s"] else ""
-        print(f"  {row['op'][:40]:40} {row['calls']:6.0f} {row['self_s']:7.3f} {100 * row['self_s'] / total:5.1f}% {rate:>8}")
+        print(
+            f"  {row['op'][:40]:40} {row['calls']:6.0f} {row['self_s']:7.3f} {100 * row['self_s'] / total:5.1f}% {rate:>8}"
+        )
 
 
 # ---------------------------------------------------------------------------------- torch worker
@@ -232,19 +315,38 @@ def torch_profile(args: argparse.Namespace) -> None:
             for _ in range(args.reps):
                 run()
     rows = [
-        {"op": e.key, "calls": e.count / args.reps, "self_s": e.self_cpu_time_total / 1e6 / args.reps,
-         "flops": (e.flops or 0) / args.reps}
-        for e in prof.key_averages() if e.self_cpu_time_total > 0
-    ]  # fmt: skip
+        {
+            "op": e.key,
+            "calls": e.count / args.reps,
+            "self_s": e.self_cpu_time_total / 1e6 / args.reps,
+            "flops": (e.flops or 0) / args.reps,
+        }
+        for e in prof.key_averages()
+        if e.self_cpu_time_total > 0
+    ]
     print(json.dumps({"threads": effective, "wall": statistics.median(walls), "rows": rows}), flush=True)
 
 
 def run_torch(reference: str, part: str, model: Path, args: argparse.Namespace) -> dict:
     done = subprocess.run(
-        [reference, __file__, "--torch-profile", part, "--model", str(model), "--work", str(args.work),
-         "--threads", str(args.threads), "--reps", str(args.reps)],
-        capture_output=True, text=True, env=machine.thread_env(args.threads),
-    )  # fmt: skip
+        [
+            reference,
+            __file__,
+            "--torch-profile",
+            part,
+            "--model",
+            str(model),
+            "--work",
+            str(args.work),
+            "--threads",
+            str(args.threads),
+            "--reps",
+            str(args.reps),
+        ],
+        capture_output=True,
+        text=True,
+        env=machine.thread_env(args.threads),
+    )
     if done.returncode != 0:
         raise SystemExit(f"the torch {part} profile failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -293,14 +395,24 @@ def parakeet_part(args: argparse.Namespace, reference: str | None) -> None:
         try:
             features = compute_features(audio, engine.config.features)
             np.save(args.work / "parakeet_features.npy", features.values)
-            np.save(args.work / "parakeet_mask.npy", (np.arange(features.values.shape[0]) < features.valid_frames)
-                    .astype(np.int64))  # fmt: skip
+            np.save(
+                args.work / "parakeet_mask.npy",
+                (np.arange(features.values.shape[0]) < features.valid_frames).astype(np.int64),
+            )
             encode = partial(engine.encoder.encode, features.values, features.valid_frames)
             records, plain, profiled = profile_ggml(engine.backend, encode, args.reps)
         finally:
             engine.close()
-        report(f"Parakeet-TDT 0.6B v3 encoder, {args.seconds:g} s clip, weights {kind}", records, args,
-               {"ggml plain": plain, "ggml profiled": profiled}, reference, "parakeet", model, kind == "f32")  # fmt: skip
+        report(
+            f"Parakeet-TDT 0.6B v3 encoder, {args.seconds:g} s clip, weights {kind}",
+            records,
+            args,
+            {"ggml plain": plain, "ggml profiled": profiled},
+            reference,
+            "parakeet",
+            model,
+            kind == "f32",
+        )
 
 
 def tower_part(args: argparse.Namespace, reference: str | None) -> None:
@@ -330,8 +442,16 @@ def tower_part(args: argparse.Namespace, reference: str | None) -> None:
                 records, plain, profiled = profile_ggml(backend, partial(tower.encode, valid), args.reps)
             finally:
                 tower.close()
-        report(f"R2T2 / Qwen3-ASR-1.7B audio tower, {args.tower_seconds:g} s clip, weights {kind}", records, args,
-               {"ggml plain": plain, "ggml profiled": profiled}, reference, "tower", model_dir, kind == "native")  # fmt: skip
+        report(
+            f"R2T2 / Qwen3-ASR-1.7B audio tower, {args.tower_seconds:g} s clip, weights {kind}",
+            records,
+            args,
+            {"ggml plain": plain, "ggml profiled": profiled},
+            reference,
+            "tower",
+            model_dir,
+            kind == "native",
+        )
 
 
 def thinker_part(args: argparse.Namespace) -> None:
@@ -357,16 +477,25 @@ def thinker_part(args: argparse.Namespace) -> None:
         phases, walls = profile_thinker(path, args)
         for phase, records in phases.items():
             runs = args.reps * (args.steps if phase == "decode" else 1)
-            title = (f"thinker {phase} (Qwen3-1.7B shape, {args.thinker_layers} layers, {kind}, "
-                     + (f"{args.prefill} tokens)" if phase == "prefill" else "one token after the prompt)"))  # fmt: skip
+            title = f"thinker {phase} (Qwen3-1.7B shape, {args.thinker_layers} layers, {kind}, " + (
+                f"{args.prefill} tokens)" if phase == "prefill" else "one token after the prompt)"
+            )
             groups, products = ggml_breakdown(per_node_medians(records, runs))
-            print(f"\n=== {title}; {args.threads} threads; CPU {machine.cpu_name()}; per-node medians of {runs} runs")
-            print_categories("by category (seconds per run)", groups, None,
-                             {"libllama plain": statistics.median(walls[phase])})  # fmt: skip
+            print(
+                f"\n=== {title}; {args.threads} threads; CPU {machine.cpu_name()}; per-node medians of {runs} runs"
+            )
+            print_categories(
+                "by category (seconds per run)",
+                groups,
+                None,
+                {"libllama plain": statistics.median(walls[phase])},
+            )
             print_products(products, sum(v[0] for v in groups.values()))
 
 
-def profile_thinker(path: Path, args: argparse.Namespace) -> tuple[dict[str, list[Any]], dict[str, list[float]]]:
+def profile_thinker(
+    path: Path, args: argparse.Namespace
+) -> tuple[dict[str, list[Any]], dict[str, list[float]]]:
     """Node records (prefill, decode) of ``args.reps`` profiled runs and the unprofiled walls."""
     import ctypes
 
@@ -445,8 +574,16 @@ def print_other_ops(records: list[Any], total: float, limit: int = 10) -> None:
         print(f"  {op:24} {shape:>18} {count:6.0f} {seconds:7.3f} {100 * seconds / total:5.1f}%")
 
 
-def report(title: str, records: list[Any], args: argparse.Namespace, wall: dict[str, float],
-           reference: str | None, part: str, model: Path, with_torch: bool) -> None:  # fmt: skip
+def report(
+    title: str,
+    records: list[Any],
+    args: argparse.Namespace,
+    wall: dict[str, float],
+    reference: str | None,
+    part: str,
+    model: Path,
+    with_torch: bool,
+) -> None:
     medians = per_node_medians(records, args.reps)
     groups, products = ggml_breakdown(medians)
     torch_groups, torch_rows = None, []
@@ -454,8 +591,10 @@ def report(title: str, records: list[Any], args: argparse.Namespace, wall: dict[
         result = run_torch(reference, part, model, args)
         torch_groups, torch_rows = torch_breakdown(result["rows"])
         wall["torch plain"] = result["wall"]
-    print(f"\n=== {title}; {args.threads} threads; CPU {machine.cpu_name()}; ggml: per-node medians of {args.reps} "
-          f"runs; torch: means of {args.reps} runs")  # fmt: skip
+    print(
+        f"\n=== {title}; {args.threads} threads; CPU {machine.cpu_name()}; ggml: per-node medians of {args.reps} "
+        f"runs; torch: means of {args.reps} runs"
+    )
     print_categories("by category (seconds per run)", groups, torch_groups, wall)
     total = sum(v[0] for v in groups.values())
     print_products(products, total)
@@ -466,18 +605,30 @@ def report(title: str, records: list[Any], args: argparse.Namespace, wall: dict[
 
 
 def main(argv: Iterable[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--parts", default="parakeet,tower")
-    parser.add_argument("--types", default="f32", help="Parakeet weight types, TYPE/CONV sets conv_weight_type too (torch is profiled with f32)")
+    parser.add_argument(
+        "--types",
+        default="f32",
+        help="Parakeet weight types, TYPE/CONV sets conv_weight_type too (torch is profiled with f32)",
+    )
     parser.add_argument("--tower-types", default="native", help="tower weight types (torch: with native)")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--tower-seconds", type=float, default=20.0)
     parser.add_argument("--reps", type=int, default=2)
-    parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: the user cache dir)")
+    parser.add_argument(
+        "--work", type=Path, default=None, help="scratch folder (default: the user cache dir)"
+    )
     parser.add_argument("--no-torch", action="store_true", help="profile the ggml side only")
-    parser.add_argument("--thinker-work", type=Path, default=Path("/tmp/thinker-bench"),
-                        help="random thinker GGUFs (shared with bench_thinker_decode.py; made when missing)")
+    parser.add_argument(
+        "--thinker-work",
+        type=Path,
+        default=Path("/tmp/thinker-bench"),
+        help="random thinker GGUFs (shared with bench_thinker_decode.py; made when missing)",
+    )
     parser.add_argument("--thinker-layers", type=int, default=28)
     parser.add_argument("--thinker-types", default="q8_0", help="thinker storage types (part 'thinker')")
     parser.add_argument("--prefill", type=int, default=256, help="thinker prompt tokens")

@@ -92,8 +92,9 @@ def soak(mode: str, audio: np.ndarray, threads: int, r2t2_model: Path | None) ->
     started = time.monotonic()
     with WorkerClient() as client:
         engine = client.load(model, session_options=session, threads=threads)
-        stream = engine.open_stream(on_events=events.extend, backlog=BacklogPolicy("block", max_in_flight=1),
-                                    **stream_options)  # fmt: skip
+        stream = engine.open_stream(
+            on_events=events.extend, backlog=BacklogPolicy("block", max_in_flight=1), **stream_options
+        )
         minute_costs: list[float] = []
         for start in range(0, audio.size, step):
             stream.push(audio[start : start + step])
@@ -104,14 +105,22 @@ def soak(mode: str, audio: np.ndarray, threads: int, r2t2_model: Path | None) ->
             minute_costs.append(cost)
             if (start + step) // minute > start // minute:
                 time.sleep(1.2)  # a pong carries the worker's RSS
-                rows.append({
-                    "minute": (start + step) // minute, "worker_rss_mb": client.worker_rss / 2**20,
-                    "client_rss_mb": rss_mib(), "p50_ms": 1000 * statistics.median(minute_costs),
-                    "p95_ms": 1000 * float(np.percentile(minute_costs, 95)), "wall_s": time.monotonic() - started,
-                })  # fmt: skip
-                print(f"  {mode} minute {rows[-1]['minute']:3d}: worker {rows[-1]['worker_rss_mb']:7.1f} MB, "
-                      f"client {rows[-1]['client_rss_mb']:6.1f} MB, chunk p50 {rows[-1]['p50_ms']:7.1f} ms "
-                      f"p95 {rows[-1]['p95_ms']:7.1f} ms, {rows[-1]['wall_s']:6.0f} s", flush=True)  # fmt: skip
+                rows.append(
+                    {
+                        "minute": (start + step) // minute,
+                        "worker_rss_mb": client.worker_rss / 2**20,
+                        "client_rss_mb": rss_mib(),
+                        "p50_ms": 1000 * statistics.median(minute_costs),
+                        "p95_ms": 1000 * float(np.percentile(minute_costs, 95)),
+                        "wall_s": time.monotonic() - started,
+                    }
+                )
+                print(
+                    f"  {mode} minute {rows[-1]['minute']:3d}: worker {rows[-1]['worker_rss_mb']:7.1f} MB, "
+                    f"client {rows[-1]['client_rss_mb']:6.1f} MB, chunk p50 {rows[-1]['p50_ms']:7.1f} ms "
+                    f"p95 {rows[-1]['p95_ms']:7.1f} ms, {rows[-1]['wall_s']:6.0f} s",
+                    flush=True,
+                )
                 minute_costs = []
         final = stream.finish(timeout=600)
     shutil.rmtree(scratch, ignore_errors=True)
@@ -123,19 +132,38 @@ def soak(mode: str, audio: np.ndarray, threads: int, r2t2_model: Path | None) ->
     growth = (max(after_5) - after_5[0]) if after_5 else 0.0
     # Mean cost per push (worker seconds per audio second, times the push length): windowed engines run the model
     # every few pushes only, so a median would compare bookkeeping, not the model's cost.
-    ratio = statistics.fmean(windows[-1]) / statistics.fmean(windows[1]) if len(windows) >= 3 else float("nan")
+    ratio = (
+        statistics.fmean(windows[-1]) / statistics.fmean(windows[1]) if len(windows) >= 3 else float("nan")
+    )
     return {
-        "mode": mode, "audio_s": audio.size / SAMPLE_RATE, "wall_s": time.monotonic() - started, "minutes": rows,
-        "windows": [{"mean_ms": 1000 * statistics.fmean(w), "p50_ms": 1000 * statistics.median(w),
-                     "p95_ms": 1000 * float(np.percentile(w, 95))} for w in windows],
-        "events": {"delta": sum(isinstance(e, Delta) for e in events),
-                   "snapshot": sum(isinstance(e, Snapshot) for e in events),
-                   "speech_end": sum(isinstance(e, SpeechEnd) for e in events), "error": len(errors)},
+        "mode": mode,
+        "audio_s": audio.size / SAMPLE_RATE,
+        "wall_s": time.monotonic() - started,
+        "minutes": rows,
+        "windows": [
+            {
+                "mean_ms": 1000 * statistics.fmean(w),
+                "p50_ms": 1000 * statistics.median(w),
+                "p95_ms": 1000 * float(np.percentile(w, 95)),
+            }
+            for w in windows
+        ],
+        "events": {
+            "delta": sum(isinstance(e, Delta) for e in events),
+            "snapshot": sum(isinstance(e, Snapshot) for e in events),
+            "speech_end": sum(isinstance(e, SpeechEnd) for e in events),
+            "error": len(errors),
+        },
         "errors": [f"{e.kind}: {e.message}" for e in errors[:5]],
-        "final_words": len(final.text.split()), "rss_growth_after_5_min_mb": growth, "cost_ratio_last_to_second": ratio,
-        "verdict": {"no_error": not errors, "rss": growth <= RSS_GROWTH_LIMIT_MB,
-                    "cost": bool(ratio <= COST_RATIO_LIMIT) if ratio == ratio else None},
-    }  # fmt: skip
+        "final_words": len(final.text.split()),
+        "rss_growth_after_5_min_mb": growth,
+        "cost_ratio_last_to_second": ratio,
+        "verdict": {
+            "no_error": not errors,
+            "rss": growth <= RSS_GROWTH_LIMIT_MB,
+            "cost": bool(ratio <= COST_RATIO_LIMIT) if ratio == ratio else None,
+        },
+    }
 
 
 def main() -> None:
@@ -153,11 +181,14 @@ def main() -> None:
     for mode in args.modes.split(","):
         result = soak(mode, audio, args.threads, args.r2t2_model)
         results.append(result)
-        print(f"{mode}: {result['audio_s'] / 60:.0f} min of audio in {result['wall_s']:.0f} s "
-              f"(x{result['audio_s'] / result['wall_s']:.1f} real time); events {result['events']}; "
-              f"RSS growth after minute 5: {result['rss_growth_after_5_min_mb']:.1f} MB; chunk cost mean per "
-              f"10 min: {[round(w['mean_ms'], 1) for w in result['windows']]} ms (last/second "
-              f"{result['cost_ratio_last_to_second']:.2f}); verdict {result['verdict']}", flush=True)  # fmt: skip
+        print(
+            f"{mode}: {result['audio_s'] / 60:.0f} min of audio in {result['wall_s']:.0f} s "
+            f"(x{result['audio_s'] / result['wall_s']:.1f} real time); events {result['events']}; "
+            f"RSS growth after minute 5: {result['rss_growth_after_5_min_mb']:.1f} MB; chunk cost mean per "
+            f"10 min: {[round(w['mean_ms'], 1) for w in result['windows']]} ms (last/second "
+            f"{result['cost_ratio_last_to_second']:.2f}); verdict {result['verdict']}",
+            flush=True,
+        )
         for error in result["errors"]:
             print(f"  error: {error}")
     if args.json is not None:

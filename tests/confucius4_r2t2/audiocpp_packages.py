@@ -84,18 +84,32 @@ def write_audiocpp_package(
     names = sorted(tensors)
     writer.add_array("audiocpp.tensor_names", names)
     writer.add_array("audiocpp.tensor_ranks", [len(tensors[n].shape) for n in names])
-    writer.add_key_value("audiocpp.tensor_shapes", [d for n in names for d in tensors[n].shape],
-                         gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.INT64)  # fmt: skip
-    files = embed if embed is not None else {
-        p.name: p.read_bytes() for p in sorted(source.iterdir()) if p.is_file() and p.suffix != ".safetensors"
-    }  # fmt: skip
+    writer.add_key_value(
+        "audiocpp.tensor_shapes",
+        [d for n in names for d in tensors[n].shape],
+        gguf.GGUFValueType.ARRAY,
+        sub_type=gguf.GGUFValueType.INT64,
+    )
+    files = (
+        embed
+        if embed is not None
+        else {
+            p.name: p.read_bytes()
+            for p in sorted(source.iterdir())
+            if p.is_file() and p.suffix != ".safetensors"
+        }
+    )
     writer.add_array("audiocpp.embedded_files.names", list(files))
     if string_contents:  # the older layout: contents as a second string array
         writer.add_array("audiocpp.embedded_files.contents", [v.decode("utf-8") for v in files.values()])
     else:
         offsets = np.cumsum([0] + [len(v) for v in files.values()]).tolist()
-        writer.add_key_value("audiocpp.embedded_files.offsets", offsets, gguf.GGUFValueType.ARRAY,
-                             sub_type=gguf.GGUFValueType.UINT64)  # fmt: skip
+        writer.add_key_value(
+            "audiocpp.embedded_files.offsets",
+            offsets,
+            gguf.GGUFValueType.ARRAY,
+            sub_type=gguf.GGUFValueType.UINT64,
+        )
         writer.add_array("audiocpp.embedded_files.data", b"".join(files.values()))
     stored = {}
     for index, name in enumerate(names):

@@ -101,8 +101,11 @@ def stream_variant(source: Path, destination: Path, n_window_infer: int) -> Path
     data = bytearray(path.read_bytes())
     header_size = int.from_bytes(data[:8], "little")
     header = json.loads(data[8 : 8 + header_size])
-    name = next(n for n in ("model.language_model.embed_tokens.weight", "thinker.model.embed_tokens.weight")
-                if n in header)  # fmt: skip
+    name = next(
+        n
+        for n in ("model.language_model.embed_tokens.weight", "thinker.model.embed_tokens.weight")
+        if n in header
+    )
     entry = header[name]
     width = entry["shape"][1]
     itemsize = {"F32": 4, "BF16": 2}[entry["dtype"]]
@@ -112,7 +115,9 @@ def stream_variant(source: Path, destination: Path, n_window_infer: int) -> Path
         row = np.frombuffer(raw, dtype="<f4") * np.float32(STREAM_TAG_SCALE)
         patched = row.astype("<f4").tobytes()
     else:
-        row = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32) * np.float32(STREAM_TAG_SCALE)
+        row = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32) * np.float32(
+            STREAM_TAG_SCALE
+        )
         bits = row.astype(np.float32).view(np.uint32)
         if np.any(bits & 0xFFFF):
             raise ValueError("the scaled row is not exact in bfloat16")

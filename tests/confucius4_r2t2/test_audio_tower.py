@@ -42,8 +42,17 @@ VARIANTS = [
 
 
 def audio_config(**changes: int) -> AudioConfig:
-    base = dict(num_mel_bins=128, encoder_layers=1, encoder_attention_heads=2, encoder_ffn_dim=8, d_model=8,
-                n_window=50, n_window_infer=400, downsample_hidden_size=4, output_dim=8)  # fmt: skip
+    base = dict(
+        num_mel_bins=128,
+        encoder_layers=1,
+        encoder_attention_heads=2,
+        encoder_ffn_dim=8,
+        d_model=8,
+        n_window=50,
+        n_window_infer=400,
+        downsample_hidden_size=4,
+        output_dim=8,
+    )
     return AudioConfig(**{**base, **changes})
 
 
@@ -86,7 +95,11 @@ def test_plan_counts_tokens_like_the_reference() -> None:
         plan = plan_clip(frames, config)
         assert plan.tokens == audio_token_count(frames)
     short = plan_clip(64, config)
-    assert (short.chunks, short.chunk_frames, short.chunk_tokens) == (1, 64, 8)  # unpadded stem (docs/reference_parity.md §2.7)
+    assert (short.chunks, short.chunk_frames, short.chunk_tokens) == (
+        1,
+        64,
+        8,
+    )  # unpadded stem (docs/reference_parity.md §2.7)
     full = plan_clip(650, config)
     assert (full.chunks, full.chunk_frames, full.graph_tokens, full.tokens, full.window) == (
         7,
@@ -111,7 +124,9 @@ def test_attention_mask_is_block_diagonal_and_hides_padding() -> None:
 
 def test_position_limit_is_reported_with_the_fix() -> None:
     config = audio_config()
-    assert plan_clip(11540, config).tokens == 1500  # 115.40 s is the longest clip (docs/families/confucius4_r2t2.md §3)
+    assert (
+        plan_clip(11540, config).tokens == 1500
+    )  # 115.40 s is the longest clip (docs/families/confucius4_r2t2.md §3)
     with pytest.raises(UsageError, match=r"limit of 1500 \(about 115\.4 s\)") as raised:
         plan_clip(11541, config)
     assert "30 s spans" in str(raised.value)

@@ -67,8 +67,19 @@ def expected(case: str) -> tuple[list[int], str]:
 )
 def test_transcribe_json_matches_the_reference(setup, flags: tuple[str, ...], case: str) -> None:
     model, wav = setup
-    code, out = run_cli("transcribe", str(wav), "--model", str(model), "--backend", "cpu", "--threads", "1",
-                        "--format", "json", *flags)  # fmt: skip
+    code, out = run_cli(
+        "transcribe",
+        str(wav),
+        "--model",
+        str(model),
+        "--backend",
+        "cpu",
+        "--threads",
+        "1",
+        "--format",
+        "json",
+        *flags,
+    )
     assert code == 0, out
     result = json.loads(out)
     ids, text = expected(case)
@@ -89,8 +100,21 @@ def test_bad_language_exits_2_with_the_fix(setup, capsys: pytest.CaptureFixture[
 
 def stream_cli_events(model: Path, audio_arg: str, stdin: bytes = b"", *extra: str) -> list[dict]:
     out = io.StringIO()
-    argv = ["transcribe", audio_arg, "--model", str(model), "--backend", "cpu", "--mode", "streaming", "--format",
-            "jsonl", "--language", "English", *extra]  # fmt: skip
+    argv = [
+        "transcribe",
+        audio_arg,
+        "--model",
+        str(model),
+        "--backend",
+        "cpu",
+        "--mode",
+        "streaming",
+        "--format",
+        "jsonl",
+        "--language",
+        "English",
+        *extra,
+    ]
     assert main(argv, out=out, stdin=io.BytesIO(stdin)) == 0
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
@@ -105,7 +129,9 @@ def test_streaming_from_stdin_pcm_equals_streaming_from_the_file(tmp_path: Path)
         handle.setframerate(16000)
         handle.writeframes(pcm.tobytes())
     from_file = stream_cli_events(model, str(wav))
-    from_stdin = stream_cli_events(model, "-", pcm.tobytes(), "--input-format", "s16le", "--input-rate", "16000")
+    from_stdin = stream_cli_events(
+        model, "-", pcm.tobytes(), "--input-format", "s16le", "--input-rate", "16000"
+    )
     strip = [{k: v for k, v in e.items() if k != "timing"} for e in from_file]
     assert [{k: v for k, v in e.items() if k != "timing"} for e in from_stdin] == strip
     deltas = "".join(e["text"] for e in from_file if e["type"] == "delta")
@@ -126,8 +152,18 @@ def test_streaming_jsonl_prints_lsp_deltas_through_the_worker(tmp_path: Path) ->
         handle.setframerate(16000)
         handle.writeframes(np.round(audio * 32768.0).astype("<i2").tobytes())
     code, text = run_cli(
-        "transcribe", str(wav), "--model", str(model), "--backend", "cpu", "--mode", "streaming", "--format",
-        "jsonl", "--language", "English",
+        "transcribe",
+        str(wav),
+        "--model",
+        str(model),
+        "--backend",
+        "cpu",
+        "--mode",
+        "streaming",
+        "--format",
+        "jsonl",
+        "--language",
+        "English",
     )
     assert code == 0
     events = [json.loads(line) for line in text.splitlines()]

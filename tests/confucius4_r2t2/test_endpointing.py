@@ -169,4 +169,6 @@ def test_a_ten_minute_stream_keeps_its_state_and_work_per_chunk_bounded():
     assert max(calls) <= 3 * 16000  # each decode sees at most one segment's audio
     # one decode per 320 ms of segment audio (each utterance with its seed is at most 5 s) + two flushes
     assert len(calls) <= 120 * (5.0 / 0.32 + 2)
-    assert len(transcript.segments) == 240 and transcript.timing.audio_s == pytest.approx(120 * 156 * FRAME / 16000)
+    assert len(transcript.segments) == 240 and transcript.timing.audio_s == pytest.approx(
+        120 * 156 * FRAME / 16000
+    )

@@ -33,8 +33,11 @@ MARGIN_GATE = 0.5  # reduced precision must agree on every step before the refer
 
 def offline_cases(window: int) -> list[str]:
     """Fixture cases of the offline path (no text prefix) for one window."""
-    return [name for name, info in load_expected_meta()["cases"].items()
-            if info["window"] == window and not info["prefix"]]  # fmt: skip
+    return [
+        name
+        for name, info in load_expected_meta()["cases"].items()
+        if info["window"] == window and not info["prefix"]
+    ]
 
 
 def case_input(name: str) -> tuple[np.ndarray, dict[str, object]]:

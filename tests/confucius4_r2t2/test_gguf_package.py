@@ -59,12 +59,19 @@ def test_native_thinker_copies_quantized_blocks_byte_for_byte(packages: dict[str
         shapes = {t.name: t.shape for t in out.tensors}
     assert types["token_embd.weight"] == "F16"  # the tied f16 embedding serves as the output head too
     assert "output.weight" not in types
-    assert {types[f"blk.{i}.{part}.weight"] for i in (0, 1) for part in ("attn_q", "attn_k", "ffn_down")} == {"Q8_0"}
+    assert {types[f"blk.{i}.{part}.weight"] for i in (0, 1) for part in ("attn_q", "attn_k", "ffn_down")} == {
+        "Q8_0"
+    }
     assert types["blk.0.attn_norm.weight"] == types["output_norm.weight"] == "F32"
-    assert fields["general.architecture"] == "qwen3" and fields["general.file_type"] == gguf.LlamaFileType.MOSTLY_Q8_0
-    pairs = [("blk.1.ffn_down.weight", "thinker.model.layers.1.mlp.down_proj.weight"),
-             ("blk.0.attn_q.weight", "thinker.model.layers.0.self_attn.q_proj.weight"),
-             ("token_embd.weight", "thinker.model.embed_tokens.weight")]  # fmt: skip
+    assert (
+        fields["general.architecture"] == "qwen3"
+        and fields["general.file_type"] == gguf.LlamaFileType.MOSTLY_Q8_0
+    )
+    pairs = [
+        ("blk.1.ffn_down.weight", "thinker.model.layers.1.mlp.down_proj.weight"),
+        ("blk.0.attn_q.weight", "thinker.model.layers.0.self_attn.q_proj.weight"),
+        ("token_embd.weight", "thinker.model.embed_tokens.weight"),
+    ]
     for ll_name, canonical in pairs:
         stored = files.tensors[canonical]
         assert shapes[ll_name] == stored.shape  # numpy order on both sides (ne reversed in the files)
@@ -76,13 +83,19 @@ def test_native_thinker_copies_quantized_blocks_byte_for_byte(packages: dict[str
     assert tg.ensure_thinker_gguf(tg.ThinkerCheckpoint(package), "q8_0") == converted  # its own type: a copy
 
 
-def test_float_types_from_a_quantized_package_are_dequantized(packages: dict[str, Path], tmp_path: Path) -> None:
+def test_float_types_from_a_quantized_package_are_dequantized(
+    packages: dict[str, Path], tmp_path: Path
+) -> None:
     checkpoint = tg.ThinkerCheckpoint(packages["q8_0"])
     converted = tg.ensure_thinker_gguf(checkpoint, "f32", cache_dir=tmp_path)
     kind, raw = _tensor(converted, "blk.0.ffn_up.weight")
     assert kind == "F32"
-    original = safetensors_f32(HF_CHECKPOINT / "model.safetensors")["model.language_model.layers.0.mlp.up_proj.weight"]
-    np.testing.assert_array_equal(raw.view(np.float32).reshape(original.shape), stored_values(original, "q8_0"))
+    original = safetensors_f32(HF_CHECKPOINT / "model.safetensors")[
+        "model.language_model.layers.0.mlp.up_proj.weight"
+    ]
+    np.testing.assert_array_equal(
+        raw.view(np.float32).reshape(original.shape), stored_values(original, "q8_0")
+    )
     rows = checkpoint.embedding_rows(np.array([3, 300]))
     embed = safetensors_f32(HF_CHECKPOINT / "model.safetensors")["model.language_model.embed_tokens.weight"]
     np.testing.assert_array_equal(rows, embed[[3, 300]].astype(np.float16).astype(np.float32))
@@ -92,8 +105,10 @@ def _rounded_checkpoint(destination: Path, kind: str) -> Path:
     """The HF fixture with every value rounded the way ``quantized_layout(kind)`` stores it, kept as f32."""
     shutil.copytree(HF_CHECKPOINT, destination)
     rule = quantized_layout(kind)
-    tensors = {name: stored_values(value, rule(name, value))
-               for name, value in safetensors_f32(HF_CHECKPOINT / "model.safetensors").items()}  # fmt: skip
+    tensors = {
+        name: stored_values(value, rule(name, value))
+        for name, value in safetensors_f32(HF_CHECKPOINT / "model.safetensors").items()
+    }
     write_safetensors(destination / "model.safetensors", tensors)
     return destination
 
@@ -101,15 +116,18 @@ def _rounded_checkpoint(destination: Path, kind: str) -> Path:
 def test_f16_package_equals_the_safetensors_checkpoint_stored_the_same_way(packages, tmp_path: Path) -> None:
     """Same values, same storage (tower and thinker matrices f16): identical tower output and greedy ids."""
     rounded = _rounded_checkpoint(tmp_path / "rounded", "f16")
-    with _engine(packages["f16"]) as package, _engine(rounded, tower_weight_type="f16",
-                                                       thinker_weight_type="f16") as directory:  # fmt: skip
+    with (
+        _engine(packages["f16"]) as package,
+        _engine(rounded, tower_weight_type="f16", thinker_weight_type="f16") as directory,
+    ):
         assert package.thinker.storage_type == directory.thinker.storage_type == "f16"
         assert set(package.tower.stored_types()) == set(directory.tower.stored_types()) == {"f32", "f16"}
         for case in offline_cases(800):
             samples, options = case_input(case)
-            assert package.transcribe(samples, max_tokens=20, **options).token_ids == directory.transcribe(
-                samples, max_tokens=20, **options
-            ).token_ids, case
+            assert (
+                package.transcribe(samples, max_tokens=20, **options).token_ids
+                == directory.transcribe(samples, max_tokens=20, **options).token_ids
+            ), case
         samples, _ = case_input("clip_a/w800/auto")
         features = log_mel(samples, 128)
         valid = features.values[:, : features.valid_frames]
@@ -142,7 +160,9 @@ def test_tower_weight_type_option(packages: dict[str, Path]) -> None:
 def test_large_embedded_files_are_read_quickly(tmp_path: Path) -> None:
     """A real tokenizer.json is ~11 MB; gguf.GGUFReader needs ~8 s per MB for it (one object per byte)."""
     blob = np.random.default_rng(0).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
-    files = {p.name: p.read_bytes() for p in HF_CHECKPOINT.iterdir() if p.is_file() and p.suffix != ".safetensors"}
+    files = {
+        p.name: p.read_bytes() for p in HF_CHECKPOINT.iterdir() if p.is_file() and p.suffix != ".safetensors"
+    }
     package = tmp_path / "big.gguf"
     write_audiocpp_package(package, HF_CHECKPOINT, embed={**files, "blob.bin": blob})
     started = time.perf_counter()

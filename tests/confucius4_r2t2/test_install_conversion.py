@@ -35,12 +35,27 @@ def r2t2_hub(app_paths, hub_state: HubState, hub, tmp_path: Path):  # noqa: F811
     spec = json.loads((REPO_ROOT / "model_specs" / "confucius4_r2t2.json").read_text(encoding="utf-8"))
     size = sum((HF_CHECKPOINT / name).stat().st_size for name in ST_FILES)
     spec["packages"] = [
-        {"id": "tiny_r2t2_st", "name": "Tiny R2T2 (safetensors)", "format": "safetensors", "quantization": "f32",
-         "hf_repo": ST_REPO, "revision": "main", "files": [{"path": name} for name in ST_FILES], "size_bytes": size},
-        {"id": "tiny_r2t2_q8_0", "name": "Tiny R2T2 (GGUF q8_0)", "format": "gguf", "quantization": "q8_0",
-         "hf_repo": GGUF_REPO, "revision": "main", "files": [{"path": package.name}],
-         "size_bytes": package.stat().st_size},
-    ]  # fmt: skip
+        {
+            "id": "tiny_r2t2_st",
+            "name": "Tiny R2T2 (safetensors)",
+            "format": "safetensors",
+            "quantization": "f32",
+            "hf_repo": ST_REPO,
+            "revision": "main",
+            "files": [{"path": name} for name in ST_FILES],
+            "size_bytes": size,
+        },
+        {
+            "id": "tiny_r2t2_q8_0",
+            "name": "Tiny R2T2 (GGUF q8_0)",
+            "format": "gguf",
+            "quantization": "q8_0",
+            "hf_repo": GGUF_REPO,
+            "revision": "main",
+            "files": [{"path": package.name}],
+            "size_bytes": package.stat().st_size,
+        },
+    ]
     specs = Path(os.environ["CAPTIONEER_MODEL_SPECS"])
     (specs / "confucius4_r2t2.json").write_text(json.dumps(spec), encoding="utf-8")
     return app_paths
@@ -73,7 +88,9 @@ def test_gguf_package_install_copies_the_thinker(r2t2_hub) -> None:
     assert converted.stat().st_mtime_ns == stamp
 
 
-def test_cancel_during_the_thinker_conversion_installs_nothing(r2t2_hub, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cancel_during_the_thinker_conversion_installs_nothing(
+    r2t2_hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cancel = threading.Event()
     real = tg.write_thinker_gguf
 
@@ -98,7 +115,9 @@ def test_the_conversion_counts_in_the_disk_preflight(r2t2_hub) -> None:
     usage = namedtuple("Usage", "total used free")
     free = pkg.size_bytes + DISK_RESERVE_BYTES + 1000  # the download fits, the thinker GGUF does not
     with pytest.raises(DiskSpaceError):
-        make_store(r2t2_hub, conversions=default_conversions(), disk_usage=lambda _: usage(0, 0, free)).install("tiny_r2t2_st")
+        make_store(
+            r2t2_hub, conversions=default_conversions(), disk_usage=lambda _: usage(0, 0, free)
+        ).install("tiny_r2t2_st")
 
 
 def test_verify_tolerates_a_rebuilt_derived_cache_but_not_damaged_downloads(r2t2_hub) -> None:

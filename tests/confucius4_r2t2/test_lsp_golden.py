@@ -38,7 +38,9 @@ def run_table(table, language: str = "", **options):
         _, prefix, delta, text = row
         events = stream.push(np.zeros(CHUNK, dtype=np.float32))
         assert decoder.calls[index][1] == prefix, f"row {index}: prefix"
-        assert [e.text for e in events if isinstance(e, Delta)] == ([delta] if delta else []), f"row {index}: delta"
+        assert [e.text for e in events if isinstance(e, Delta)] == ([delta] if delta else []), (
+            f"row {index}: delta"
+        )
         assert stream.recognizer.text == text, f"row {index}: text"
         deltas.extend(e.text for e in events if isinstance(e, Delta))
     return stream, deltas, stream.finish()
@@ -48,13 +50,23 @@ def test_forced_language_rollback_and_finish_flush():
     # Five tokens roll back; a prefix is sent from the third chunk on (unfixed_chunk_num = 2).
     table = [
         # answer                                   prefix sent              delta        running text
-        (" Hello world this is a test",           "",                      "Hello",     "Hello world this is a test"),
-        ("Hello world this is a test again",      "",                      " world",    "Hello world this is a test again"),
-        (" this is a test again now",             "Hello world",           " this",     "Hello world this is a test again now"),
-        (" is a test again now please",           "Hello world this",      " is",       "Hello world this is a test again now please"),
+        (" Hello world this is a test", "", "Hello", "Hello world this is a test"),
+        ("Hello world this is a test again", "", " world", "Hello world this is a test again"),
+        (" this is a test again now", "Hello world", " this", "Hello world this is a test again now"),
+        (
+            " is a test again now please",
+            "Hello world this",
+            " is",
+            "Hello world this is a test again now please",
+        ),
         # the flush rolls back exactly five tokens and publishes nothing
-        (FINAL, " is a test again now please stop", "Hello world this is", "Hello world this is is a test again now please stop"),
-    ]  # fmt: skip
+        (
+            FINAL,
+            " is a test again now please stop",
+            "Hello world this is",
+            "Hello world this is is a test again now please stop",
+        ),
+    ]
     stream, deltas, transcript = run_table(table, "English")
     assert "".join(deltas) == "Hello world this is"
     assert transcript.language == "English"
@@ -63,13 +75,22 @@ def test_forced_language_rollback_and_finish_flush():
 
 def test_automatic_language_metadata_is_never_published():
     table = [
-        ("language English",                                          "", "",      ""),  # no tag: chunk_id stays 0
-        ("language English<asr_text>Good morning every body here",    "", "",      "Good morning every body here"),
-        ("language English<asr_text>Good morning every body here now", "", "Good", "Good morning every body here now"),
+        ("language English", "", "", ""),  # no tag: chunk_id stays 0
+        ("language English<asr_text>Good morning every body here", "", "", "Good morning every body here"),
+        (
+            "language English<asr_text>Good morning every body here now",
+            "",
+            "Good",
+            "Good morning every body here now",
+        ),
         # third counted chunk: the prefix keeps the metadata, the delta never does
-        (" morning every body here today again", "language English<asr_text>Good", " morning",
-         "Good morning every body here today again"),
-    ]  # fmt: skip
+        (
+            " morning every body here today again",
+            "language English<asr_text>Good",
+            " morning",
+            "Good morning every body here today again",
+        ),
+    ]
     stream, deltas, _ = run_table(table, "")
     assert stream.recognizer.language == "English"
     assert all("language" not in d and "<asr_text>" not in d for d in deltas)
@@ -78,11 +99,11 @@ def test_automatic_language_metadata_is_never_published():
 def test_tag_with_empty_text_commits_everything_but_shows_nothing():
     # With the tag and nothing after it the rollback is 0: the whole metadata is stable, nothing is published.
     table = [
-        ("language English<asr_text>",            "", "", ""),
-        ("language English<asr_text>Hi",          "", "", "Hi"),  # 4 ids, 5 rolled back: nothing stable
+        ("language English<asr_text>", "", "", ""),
+        ("language English<asr_text>Hi", "", "", "Hi"),  # 4 ids, 5 rolled back: nothing stable
         # third counted chunk: "language English<asr_text>Hi" is 4 ids, all rolled back, so no prefix
         ("language Chinese<asr_text>Hi there you are very kind", "", "Hi", "Hi there you are very kind"),
-    ]  # fmt: skip
+    ]
     stream, _, _ = run_table(table, "")
     # the detected language follows the latest answer
     assert stream.recognizer.language == "Chinese"
@@ -91,8 +112,8 @@ def test_tag_with_empty_text_commits_everything_but_shows_nothing():
 def test_replacement_character_grows_the_rollback():
     # 你好世界 is 12 byte tokens: cutting 5 leaves a partial 世 (U+FFFD), so 6 are cut and 你好 is committed.
     table = [
-        ("你好世界",   "", "你好",  "你好世界"),
-        ("你好世界啊", "", "世",    "你好世界啊"),  # 15 bytes: 10 kept = 你好世 + 1 byte, 9 kept = 你好世
+        ("你好世界", "", "你好", "你好世界"),
+        ("你好世界啊", "", "世", "你好世界啊"),  # 15 bytes: 10 kept = 你好世 + 1 byte, 9 kept = 你好世
     ]
     _, deltas, transcript = run_table(table, "Chinese")
     assert "".join(deltas) == "你好世"
@@ -120,10 +141,10 @@ def test_punctuation_commits_everything_only_with_rollback_punctuation(rollback_
 
 def test_rollback_punctuation_also_keeps_the_whole_prefix():
     table = [
-        ("One two three four five six.",            "", "One two three four five six.", "One two three four five six."),
-        ("One two three four five six.",            "", "",                             "One two three four five six."),
-        (" Seven", "One two three four five six.", "",  "One two three four five six. Seven"),
-    ]  # fmt: skip
+        ("One two three four five six.", "", "One two three four five six.", "One two three four five six."),
+        ("One two three four five six.", "", "", "One two three four five six."),
+        (" Seven", "One two three four five six.", "", "One two three four five six. Seven"),
+    ]
     run_table(table, "English", rollback_punctuation=True)
 
 
@@ -143,13 +164,22 @@ def test_spaces_between_chinese_characters_are_removed_when_chinese():
 
 def test_shrinking_prefix_emits_nothing_and_growth_is_counted_in_code_points():
     table = [
-        ("one two three four five six seven",            "", "one two",     "one two three four five six seven"),
-        ("one",                                          "", "",            "one"),  # stable prefix shrank
-        ("one two three four five six seven eight nine", "", " three four", "one two three four five six seven eight nine"),
+        ("one two three four five six seven", "", "one two", "one two three four five six seven"),
+        ("one", "", "", "one"),  # stable prefix shrank
+        (
+            "one two three four five six seven eight nine",
+            "",
+            " three four",
+            "one two three four five six seven eight nine",
+        ),
         # a stable text of more code points: only the code points past the published 18 go out
-        ("uno dos tres cuatro cinco seis siete ocho nueve diez", "one two three four", "uno dos tres cuatro cinco",
-         "one two three fouruno dos tres cuatro cinco seis siete ocho nueve diez"),
-    ]  # fmt: skip
+        (
+            "uno dos tres cuatro cinco seis siete ocho nueve diez",
+            "one two three four",
+            "uno dos tres cuatro cinco",
+            "one two three fouruno dos tres cuatro cinco seis siete ocho nueve diez",
+        ),
+    ]
     run_table(table, "English")
 
 
@@ -165,7 +195,9 @@ def test_model_emitted_tags_never_reach_the_deltas():
 
 
 def test_pipe_truncates_text_and_prefix():
-    table = [("hello world and more words here now|junk", "", "hello world", "hello world and more words here now")]
+    table = [
+        ("hello world and more words here now|junk", "", "hello world", "hello world and more words here now")
+    ]
     run_table(table, "English")
 
 
@@ -209,16 +241,23 @@ def test_delta_events_carry_segment_times_and_language():
 
 
 def test_snapshots_show_the_provisional_words_when_they_change():
-    answers = ["language English", "language English<asr_text>one two", "language English<asr_text>one two",
-               "language English<asr_text>one two three four five six seven", " uno<asr_text>dos"]
+    answers = [
+        "language English",
+        "language English<asr_text>one two",
+        "language English<asr_text>one two",
+        "language English<asr_text>one two three four five six seven",
+        " uno<asr_text>dos",
+    ]
     decoder = ScriptedDecoder(answers)
     stream = R2T2Stream(decoder, StreamOptions(chunk_size_ms=CHUNK_MS), "")
     pushes = [stream.push(np.zeros(CHUNK, dtype=np.float32)) for _ in answers]
     assert pushes[0] == []  # no tag: nothing to show
     assert pushes[1] == [Snapshot("one two", 0, 0.0, 0.16, "English")]
     assert pushes[2] == []  # unchanged
-    assert pushes[3] == [Delta("one two", 0, 0.0, 0.32, "English"),
-                         Snapshot(" three four five six seven", 0, 0.0, 0.32, "English")]  # fmt: skip
+    assert pushes[3] == [
+        Delta("one two", 0, 0.0, 0.32, "English"),
+        Snapshot(" three four five six seven", 0, 0.0, 0.32, "English"),
+    ]
     # the running text holds a tag the model emitted itself: snapshots never show it
     assert stream.recognizer.text == "one two uno<asr_text>dos"
     assert pushes[4] == [Snapshot(" unodos", 0, 0.0, 0.4, "English")]

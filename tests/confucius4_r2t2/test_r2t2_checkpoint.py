@@ -45,7 +45,11 @@ def test_both_layouts_describe_the_same_model():
     assert dataclasses.replace(hf.config.text, mrope_section=(4, 2, 2)) == legacy.config.text
     for cfg in (hf.config, legacy.config):
         assert (cfg.audio.d_model, cfg.audio.encoder_layers, cfg.audio.encoder_attention_heads) == (64, 2, 4)
-        assert (cfg.audio.downsample_hidden_size, cfg.audio.output_dim, cfg.audio.max_source_positions) == (32, 64, 1500)
+        assert (cfg.audio.downsample_hidden_size, cfg.audio.output_dim, cfg.audio.max_source_positions) == (
+            32,
+            64,
+            1500,
+        )
         assert (cfg.text.num_attention_heads, cfg.text.num_key_value_heads, cfg.text.head_dim) == (4, 2, 16)
         assert cfg.text.rope_theta == 1e6 and cfg.tie_word_embeddings
         assert cfg.output_size == cfg.text.vocab_size == meta["vocab_size"]
@@ -63,7 +67,9 @@ def test_both_layouts_describe_the_same_model():
 
 
 def test_legacy_bf16_values_equal_hf_f32_values():
-    hf = {canonical_tensor_name(k): v for k, v in safetensors_f32(HF_CHECKPOINT / "model.safetensors").items()}
+    hf = {
+        canonical_tensor_name(k): v for k, v in safetensors_f32(HF_CHECKPOINT / "model.safetensors").items()
+    }
     legacy = safetensors_f32(LEGACY_CHECKPOINT / "model.safetensors")
     assert hf.keys() == legacy.keys()
     for name, value in hf.items():

@@ -29,11 +29,15 @@ def test_long_clip_mel_excerpts_match_reference():
     valid = features.valid_frames
     assert valid == 3500 and features.values.shape == (128, 3500)
     np.testing.assert_array_equal(features.mask, expected["mask/clip_long"])
-    np.testing.assert_allclose(features.values[:, :200], expected["mel_head/clip_long"], atol=MEL_F16_TOL, rtol=0)
+    np.testing.assert_allclose(
+        features.values[:, :200], expected["mel_head/clip_long"], atol=MEL_F16_TOL, rtol=0
+    )
     np.testing.assert_allclose(
         features.values[:, valid - 200 : valid], expected["mel_tail/clip_long"], atol=MEL_F16_TOL, rtol=0
     )
-    np.testing.assert_allclose(features.values[:, :valid].sum(0), expected["mel_frame_sum/clip_long"], atol=5e-3)
+    np.testing.assert_allclose(
+        features.values[:, :valid].sum(0), expected["mel_frame_sum/clip_long"], atol=5e-3
+    )
 
 
 def test_short_input_is_padded_to_8000_samples_and_100_frames():
@@ -57,8 +61,10 @@ def test_frames_drop_last_stft_frame():
     assert log_mel(np.zeros(16160, dtype=np.float32)).valid_frames == 101
 
 
-@pytest.mark.parametrize(("frames", "tokens"), [(100, 13), (50, 7), (1, 1), (1407, 183), (11540, 1500), (0, 0),
-                                                (60, 8), (200, 26), (3500, 455)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("frames", "tokens"),
+    [(100, 13), (50, 7), (1, 1), (1407, 183), (11540, 1500), (0, 0), (60, 8), (200, 26), (3500, 455)],
+)
 def test_audio_token_count_spec_examples(frames, tokens):
     assert audio_token_count(frames) == tokens
 

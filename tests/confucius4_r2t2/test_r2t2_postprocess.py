@@ -40,7 +40,10 @@ def test_whitespace_set_is_pythons():
         (b"ab\xe4\xbd", "ab\ufffd\ufffd"),
         (b"\x80\xbf", "\ufffd\ufffd"),  # stray continuation bytes
         (b"\xf8\xff", "\ufffd\ufffd"),  # bytes that never start a sequence
-        (b"\xc0\x80", "\x00"),  # overlong form decodes to its code point (docs/families/confucius4_r2t2.md §8 item 3)
+        (
+            b"\xc0\x80",
+            "\x00",
+        ),  # overlong form decodes to its code point (docs/families/confucius4_r2t2.md §8 item 3)
         (b"\xed\xa0\x80", "\ufffd\ufffd\ufffd"),  # surrogate
         (b"\xf4\x90\x80\x80", "\ufffd" * 4),  # above U+10FFFF
         ("😀".encode() + b"x", "😀x"),

@@ -24,7 +24,9 @@ def test_spans_at_16k(samples, spans):
 
 
 def test_span_length_uses_llround_of_the_input_rate():
-    assert plan_offline_spans(100, sample_rate=3, span_seconds=0.5) == [(i, min(i + 2, 100)) for i in range(0, 100, 2)]
+    assert plan_offline_spans(100, sample_rate=3, span_seconds=0.5) == [
+        (i, min(i + 2, 100)) for i in range(0, 100, 2)
+    ]
     assert plan_offline_spans(1_400_000, sample_rate=44100)[0] == (0, 1_323_000)
 
 

@@ -45,8 +45,10 @@ def test_14_0719_s_at_320_ms_makes_44_decode_calls_including_the_final_flush():
     assert {budget for _, _, budget in decoder.calls} == {32}
 
 
-@pytest.mark.parametrize(("chunk_ms", "samples"), [(320.0, 5120), (80.0, 1280), (1000.0, 16000), (100.03125, 1601),
-                                                    (100.03, 1600), (2000.0, 32000)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("chunk_ms", "samples"),
+    [(320.0, 5120), (80.0, 1280), (1000.0, 16000), (100.03125, 1601), (100.03, 1600), (2000.0, 32000)],
+)
 def test_chunk_samples_round_half_away_from_zero(chunk_ms: float, samples: int):
     assert StreamOptions(chunk_size_ms=chunk_ms).chunk_samples == samples
 
@@ -132,10 +134,17 @@ def test_session_options_are_validated(options, needle):
 
 def test_session_options_are_accepted_with_and_without_the_family_prefix():
     spec = load_family_spec(FAMILY)
-    out = spec.validate_session_options({"confucius4_r2t2.chunk_size_ms": "500", "unfixed_token_num": "3",
-                                         "confucius4_r2t2.rollback_punctuation": "yes"})  # fmt: skip
+    out = spec.validate_session_options(
+        {
+            "confucius4_r2t2.chunk_size_ms": "500",
+            "unfixed_token_num": "3",
+            "confucius4_r2t2.rollback_punctuation": "yes",
+        }
+    )
     assert out == {"chunk_size_ms": 500.0, "unfixed_token_num": 3, "rollback_punctuation": True}
-    assert StreamOptions.from_options({**spec.defaults("session"), **out}) == StreamOptions(500.0, 2, 3, True, 32)
+    assert StreamOptions.from_options({**spec.defaults("session"), **out}) == StreamOptions(
+        500.0, 2, 3, True, 32
+    )
 
 
 @pytest.fixture(scope="module")
@@ -153,8 +162,14 @@ def test_the_engine_streams_with_session_defaults_and_per_stream_overrides(engin
     assert isinstance(stream, Stream)
     assert stream.options == StreamOptions(500.0, 2, 3, False, 32)
     stream.cancel()
-    stream = engine.open_stream(**{"confucius4_r2t2.chunk_size_ms": 1000, "max_tokens": 4, "language": "en",
-                                   "rollback_punctuation": True})  # fmt: skip
+    stream = engine.open_stream(
+        **{
+            "confucius4_r2t2.chunk_size_ms": 1000,
+            "max_tokens": 4,
+            "language": "en",
+            "rollback_punctuation": True,
+        }
+    )
     assert stream.options == StreamOptions(1000.0, 2, 3, True, 4)
     assert stream.recognizer.forced_language == "English"
     stream.cancel()
@@ -196,7 +211,9 @@ def test_endpointing_session_option_splits_the_stream_with_silero(tmp_path):
     from inference.families.confucius4_r2t2.endpointing import EndpointedStream
 
     path = stream_variant(HF_CHECKPOINT, tmp_path / "w800", 800)
-    engine = create_engine(EngineRequest(path, FAMILY, {"endpointing": True, "max_segment_seconds": 6}, "cpu", 1))
+    engine = create_engine(
+        EngineRequest(path, FAMILY, {"endpointing": True, "max_segment_seconds": 6}, "cpu", 1)
+    )
     try:
         stream = engine.open_stream(language="English")
         assert isinstance(stream, EndpointedStream)

@@ -107,7 +107,9 @@ def test_a_default_live_stream_never_ends_because_it_is_long(tmp_path_factory: p
         committed = ""
         held: list[int] = []
         for start in range(0, audio.size, 32000):
-            committed += "".join(e.text for e in stream.push(audio[start : start + 32000]) if isinstance(e, Delta))
+            committed += "".join(
+                e.text for e in stream.push(audio[start : start + 32000]) if isinstance(e, Delta)
+            )
             held.append(stream._accum_samples)
         transcript = stream.finish()
     finally:

@@ -196,8 +196,9 @@ def test_a_quantised_thinker_gives_the_same_text_with_the_cache_on_and_off(quant
     audio = stream_clip("quiet_then_loud")
     runs = []
     for cache in (True, False):
-        stream = quantised_engine.open_stream(language="English", chunk_size_ms=chunk_ms, max_tokens=16,
-                                              stream_cache=cache)  # fmt: skip
+        stream = quantised_engine.open_stream(
+            language="English", chunk_size_ms=chunk_ms, max_tokens=16, stream_cache=cache
+        )
         decoder = stream.recognizer.decoder
         answers: list[str] = []
         original = decoder.generate
@@ -225,12 +226,16 @@ def test_the_stem_cache_gives_the_same_bits_and_runs_only_new_chunks(engine):
     growing = [mel[:, :frames] for frames in range(2 * chunk + 37, 4 * chunk + 1, chunk // 2)]
     # Live streams ask for row-invariant products (OpenBLAS's rows depend on how many there are; ggml's do not).
     for part in growing:  # a window that grows by half a chunk per call, like the open window of a stream
-        assert np.array_equal(tower.encode(part, cache, row_invariant=True), tower.encode(part, row_invariant=True))
+        assert np.array_equal(
+            tower.encode(part, cache, row_invariant=True), tower.encode(part, row_invariant=True)
+        )
     chunks_seen = sum(-(-part.shape[1] // chunk) for part in growing)
     # 237, 287, 337, 387 frames: all 3 chunks, then the growing third, then the completed third plus the new
     # fourth, then the growing fourth — 7 stem runs for 14 chunks encoded.
     assert cache.computed_chunks == 3 + 1 + 2 + 1 and chunks_seen == 14
     louder = growing[-1] + np.float32(0.5)  # a moved log-mel floor changes every chunk: all run again
     before = cache.computed_chunks
-    assert np.array_equal(tower.encode(louder, cache, row_invariant=True), tower.encode(louder, row_invariant=True))
+    assert np.array_equal(
+        tower.encode(louder, cache, row_invariant=True), tower.encode(louder, row_invariant=True)
+    )
     assert cache.computed_chunks - before == -(-louder.shape[1] // chunk)

@@ -24,8 +24,10 @@ PUSH_SIZES = (1000, 7777, 333, 5120)
 # reference's near-ties: it must agree exactly up to the first decode whose smallest greedy margin is below this
 # (as the offline tests require); f32 thinkers must agree on every decode, cache on or off.
 MARGIN_GATE = 0.5
-ENGINES = {800: [(HF_CHECKPOINT, "native")],
-           400: [(HF_CHECKPOINT, "native"), (LEGACY_CHECKPOINT, "f32"), (LEGACY_CHECKPOINT, "native")]}
+ENGINES = {
+    800: [(HF_CHECKPOINT, "native")],
+    400: [(HF_CHECKPOINT, "native"), (LEGACY_CHECKPOINT, "f32"), (LEGACY_CHECKPOINT, "native")],
+}
 
 
 @cache
@@ -70,10 +72,13 @@ def test_the_fixture_covers_commits_shrinking_prefixes_and_flushes():
 @pytest.mark.parametrize("cache", [True, False], ids=["cache", "no_cache"])
 @pytest.mark.parametrize(
     ("name", "checkpoint", "weight_type"),
-    [(name, checkpoint, weight_type) for name, case in sorted(expected()["cases"].items())
-     for checkpoint, weight_type in ENGINES[case["window"]]],
+    [
+        (name, checkpoint, weight_type)
+        for name, case in sorted(expected()["cases"].items())
+        for checkpoint, weight_type in ENGINES[case["window"]]
+    ],
     ids=lambda value: value.name if hasattr(value, "name") else str(value),
-)  # fmt: skip
+)
 def test_stream_matches_the_reference(engines, name: str, checkpoint, weight_type: str, cache: bool):
     case = expected()["cases"][name]
     engine = engines(case["window"], checkpoint, weight_type)

@@ -80,8 +80,14 @@ def test_a_replaced_endpointed_stream_continues_its_open_segment(cut_frames):
 
 
 def test_without_a_window_a_stream_rolls_at_the_tower_limit_instead_of_ending():
-    stream = R2T2Stream(WordReader(), StreamOptions(chunk_size_ms=2000), "English", max_samples=20 * 16000,
-                        decoder_factory=WordReader, auto_roll=True)  # fmt: skip
+    stream = R2T2Stream(
+        WordReader(),
+        StreamOptions(chunk_size_ms=2000),
+        "English",
+        max_samples=20 * 16000,
+        decoder_factory=WordReader,
+        auto_roll=True,
+    )
     audio = speech(600)  # 60 s: three times the limit
     committed = ""
     for start in range(0, audio.size, 32000):
@@ -107,8 +113,9 @@ class ContextLimited(WordReader):
 
 
 def test_a_full_thinker_context_rolls_the_stream_and_text_only_grows():
-    stream = R2T2Stream(ContextLimited(), StreamOptions(), "English", decoder_factory=ContextLimited,
-                        auto_roll=True)  # fmt: skip
+    stream = R2T2Stream(
+        ContextLimited(), StreamOptions(), "English", decoder_factory=ContextLimited, auto_roll=True
+    )
     audio = speech(900)  # 90 s
     committed = ""
     for start in range(0, audio.size, STEP):

@@ -20,8 +20,23 @@ def test_cli_subtitles_of_a_text_only_model_skip_a_long_silence(tmp_path: Path) 
     wav = tmp_path / "gap.wav"
     soundfile.write(wav, np.concatenate([first, np.zeros(6 * rate, np.float32), second]), rate)
     gap = (first.size / rate + 0.5, first.size / rate + 5.5)
-    done = subprocess.run([sys.executable, "-m", "inference.cli", "transcribe", str(wav), "--model", str(HF_CHECKPOINT),
-                           "--format", "srt"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inference.cli",
+            "transcribe",
+            str(wav),
+            "--model",
+            str(HF_CHECKPOINT),
+            "--format",
+            "srt",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     stamps = [line.split(" --> ") for line in done.stdout.splitlines() if " --> " in line]
     assert stamps, done.stdout

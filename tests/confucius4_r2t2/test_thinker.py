@@ -19,7 +19,16 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "confucius4_r2t2"
 
 def prompt_with_audio(n_audio: int) -> np.ndarray:
     ids = tc.TOKEN_IDS
-    head = [ids["<|im_start|>"], 115, 121, 115, ids["<|im_end|>"], ids["<|im_start|>"], 117, ids["<|audio_start|>"]]
+    head = [
+        ids["<|im_start|>"],
+        115,
+        121,
+        115,
+        ids["<|im_end|>"],
+        ids["<|im_start|>"],
+        117,
+        ids["<|audio_start|>"],
+    ]
     tail = [ids["<|audio_end|>"], ids["<|im_end|>"], ids["<|im_start|>"], 97, 115]
     return np.array(head + [tc.AUDIO_PAD] * n_audio + tail, dtype=np.int64)
 
@@ -118,7 +127,9 @@ def test_input_validation(thinker: Thinker, audio: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize(("storage", "tolerance"), [("f16", 5e-3), ("q8_0", 5e-2)])
-def test_reduced_precision_stays_close(tmp_path: Path, weights, audio: np.ndarray, storage: str, tolerance: float):
+def test_reduced_precision_stays_close(
+    tmp_path: Path, weights, audio: np.ndarray, storage: str, tolerance: float
+):
     directory = tc.write_checkpoint(tmp_path / "m", CFG, weights, "hf")
     ids = prompt_with_audio(len(audio))
     expected = ref.qwen3_logits(weights, CFG, reference_rows(weights, ids, audio))[-1]
@@ -158,13 +169,19 @@ def fixture_thinkers(tmp_path_factory: pytest.TempPathFactory):
     loaded: dict[str, Thinker] = {}
     cache = tmp_path_factory.mktemp("thinker-cache")
     yield lambda name: loaded.setdefault(
-        name, Thinker(FIXTURES / name, ThinkerOptions(storage_type="f32", n_ctx=1024, n_threads=1, cache_dir=cache / name))
+        name,
+        Thinker(
+            FIXTURES / name,
+            ThinkerOptions(storage_type="f32", n_ctx=1024, n_threads=1, cache_dir=cache / name),
+        ),
     )
     for thinker in loaded.values():
         thinker.close()
 
 
-@pytest.mark.parametrize(("checkpoint", "case"), _fixture_cases() or [pytest.param("", "", marks=pytest.mark.skip)])
+@pytest.mark.parametrize(
+    ("checkpoint", "case"), _fixture_cases() or [pytest.param("", "", marks=pytest.mark.skip)]
+)
 def test_reference_fixture_greedy_ids(fixture_thinkers, checkpoint: str, case: str) -> None:
     """Prompt ids + the reference's audio embeddings → the reference's first logits and greedy ids (f32)."""
     meta = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))

@@ -62,7 +62,9 @@ def test_legacy_layout_hparams_tokenizer_and_tied_head(legacy_dir: Path, tmp_pat
     assert not any("audio" in name for name in types)
     assert len(types) == 2 + 11 * CFG.num_hidden_layers
     embd = next(t for t in reader.tensors if t.name == "token_embd.weight")
-    np.testing.assert_array_equal(np.asarray(embd.data), checkpoint.weights.f32("thinker.model.embed_tokens.weight"))
+    np.testing.assert_array_equal(
+        np.asarray(embd.data), checkpoint.weights.f32("thinker.model.embed_tokens.weight")
+    )
 
 
 def test_hf_layout_untied_head_and_rope_parameters(tmp_path: Path) -> None:
@@ -70,7 +72,11 @@ def test_hf_layout_untied_head_and_rope_parameters(tmp_path: Path) -> None:
     weights = ref.random_weights(cfg, seed=4)
     directory = tc.write_checkpoint(tmp_path / "hf", cfg, weights, "hf")
     checkpoint = tg.ThinkerCheckpoint(directory)
-    assert (checkpoint.layout, checkpoint.tied, checkpoint.head_name) == ("hf", False, "thinker.lm_head.weight")
+    assert (checkpoint.layout, checkpoint.tied, checkpoint.head_name) == (
+        "hf",
+        False,
+        "thinker.lm_head.weight",
+    )
     reader, fields = reader_fields(tg.ensure_thinker_gguf(checkpoint, "f32", cache_dir=tmp_path / "cache"))
     assert fields["qwen3.rope.freq_base"] == pytest.approx(5000.0)
     head = next(t for t in reader.tensors if t.name == "output.weight")
@@ -87,11 +93,18 @@ def test_vocab_and_merges_files_give_the_same_vocabulary(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(
     ("storage", "expected_2d", "bf16_source"),
-    [("f16", "F16", False), ("bf16", "BF16", False), ("native", "BF16", True), ("f32", "F32", True),
-     ("q8_0", "Q8_0", False)],
+    [
+        ("f16", "F16", False),
+        ("bf16", "BF16", False),
+        ("native", "BF16", True),
+        ("f32", "F32", True),
+        ("q8_0", "Q8_0", False),
+    ],
 )
 def test_storage_types(tmp_path: Path, storage: str, expected_2d: str, bf16_source: bool) -> None:
-    directory = tc.write_checkpoint(tmp_path / "m", CFG, ref.random_weights(CFG, seed=6), "legacy", bf16=bf16_source)
+    directory = tc.write_checkpoint(
+        tmp_path / "m", CFG, ref.random_weights(CFG, seed=6), "legacy", bf16=bf16_source
+    )
     checkpoint = tg.ThinkerCheckpoint(directory)
     reader, fields = reader_fields(tg.ensure_thinker_gguf(checkpoint, storage, cache_dir=tmp_path / "c"))
     types = tensor_types(reader)
@@ -102,16 +115,26 @@ def test_storage_types(tmp_path: Path, storage: str, expected_2d: str, bf16_sour
         # bf16 → bf16 is a bit copy; f32 → bf16 rounds to nearest even like torch
         tensor = next(t for t in reader.tensors if t.name == "blk.0.attn_q.weight")
         bits = np.asarray(tensor.data).view(np.uint16).reshape(-1)
-        expected = tc.bf16_round({"w": checkpoint.weights.f32("thinker.model.layers.0.self_attn.q_proj.weight")})["w"]
+        expected = tc.bf16_round(
+            {"w": checkpoint.weights.f32("thinker.model.layers.0.self_attn.q_proj.weight")}
+        )["w"]
         np.testing.assert_array_equal((bits.astype(np.uint32) << 16).view(np.float32), expected.reshape(-1))
 
 
 def test_q4_k_uses_k_quants_where_rows_allow(tmp_path: Path) -> None:
-    cfg = ref.TinyQwen3(vocab_size=272, hidden_size=256, intermediate_size=512, num_attention_heads=4,
-                        num_key_value_heads=2, head_dim=64, num_hidden_layers=1)
+    cfg = ref.TinyQwen3(
+        vocab_size=272,
+        hidden_size=256,
+        intermediate_size=512,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        num_hidden_layers=1,
+    )
     directory = tc.write_checkpoint(tmp_path / "m", cfg, ref.random_weights(cfg, seed=8), "hf")
-    reader, fields = reader_fields(tg.ensure_thinker_gguf(tg.ThinkerCheckpoint(directory), "q4_k",
-                                                          cache_dir=tmp_path / "c", n_threads=1))
+    reader, fields = reader_fields(
+        tg.ensure_thinker_gguf(tg.ThinkerCheckpoint(directory), "q4_k", cache_dir=tmp_path / "c", n_threads=1)
+    )
     types = tensor_types(reader)
     assert types["blk.0.attn_q.weight"] == "Q4_K"
     assert set(types.values()) <= {"Q4_K", "Q6_K", "F32"}
@@ -123,14 +146,19 @@ def test_cache_is_reused_and_refreshed_when_the_checkpoint_changes(legacy_dir: P
     checkpoint = tg.ThinkerCheckpoint(legacy_dir)
     first = tg.ensure_thinker_gguf(checkpoint, "f16", cache_dir=cache)
     stamp = first.stat().st_mtime_ns
-    assert tg.ensure_thinker_gguf(tg.ThinkerCheckpoint(legacy_dir), "f16", cache_dir=cache).stat().st_mtime_ns == stamp
+    assert (
+        tg.ensure_thinker_gguf(tg.ThinkerCheckpoint(legacy_dir), "f16", cache_dir=cache).stat().st_mtime_ns
+        == stamp
+    )
     new_weights = ref.random_weights(CFG, seed=99)
     tc.write_checkpoint(legacy_dir, CFG, new_weights, "legacy")
     second = tg.ensure_thinker_gguf(tg.ThinkerCheckpoint(legacy_dir), "f16", cache_dir=cache)
     assert second == first and second.stat().st_mtime_ns != stamp
     reader, _ = reader_fields(second)
     embd = next(t for t in reader.tensors if t.name == "token_embd.weight")
-    np.testing.assert_array_equal(np.asarray(embd.data), new_weights["embed_tokens.weight"].astype(np.float16))
+    np.testing.assert_array_equal(
+        np.asarray(embd.data), new_weights["embed_tokens.weight"].astype(np.float16)
+    )
     assert sorted(p.name for p in cache.iterdir()) == ["thinker-f16.gguf"]  # no partial files left
 
 

@@ -15,7 +15,14 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
 from tests.native import qwen3_numpy as ref  # noqa: E402
 
-SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|audio_start|>", "<|audio_end|>", "<|audio_pad|>"]
+SPECIAL_TOKENS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|audio_start|>",
+    "<|audio_end|>",
+    "<|audio_pad|>",
+]
 ASR_TEXT = "<asr_text>"  # added but not special
 BASE_VOCAB = 256 + 2  # byte symbols + two merges
 TOKEN_IDS = {token: BASE_VOCAB + i for i, token in enumerate([*SPECIAL_TOKENS, ASR_TEXT])}
@@ -34,7 +41,11 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray], bf16: bool = F
             blob, dtype = rounded.astype("<u2").tobytes(), "BF16"
         else:
             blob, dtype = array.astype("<f4").tobytes(), "F32"
-        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + len(blob)]}
+        header[name] = {
+            "dtype": dtype,
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(blob)],
+        }
         blobs.append(blob)
         offset += len(blob)
     encoded = json.dumps(header).encode()
@@ -84,20 +95,37 @@ def text_config(cfg, hf_layout: bool) -> dict:
         "tie_word_embeddings": cfg.tie_word_embeddings,
     }
     if hf_layout:
-        text |= {"model_type": "qwen3", "rope_parameters": {"rope_type": "default", "rope_theta": cfg.rope_theta}}
+        text |= {
+            "model_type": "qwen3",
+            "rope_parameters": {"rope_type": "default", "rope_theta": cfg.rope_theta},
+        }
     else:
         text |= {
             "model_type": "qwen3_asr_text",
             "rope_theta": cfg.rope_theta,
-            "rope_scaling": {"interleaved": True, "mrope_interleaved": True, "mrope_section": [8, 4, 4],
-                             "rope_type": "default", "type": "default"},
+            "rope_scaling": {
+                "interleaved": True,
+                "mrope_interleaved": True,
+                "mrope_section": [8, 4, 4],
+                "rope_type": "default",
+                "type": "default",
+            },
         }
     return text
 
 
-AUDIO_CONFIG = {"num_mel_bins": 128, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 16,
-                "d_model": 8, "n_window": 50, "n_window_infer": 400, "conv_chunksize": 500,
-                "downsample_hidden_size": 4, "activation_function": "gelu"}
+AUDIO_CONFIG = {
+    "num_mel_bins": 128,
+    "encoder_layers": 1,
+    "encoder_attention_heads": 2,
+    "encoder_ffn_dim": 16,
+    "d_model": 8,
+    "n_window": 50,
+    "n_window_infer": 400,
+    "conv_chunksize": 500,
+    "downsample_hidden_size": 4,
+    "activation_function": "gelu",
+}
 
 
 def write_checkpoint(
@@ -121,18 +149,32 @@ def write_checkpoint(
     tensors[tower + "ln_post.weight"] = np.ones(8, dtype=np.float32)
     write_safetensors(directory / "model.safetensors", tensors, bf16=bf16)
 
-    ids = {"audio_token_id": AUDIO_PAD, "audio_start_token_id": TOKEN_IDS["<|audio_start|>"],
-           "audio_end_token_id": TOKEN_IDS["<|audio_end|>"]}
+    ids = {
+        "audio_token_id": AUDIO_PAD,
+        "audio_start_token_id": TOKEN_IDS["<|audio_start|>"],
+        "audio_end_token_id": TOKEN_IDS["<|audio_end|>"],
+    }
     audio = dict(AUDIO_CONFIG, output_dim=cfg.hidden_size)
     if hf:
-        config = {"model_type": "qwen3_asr", "audio_config": audio | {"model_type": "qwen3_asr_encoder"},
-                  "text_config": text_config(cfg, True), "audio_token_id": AUDIO_PAD,
-                  "eos_token_id": EOS_IDS, "pad_token_id": TOKEN_IDS["<|endoftext|>"],
-                  "tie_word_embeddings": cfg.tie_word_embeddings}
+        config = {
+            "model_type": "qwen3_asr",
+            "audio_config": audio | {"model_type": "qwen3_asr_encoder"},
+            "text_config": text_config(cfg, True),
+            "audio_token_id": AUDIO_PAD,
+            "eos_token_id": EOS_IDS,
+            "pad_token_id": TOKEN_IDS["<|endoftext|>"],
+            "tie_word_embeddings": cfg.tie_word_embeddings,
+        }
     else:
-        config = {"model_type": "qwen3_asr", "support_languages": ["English"],
-                  "thinker_config": {"audio_config": audio | {"model_type": "qwen3_asr_audio_encoder"},
-                                     "text_config": text_config(cfg, False), **ids}}
+        config = {
+            "model_type": "qwen3_asr",
+            "support_languages": ["English"],
+            "thinker_config": {
+                "audio_config": audio | {"model_type": "qwen3_asr_audio_encoder"},
+                "text_config": text_config(cfg, False),
+                **ids,
+            },
+        }
     (directory / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
     generation = {"eos_token_id": EOS_IDS, "pad_token_id": TOKEN_IDS["<|endoftext|>"], "max_new_tokens": 32}
     (directory / "generation_config.json").write_text(json.dumps(generation), encoding="utf-8")
@@ -145,7 +187,10 @@ def write_checkpoint(
         (directory / "vocab.json").write_text(json.dumps(data["model"]["vocab"]), encoding="utf-8")
         merges = [m if isinstance(m, str) else " ".join(m) for m in data["model"]["merges"]]
         (directory / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
-        decoder = {str(t["id"]): {"content": t["content"], "special": t["special"]} for t in data["added_tokens"]}
-        (directory / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": decoder}),
-                                                         encoding="utf-8")
+        decoder = {
+            str(t["id"]): {"content": t["content"], "special": t["special"]} for t in data["added_tokens"]
+        }
+        (directory / "tokenizer_config.json").write_text(
+            json.dumps({"added_tokens_decoder": decoder}), encoding="utf-8"
+        )
     return directory

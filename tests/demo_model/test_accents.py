@@ -18,8 +18,10 @@ _spec.loader.exec_module(accents)
 
 # espeak-ng 1.51, en-us: "the three brothers thought that their father had a car near the hotel at half past seven
 # and they were hungry"
-PHONEMES = ("D@2 Tr'i: br'VD3z T'O:t Dat De@ f'A:D3 had a# k'A@ n,i@3 D@2 hoUt'El at h'af p'aast s'Ev@n_:_: and "
-            "DeI w3: h'VNgri")
+PHONEMES = (
+    "D@2 Tr'i: br'VD3z T'O:t Dat De@ f'A:D3 had a# k'A@ n,i@3 D@2 hoUt'El at h'af p'aast s'Ev@n_:_: and "
+    "DeI w3: h'VNgri"
+)
 
 
 def rewrite(phonemes: str, feature: str, alternative: int = 0) -> str:
@@ -49,8 +51,13 @@ def test_each_feature_rewrites_its_sites() -> None:
     assert rewrite("f'A:D3", "non_rhotic") == "f'A:D@"
     assert rewrite("DeI hoUt'El", "face_goat_monophthongs") == "De: ho:t'El"
     assert rewrite("l'aIk", "price_monophthong") == "l'aak"
-    assert rewrite("sIt si:", "kit_fleece", 0) == "si:t si:" and rewrite("sIt si:", "kit_fleece", 1) == "sIt sI"
-    assert rewrite("fUt gu:s", "foot_goose", 0) == "fu:t gu:s" and rewrite("fUt gu:s", "foot_goose", 1) == "fUt gUs"
+    assert (
+        rewrite("sIt si:", "kit_fleece", 0) == "si:t si:" and rewrite("sIt si:", "kit_fleece", 1) == "sIt sI"
+    )
+    assert (
+        rewrite("fUt gu:s", "foot_goose", 0) == "fu:t gu:s"
+        and rewrite("fUt gu:s", "foot_goose", 1) == "fUt gUs"
+    )
     assert rewrite("had", "trap", 0) == "hEd" and rewrite("had", "trap", 1) == "hA:d"
     assert rewrite("b'Vs", "strut", 0) == "b'Us" and rewrite("b'Vs", "strut", 1) == "b'0s"
     assert rewrite("l'0t", "lot", 0) == "l'A:t" and rewrite("l'0t", "lot", 1) == "l'O:t"
@@ -75,8 +82,9 @@ def test_profiles_are_seeded_and_consistent() -> None:
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
 def test_espeak_speaks_its_own_phonemes_back_unchanged_and_rewrites_differently() -> None:
     def render(text: str) -> bytes:
-        return subprocess.run(["espeak-ng", "--stdout", "-v", "en-us", "-s", "160", text], check=True,
-                              capture_output=True).stdout
+        return subprocess.run(
+            ["espeak-ng", "--stdout", "-v", "en-us", "-s", "160", text], check=True, capture_output=True
+        ).stdout
 
     text = "the three brothers thought that their father had a car"
     phonemes = accents.espeak_phonemes(text, "en-us")

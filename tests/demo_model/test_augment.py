@@ -35,13 +35,18 @@ def test_mel_centres_are_those_of_the_reference_extractor(train) -> None:
     assert 20 < centres[0] < 30 and 7700 < centres[-1] < 8000
     mel = train._slaney_mel(train.MEL_CENTRES_HZ).numpy()
     np.testing.assert_allclose(np.diff(mel), np.diff(mel)[0], rtol=1e-4)
-    np.testing.assert_allclose(train._slaney_hz(train._slaney_mel(train.MEL_CENTRES_HZ)).numpy(), centres, rtol=1e-9)
+    np.testing.assert_allclose(
+        train._slaney_hz(train._slaney_mel(train.MEL_CENTRES_HZ)).numpy(), centres, rtol=1e-9
+    )
 
 
 def test_vtlp_identity_and_warp(train) -> None:
     np.testing.assert_allclose(train.vtlp_source_bins(1.0).numpy(), np.arange(128), atol=1e-3)
     centres = train.MEL_CENTRES_HZ
-    mel0, step = float(train._slaney_mel(centres[:1])), float(train._slaney_mel(centres[1:2]) - train._slaney_mel(centres[:1]))
+    mel0, step = (
+        float(train._slaney_mel(centres[:1])),
+        float(train._slaney_mel(centres[1:2]) - train._slaney_mel(centres[:1])),
+    )
     for alpha in (0.85, 0.95, 1.05, 1.15):
         pos = train.vtlp_source_bins(alpha)
         assert torch.all(pos[1:] >= pos[:-1]) and float(pos.min()) >= 0 and float(pos.max()) <= 127
@@ -58,7 +63,9 @@ def test_speaker_augment_off_draws_nothing_and_changes_nothing(train) -> None:
     x = torch.randn(50, 128, generator=torch.Generator().manual_seed(0))
     gen = torch.Generator().manual_seed(7)
     assert train.speaker_augment(x, gen, 0.0, 0.0) is x
-    assert torch.equal(torch.rand(3, generator=gen), torch.rand(3, generator=torch.Generator().manual_seed(7)))
+    assert torch.equal(
+        torch.rand(3, generator=gen), torch.rand(3, generator=torch.Generator().manual_seed(7))
+    )
 
 
 def test_speaker_augment_is_seeded_and_normalised(train) -> None:

@@ -27,7 +27,9 @@ TARGET_WER = {split: wer + 0.15 for split, wer in MEASURED_WER.items()}
 
 
 def _load_wer_module():
-    spec = importlib.util.spec_from_file_location("demo_wer", REPO / "tests" / "reference" / "demo_model" / "wer.py")
+    spec = importlib.util.spec_from_file_location(
+        "demo_wer", REPO / "tests" / "reference" / "demo_model" / "wer.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -79,7 +81,6 @@ def test_torch_reference_outputs_are_real_words(manifest: dict, split: str) -> N
     assert wer.corpus_wer(pairs) <= TARGET_WER[split]
 
 
-
 def test_bundled_samples_exist_with_transcripts() -> None:
     samples = json.loads((SAMPLES / "samples.json").read_text())["samples"]
     assert samples
@@ -92,7 +93,9 @@ def test_bundled_samples_exist_with_transcripts() -> None:
 def test_bundled_samples_are_transcribed_by_torch() -> None:
     samples = json.loads((SAMPLES / "samples.json").read_text())["samples"]
     # fixed sentences kept out of training, rendered by make_fixtures.py with held-out voices (chosen before training)
-    assert wer.corpus_wer([(s["text"], s["torch_greedy_text"]) for s in samples]) <= MEASURED_WER["test"] + 0.05
+    assert (
+        wer.corpus_wer([(s["text"], s["torch_greedy_text"]) for s in samples]) <= MEASURED_WER["test"] + 0.05
+    )
 
 
 @pytest.mark.slow
@@ -102,7 +105,9 @@ def test_engine_output_equals_torch_greedy(manifest: dict) -> None:
     engine = load_engine(MODEL)
     try:
         for entry in manifest["clips"]:
-            transcript = engine.transcribe(read_wav(FIXTURES / entry["wav"]), audio_chunk_mode="none")  # no speech gate: torch decodes the whole clip
+            transcript = engine.transcribe(
+                read_wav(FIXTURES / entry["wav"]), audio_chunk_mode="none"
+            )  # no speech gate: torch decodes the whole clip
             assert transcript.text == entry["torch_greedy_text"], entry["id"]
             assert list(transcript.token_ids) == entry["torch_greedy_token_ids"], entry["id"]
     finally:

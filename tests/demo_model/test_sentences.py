@@ -47,11 +47,24 @@ def test_numbers_and_dates_are_spelled_out() -> None:
     assert sentences.cardinal(2024) == "two thousand and twenty four"
     assert sentences.cardinal(5310) == "five thousand three hundred and ten"
     assert [sentences.ordinal(n) for n in (1, 3, 12, 20, 21, 30, 31)] == [
-        "first", "third", "twelfth", "twentieth", "twenty first", "thirtieth", "thirty first"]
+        "first",
+        "third",
+        "twelfth",
+        "twentieth",
+        "twenty first",
+        "thirtieth",
+        "thirty first",
+    ]
     with pytest.raises(ValueError):
         sentences.ordinal(32)
     assert [sentences.plural(n) for n in ("box", "city", "day", "child", "bus", "heart")] == [
-        "boxes", "cities", "days", "children", "buses", "hearts"]
+        "boxes",
+        "cities",
+        "days",
+        "children",
+        "buses",
+        "hearts",
+    ]
 
 
 def test_grammar_covers_every_frame_clause_kind_and_conjunction(train_sample: list[tuple[str, str]]) -> None:
@@ -66,8 +79,26 @@ def test_grammar_covers_every_frame_clause_kind_and_conjunction(train_sample: li
     assert {c[3] for c in compound} == set(sentences.CLAUSES)
     assert len(structures) > 500  # far more shapes than the old generator's ten templates
     words = Counter(w for text, _ in train_sample for w in text.split())
-    for word in ("because", "although", "if", "did", "does", "not", "for", "with", "from", "about", "twenty",
-                 "monday", "january", "third", "oclock", "or", "then", "while"):
+    for word in (
+        "because",
+        "although",
+        "if",
+        "did",
+        "does",
+        "not",
+        "for",
+        "with",
+        "from",
+        "about",
+        "twenty",
+        "monday",
+        "january",
+        "third",
+        "oclock",
+        "or",
+        "then",
+        "while",
+    ):
         assert words[word] > 20, word
 
 
@@ -102,6 +133,7 @@ def test_vocabulary_is_closed_and_every_word_is_heard(train_sample, held_out_sam
 def test_grammar_2_says_every_word_in_a_training_production(train_sample) -> None:
     """Grammar 1 said "plus" and "minus" only in the held-out sums (and random word strings); grammar 2's
     training-only arithmetic frame says them in other shapes, and the sums stay held out."""
+
     def framed_words(sample: list[tuple[str, str]]) -> set[str]:
         return {w for text, structure in sample if structure != "random_words" for w in text.split()}
 
@@ -110,12 +142,18 @@ def test_grammar_2_says_every_word_in_a_training_production(train_sample) -> Non
     assert framed_words(grammar2) == set(sentences.VOCABULARY)
     structures = Counter(structure for _, structure in grammar2)
     assert {s for s in structures if s.startswith("arithmetic:")} == {
-        "arithmetic:what_is", "arithmetic:minus_temperature", "arithmetic:amount_plus"}
+        "arithmetic:what_is",
+        "arithmetic:minus_temperature",
+        "arithmetic:amount_plus",
+    }
     assert not set(structures) & sentences.TEST_STRUCTURES and "numbers:sum" in sentences.TEST_STRUCTURES
     assert {w for text, _ in grammar2 for w in text.split()} <= set(sentences.VOCABULARY)
     # revision 1 is unchanged (the data4 corpus stays reproducible); held-out sampling ignores the revision
-    assert sentences.make_sentences(7, 500) == sentences.make_sentences(7, 500, grammar=1) != \
-        sentences.make_sentences(7, 500, grammar=2)
+    assert (
+        sentences.make_sentences(7, 500)
+        == sentences.make_sentences(7, 500, grammar=1)
+        != sentences.make_sentences(7, 500, grammar=2)
+    )
 
 
 def test_generation_is_reproducible_distinct_and_respects_exclusions() -> None:
@@ -162,6 +200,7 @@ def test_make_data_splits_keep_held_out_text_and_samples_out_of_training() -> No
 
 # --- voices -----------------------------------------------------------------------------------------------
 
+
 def fake_espeak(voice: str) -> bytes:
     """Mimics espeak-ng 1.51: `en-gb+VARIANT` renders as plain `en-gb`; the `fast` variant only changes the
     speed (overridden by -s), and `caleb` is a copy of `klatt`."""
@@ -173,7 +212,9 @@ def fake_espeak(voice: str) -> bytes:
 
 
 def test_dedupe_keeps_the_first_of_identical_renders() -> None:
-    result = voices.dedupe(["en-gb", "en-gb+m1", "en-us", "en-us+m1", "en-us+klatt", "en-us+caleb"], fake_espeak)
+    result = voices.dedupe(
+        ["en-gb", "en-gb+m1", "en-us", "en-us+m1", "en-us+klatt", "en-us+caleb"], fake_espeak
+    )
     assert result.kept == ["en-gb", "en-us", "en-us+m1", "en-us+klatt"]
     assert result.dropped == {"en-gb+m1": "en-gb", "en-us+caleb": "en-us+klatt"}
     assert result.hashes["en-gb+m1"] == result.hashes["en-gb"]
@@ -181,8 +222,13 @@ def test_dedupe_keeps_the_first_of_identical_renders() -> None:
 
 def test_voice_sets_drop_no_op_variants_and_held_out_copies_of_training_voices() -> None:
     sets = voices.build_voice_sets(
-        fake_espeak, train_bases=["en-us", "en-gb"], train_variants=["", "m1", "fast", "klatt"],
-        test_variants=["m7", "caleb"], unseen_bases=["en-029"], unseen_variants=["", "m8"])
+        fake_espeak,
+        train_bases=["en-us", "en-gb"],
+        train_variants=["", "m1", "fast", "klatt"],
+        test_variants=["m7", "caleb"],
+        unseen_bases=["en-029"],
+        unseen_variants=["", "m8"],
+    )
     assert sets.train == ["en-us", "en-gb", "en-us+m1", "en-us+klatt"]
     assert sets.dropped["en-gb+m1"] == "en-gb" and sets.dropped["en-us+fast"] == "en-us"
     # en-gb+m7 is really the en-gb training voice, en-us+caleb really en-us+klatt: neither may be held out
@@ -195,8 +241,14 @@ def test_voice_sets_drop_no_op_variants_and_held_out_copies_of_training_voices()
 
 def test_fresh_unseen_voices_differ_from_every_other_set() -> None:
     sets = voices.build_voice_sets(
-        fake_espeak, train_bases=["en-us"], train_variants=["", "m1", "klatt"], test_variants=["m7", "caleb"],
-        unseen_bases=["en-029", "en-gb"], unseen_variants=["", "m8"], fresh_variants=["m7", "caleb"])
+        fake_espeak,
+        train_bases=["en-us"],
+        train_variants=["", "m1", "klatt"],
+        test_variants=["m7", "caleb"],
+        unseen_bases=["en-029", "en-gb"],
+        unseen_variants=["", "m8"],
+        fresh_variants=["m7", "caleb"],
+    )
     # en-gb+VARIANT renders as en-gb (an unseen voice); en-029+caleb as en-029+klatt (new), so it stays
     assert sets.fresh == ["en-029+m7", "en-029+caleb"]
     assert sets.dropped["en-gb+m7"] == "en-gb"
@@ -208,7 +260,9 @@ def test_fresh_unseen_voices_differ_from_every_other_set() -> None:
 
 
 def test_voice_set_check_rejects_a_held_out_voice_that_sounds_like_training() -> None:
-    sets = voices.VoiceSets(train=["a"], test=["b"], unseen=["c"], dropped={}, hashes={"a": "1", "b": "1", "c": "2"})
+    sets = voices.VoiceSets(
+        train=["a"], test=["b"], unseen=["c"], dropped={}, hashes={"a": "1", "b": "1", "c": "2"}
+    )
     with pytest.raises(ValueError, match="render like training"):
         sets.check()
     with pytest.raises(ValueError, match="also a training variant"):
@@ -227,5 +281,7 @@ def test_shipped_voice_lists_keep_held_out_variants_out_of_training() -> None:
     assert not set(voices.TRAIN_VARIANTS) & (set(voices.TEST_VARIANTS) | set(voices.UNSEEN_VARIANTS) - {""})
     assert not set(voices.TRAIN_BASES) & set(voices.UNSEEN_BASES)
     assert not set(voices.TRAIN_VARIANTS) & set(voices.FRESH_VARIANTS)
-    assert not set(voices.UNSEEN_VARIANTS) & set(voices.FRESH_VARIANTS)  # new combinations on the unseen bases
+    assert not set(voices.UNSEEN_VARIANTS) & set(
+        voices.FRESH_VARIANTS
+    )  # new combinations on the unseen bases
     assert "en-gb" not in voices.TRAIN_BASES  # its variants are no-ops; gmw/en stands for it

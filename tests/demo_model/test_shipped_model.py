@@ -39,7 +39,11 @@ def test_config_meets_the_loader_contract(config: dict) -> None:
     assert config["durations"] == [0, 1, 2, 3, 4]
     assert config["blank_token_id"] == config["vocab_size"] - 1
     enc = config["encoder_config"]
-    assert (enc["subsampling_factor"], enc["subsampling_conv_kernel_size"], enc["subsampling_conv_stride"]) == (8, 3, 2)
+    assert (
+        enc["subsampling_factor"],
+        enc["subsampling_conv_kernel_size"],
+        enc["subsampling_conv_stride"],
+    ) == (8, 3, 2)
     assert enc["num_mel_bins"] == 128
     assert enc["hidden_size"] % enc["num_attention_heads"] == 0
 
@@ -48,7 +52,12 @@ def test_processor_config_holds_the_128_mel_frontend() -> None:
     processor = json.loads((MODEL / "processor_config.json").read_text())
     fe = processor["feature_extractor"]
     assert (fe["feature_size"], fe["sampling_rate"], fe["n_fft"], fe["win_length"], fe["hop_length"]) == (
-        128, 16000, 512, 400, 160)
+        128,
+        16000,
+        512,
+        400,
+        160,
+    )
     assert fe["preemphasis"] == pytest.approx(0.97)
     assert processor["blank_token"] == "<blank>"
     assert processor["decoder_type"] == "tdt"

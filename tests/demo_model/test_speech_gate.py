@@ -62,7 +62,9 @@ def test_live_captions_of_the_demo_are_vad_segmented_and_stay_empty_in_noise() -
     from inference.contract import SAMPLE_RATE
 
     speech = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav")
-    audio = np.concatenate([nonspeech("chords", 6.0), nonspeech("white_1e-3", 4.0), speech, np.zeros(SAMPLE_RATE)])
+    audio = np.concatenate(
+        [nonspeech("chords", 6.0), nonspeech("white_1e-3", 4.0), speech, np.zeros(SAMPLE_RATE)]
+    )
     with WorkerClient() as client:
         stream = client.load(str(MODEL)).open_stream()
         assert stream.kind == "segmented"  # "auto" on a gated model: only VAD speech reaches it

@@ -26,7 +26,9 @@ def test_a_child_burning_cpu_counts_as_the_benchmark_s_own() -> None:
     burn = "import time\nwhile time.process_time() < 0.5: pass\nprint('done', flush=True)\ntime.sleep(5)"
     child = subprocess.Popen([sys.executable, "-c", burn], stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None and child.stdout.readline() == "done\n"
-    alive = machine.OutsideCpu._sample()  # sampled while the child is alive, as run_workers samples its workers
+    alive = (
+        machine.OutsideCpu._sample()
+    )  # sampled while the child is alive, as run_workers samples its workers
     child.kill()
     child.wait()
     reaped = machine.OutsideCpu._sample()

@@ -216,7 +216,9 @@ def test_help_names_the_window_and_dictation() -> None:
     assert "captioneer [gui] [--input-file PATH]" in text and "captioneer dictate --toggle" in text
 
 
-def test_an_unwritable_output_is_refused_before_transcribing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unwritable_output_is_refused_before_transcribing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     wav = write_wav(tmp_path / "a.wav")
     code, _ = run_cli("transcribe", str(wav), "-o", str(tmp_path / "missing" / "a.srt"))
     err = capsys.readouterr().err
@@ -225,8 +227,9 @@ def test_an_unwritable_output_is_refused_before_transcribing(tmp_path: Path, cap
     assert code == 2 and "is a folder" in capsys.readouterr().err
 
 
-def test_a_text_file_named_wav_is_named_in_the_error_not_a_python_object(tmp_path: Path,
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_a_text_file_named_wav_is_named_in_the_error_not_a_python_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     fake = tmp_path / "notes.wav"
     fake.write_text("this is not audio")
     code, _ = run_cli("transcribe", str(fake))
@@ -241,8 +244,17 @@ def test_without_a_display_the_window_says_so_in_one_line() -> None:
     assert problem is not None and "QT_QPA_PLATFORM=offscreen" in problem and "\n" not in problem
     assert missing_display({"DISPLAY": ":0"}, "linux") is None
     assert missing_display({"QT_QPA_PLATFORM": "offscreen"}, "linux") is None
-    env = {key: value for key, value in __import__("os").environ.items()
-           if key not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "app.launcher"], env=env, capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    env = {
+        key: value
+        for key, value in __import__("os").environ.items()
+        if key not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "app.launcher"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no display" in done.stderr

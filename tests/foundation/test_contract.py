@@ -52,8 +52,11 @@ def test_events_round_trip_through_json(event: object) -> None:
 
 def test_done_is_flat_for_scripts() -> None:
     wire = event_to_json(Done(TRANSCRIPT))
-    assert wire["text"] == "hello world" and wire["segments"][0]["words"][1] == {"word": "world", "start": 0.5,
-                                                                                 "end": 0.9}
+    assert wire["text"] == "hello world" and wire["segments"][0]["words"][1] == {
+        "word": "world",
+        "start": 0.5,
+        "end": 0.9,
+    }
 
 
 def test_transcript_round_trip_keeps_segments_words_and_timing() -> None:

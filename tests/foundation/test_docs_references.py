@@ -46,9 +46,12 @@ def scanned_files() -> list[Path]:
             files.append(top)
         elif top.is_dir():
             files.extend(
-                p for p in sorted(top.rglob("*"))
-                if p.is_file() and p.suffix in TEXT_SUFFIXES and not SKIPPED_PARTS & set(p.relative_to(ROOT).parts)
-            )  # fmt: skip
+                p
+                for p in sorted(top.rglob("*"))
+                if p.is_file()
+                and p.suffix in TEXT_SUFFIXES
+                and not SKIPPED_PARTS & set(p.relative_to(ROOT).parts)
+            )
     return files
 
 
@@ -74,7 +77,9 @@ def broken_references(text: str, where: str, own_page: Path | None = None) -> li
         if page not in headings:
             headings[page] = numbered_headings(page)
         if number not in headings[page]:
-            broken.append(Broken(where, written, f"{page.relative_to(ROOT)} has no heading numbered {number}"))
+            broken.append(
+                Broken(where, written, f"{page.relative_to(ROOT)} has no heading numbered {number}")
+            )
     return broken
 
 
@@ -86,7 +91,9 @@ def test_every_docs_reference_names_an_existing_page_and_section() -> None:
         text = file.read_text(encoding="utf-8", errors="replace")
         own = file if file.is_relative_to(DOCS) and file.suffix == ".md" else None
         broken.extend(broken_references(text, str(file.relative_to(ROOT)), own))
-    assert not broken, "broken docs references:\n" + "\n".join(f"{b.where}: {b.reference!r}: {b.why}" for b in broken)
+    assert not broken, "broken docs references:\n" + "\n".join(
+        f"{b.where}: {b.reference!r}: {b.why}" for b in broken
+    )
 
 
 def test_nothing_cites_the_old_spec_outside_the_repository() -> None:
@@ -109,7 +116,9 @@ def test_each_family_page_lists_every_option_of_its_spec(family: str) -> None:
     page = (DOCS / "families" / f"{family}.md").read_text(encoding="utf-8")
     options = {name for kind in ("session_options", "request_options") for name in spec[kind]}
     missing = sorted(name for name in options if f"`{name}`" not in page)
-    assert not missing, f"docs/families/{family}.md does not describe option(s) {missing} of model_specs/{family}.json"
+    assert not missing, (
+        f"docs/families/{family}.md does not describe option(s) {missing} of model_specs/{family}.json"
+    )
 
 
 @pytest.mark.parametrize(

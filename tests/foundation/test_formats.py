@@ -11,7 +11,10 @@ from inference.formats import build_cues, render, to_srt, to_vtt
 
 
 def _transcript() -> Transcript:
-    words = [Word(w, i * 0.5, i * 0.5 + 0.4) for i, w in enumerate("the quick brown fox jumps over the lazy dog.".split())]
+    words = [
+        Word(w, i * 0.5, i * 0.5 + 0.4)
+        for i, w in enumerate("the quick brown fox jumps over the lazy dog.".split())
+    ]
     words += [Word("Next", 6.0, 6.3), Word("sentence", 6.4, 7.0)]
     return Transcript(text=" ".join(w.text for w in words), language="en", words=words, token_ids=[1, 2, 3])
 
@@ -60,8 +63,10 @@ def test_segments_without_words_become_cues_within_the_limits() -> None:
     from inference.contract import Segment
 
     long_text = " ".join(f"word{i}" for i in range(60))  # ~400 characters in one 35 s segment
-    t = Transcript(text="hello there " + long_text, segments=[Segment("hello there", 0.5, 1.5),
-                                                               Segment(long_text, 2.0, 37.0)])  # fmt: skip
+    t = Transcript(
+        text="hello there " + long_text,
+        segments=[Segment("hello there", 0.5, 1.5), Segment(long_text, 2.0, 37.0)],
+    )
     cues = build_cues(t)
     assert cues[0].start_s == 0.5 and cues[0].end_s == 1.5 and cues[0].lines == ("hello there",)
     rest = cues[1:]
@@ -77,7 +82,9 @@ def test_segments_without_words_become_cues_within_the_limits() -> None:
 def test_a_long_single_word_segment_cannot_loop() -> None:
     from inference.contract import Segment
 
-    t = Transcript(text="a b", segments=[Segment("supercalifragilistic", 0.0, 30.0), Segment("a b", 30.0, 60.0)])
+    t = Transcript(
+        text="a b", segments=[Segment("supercalifragilistic", 0.0, 30.0), Segment("a b", 30.0, 60.0)]
+    )
     cues = build_cues(t)
     assert [c.lines for c in cues][0] == ("supercalifragilistic",) and len(cues) == 3
 
@@ -91,13 +98,17 @@ def test_text_without_word_times_is_shown_only_while_someone_speaks() -> None:
     cues = build_cues(transcript)
     silences = [(4.0, 10.0), (16.0, 25.0)]
     assert all(not (cue.start_s < a and cue.end_s > b) for cue in cues for a, b in silences)
-    assert all(any(a - 1e-6 <= cue.start_s and cue.end_s <= b + 1e-6 for a, b in [(1, 4), (10, 16), (25, 26)])
-               for cue in cues)  # fmt: skip
+    assert all(
+        any(a - 1e-6 <= cue.start_s and cue.end_s <= b + 1e-6 for a, b in [(1, 4), (10, 16), (25, 26)])
+        for cue in cues
+    )
     shown = " ".join(line for cue in cues for line in cue.lines).split()
     assert shown == text.split()  # every word, in order, once
     # Words are given out by voiced time: 3 s, 6 s, 1 s of 10 s.
     first = [w for cue in cues if cue.end_s <= 4.0 for line in cue.lines for w in line.split()]
     assert len(first) == round(24 * 3 / 10)
     without = build_cues(Transcript(text, segments=[Segment(text, 0.0, 30.0)]))
-    assert without[0].start_s == 0.0 and without[-1].end_s == pytest.approx(30.0)  # no VAD stretches: the segment as before
+    assert without[0].start_s == 0.0 and without[-1].end_s == pytest.approx(
+        30.0
+    )  # no VAD stretches: the segment as before
     assert Transcript.from_json(transcript.to_json()).speech == stretches

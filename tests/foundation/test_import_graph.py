@@ -23,9 +23,7 @@ def _module_name(path: Path) -> str:
 
 def _sources() -> dict[str, Path]:
     return {
-        _module_name(path): path
-        for package in PACKAGES
-        for path in sorted((ROOT / package).rglob("*.py"))
+        _module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
     }
 
 

@@ -18,7 +18,9 @@ def test_captioneer_home_override(tmp_path: Path) -> None:
 
 
 def test_models_dir_override(tmp_path: Path) -> None:
-    paths = AppPaths.from_environment({"CAPTIONEER_HOME": str(tmp_path), "CAPTIONEER_MODELS_DIR": str(tmp_path / "m")})
+    paths = AppPaths.from_environment(
+        {"CAPTIONEER_HOME": str(tmp_path), "CAPTIONEER_MODELS_DIR": str(tmp_path / "m")}
+    )
     assert paths.models == tmp_path / "m"
 
 
@@ -48,7 +50,9 @@ def test_main_window_shows_model_state(qtbot) -> None:  # type: ignore[no-untype
     qtbot.addWidget(window)
     window.show()
     assert window.windowTitle() == "Captioneer"
-    assert window.panel.model_label.text() == DEMO_LABEL  # no model installed: the bundled demo, and how to get more
+    assert (
+        window.panel.model_label.text() == DEMO_LABEL
+    )  # no model installed: the bundled demo, and how to get more
 
 
 def test_models_menu_opens_the_dialog_and_refreshes(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -62,4 +66,6 @@ def test_models_menu_opens_the_dialog_and_refreshes(qtbot) -> None:  # type: ign
     assert dialog is not None and dialog.isVisible()
     with qtbot.waitSignal(dialog.finished, timeout=5000):
         dialog.reject()
-    assert window.panel.model_label.text() == DEMO_LABEL  # no model installed: the bundled demo, and how to get more
+    assert (
+        window.panel.model_label.text() == DEMO_LABEL
+    )  # no model installed: the bundled demo, and how to get more

@@ -64,7 +64,10 @@ def test_parakeet_int8_weights_pick_the_cpu_backend_and_touch_no_other_family() 
     from app.state import weight_choice
 
     int8 = Settings(parakeet_weights="int8", backend="cuda")
-    assert weight_choice("parakeet_tdt", "cuda", int8) == ("cpu", (("conv_weight_type", "int8"), ("weight_type", "int8")))
+    assert weight_choice("parakeet_tdt", "cuda", int8) == (
+        "cpu",
+        (("conv_weight_type", "int8"), ("weight_type", "int8")),
+    )
     assert weight_choice("confucius4_r2t2", "cuda", int8) == ("cuda", ())
     assert weight_choice("parakeet_tdt", "auto", Settings()) == ("auto", ())
     assert weight_choice("parakeet_tdt", "auto", None) == ("auto", ())

@@ -32,7 +32,9 @@ def option_problems(spec: FamilySpec) -> list[str]:
                 problems.append(f"{where}: type {option.type!r}")
             if not option.description.strip():
                 problems.append(f"{where}: no description")
-            if option.type == "enum" and (not option.choices or len(set(option.choices)) != len(option.choices)):
+            if option.type == "enum" and (
+                not option.choices or len(set(option.choices)) != len(option.choices)
+            ):
                 problems.append(f"{where}: choices {option.choices!r}")
             if option.choices and option.type != "enum":
                 problems.append(f"{where}: choices on a {option.type} option")
@@ -78,18 +80,25 @@ def test_the_option_check_catches_a_broken_spec() -> None:
 @pytest.mark.parametrize("family", FAMILIES)
 def test_defaults_pass_validation_unchanged(family: str) -> None:
     spec = load_family_spec(family)
-    for kind, validate in (("session", spec.validate_session_options), ("request", spec.validate_request_options)):
+    for kind, validate in (
+        ("session", spec.validate_session_options),
+        ("request", spec.validate_request_options),
+    ):
         defaults = {name: value for name, value in spec.defaults(kind).items() if value is not None}
         assert validate(defaults) == defaults
         as_text = {name: str(v).lower() if isinstance(v, bool) else str(v) for name, v in defaults.items()}
-        assert validate(as_text) == defaults, "the command line's text of each default reads back as the default"
+        assert validate(as_text) == defaults, (
+            "the command line's text of each default reads back as the default"
+        )
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_an_unknown_option_is_refused_naming_the_known_ones(family: str) -> None:
     spec = load_family_spec(family)
-    kinds = [("session", spec.validate_session_options, spec.session_options),
-             ("request", spec.validate_request_options, spec.request_options)]
+    kinds = [
+        ("session", spec.validate_session_options, spec.session_options),
+        ("request", spec.validate_request_options, spec.request_options),
+    ]
     for kind, validate, options in kinds:
         with pytest.raises(UsageError) as err:
             validate({"no_such_option": "1"})
@@ -103,13 +112,20 @@ def test_packages_have_one_default_and_well_formed_files() -> None:
         for package in spec.packages:
             assert package.format == "bundled" or package.files, package.id
             for file in package.files:
-                assert file.sha256 is None or re.fullmatch("[0-9a-f]{64}", file.sha256), (package.id, file.path)
+                assert file.sha256 is None or re.fullmatch("[0-9a-f]{64}", file.sha256), (
+                    package.id,
+                    file.path,
+                )
 
 
 def test_aliases_and_prefixes_canonicalise() -> None:
     spec = load_family_spec("parakeet_tdt")
     out = spec.validate_session_options(
-        {"matmul_weight_type": "q8_0", "parakeet_tdt.full_context_max_duration_sec": "45", "left_context_sec": "0"}
+        {
+            "matmul_weight_type": "q8_0",
+            "parakeet_tdt.full_context_max_duration_sec": "45",
+            "left_context_sec": "0",
+        }
     )
     assert out == {"weight_type": "q8_0", "audio_chunk_threshold_sec": 45.0, "left_context_sec": 0.0}
     req = spec.validate_request_options({"hotword_lambda": "3.5", "keep_language_tags": "yes"})
@@ -168,7 +184,10 @@ def _raw(family: str) -> dict:
         (lambda d: d.update(schema_version=2), "schema_version"),
         (lambda d: d["session_options"]["offline_mode"].update(type="list"), "invalid type"),
         (lambda d: d["session_options"]["offline_mode"].update(default="never"), "include its default"),
-        (lambda d: d["session_options"]["left_context_sec"].update(default=-1.0), "default of 'left_context_sec'"),
+        (
+            lambda d: d["session_options"]["left_context_sec"].update(default=-1.0),
+            "default of 'left_context_sec'",
+        ),
         (lambda d: d["packages"].append(copy.deepcopy(d["packages"][0])), "duplicate id"),
         (lambda d: d["packages"][0].update(format="zip"), "unknown format"),
         (lambda d: d.pop("packages"), "missing key 'packages'"),

@@ -68,7 +68,9 @@ def test_closed_engine_holds_nothing_in_the_model_folder(tmp_path: Path, kind: s
         assert transcript.timing is not None
         if kind.startswith("r2t2"):
             # Proof that the check sees maps: the thinker runs from a GGUF mapped under the model folder.
-            assert any(".captioneer" in entry for entry in open_under(_folder(model))), open_under(_folder(model))
+            assert any(".captioneer" in entry for entry in open_under(_folder(model))), open_under(
+                _folder(model)
+            )
     finally:
         engine.close()
     assert open_under(_folder(model)) == []  # the app may keep the closed engine object: close() must suffice

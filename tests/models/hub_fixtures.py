@@ -45,22 +45,64 @@ def write_specs(directory: Path, *, wrong_sha_for: str | None = None) -> None:
     if wrong_sha_for == "config":
         config_sha = "0" * 64
     spec = {
-        "schema_version": 1, "family": "parakeet_tdt", "name": "Tiny test family", "languages": ["en"],
-        "license": "test", "session_options": {}, "request_options": {},
+        "schema_version": 1,
+        "family": "parakeet_tdt",
+        "name": "Tiny test family",
+        "languages": ["en"],
+        "license": "test",
+        "session_options": {},
+        "request_options": {},
         "packages": [
-            {"id": "tiny_gguf", "name": "Tiny GGUF", "format": "gguf", "quantization": "q8_0", "default": True,
-             "hf_repo": GGUF_REPO, "revision": "main", "strip_prefix": "Sub-GGUF/",
-             "files": [{"path": "Sub-GGUF/tiny-q8_0.gguf", "sha256": gguf_sha}], "size_bytes": len(GGUF_BYTES)},
-            {"id": "tiny_st", "name": "Tiny safetensors", "format": "safetensors", "quantization": "f32",
-             "hf_repo": ST_REPO, "revision": "0123456789abcdef0123456789abcdef01234567", "target_dir": "tiny-model",
-             "files": [{"path": "config.json", "sha256": config_sha}, {"path": "model.safetensors"}],
-             "size_bytes": len(CONFIG_BYTES) + len(WEIGHTS_BYTES), "size_is_estimate": True},
-            {"id": "tiny_missing", "name": "Tiny missing repo", "format": "gguf", "hf_repo": "test-org/nothing",
-             "revision": "main", "files": [{"path": "x.gguf"}], "size_bytes": 10},
-            {"id": "tiny_archive", "name": "Tiny archive", "format": "phonon2-archive", "hf_repo": ST_REPO,
-             "revision": "main", "files": [{"path": "model.safetensors"}], "size_bytes": 10},
-            {"id": "demo_bundled", "name": "Bundled demo", "format": "bundled", "bundled_path": "resources/none",
-             "files": [], "size_bytes": 0},
+            {
+                "id": "tiny_gguf",
+                "name": "Tiny GGUF",
+                "format": "gguf",
+                "quantization": "q8_0",
+                "default": True,
+                "hf_repo": GGUF_REPO,
+                "revision": "main",
+                "strip_prefix": "Sub-GGUF/",
+                "files": [{"path": "Sub-GGUF/tiny-q8_0.gguf", "sha256": gguf_sha}],
+                "size_bytes": len(GGUF_BYTES),
+            },
+            {
+                "id": "tiny_st",
+                "name": "Tiny safetensors",
+                "format": "safetensors",
+                "quantization": "f32",
+                "hf_repo": ST_REPO,
+                "revision": "0123456789abcdef0123456789abcdef01234567",
+                "target_dir": "tiny-model",
+                "files": [{"path": "config.json", "sha256": config_sha}, {"path": "model.safetensors"}],
+                "size_bytes": len(CONFIG_BYTES) + len(WEIGHTS_BYTES),
+                "size_is_estimate": True,
+            },
+            {
+                "id": "tiny_missing",
+                "name": "Tiny missing repo",
+                "format": "gguf",
+                "hf_repo": "test-org/nothing",
+                "revision": "main",
+                "files": [{"path": "x.gguf"}],
+                "size_bytes": 10,
+            },
+            {
+                "id": "tiny_archive",
+                "name": "Tiny archive",
+                "format": "phonon2-archive",
+                "hf_repo": ST_REPO,
+                "revision": "main",
+                "files": [{"path": "model.safetensors"}],
+                "size_bytes": 10,
+            },
+            {
+                "id": "demo_bundled",
+                "name": "Bundled demo",
+                "format": "bundled",
+                "bundled_path": "resources/none",
+                "files": [],
+                "size_bytes": 0,
+            },
         ],
     }
     directory.mkdir(parents=True, exist_ok=True)
@@ -99,10 +141,17 @@ def hub(hub_state: HubState, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubSer
 FAST_RETRY = RetryPolicy(attempts=4, base_delay_s=0.01, max_delay_s=0.05)
 
 
-def make_store(paths: AppPaths, endpoint: str | None = None, token: str | None = None, **kwargs) -> ModelStore:
+def make_store(
+    paths: AppPaths, endpoint: str | None = None, token: str | None = None, **kwargs
+) -> ModelStore:
     """A store on the local hub. Without ``conversions`` it has none, so the tiny catalog's ``tiny_archive``
     stands for a package whose conversion this build lacks (the shipped registry would convert it)."""
     kwargs.setdefault("conversions", ConversionRegistry())
-    client = HubClient(endpoint=endpoint or os.environ.get("HF_ENDPOINT"), token=token, retry=FAST_RETRY,
-                       chunk_size=32 * 1024, read_timeout_s=5)
+    client = HubClient(
+        endpoint=endpoint or os.environ.get("HF_ENDPOINT"),
+        token=token,
+        retry=FAST_RETRY,
+        chunk_size=32 * 1024,
+        read_timeout_s=5,
+    )
     return ModelStore(paths, Catalog(paths, load_all_specs()), hub=client, **kwargs)

@@ -95,7 +95,9 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         path = unquote(urlsplit(self.path).path)
         with state.lock:
-            state.requests.append(Request(self.command, path, self.headers.get("Range"), self.headers.get("Authorization")))
+            state.requests.append(
+                Request(self.command, path, self.headers.get("Range"), self.headers.get("Authorization"))
+            )
         if path.startswith("/cdn/"):
             _, _, repo_and_file = path.partition("/cdn/")
             repo, _, file_path = repo_and_file.partition("::")
@@ -145,7 +147,7 @@ class _Handler(BaseHTTPRequestHandler):
         status = 200
         range_header = self.headers.get("Range")
         if range_header and range_header.startswith("bytes=") and not state.ignore_range:
-            first = range_header[len("bytes="):].split("-", 1)[0]
+            first = range_header[len("bytes=") :].split("-", 1)[0]
             start = int(first)
             if start >= len(data):
                 self.send_response(416)

@@ -116,8 +116,12 @@ def write_real_specs(directory: Path, archive_sha256: str | None = None) -> None
 def serve(hub_state: Any, source: PhononSource, archive_bytes: bytes | None = None) -> None:
     """The archive at the Phonon-2 repository and the sidecars at the nvidia one, as on the real hub."""
     hub_state.revisions |= {PHONON_REVISION, NVIDIA_REVISION}
-    hub_state.add(PHONON_REPO, ARCHIVE, archive_bytes if archive_bytes is not None else source.archive.read_bytes(),
-                  lfs=True)  # fmt: skip
+    hub_state.add(
+        PHONON_REPO,
+        ARCHIVE,
+        archive_bytes if archive_bytes is not None else source.archive.read_bytes(),
+        lfs=True,
+    )
     for name in SIDECARS:
         hub_state.add(NVIDIA_REPO, name, (source.sidecars / name).read_bytes())
 

@@ -44,10 +44,19 @@ def test_files_converted_away_or_linked_say_why_they_have_no_sha256() -> None:
     package = next(p for p in load_all_specs()["parakeet_tdt"].packages if p.id == "phonon2_source")
     target = {f.path: file_target(package, f) for f in package.files}
     marker = InstallMarker(
-        id=package.id, family=package.family, format=package.format, name=package.name, model_path=".",
-        source="import", installed_at=0.0, linked=True,
-        files=(MarkerFile("model.safetensors", 10, "ab" * 32), MarkerFile(target["config.json"], 5, None),
-               MarkerFile(target["tokenizer.json"], 5, "cd" * 32)),
+        id=package.id,
+        family=package.family,
+        format=package.format,
+        name=package.name,
+        model_path=".",
+        source="import",
+        installed_at=0.0,
+        linked=True,
+        files=(
+            MarkerFile("model.safetensors", 10, "ab" * 32),
+            MarkerFile(target["config.json"], 5, None),
+            MarkerFile(target["tokenizer.json"], 5, "cd" * 32),
+        ),
     )
     by_path = {c.path: (c.sha256, c.source) for c in file_checksums(package, marker)}
     assert by_path["phonon-2.bps.tar.zst"] == (None, "not_kept")  # converted at install, not kept

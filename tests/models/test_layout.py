@@ -22,7 +22,12 @@ def _touch(path: Path, data: bytes = b"x") -> Path:
 def test_a_gguf_file_is_its_own_package(tmp_path: Path) -> None:
     package = _touch(tmp_path / "m.gguf")
     location = locate_model(package)
-    assert (location.kind, location.package, location.root, location.weights) == ("gguf", package, tmp_path, (package,))
+    assert (location.kind, location.package, location.root, location.weights) == (
+        "gguf",
+        package,
+        tmp_path,
+        (package,),
+    )
 
 
 def test_a_folder_with_one_package_is_that_package_even_beside_safetensors(tmp_path: Path) -> None:
@@ -49,7 +54,10 @@ def test_safetensors_folder_and_files_in_it(tmp_path: Path) -> None:
     for path in (tmp_path, weights, tmp_path / "config.json"):
         location = locate_model(path)
         assert (location.kind, location.root, location.weights, location.package) == (
-            "safetensors", tmp_path, (weights,), None
+            "safetensors",
+            tmp_path,
+            (weights,),
+            None,
         )
 
 
@@ -68,7 +76,10 @@ def test_sharded_index_lists_the_shards(tmp_path: Path) -> None:
 
 
 def test_unsafe_shard_name_is_refused(tmp_path: Path) -> None:
-    _touch(tmp_path / "model.safetensors.index.json", json.dumps({"weight_map": {"a": "../x.safetensors"}}).encode())
+    _touch(
+        tmp_path / "model.safetensors.index.json",
+        json.dumps({"weight_map": {"a": "../x.safetensors"}}).encode(),
+    )
     with pytest.raises(ModelError, match="lists the shard"):
         locate_model(tmp_path)
 

@@ -22,12 +22,20 @@ from inference.models.marker import (
 from tests.models.hub_fixtures import app_paths, hub, hub_state, make_store  # noqa: F401
 
 MARKER = InstallMarker(
-    id="tiny_gguf", family="parakeet_tdt", format="gguf", name="Tiny GGUF", model_path="tiny-q8_0.gguf",
-    source="hub", installed_at=1700000000.5,
+    id="tiny_gguf",
+    family="parakeet_tdt",
+    format="gguf",
+    name="Tiny GGUF",
+    model_path="tiny-q8_0.gguf",
+    source="hub",
+    installed_at=1700000000.5,
     files=(MarkerFile("tiny-q8_0.gguf", 10, "ab" * 32), MarkerFile(".captioneer/x.gguf", 5, None)),
-    quantization="q8_0", hf_repo="org/repo", revision="main", commit="c" * 40,
+    quantization="q8_0",
+    hf_repo="org/repo",
+    revision="main",
+    commit="c" * 40,
     other_sources=(OtherSource("config.json", "nvidia/x", "v1", None),),
-)  # fmt: skip
+)
 
 
 def test_round_trip_through_json(tmp_path: Path) -> None:
@@ -98,10 +106,20 @@ def test_an_imported_package_with_a_bad_marker_is_not_listed(app_paths, tmp_path
     source = tmp_path / "model.gguf"
     source.write_bytes(b"GGUF" + b"\0" * 60)
     (app_paths.models / "mine").mkdir(parents=True)
-    write_marker(app_paths.models / "mine", InstallMarker(
-        id="mine", family="parakeet_tdt", format="gguf", name="Mine", model_path="model.gguf", source="import",
-        installed_at=1.0, files=(MarkerFile("model.gguf", 64, None),), origin=str(source),
-    ))  # fmt: skip
+    write_marker(
+        app_paths.models / "mine",
+        InstallMarker(
+            id="mine",
+            family="parakeet_tdt",
+            format="gguf",
+            name="Mine",
+            model_path="model.gguf",
+            source="import",
+            installed_at=1.0,
+            files=(MarkerFile("model.gguf", 64, None),),
+            origin=str(source),
+        ),
+    )
     (app_paths.models / "mine" / "model.gguf").write_bytes(source.read_bytes())
     assert "mine" in {p.id for p in store.catalog.packages()}
     (app_paths.models / "mine" / INSTALL_MARKER).write_text("garbage", encoding="utf-8")

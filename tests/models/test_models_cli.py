@@ -109,4 +109,6 @@ def test_conversion_progress_reads_as_a_percentage_not_bytes():
 
     report = InstallProgress("p", "converting", 41, 82, message="converting joint.head.weight")
     assert describe(report) == "converting: 50%, converting joint.head.weight"
-    assert describe(InstallProgress("p", "verifying", 512, 1024, "a.bin")) == "verifying a.bin: 512 B of 1.0 KB"
+    assert (
+        describe(InstallProgress("p", "verifying", 512, 1024, "a.bin")) == "verifying a.bin: 512 B of 1.0 KB"
+    )

@@ -98,10 +98,14 @@ def test_import_a_nemo_installs_a_package_with_its_provenance(catalog_dir, app_p
     assert not (app_paths.models / "tiny_a" / "stock-sidecars").exists()
     provenance = json.loads((model / "nemo_import.json").read_text())
     assert provenance == {
-        "source_file": "tiny_a.nemo", "origin": str(nemo_file), "sha256": sha256(nemo_file),
-        "license": "Apache-2.0 (test fixture)", "catalog_package": None, "nemo_tensors_written": 83,
+        "source_file": "tiny_a.nemo",
+        "origin": str(nemo_file),
+        "sha256": sha256(nemo_file),
+        "license": "Apache-2.0 (test fixture)",
+        "catalog_package": None,
+        "nemo_tensors_written": 83,
         "sidecars": "the .nemo archive",
-    }  # fmt: skip
+    }
     assert run("models", "verify", "tiny_a")[0] == 0
     assert transcript_ids(model) == expected("tiny_a")["clips"]["short"]["token_ids"]
     code, _ = run("models", "import", str(nemo_file))
@@ -110,7 +114,7 @@ def test_import_a_nemo_installs_a_package_with_its_provenance(catalog_dir, app_p
 
 def test_the_catalog_entry_is_recognised_by_its_digest_and_uses_the_installed_stock_sidecars(
     catalog_dir, app_paths, bare_nemo, tmp_path, capsys
-):  # fmt: skip
+):
     write_specs(catalog_dir, orukeet_sha256=sha256(bare_nemo))
     stock = tmp_path / "stock"  # stands in for the installed stock v3 folder package
     stock.mkdir()
@@ -134,19 +138,24 @@ def test_the_catalog_entry_is_recognised_by_its_digest_and_uses_the_installed_st
     assert transcript_ids(model) == expected("tiny_a")["clips"]["short"]["token_ids"]
 
 
-def test_another_build_of_a_catalog_entry_is_refused_unless_sha256_names_it(catalog_dir, app_paths, bare_nemo,
-                                                                            nemo_file, capsys):  # fmt: skip
+def test_another_build_of_a_catalog_entry_is_refused_unless_sha256_names_it(
+    catalog_dir, app_paths, bare_nemo, nemo_file, capsys
+):
     # The shipped digest is the real Orukeet r3's: the tiny stand-in is "another build".
     code, _ = run("models", "import", str(bare_nemo), "--sidecars", str(TINY))
     line = last_line(capsys.readouterr().err)
-    assert code == 2 and re.search(r"orukeet-r3\.nemo has sha256 [0-9a-f]{64}, but orukeet_r3 .* is published as 031c8dda", line)
+    assert code == 2 and re.search(
+        r"orukeet-r3\.nemo has sha256 [0-9a-f]{64}, but orukeet_r3 .* is published as 031c8dda", line
+    )
     assert f"--sha256 {sha256(bare_nemo)}" in line
     assert nothing_installed(app_paths.models, "orukeet_r3")
     code, _ = run("models", "import", str(nemo_file), "--id", "orukeet_r3")
     assert code == 2 and "published as 031c8dda" in last_line(capsys.readouterr().err)
     code, _ = run("models", "import", str(bare_nemo), "--sidecars", str(TINY), "--sha256", "0" * 64)
     assert code == 2 and "not the 0000" in last_line(capsys.readouterr().err)
-    code, text = run("models", "import", str(bare_nemo), "--sidecars", str(TINY), "--sha256", sha256(bare_nemo))
+    code, text = run(
+        "models", "import", str(bare_nemo), "--sidecars", str(TINY), "--sha256", sha256(bare_nemo)
+    )
     assert code == 0, capsys.readouterr().err
     assert text.startswith("imported as orukeet_r3: ")
 
@@ -154,15 +163,19 @@ def test_another_build_of_a_catalog_entry_is_refused_unless_sha256_names_it(cata
 @pytest.mark.parametrize(
     ("case", "message"),
     [
-        ("no tokenizer, no stock package", r"lacks a complete tokenizer .*`captioneer models install parakeet_tdt`"),
+        (
+            "no tokenizer, no stock package",
+            r"lacks a complete tokenizer .*`captioneer models install parakeet_tdt`",
+        ),
         ("truncated", r"damaged or truncated|truncated inside"),
         ("wrong architecture", r"encoder\.subsampling 'striding' is not supported"),
         ("--link", r"cannot be linked"),
         ("--license for a folder", r"--license applies to \.nemo checkpoints only"),
     ],
 )
-def test_refused_imports_are_one_clear_line_and_install_nothing(catalog_dir, app_paths, bare_nemo, nemo_file, tmp_path,
-                                                                 capsys, case, message):  # fmt: skip
+def test_refused_imports_are_one_clear_line_and_install_nothing(
+    catalog_dir, app_paths, bare_nemo, nemo_file, tmp_path, capsys, case, message
+):
     args = ["models", "import"]
     if case.startswith("no tokenizer"):
         args += [str(bare_nemo), "--id", "bare", "--sha256", sha256(bare_nemo)]
@@ -171,6 +184,7 @@ def test_refused_imports_are_one_clear_line_and_install_nothing(catalog_dir, app
         cut.write_bytes(nemo_file.read_bytes()[:-4000])
         args.append(str(cut))
     elif case == "wrong architecture":
+
         def edit(config: dict) -> None:
             config["encoder"]["subsampling"] = "striding"
 
@@ -183,7 +197,11 @@ def test_refused_imports_are_one_clear_line_and_install_nothing(catalog_dir, app
     line = last_line(capsys.readouterr().err)
     assert code == 2 and text == ""
     assert line.startswith("captioneer: error: ") and re.search(message, line), line
-    leftovers = [p.name for p in app_paths.models.glob("*") if p.name != ".locks"] if app_paths.models.exists() else []
+    leftovers = (
+        [p.name for p in app_paths.models.glob("*") if p.name != ".locks"]
+        if app_paths.models.exists()
+        else []
+    )
     assert leftovers == []
 
 
@@ -197,5 +215,9 @@ def test_pinned_digest_is_the_published_one() -> None:
     spec = {p.id: p for p in load_family_spec("parakeet_tdt", REPO / "model_specs").packages}
     entry = spec["orukeet_r3"]
     assert entry.format == "nemo" and entry.hf_repo is None
-    assert entry.files == (PackageFile("orukeet-r3.nemo", sha256="031c8ddab4845aeced904a7cde8e8aa57993b2e344716cf83a545b079c473b56"),)
+    assert entry.files == (
+        PackageFile(
+            "orukeet-r3.nemo", sha256="031c8ddab4845aeced904a7cde8e8aa57993b2e344716cf83a545b079c473b56"
+        ),
+    )
     assert replace(entry, files=()).license.startswith("CC-BY-SA-4.0")

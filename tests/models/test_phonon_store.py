@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("zstandard", reason="the Phonon-2 archive needs the optional zstandard package (captioneer[phonon])")
+pytest.importorskip(
+    "zstandard", reason="the Phonon-2 archive needs the optional zstandard package (captioneer[phonon])"
+)
 
 from safetensors.numpy import load_file  # noqa: E402
 
@@ -65,10 +67,16 @@ def store_for(app_paths, archive_sha256: str | None = None) -> ModelStore:  # ty
     from inference.models.hub import HubClient
 
     catalog = Catalog(app_paths, {"parakeet_tdt": real_parakeet_spec(archive_sha256)})
-    client = HubClient(endpoint=os.environ.get("HF_ENDPOINT"), retry=FAST_RETRY, chunk_size=32 * 1024,
-                       read_timeout_s=5)  # fmt: skip
-    return ModelStore(app_paths, catalog, hub=client, conversions=default_conversions(),
-                      disk_usage=lambda _path: Usage(10**13, 0, 10**13))  # fmt: skip
+    client = HubClient(
+        endpoint=os.environ.get("HF_ENDPOINT"), retry=FAST_RETRY, chunk_size=32 * 1024, read_timeout_s=5
+    )
+    return ModelStore(
+        app_paths,
+        catalog,
+        hub=client,
+        conversions=default_conversions(),
+        disk_usage=lambda _path: Usage(10**13, 0, 10**13),
+    )
 
 
 def asked(hub_state, path: str) -> bool:  # type: ignore[no-untyped-def]
@@ -94,8 +102,9 @@ def last_line(err: str) -> str:
 # ------------------------------------------------------------------------------------------ hub install
 
 
-def test_install_from_the_hub_converts_and_transcribes_like_the_dense_model(app_paths, hub, hub_state, source,
-                                                                            reference):  # fmt: skip
+def test_install_from_the_hub_converts_and_transcribes_like_the_dense_model(
+    app_paths, hub, hub_state, source, reference
+):
     serve(hub_state, source)
     reports = []
     store = store_for(app_paths, source.archive_sha256)
@@ -112,7 +121,9 @@ def test_install_from_the_hub_converts_and_transcribes_like_the_dense_model(app_
     assert {(s["path"], s["hf_repo"], s["revision"]) for s in marker["other_sources"]} == {
         (f"{SIDECAR_DIR}/{name}", NVIDIA_REPO, NVIDIA_REVISION) for name in SIDECARS
     }
-    assert {"phonon-2/model.safetensors", "phonon-2/config.json", ARCHIVE} <= {f["path"] for f in marker["files"]}
+    assert {"phonon-2/model.safetensors", "phonon-2/config.json", ARCHIVE} <= {
+        f["path"] for f in marker["files"]
+    }
     converting = [r for r in reports if r.phase == "converting" and r.total]
     assert converting and converting[-1].done == converting[-1].total == len(source.exact)
     assert store.verify("phonon2_source").ok
@@ -123,7 +134,9 @@ def test_install_from_the_hub_converts_and_transcribes_like_the_dense_model(app_
     assert transcript_of(path) == reference
 
 
-def test_unpinned_catalog_entry_refuses_an_archive_other_than_the_published_one(app_paths, hub, hub_state, source):
+def test_unpinned_catalog_entry_refuses_an_archive_other_than_the_published_one(
+    app_paths, hub, hub_state, source
+):
     serve(hub_state, source)
     store = store_for(app_paths)  # the shipped entry: the published digest fragments are checked
     with pytest.raises(ModelError, match=r"sha256 [0-9a-f]{64}, expected 98125795…5309e"):
@@ -150,7 +163,9 @@ def test_a_truncated_archive_is_refused_and_nothing_is_installed(app_paths, hub,
     assert nothing_installed(app_paths.models, "phonon2_source")
 
 
-def test_missing_zstandard_is_named_before_anything_is_downloaded(app_paths, hub, hub_state, source, monkeypatch):
+def test_missing_zstandard_is_named_before_anything_is_downloaded(
+    app_paths, hub, hub_state, source, monkeypatch
+):
     serve(hub_state, source)
     monkeypatch.setitem(sys.modules, "zstandard", None)  # import zstandard now raises ImportError
     with pytest.raises(ModelError, match=r"pip install captioneer\[phonon\]"):
@@ -170,8 +185,9 @@ def real_catalog(app_paths, tmp_path, monkeypatch):  # type: ignore[no-untyped-d
     return app_paths
 
 
-def test_import_an_archive_downloads_the_sidecars_and_converts(real_catalog, hub, hub_state, source, reference,
-                                                                capsys):  # fmt: skip
+def test_import_an_archive_downloads_the_sidecars_and_converts(
+    real_catalog, hub, hub_state, source, reference, capsys
+):
     serve(hub_state, source)
     code, text = run("models", "import", str(source.archive), "--sha256", source.archive_sha256.upper())
     err = capsys.readouterr().err
@@ -179,10 +195,14 @@ def test_import_an_archive_downloads_the_sidecars_and_converts(real_catalog, hub
     model = real_catalog.models / "phonon2_source" / "phonon-2"
     assert text == f"imported as phonon2_source: {model}\n"
     assert "verifying phonon-2.bps.tar.zst" in err and "converting: 100%" in err  # progress on stderr
-    assert not [r for r in hub_state.requests if r.path.endswith(ARCHIVE)]  # only the sidecars came from the hub
+    assert not [
+        r for r in hub_state.requests if r.path.endswith(ARCHIVE)
+    ]  # only the sidecars came from the hub
     assert all(asked(hub_state, f"/{NVIDIA_REPO}/resolve/{NVIDIA_REVISION}/{name}") for name in SIDECARS)
     marker = json.loads((real_catalog.models / "phonon2_source" / INSTALL_MARKER).read_text())
-    assert marker["source"] == "import" and marker["origin"] == str(source.archive) and marker["hf_repo"] is None
+    assert (
+        marker["source"] == "import" and marker["origin"] == str(source.archive) and marker["hf_repo"] is None
+    )
     rows = {row["id"]: row for row in json.loads(run("models", "list", "--json")[1])}
     assert rows["phonon2_source"]["installed"] is True
     assert run("models", "verify", "phonon2_source")[0] == 0
@@ -194,8 +214,17 @@ def test_import_an_archive_downloads_the_sidecars_and_converts(real_catalog, hub
 
 def test_import_a_folder_offline_with_local_sidecars(real_catalog, source, monkeypatch, capsys):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens: the hub must not be needed
-    code, text = run("models", "import", str(source.folder), "--id", "my_phonon", "--sidecars", str(source.sidecars),
-                     "--sha256", source.container_sha256)  # fmt: skip
+    code, text = run(
+        "models",
+        "import",
+        str(source.folder),
+        "--id",
+        "my_phonon",
+        "--sidecars",
+        str(source.sidecars),
+        "--sha256",
+        source.container_sha256,
+    )
     assert code == 0, capsys.readouterr().err
     model = real_catalog.models / "my_phonon" / "phonon-2"
     assert text == f"imported as my_phonon: {model}\n"
@@ -223,7 +252,10 @@ def damaged_folder(source: PhononSource, tmp_path: Path, what: str) -> Path:
 @pytest.mark.parametrize(
     ("case", "message"),
     [
-        ("archive: published digest", r"has sha256 [0-9a-f]{64}, expected 98125795…5309e .*pass --sha256 [0-9a-f]{64}"),
+        (
+            "archive: published digest",
+            r"has sha256 [0-9a-f]{64}, expected 98125795…5309e .*pass --sha256 [0-9a-f]{64}",
+        ),
         ("archive: wrong --sha256", r"has sha256 [0-9a-f]{64}, expected 0{64}"),
         ("archive: truncated", "is damaged or truncated"),
         ("folder: published digest", r"model.fermion has sha256 [0-9a-f]{64}, expected 4b6bfa3a…11468"),
@@ -234,8 +266,9 @@ def damaged_folder(source: PhononSource, tmp_path: Path, what: str) -> Path:
         ("archive: no zstandard", r"pip install captioneer\[phonon\]"),
     ],
 )
-def test_damaged_or_unusable_input_is_one_clear_line_and_installs_nothing(real_catalog, source, tmp_path, monkeypatch,
-                                                                          capsys, case, message):  # fmt: skip
+def test_damaged_or_unusable_input_is_one_clear_line_and_installs_nothing(
+    real_catalog, source, tmp_path, monkeypatch, capsys, case, message
+):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     kind, _, what = case.partition(": ")
     args = ["models", "import", "--sidecars", str(source.sidecars)]
@@ -247,8 +280,12 @@ def test_damaged_or_unusable_input_is_one_clear_line_and_installs_nothing(real_c
             archive.write_bytes(source.archive.read_bytes()[:-200])
             digest = sha256(archive.read_bytes())
         args.append(str(archive))
-        extra = {"published digest": [], "wrong --sha256": ["--sha256", "0" * 64], "--link": ["--link"],
-                 "bad --sha256": ["--sha256", "xyz"]}.get(what, ["--sha256", digest])  # fmt: skip
+        extra = {
+            "published digest": [],
+            "wrong --sha256": ["--sha256", "0" * 64],
+            "--link": ["--link"],
+            "bad --sha256": ["--sha256", "xyz"],
+        }.get(what, ["--sha256", digest])
         args += extra
         if what == "no zstandard":
             monkeypatch.setitem(sys.modules, "zstandard", None)
@@ -277,8 +314,16 @@ def test_phonon_only_options_are_refused_for_other_models(real_catalog, tmp_path
 
 
 def _spec_with_files(files: list[dict]) -> dict:
-    return {"schema_version": 1, "family": "parakeet_tdt", "name": "t", "session_options": {}, "request_options": {},
-            "packages": [{"id": "p", "format": "safetensors", "hf_repo": "org/own", "revision": "r1", "files": files}]}  # fmt: skip
+    return {
+        "schema_version": 1,
+        "family": "parakeet_tdt",
+        "name": "t",
+        "session_options": {},
+        "request_options": {},
+        "packages": [
+            {"id": "p", "format": "safetensors", "hf_repo": "org/own", "revision": "r1", "files": files}
+        ],
+    }
 
 
 def test_a_file_of_another_repository_needs_a_pinned_revision() -> None:
@@ -286,15 +331,23 @@ def test_a_file_of_another_repository_needs_a_pinned_revision() -> None:
         parse_family_spec(_spec_with_files([{"path": "a.json", "hf_repo": "org/other"}]))
     with pytest.raises(ModelError, match="without a path"):
         parse_family_spec(_spec_with_files([{"sha256": "0" * 64}]))
-    spec = parse_family_spec(_spec_with_files([
-        {"path": "m.bin", "sha256": "AB" * 32},
-        {"path": "a.json", "hf_repo": "org/other", "revision": "r2", "target_dir": "side"},
-        {"path": "b.json", "revision": "r3"},
-    ]))  # fmt: skip
+    spec = parse_family_spec(
+        _spec_with_files(
+            [
+                {"path": "m.bin", "sha256": "AB" * 32},
+                {"path": "a.json", "hf_repo": "org/other", "revision": "r2", "target_dir": "side"},
+                {"path": "b.json", "revision": "r3"},
+            ]
+        )
+    )
     own, other, pinned = spec.packages[0].files
     pkg = spec.packages[0]
     assert own.sha256 == "ab" * 32
-    assert [pkg.source_of(f) for f in (own, other, pinned)] == [("org/own", "r1"), ("org/other", "r2"), ("org/own", "r3")]
+    assert [pkg.source_of(f) for f in (own, other, pinned)] == [
+        ("org/own", "r1"),
+        ("org/other", "r2"),
+        ("org/own", "r3"),
+    ]
     assert [pkg.is_foreign(f) for f in (own, other, pinned)] == [False, True, False]
 
 
@@ -302,8 +355,10 @@ def test_two_files_at_one_place_are_refused(app_paths, hub, hub_state) -> None:
     hub_state.add("test-org/tiny-st", "side/config.json", b"{}")
     hub_state.add("test-org/other", "config.json", b"{}")
     spec = real_parakeet_spec()
-    files = (PackageFile("side/config.json"), PackageFile("config.json", hf_repo="test-org/other", revision="main",
-                                                          target_dir="side"))  # fmt: skip
+    files = (
+        PackageFile("side/config.json"),
+        PackageFile("config.json", hf_repo="test-org/other", revision="main", target_dir="side"),
+    )
     stock = next(p for p in spec.packages if p.id == "parakeet_tdt")
     clash = replace(stock, id="clash", hf_repo="test-org/tiny-st", target_dir=None, files=files)
     store = store_for(app_paths)

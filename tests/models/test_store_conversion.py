@@ -63,7 +63,9 @@ def test_failed_conversion_installs_nothing_and_keeps_the_download(app_paths, hu
     registry.register("parakeet_tdt", _unpack)
     gets_before = len(hub_state.gets("model.safetensors"))
     assert store.install("tiny_archive").is_dir()
-    assert len(hub_state.gets("model.safetensors")) == gets_before  # verified download reused, not fetched again
+    assert (
+        len(hub_state.gets("model.safetensors")) == gets_before
+    )  # verified download reused, not fetched again
 
 
 def test_cancel_during_conversion(app_paths, hub):

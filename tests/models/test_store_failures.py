@@ -89,6 +89,7 @@ def test_disk_filling_up_mid_download_is_reported(app_paths, hub, monkeypatch):
     def failing_open(self, mode="r", *args, **kwargs):
         handle = real_open(self, mode, *args, **kwargs)
         if self.suffix == ".part" and "b" in mode and ("a" in mode or "w" in mode):
+
             class Full:
                 def __enter__(self_inner):
                     return self_inner
@@ -157,7 +158,9 @@ def test_unauthorised_then_token_accepted(app_paths, hub, hub_state):
 def test_the_hub_client_takes_endpoint_and_token_from_the_environment():
     client = HubClient.from_environment({"HF_ENDPOINT": "http://127.0.0.1:9/", "HF_TOKEN": "hf_env"})
     assert (client.endpoint, client.token) == ("http://127.0.0.1:9", "hf_env")
-    assert HubClient.from_environment({"HF_TOKEN": ""}).token is None  # huggingface_hub then uses a CLI login's
+    assert (
+        HubClient.from_environment({"HF_TOKEN": ""}).token is None
+    )  # huggingface_hub then uses a CLI login's
 
 
 def test_gated_repository_is_explained(app_paths, hub, hub_state):

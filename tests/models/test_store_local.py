@@ -146,7 +146,9 @@ def test_cleanup_removes_only_old_leftovers(app_paths):
     store = ModelStore(app_paths)
     models = app_paths.models
     old_tmp, fresh_tmp = models / ".tmp-a-1234", models / ".tmp-b-5678"
-    paused, abandoned, resuming = (models / PARTIAL_DIR / name for name in ("paused", "abandoned", "resuming"))
+    paused, abandoned, resuming = (
+        models / PARTIAL_DIR / name for name in ("paused", "abandoned", "resuming")
+    )
     for directory in (old_tmp, fresh_tmp, paused, abandoned, resuming):
         directory.mkdir(parents=True)
         (directory / "f.part").write_bytes(b"x")
@@ -179,9 +181,16 @@ def _hold_lock_in_another_process(lock_path: Path):  # type: ignore[no-untyped-d
     import sys
 
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
-         "print('held', flush=True); sys.stdin.read()", str(lock_path)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, filelock; lock = filelock.FileLock(sys.argv[1]); lock.acquire(); "
+            "print('held', flush=True); sys.stdin.read()",
+            str(lock_path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout.readline().strip() == "held"
     return holder
@@ -199,7 +208,9 @@ def test_a_package_busy_in_another_process_is_left_alone(app_paths, hub):
     holder = _hold_lock_in_another_process(store._lock_for("tiny_gguf").lock_file)
     try:
         assert store.is_busy("tiny_gguf") and not store.is_busy("tiny_st")
-        with pytest.raises(UsageError, match="cannot install tiny_gguf: another Captioneer process") as caught:
+        with pytest.raises(
+            UsageError, match="cannot install tiny_gguf: another Captioneer process"
+        ) as caught:
             store.install("tiny_gguf")
         assert "try again" in caught.value.fix
         with pytest.raises(UsageError, match="cannot remove tiny_gguf"):

@@ -22,7 +22,15 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "nemo" / "state_dic
 def test_reads_a_real_torch_save_state_dict() -> None:
     base = np.arange(24, dtype=np.float32).reshape(4, 6)
     with open_torch_state_dict(FIXTURE) as state:
-        assert list(state.tensors) == ["plain", "transposed", "row_slice", "half", "bfloat", "counter", "param"]
+        assert list(state.tensors) == [
+            "plain",
+            "transposed",
+            "row_slice",
+            "half",
+            "bfloat",
+            "counter",
+            "param",
+        ]
         np.testing.assert_array_equal(state.read("plain"), base)
         np.testing.assert_array_equal(state.read("transposed"), base.T)
         np.testing.assert_array_equal(state.read("row_slice"), base[2:])
@@ -68,7 +76,9 @@ def test_a_pickle_that_would_run_code_is_refused_and_nothing_runs(tmp_path: Path
     # Hidden inside an otherwise plausible state dict, as a crafted .nemo would do it.
     state = collections.OrderedDict([("encoder.weight", make(marker))])
     checkpoint = _zip_with_pickle(tmp_path / "model_weights.ckpt", pickle.dumps(state, protocol=2))
-    with pytest.raises(UnsafeCheckpointError, match=r"(posix|os|builtins|__builtin__)\.(system|eval)") as caught:
+    with pytest.raises(
+        UnsafeCheckpointError, match=r"(posix|os|builtins|__builtin__)\.(system|eval)"
+    ) as caught:
         open_torch_state_dict(checkpoint)
     assert "nothing from it was run" in caught.value.message
     assert not marker.exists()
@@ -105,8 +115,12 @@ def test_damaged_and_foreign_files_give_clear_errors(tmp_path: Path) -> None:
 
 
 def test_an_unsupported_storage_type_is_named_not_called_hostile(tmp_path: Path) -> None:
-    payload = (b"\x80\x02ccollections\nOrderedDict\n)R(X\x01\x00\x00\x00wctorch._utils\n_rebuild_tensor_v2\n"
-               b"((X\x07\x00\x00\x00storagectorch\nComplexFloatStorage\n")  # fmt: skip
-    with pytest.raises(ModelError, match=r"torch\.ComplexFloatStorage, which this reader does not support") as caught:
+    payload = (
+        b"\x80\x02ccollections\nOrderedDict\n)R(X\x01\x00\x00\x00wctorch._utils\n_rebuild_tensor_v2\n"
+        b"((X\x07\x00\x00\x00storagectorch\nComplexFloatStorage\n"
+    )
+    with pytest.raises(
+        ModelError, match=r"torch\.ComplexFloatStorage, which this reader does not support"
+    ) as caught:
         open_torch_state_dict(_zip_with_pickle(tmp_path / "complex.ckpt", payload))
     assert not isinstance(caught.value, UnsafeCheckpointError)

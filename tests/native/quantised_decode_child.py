@@ -22,7 +22,9 @@ from tests.native import qwen3_numpy as ref
 
 # hidden 256 and ffn 512: every matrix row is one q4_k super-block, so libllama keeps the requested
 # type instead of falling back, and the AMX / CPU_REPACK buffer types would accept these weights.
-CFG = ref.TinyQwen3(hidden_size=256, intermediate_size=512, head_dim=64, num_attention_heads=4, num_key_value_heads=2)
+CFG = ref.TinyQwen3(
+    hidden_size=256, intermediate_size=512, head_dim=64, num_attention_heads=4, num_key_value_heads=2
+)
 PROMPT = np.array([5, 17, 200, 33, 99, 100, 7, 8, 258, 259, 12, 40, 41, 42, 43, 44], dtype=np.int64)
 
 
@@ -56,7 +58,9 @@ def main() -> None:
     quantised = args.work / f"tiny256-{args.storage}.gguf"
     llama.quantize_gguf(f32_path, quantised, args.storage, n_threads=1)
     expected = ref.qwen3_logits(weights, CFG, weights["embed_tokens.weight"][PROMPT])
-    extra = {"on": {"use_extra_bufts": True}, "off": {"use_extra_bufts": False}, "default": {}}[args.extra_bufts]
+    extra = {"on": {"use_extra_bufts": True}, "off": {"use_extra_bufts": False}, "default": {}}[
+        args.extra_bufts
+    ]
     options = llama.ContextOptions(n_ctx=128, n_batch=32, n_threads=2, kv_type="f16")
     with llama.LlamaModel(quantised, **extra) as model, llama.LlamaContext(model, options) as ctx:
         prefill = ctx.decode_tokens(PROMPT, logits="all")  # batched: the mul_mat path of prefill

@@ -22,13 +22,17 @@ def blas_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
 
 def graph_ops(graph: Graph) -> list[str]:
     api = graph.api
-    return [
-        api.ggml_op_desc(api.ggml_graph_node(graph._cgraph, i)).decode() for i in range(graph.n_nodes)
-    ]
+    return [api.ggml_op_desc(api.ggml_graph_node(graph._cgraph, i)).decode() for i in range(graph.n_nodes)]
 
 
-def linear_graph(backend: Backend, weight: np.ndarray, x_shape: tuple[int, ...], storage: str = "f32",
-                 transpose_input: bool = False, row_invariant: bool = False):  # fmt: skip
+def linear_graph(
+    backend: Backend,
+    weight: np.ndarray,
+    x_shape: tuple[int, ...],
+    storage: str = "f32",
+    transpose_input: bool = False,
+    row_invariant: bool = False,
+):
     store = load_weights(backend, arrays={"w": weight}, storage=storage)
 
     def build(g: GraphBuilder) -> None:

@@ -47,7 +47,9 @@ def _failure(paths: list[Path]) -> CaptioneerError:
 def test_a_later_bad_file_closes_the_earlier_maps(tmp_path: Path) -> None:
     save_file({"a": np.zeros(4, np.float32)}, str(tmp_path / "a.safetensors"))
     _gguf(tmp_path / "b.gguf")
-    error = _failure([tmp_path / "a.safetensors", tmp_path / "b.gguf", _bool_safetensors(tmp_path / "c.safetensors")])
+    error = _failure(
+        [tmp_path / "a.safetensors", tmp_path / "b.gguf", _bool_safetensors(tmp_path / "c.safetensors")]
+    )
     assert "unsupported dtype BOOL" in str(error)
     assert open_under(tmp_path) == []
 

@@ -21,9 +21,13 @@ def _write(path: Path, fields: dict[str, Any]) -> Path:
     writer = gguf.GGUFWriter(str(path), "audiocpp")
     for key, value in fields.items():
         if key == OFFSETS:
-            writer.add_key_value(key, list(value), gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.UINT64)
+            writer.add_key_value(
+                key, list(value), gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.UINT64
+            )
         elif key == DATA:
-            writer.add_key_value(key, list(value), gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.UINT8)
+            writer.add_key_value(
+                key, list(value), gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.UINT8
+            )
         else:
             writer.add_array(key, value)
     writer.add_tensor("w", np.zeros((2, 2), np.float32))

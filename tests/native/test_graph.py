@@ -95,7 +95,9 @@ def test_cache_keeps_its_graphs_within_the_compute_memory_limit(cpu_backend):
         with pytest.raises(GraphBudgetError, match="MiB of compute memory") as caught:
             cache.get(256)
         assert caught.value.needed_bytes > caught.value.limit_bytes
-        assert len(cache) == 1 and cache.builds == 3  # the graph that did not fit was freed, the cached one kept
+        assert (
+            len(cache) == 1 and cache.builds == 3
+        )  # the graph that did not fit was freed, the cached one kept
         out = cache.run(63, x=np.ones((63, 256), np.float32), w=w)
         assert out["y"].shape == (63, 512)
     with pytest.raises(UsageError, match="positive"):

@@ -30,8 +30,13 @@ def graph_ops(graph: Graph) -> list[str]:
     return [api.ggml_op_desc(api.ggml_graph_node(graph._cgraph, i)).decode() for i in range(graph.n_nodes)]
 
 
-def linear_graph(backend: Backend, weight: np.ndarray, x_shape: tuple[int, ...], bias: np.ndarray | None = None,
-                 row_invariant: bool = False):  # fmt: skip
+def linear_graph(
+    backend: Backend,
+    weight: np.ndarray,
+    x_shape: tuple[int, ...],
+    bias: np.ndarray | None = None,
+    row_invariant: bool = False,
+):
     arrays = {"w": weight} if bias is None else {"w": weight, "b": bias}
     store = load_weights(backend, arrays=arrays, storage="int8")
 
@@ -148,7 +153,9 @@ def test_read_cpuinfo_flags_reads_the_file_and_tolerates_its_absence(tmp_path):
         ("arm64", ZEN3_CPUINFO, False, True),
     ],
 )
-def test_int8_weights_keep_eight_bits_only_where_products_cannot_saturate(machine, cpuinfo, compiled_vnni, vnni):
+def test_int8_weights_keep_eight_bits_only_where_products_cannot_saturate(
+    machine, cpuinfo, compiled_vnni, vnni
+):
     assert has_vnni(machine, cpuinfo_flags(cpuinfo), compiled_vnni) is vnni
 
 
@@ -188,7 +195,11 @@ def test_only_matrices_become_int8():
     backend = open_backend("cpu", threads=1)
     try:
         rng = np.random.default_rng(1)
-        arrays = {"m": rng.standard_normal((8, 16)), "v": rng.standard_normal(8), "k": rng.standard_normal((4, 3, 5))}
+        arrays = {
+            "m": rng.standard_normal((8, 16)),
+            "v": rng.standard_normal(8),
+            "k": rng.standard_normal((4, 3, 5)),
+        }
         with load_weights(backend, arrays=arrays, storage="int8", overrides={"v": "f32"}) as store:
             assert store["m"].type == GgmlType.I8 and store.int8_scale(store["m"]) is not None
             assert store["v"].type == GgmlType.F32 and store["k"].type == GgmlType.F32
@@ -225,7 +236,11 @@ def test_a_failing_product_raises_instead_of_returning_garbage(cpu, monkeypatch)
     x = np.ones((16, 32), np.float32)
     store, graph = linear_graph(cpu, weight, x.shape)
     with store, graph:
-        broken = type("Broken", (), {"io_binding": lambda self: (_ for _ in ()).throw(RuntimeError("simulated ORT failure"))})()
+        broken = type(
+            "Broken",
+            (),
+            {"io_binding": lambda self: (_ for _ in ()).throw(RuntimeError("simulated ORT failure"))},
+        )()
         monkeypatch.setattr(cpu.int8(), "_session", broken)
         with pytest.raises(BackendError, match="simulated ORT failure"):
             graph.run(x=x)

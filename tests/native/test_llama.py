@@ -38,7 +38,11 @@ def f32_context(model: llama.LlamaModel, **overrides: object) -> llama.LlamaCont
 
 
 def test_model_reports_its_shape(model: llama.LlamaModel) -> None:
-    assert (model.n_embd, model.n_vocab, model.n_layer) == (CFG.hidden_size, CFG.vocab_size, CFG.num_hidden_layers)
+    assert (model.n_embd, model.n_vocab, model.n_layer) == (
+        CFG.hidden_size,
+        CFG.vocab_size,
+        CFG.num_hidden_layers,
+    )
     assert model.metadata("general.architecture") == "qwen3"
     assert model.metadata("no.such.key") is None
 
@@ -60,12 +64,17 @@ def test_untied_head_matches_numpy(tmp_path: Path) -> None:
         logits = ctx.decode_tokens(PROMPT, logits="all")
     assert ref.relative_error(logits, expected) < 1e-4
     # a tied head would give different logits: the test can tell the two apart
-    tied = ref.qwen3_logits({k: v for k, v in weights.items() if k != "lm_head.weight"}, cfg,
-                            weights["embed_tokens.weight"][PROMPT])
+    tied = ref.qwen3_logits(
+        {k: v for k, v in weights.items() if k != "lm_head.weight"},
+        cfg,
+        weights["embed_tokens.weight"][PROMPT],
+    )
     assert ref.relative_error(logits, tied) > 1e-2
 
 
-def test_embedding_rows_give_the_same_logits_as_tokens(model: llama.LlamaModel, weights: dict[str, np.ndarray]) -> None:
+def test_embedding_rows_give_the_same_logits_as_tokens(
+    model: llama.LlamaModel, weights: dict[str, np.ndarray]
+) -> None:
     with f32_context(model) as ctx:
         by_token = ctx.decode_tokens(PROMPT, logits="all")
         ctx.clear()
@@ -146,7 +155,9 @@ def test_usage_errors(model: llama.LlamaModel) -> None:
         llama.quantize_gguf("a.gguf", "b.gguf", "q7")
 
 
-def test_log_router_sends_native_lines_to_python_logging(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_log_router_sends_native_lines_to_python_logging(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     logger = logging.getLogger("captioneer.llama")
     router = llama.install_log_router(logger)
     assert llama.install_log_router(logger) is router
@@ -154,7 +165,9 @@ def test_log_router_sends_native_lines_to_python_logging(tmp_path: Path, caplog:
     bad.write_bytes(b"GGUF" + b"\xff" * 64)
     with caplog.at_level(logging.DEBUG, logger="captioneer.llama"), pytest.raises(ModelError) as info:
         llama.LlamaModel(bad)
-    assert any(record.name == "captioneer.llama" and record.levelno >= logging.ERROR for record in caplog.records)
+    assert any(
+        record.name == "captioneer.llama" and record.levelno >= logging.ERROR for record in caplog.records
+    )
     assert "cannot load GGUF model" in str(info.value)
 
 

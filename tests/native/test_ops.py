@@ -72,8 +72,14 @@ BINARY = {
     "mul": (lambda g, a, b: g.mul(a, b), np.multiply),
     "operators": (lambda g, a, b: a * b + a - b, lambda a, b: a * b + a - b),
 }
-SHAPES = [((3, 7, 13), (3, 7, 13)), ((3, 7, 13), (13,)), ((3, 7, 13), (7, 1)), ((3, 7, 13), (3, 1, 13)),
-          ((13,), (3, 7, 13)), ((5, 1), (1, 9))]  # fmt: skip
+SHAPES = [
+    ((3, 7, 13), (3, 7, 13)),
+    ((3, 7, 13), (13,)),
+    ((3, 7, 13), (7, 1)),
+    ((3, 7, 13), (3, 1, 13)),
+    ((13,), (3, 7, 13)),
+    ((5, 1), (1, 9)),
+]
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
@@ -196,11 +202,17 @@ def test_conv2d(run_op):
 def test_depthwise_conv2d(run_op):
     # 20 channels: ggml's channels-contiguous kernel runs 16 in SIMD lanes and the rest one by one.
     x, w, b = randn(1, 20, 9, 10, seed=26), randn(20, 1, 3, 3, seed=27), randn(20, seed=28)
-    expected = np.concatenate(
-        [ref_conv2d(x[:, c : c + 1], w[c : c + 1], (2, 2), (1, 1)) for c in range(20)], 1
-    ) + b[:, None, None]
-    x_last, w_last = np.ascontiguousarray(x.transpose(0, 2, 3, 1)), np.ascontiguousarray(w.transpose(2, 3, 1, 0))
-    got = run_op(lambda g, t, ww, bb: g.depthwise_conv2d(t, ww, bb, stride=(2, 2), padding=(1, 1)), x_last, w_last, b)
+    expected = (
+        np.concatenate([ref_conv2d(x[:, c : c + 1], w[c : c + 1], (2, 2), (1, 1)) for c in range(20)], 1)
+        + b[:, None, None]
+    )
+    x_last, w_last = (
+        np.ascontiguousarray(x.transpose(0, 2, 3, 1)),
+        np.ascontiguousarray(w.transpose(2, 3, 1, 0)),
+    )
+    got = run_op(
+        lambda g, t, ww, bb: g.depthwise_conv2d(t, ww, bb, stride=(2, 2), padding=(1, 1)), x_last, w_last, b
+    )
     close(got, expected.transpose(0, 2, 3, 1), 1e-4)
 
 

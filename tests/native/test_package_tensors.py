@@ -13,7 +13,11 @@ from inference.errors import ModelError
 from inference.native.gguf_file import GgufFile
 from inference.native.package_tensors import NAMES, RANKS, SHAPES, logical_tensors
 
-ARRAYS = {"_audiocpp.0": np.zeros((4, 1, 3), np.float32), "b": np.zeros(2, np.float32), "s": np.zeros(1, np.float32)}
+ARRAYS = {
+    "_audiocpp.0": np.zeros((4, 1, 3), np.float32),
+    "b": np.zeros(2, np.float32),
+    "s": np.zeros(1, np.float32),
+}
 
 
 def _write(path: Path, fields: dict[str, Any]) -> Path:
@@ -38,12 +42,19 @@ GOOD = {NAMES: ["encoder.conv.weight", "b", "scale"], RANKS: [2, 1, 0], SHAPES: 
 
 def _table(path: Path, require_names: bool = True) -> list[tuple[str, str, tuple[int, ...]]]:
     with GgufFile(path) as package:
-        return [(t.name, t.tensor.name, t.shape) for t in logical_tensors(package, path.name, require_names=require_names)]
+        return [
+            (t.name, t.tensor.name, t.shape)
+            for t in logical_tensors(package, path.name, require_names=require_names)
+        ]
 
 
 def test_logical_names_and_shapes(tmp_path: Path) -> None:
     assert _table(_write(tmp_path / "p.gguf", GOOD)) == [
-        ("encoder.conv.weight", "_audiocpp.0", (4, 3)),  # logical shape, same element count as stored (4, 1, 3)
+        (
+            "encoder.conv.weight",
+            "_audiocpp.0",
+            (4, 3),
+        ),  # logical shape, same element count as stored (4, 1, 3)
         ("b", "b", (2,)),
         ("scale", "s", (1,)),  # a rank-0 scalar
     ]

@@ -87,5 +87,7 @@ def test_conv_products_are_traced_to_their_columns(cpu_backend):
                 cpu_backend.profiler = None
     (product,) = [r for r in profiler.records if r.op == "MUL_MAT"]
     kernel, columns = product.srcs
-    assert kernel.weight and kernel.op == "NONE" and kernel.ne[:2] == (72, 4)  # reshaped weight, still a weight
+    assert (
+        kernel.weight and kernel.op == "NONE" and kernel.ne[:2] == (72, 4)
+    )  # reshaped weight, still a weight
     assert not columns.weight and columns.op == "IM2COL" and columns.ne[:2] == (72, 36)

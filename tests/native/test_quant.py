@@ -81,6 +81,16 @@ def test_rows_that_do_not_fit_a_type_take_its_fallback(api, wanted, row, stored)
 def test_the_loader_applies_the_fallback(cpu_backend):
     from inference.native import load_weights
 
-    arrays = {"wide": values(4, 512), "narrow": values(4, 96), "odd": values(4, 40), "norm": values(1, 512)[0]}
+    arrays = {
+        "wide": values(4, 512),
+        "narrow": values(4, 96),
+        "odd": values(4, 40),
+        "norm": values(1, 512)[0],
+    }
     with load_weights(cpu_backend, arrays=arrays, storage="q6_k") as store:
-        assert [store[name].type for name in arrays] == [GgmlType.Q6_K, GgmlType.Q8_0, GgmlType.F32, GgmlType.F32]
+        assert [store[name].type for name in arrays] == [
+            GgmlType.Q6_K,
+            GgmlType.Q8_0,
+            GgmlType.F32,
+            GgmlType.F32,
+        ]

@@ -76,7 +76,9 @@ def test_asking_for_extra_buffer_types_on_an_amx_cpu_is_refused(
 ) -> None:
     from tests.native import qwen3_numpy as ref
 
-    path = ref.write_qwen3_gguf(tmp_path / "tiny.gguf", ref.random_weights(ref.TinyQwen3(), seed=1), ref.TinyQwen3())
+    path = ref.write_qwen3_gguf(
+        tmp_path / "tiny.gguf", ref.random_weights(ref.TinyQwen3(), seed=1), ref.TinyQwen3()
+    )
     monkeypatch.setattr(backend, "cpu_features", lambda api=None: ["avx2", "avx512", "amx_int8"])
     with pytest.raises(UsageError, match="AMX.*crash"):
         llama.LlamaModel(path, use_extra_bufts=True)

@@ -54,13 +54,16 @@ def safetensors_file(tmp_path_factory) -> tuple[Path, dict[str, np.ndarray]]:
         "norm.weight": rand(64, seed=5),
     }
     path = tmp_path_factory.mktemp("st") / "model.safetensors"
-    write_safetensors(path, {
-        "a.weight": ("F32", expected["a.weight"]),
-        "b.weight": ("F16", expected["b.weight"].astype(np.float16)),
-        "c.weight": ("BF16", to_bf16_bits(expected["c.weight"])),
-        "odd.weight": ("F32", expected["odd.weight"]),
-        "norm.weight": ("F32", expected["norm.weight"]),
-    })  # fmt: skip
+    write_safetensors(
+        path,
+        {
+            "a.weight": ("F32", expected["a.weight"]),
+            "b.weight": ("F16", expected["b.weight"].astype(np.float16)),
+            "c.weight": ("BF16", to_bf16_bits(expected["c.weight"])),
+            "odd.weight": ("F32", expected["odd.weight"]),
+            "norm.weight": ("F32", expected["norm.weight"]),
+        },
+    )
     return path, expected
 
 
@@ -69,8 +72,15 @@ def gguf_file(tmp_path_factory) -> tuple[Path, dict[str, np.ndarray], dict[str, 
     path = tmp_path_factory.mktemp("gguf") / "model.gguf"
     writer = gguf.GGUFWriter(str(path), "captioneer-test")
     expected, types = {}, {}
-    for seed, (name, qtype) in enumerate([("f32.weight", QT.F32), ("f16.weight", QT.F16), ("q8.weight", QT.Q8_0),
-                                          ("q4k.weight", QT.Q4_K), ("q6k.weight", QT.Q6_K)]):  # fmt: skip
+    for seed, (name, qtype) in enumerate(
+        [
+            ("f32.weight", QT.F32),
+            ("f16.weight", QT.F16),
+            ("q8.weight", QT.Q8_0),
+            ("q4k.weight", QT.Q4_K),
+            ("q6k.weight", QT.Q6_K),
+        ]
+    ):
         values = rand(4, 256, seed=10 + seed)
         if qtype == QT.F32:
             writer.add_tensor(name, values)
@@ -199,7 +209,9 @@ def test_damaged_safetensors_name_the_file(safetensors_file, tmp_path, damage):
     path, _ = safetensors_file
     damaged = tmp_path / "model.safetensors"
     whole = path.read_bytes()
-    damaged.write_bytes({"truncated": whole[: len(whole) - 100], "garbage": b"\xff" * 64, "empty": b""}[damage])
+    damaged.write_bytes(
+        {"truncated": whole[: len(whole) - 100], "garbage": b"\xff" * 64, "empty": b""}[damage]
+    )
     with pytest.raises(InputFileError, match=r"model\.safetensors") as caught:
         open_checkpoint(damaged)
     assert "re-download" in caught.value.fix
@@ -240,9 +252,12 @@ def test_weights_never_land_in_the_cpu_extra_buffer_types(cpu_backend, tmp_path,
     path = tmp_path / "wide.safetensors"
     write_safetensors(path, {"w": ("F32", rand(512, 256, seed=7)), "n": ("F32", rand(256, seed=8))})
     overrides = {"w": storage} if storage == "q4_k" else None
-    with open_checkpoint(path) as ckpt, load_weights(
-        cpu_backend, ckpt, storage="native" if storage == "q4_k" else storage, overrides=overrides
-    ) as store:
+    with (
+        open_checkpoint(path) as ckpt,
+        load_weights(
+            cpu_backend, ckpt, storage="native" if storage == "q4_k" else storage, overrides=overrides
+        ) as store,
+    ):
         assert store["w"].type.name == ("F32" if storage == "native" else storage.upper())
         names = store.buffer_names()
         assert names and names <= {"CPU", "CPU_Mapped"}, names  # plain host buffers, mapped or allocated

@@ -10,7 +10,9 @@ import numpy as np
 from safetensors.numpy import load_file
 
 
-def write_audiocpp_gguf(model_dir: Path, out: Path, *, legacy_sidecars: bool = False, rename_long: bool = True) -> list[str]:
+def write_audiocpp_gguf(
+    model_dir: Path, out: Path, *, legacy_sidecars: bool = False, rename_long: bool = True
+) -> list[str]:
     tensors = load_file(str(model_dir / "model.safetensors"))
     writer = gguf.GGUFWriter(str(out), "audiocpp")
     writer.add_name(model_dir.name)
@@ -32,7 +34,9 @@ def write_audiocpp_gguf(model_dir: Path, out: Path, *, legacy_sidecars: bool = F
         writer.add_tensor(phys, np.ascontiguousarray(array))
     writer.add_array("audiocpp.tensor_names", names)
     writer.add_key_value("audiocpp.tensor_ranks", ranks, gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.INT32)
-    writer.add_key_value("audiocpp.tensor_shapes", [int(d) for d in shapes], gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.INT64)
+    writer.add_key_value(
+        "audiocpp.tensor_shapes", [int(d) for d in shapes], gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.INT64
+    )
     sidecars = sorted(p.name for p in model_dir.iterdir() if p.is_file() and p.suffix != ".safetensors")
     contents = [(model_dir / n).read_bytes() for n in sidecars]
     writer.add_array("audiocpp.embedded_files.names", sidecars)
@@ -40,8 +44,18 @@ def write_audiocpp_gguf(model_dir: Path, out: Path, *, legacy_sidecars: bool = F
         writer.add_array("audiocpp.embedded_files.contents", [c.decode("utf-8") for c in contents])
     else:
         offsets = np.cumsum([0] + [len(c) for c in contents]).astype(np.uint64)
-        writer.add_key_value("audiocpp.embedded_files.offsets", offsets.tolist(), gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.UINT64)
-        writer.add_key_value("audiocpp.embedded_files.data", list(b"".join(contents)), gguf.GGUFValueType.ARRAY, gguf.GGUFValueType.UINT8)
+        writer.add_key_value(
+            "audiocpp.embedded_files.offsets",
+            offsets.tolist(),
+            gguf.GGUFValueType.ARRAY,
+            gguf.GGUFValueType.UINT64,
+        )
+        writer.add_key_value(
+            "audiocpp.embedded_files.data",
+            list(b"".join(contents)),
+            gguf.GGUFValueType.ARRAY,
+            gguf.GGUFValueType.UINT8,
+        )
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -93,7 +93,9 @@ def torch_zip(tensors: dict[str, np.ndarray], name: str = "model_weights") -> by
         shape = list(array.shape)
         strides = [s // array.itemsize for s in array.strides]
         pickle_ += _unicode(key) + b"ctorch._utils\n_rebuild_tensor_v2\n("
-        pickle_ += b"(" + _unicode("storage") + f"ctorch\n{storage_type}\n".encode() + _unicode(str(len(storages)))
+        pickle_ += (
+            b"(" + _unicode("storage") + f"ctorch\n{storage_type}\n".encode() + _unicode(str(len(storages)))
+        )
         pickle_ += _unicode("cpu") + _int(array.size) + b"tQ"
         pickle_ += _int(0) + _tuple(shape) + _tuple(strides) + b"\x89ccollections\nOrderedDict\n)Rt" + b"R"
         storages.append(array.tobytes())
@@ -132,11 +134,19 @@ def sentencepiece_model(tokenizer: dict[str, Any]) -> bytes:
     for text, index in tokenizer["model"]["vocab"].items():
         kind = 2 if text == unk else 3 if text in special else 1
         score = 0.0 if kind != 1 else -float(index)
-        piece = _field(1, text.encode()) + _varint(2 << 3 | 5) + struct.pack("<f", score) + _varint(3 << 3) + _varint(kind)
+        piece = (
+            _field(1, text.encode())
+            + _varint(2 << 3 | 5)
+            + struct.pack("<f", score)
+            + _varint(3 << 3)
+            + _varint(kind)
+        )
         message += _field(1, piece)
     message += _field(2, _varint(3 << 3) + _varint(2))  # trainer_spec.model_type = BPE
     charsmap = [n for n in tokenizer["normalizer"]["normalizers"] if n["type"] == "Precompiled"]
-    normalizer = _field(1, b"nmt_nfkc") + (_field(2, base64.b64decode(charsmap[0]["precompiled_charsmap"])) if charsmap else b"")
+    normalizer = _field(1, b"nmt_nfkc") + (
+        _field(2, base64.b64decode(charsmap[0]["precompiled_charsmap"])) if charsmap else b""
+    )
     return message + _field(3, normalizer)
 
 
@@ -151,35 +161,75 @@ def nemo_config(config: dict[str, Any], processor: dict[str, Any], labels: list[
         "tokenizer": {"dir": None, "type": "bpe", "model_path": f"nemo:{TOKENIZER_MEMBER}"},
         "preprocessor": {
             "_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor",
-            "sample_rate": fe["sampling_rate"], "normalize": "per_feature", "window_size": fe["win_length"] / fe["sampling_rate"],
-            "window_stride": fe["hop_length"] / fe["sampling_rate"], "window": "hann", "features": fe["feature_size"],
-            "n_fft": fe["n_fft"], "log": True, "frame_splicing": 1, "dither": 1.0e-05, "pad_to": 0, "pad_value": 0.0,
+            "sample_rate": fe["sampling_rate"],
+            "normalize": "per_feature",
+            "window_size": fe["win_length"] / fe["sampling_rate"],
+            "window_stride": fe["hop_length"] / fe["sampling_rate"],
+            "window": "hann",
+            "features": fe["feature_size"],
+            "n_fft": fe["n_fft"],
+            "log": True,
+            "frame_splicing": 1,
+            "dither": 1.0e-05,
+            "pad_to": 0,
+            "pad_value": 0.0,
         },
         "encoder": {
-            "_target_": "nemo.collections.asr.modules.ConformerEncoder", "feat_in": enc["num_mel_bins"], "feat_out": -1,
-            "n_layers": enc["num_hidden_layers"], "d_model": enc["hidden_size"], "use_bias": enc["attention_bias"],
-            "subsampling": "dw_striding", "subsampling_factor": enc["subsampling_factor"],
-            "subsampling_conv_channels": enc["subsampling_conv_channels"], "causal_downsampling": False,
-            "ff_expansion_factor": enc["intermediate_size"] // enc["hidden_size"], "self_attention_model": "rel_pos",
-            "n_heads": enc["num_attention_heads"], "att_context_size": [-1, -1], "att_context_style": "regular",
-            "xscaling": enc["scale_input"], "untie_biases": True, "pos_emb_max_len": enc["max_position_embeddings"],
-            "conv_kernel_size": enc["conv_kernel_size"], "conv_norm_type": "batch_norm", "conv_context_size": None,
+            "_target_": "nemo.collections.asr.modules.ConformerEncoder",
+            "feat_in": enc["num_mel_bins"],
+            "feat_out": -1,
+            "n_layers": enc["num_hidden_layers"],
+            "d_model": enc["hidden_size"],
+            "use_bias": enc["attention_bias"],
+            "subsampling": "dw_striding",
+            "subsampling_factor": enc["subsampling_factor"],
+            "subsampling_conv_channels": enc["subsampling_conv_channels"],
+            "causal_downsampling": False,
+            "ff_expansion_factor": enc["intermediate_size"] // enc["hidden_size"],
+            "self_attention_model": "rel_pos",
+            "n_heads": enc["num_attention_heads"],
+            "att_context_size": [-1, -1],
+            "att_context_style": "regular",
+            "xscaling": enc["scale_input"],
+            "untie_biases": True,
+            "pos_emb_max_len": enc["max_position_embeddings"],
+            "conv_kernel_size": enc["conv_kernel_size"],
+            "conv_norm_type": "batch_norm",
+            "conv_context_size": None,
             "dropout": 0.1,
         },
         "decoder": {
-            "_target_": "nemo.collections.asr.modules.RNNTDecoder", "blank_as_pad": True, "vocab_size": len(labels),
-            "prednet": {"pred_hidden": config["decoder_hidden_size"], "pred_rnn_layers": config["num_decoder_layers"]},
+            "_target_": "nemo.collections.asr.modules.RNNTDecoder",
+            "blank_as_pad": True,
+            "vocab_size": len(labels),
+            "prednet": {
+                "pred_hidden": config["decoder_hidden_size"],
+                "pred_rnn_layers": config["num_decoder_layers"],
+            },
         },
         "joint": {
-            "_target_": "nemo.collections.asr.modules.RNNTJoint", "num_classes": len(labels), "vocabulary": labels,
+            "_target_": "nemo.collections.asr.modules.RNNTJoint",
+            "num_classes": len(labels),
+            "vocabulary": labels,
             "num_extra_outputs": len(config["durations"]),
-            "jointnet": {"joint_hidden": config["decoder_hidden_size"], "activation": "relu",
-                         "encoder_hidden": enc["hidden_size"], "pred_hidden": config["decoder_hidden_size"]},
+            "jointnet": {
+                "joint_hidden": config["decoder_hidden_size"],
+                "activation": "relu",
+                "encoder_hidden": enc["hidden_size"],
+                "pred_hidden": config["decoder_hidden_size"],
+            },
         },
-        "decoding": {"strategy": "greedy_batch", "model_type": "tdt", "durations": config["durations"],
-                     "greedy": {"max_symbols": 10}},
-        "model_defaults": {"tdt_durations": config["durations"], "num_tdt_durations": len(config["durations"])},
-    }  # fmt: skip
+        "decoding": {
+            "strategy": "greedy_batch",
+            "model_type": "tdt",
+            "durations": config["durations"],
+            "greedy": {"max_symbols": 10},
+        },
+        "model_defaults": {
+            "tdt_durations": config["durations"],
+            "num_tdt_durations": len(config["durations"]),
+        },
+    }
 
 
 def nemo_tensors(model_dir: Path) -> dict[str, np.ndarray]:
@@ -210,8 +260,10 @@ def build_nemo(
     tensors = nemo_tensors(model_dir)
     if tensors_edit is not None:
         tensors_edit(tensors)
-    members = {"model_config.yaml": yaml.safe_dump(nemo, allow_unicode=True).encode(),
-               "model_weights.ckpt": torch_zip(tensors)}  # fmt: skip
+    members = {
+        "model_config.yaml": yaml.safe_dump(nemo, allow_unicode=True).encode(),
+        "model_weights.ckpt": torch_zip(tensors),
+    }
     if with_tokenizer:
         members[TOKENIZER_MEMBER] = sentencepiece_model(tokenizer)
         members["a1c3e5f7_vocab.txt"] = "\n".join(labels).encode()

@@ -18,7 +18,13 @@ from inference.engine import load_engine
 from tests.text_metrics import edit_distance
 
 # (weight_type, conv_weight_type) pairs measured against the f32 checkpoint.
-STORAGE_CONFIGS = (("f16", "native"), ("f16", "f16"), ("bf16", "native"), ("q8_0", "native"), ("int8", "int8"))
+STORAGE_CONFIGS = (
+    ("f16", "native"),
+    ("f16", "f16"),
+    ("bf16", "native"),
+    ("q8_0", "native"),
+    ("int8", "int8"),
+)
 
 
 @dataclass(frozen=True)
@@ -28,7 +34,9 @@ class ClipAgreement:
     edits: int  # token-level Levenshtein distance to the reference ids
     identical: bool  # ids, frames and durations all equal
     min_reference_margin: float  # smallest top-1/top-2 token-logit gap of any reference joint step
-    flip_margin: float | None  # smallest reference margin between the last agreeing and the first differing token
+    flip_margin: (
+        float | None
+    )  # smallest reference margin between the last agreeing and the first differing token
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,9 @@ def _flip_margin(ref: dict, got: list[tuple[int, int, int]]) -> float | None:
     return min(margins) if margins else None
 
 
-def measure(model: str, weight_type: str, conv_weight_type: str, clips: Iterable[str] = CLIPS) -> StorageAgreement:
+def measure(
+    model: str, weight_type: str, conv_weight_type: str, clips: Iterable[str] = CLIPS
+) -> StorageAgreement:
     options = {"weight_type": weight_type, "conv_weight_type": conv_weight_type}
     rows = []
     with load_engine(model_dir(model), session_options=options, backend="cpu", threads=2) as engine:

@@ -37,7 +37,9 @@ def write_float_wav(path: Path, samples: np.ndarray, rate: int = 16000) -> Path:
     """A mono IEEE-float WAV (the stdlib ``wave`` module writes integer PCM only)."""
     data = np.asarray(samples, dtype="<f4").tobytes()
     fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
-    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    body = (
+        b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    )
     path.write_bytes(b"RIFF" + struct.pack("<I", len(body)) + body)
     return path
 
@@ -55,17 +57,27 @@ def test_full_context_json_matches_reference() -> None:
 def test_long_form_and_vad_modes() -> None:
     ref = expected("tiny_b")
     long_form = transcribe_json(
-        audio_path("long"), model_dir("tiny_b"), "--session-option", "offline_mode=long_form",
-        "--session-option", "center_sec=2",  # the alias of audio_chunk_duration_sec
-    )  # fmt: skip
+        audio_path("long"),
+        model_dir("tiny_b"),
+        "--session-option",
+        "offline_mode=long_form",
+        "--session-option",
+        "center_sec=2",  # the alias of audio_chunk_duration_sec
+    )
     assert long_form["token_ids"] == ref["long_form"]["token_ids"]
     assert long_form["text"] == ref["long_form"]["text"]
-    full = transcribe_json(audio_path("long"), model_dir("tiny_b"), "--request-option", "audio_chunk_mode=none")
+    full = transcribe_json(
+        audio_path("long"), model_dir("tiny_b"), "--request-option", "audio_chunk_mode=none"
+    )
     assert full["token_ids"] == ref["clips"]["long"]["token_ids"]
     vad = transcribe_json(
-        audio_path("long"), model_dir("tiny_b"), "--request-option", "audio_chunk_mode=vad",
-        "--request-option", "audio_chunk_duration_sec=4",
-    )  # fmt: skip
+        audio_path("long"),
+        model_dir("tiny_b"),
+        "--request-option",
+        "audio_chunk_mode=vad",
+        "--request-option",
+        "audio_chunk_duration_sec=4",
+    )
     assert vad["text"] and vad["words"]
     assert all(0.0 <= w["start"] <= w["end"] <= 30.1 for w in vad["words"])
     assert vad["token_ids"] != full["token_ids"]  # spans decode independently of the rest of the clip
@@ -75,9 +87,16 @@ def test_long_form_and_vad_modes() -> None:
 def test_subtitle_formats(tmp_path: Path, fmt: str) -> None:
     out_file = tmp_path / f"out.{fmt}"
     code, stdout = run_cli(
-        "transcribe", str(audio_path("medium")), "--model", str(model_dir("tiny_a")), "--format", fmt,
-        "-o", str(out_file), *COMMON,
-    )  # fmt: skip
+        "transcribe",
+        str(audio_path("medium")),
+        "--model",
+        str(model_dir("tiny_a")),
+        "--format",
+        fmt,
+        "-o",
+        str(out_file),
+        *COMMON,
+    )
     assert code == 0 and stdout == ""
     text = out_file.read_text(encoding="utf-8")
     assert "-->" in text
@@ -112,7 +131,10 @@ def test_odd_inputs(tmp_path: Path) -> None:
     result = transcribe_json(write_float_wav(tmp_path / "nan.wav", with_nan), model)
     cleaned = speech.copy()
     cleaned[1000:1100] = 0.0
-    assert result["token_ids"] == transcribe_json(write_float_wav(tmp_path / "clean.wav", cleaned), model)["token_ids"]
+    assert (
+        result["token_ids"]
+        == transcribe_json(write_float_wav(tmp_path / "clean.wav", cleaned), model)["token_ids"]
+    )
 
 
 def test_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -123,7 +145,11 @@ def test_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     assert code == 2 and "Phonon-2" in err and err.count("\n") == 1
     code, _ = run_cli(
-        *args, "--session-option", "vad_model_path=/nonexistent/silero_vad.onnx", "--request-option", "audio_chunk_mode=vad"
+        *args,
+        "--session-option",
+        "vad_model_path=/nonexistent/silero_vad.onnx",
+        "--request-option",
+        "audio_chunk_mode=vad",
     )
     assert code == 2 and "Silero VAD model not found" in capsys.readouterr().err
     code, out = run_cli(*args, "--mode", "streaming", "--format", "jsonl")
@@ -132,10 +158,22 @@ def test_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_console_script_process() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "app.launcher", "transcribe", str(audio_path("quiet")), "--model",
-         str(model_dir("tiny_b")), "--format", "json", *COMMON],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "app.launcher",
+            "transcribe",
+            str(audio_path("quiet")),
+            "--model",
+            str(model_dir("tiny_b")),
+            "--format",
+            "json",
+            *COMMON,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["token_ids"] == expected("tiny_b")["clips"]["quiet"]["token_ids"]
 
@@ -145,8 +183,17 @@ def _jsonl(out: str) -> list[dict]:
 
 
 def test_live_stream_of_a_file_equals_long_form() -> None:
-    code, out = run_cli("transcribe", str(audio_path("long")), "--model", str(model_dir("tiny_b")),
-                        "--mode", "streaming", "--format", "jsonl", *COMMON)  # fmt: skip
+    code, out = run_cli(
+        "transcribe",
+        str(audio_path("long")),
+        "--model",
+        str(model_dir("tiny_b")),
+        "--mode",
+        "streaming",
+        "--format",
+        "jsonl",
+        *COMMON,
+    )
     assert code == 0
     events = _jsonl(out)
     kinds = [e["type"] for e in events]
@@ -166,8 +213,21 @@ def test_phonon_live_stream_from_stdin_with_hotwords(tmp_path: Path) -> None:
     results = {}
     for hotwords in ("", "umbrella"):
         out = io.StringIO()
-        argv = ["transcribe", "-", "--model", str(model), "--mode", "streaming", "--format", "jsonl",
-                "--input-format", "f32le", "--request-option", f"hotwords={hotwords}", *COMMON]  # fmt: skip
+        argv = [
+            "transcribe",
+            "-",
+            "--model",
+            str(model),
+            "--mode",
+            "streaming",
+            "--format",
+            "jsonl",
+            "--input-format",
+            "f32le",
+            "--request-option",
+            f"hotwords={hotwords}",
+            *COMMON,
+        ]
         assert main(argv, out=out, stdin=io.BytesIO(pcm)) == 0
         events = _jsonl(out.getvalue())
         kinds = [e["type"] for e in events]

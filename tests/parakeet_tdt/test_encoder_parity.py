@@ -31,7 +31,9 @@ def _features(clip: str) -> tuple[np.ndarray, int, bool]:
     Returns (features, valid_frames, from_reference).
     """
     stored = np.load(ROOT / "expected" / "features.npz")
-    if f"{clip}/features" in stored and stored[f"{clip}/features"].shape[0] == int(stored[f"{clip}/num_frames"]):
+    if f"{clip}/features" in stored and stored[f"{clip}/features"].shape[0] == int(
+        stored[f"{clip}/num_frames"]
+    ):
         return stored[f"{clip}/features"], int(stored[f"{clip}/valid_frames"]), True
     from inference.audio.io import load_audio_file
     from inference.families.parakeet_tdt.config import FeatureConfig
@@ -47,9 +49,10 @@ def model(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     name, _, gemm = request.param.partition("/")
     cfg = json.loads((ROOT / "models" / name / "config.json").read_text())
     hp = parse_encoder_config(cfg["encoder_config"], "config.json")
-    with open_backend("cpu", threads=2, gemm=gemm or "ggml") as backend, open_checkpoint(
-        ROOT / "models" / name / "model.safetensors"
-    ) as ck:
+    with (
+        open_backend("cpu", threads=2, gemm=gemm or "ggml") as backend,
+        open_checkpoint(ROOT / "models" / name / "model.safetensors") as ck,
+    ):
         if backend.gemm is not None:
             calls = every_product_on_openblas(backend)
             yield name, backend, ck, hp
@@ -93,9 +96,12 @@ def test_bucket_padding_does_not_change_valid_frames(model) -> None:  # type: ig
 def test_reduced_storage_stays_close(model, storage: str, tolerance: float) -> None:  # type: ignore[no-untyped-def]
     _, backend, ck, hp = model
     features, valid, _ = _features("medium")
-    with ParakeetEncoder(backend, ck, ck, hp) as ref, ParakeetEncoder(
-        backend, ck, ck, hp, weight_type=storage, conv_weight_type="f16" if storage == "f16" else "native"
-    ) as reduced:
+    with (
+        ParakeetEncoder(backend, ck, ck, hp) as ref,
+        ParakeetEncoder(
+            backend, ck, ck, hp, weight_type=storage, conv_weight_type="f16" if storage == "f16" else "native"
+        ) as reduced,
+    ):
         exact = ref.encode(features, valid).hidden
         approx = reduced.encode(features, valid).hidden
     # Outputs are LayerNorm-ed (unit scale), so an absolute bound is meaningful.

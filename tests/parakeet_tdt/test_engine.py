@@ -52,7 +52,9 @@ def test_full_context_matches_reference(engine, clip: str) -> None:  # type: ign
     got = token_timestamps(tokens, eng.tokenizer, SECONDS_PER_FRAME)
     assert [g["token"] for g in got] == [h["token"] for h in ref["hf_token_timestamps"]]
     for g, h in zip(got, ref["hf_token_timestamps"], strict=True):
-        assert g["start"] == pytest.approx(h["start"], abs=1e-9) and g["end"] == pytest.approx(h["end"], abs=1e-9)
+        assert g["start"] == pytest.approx(h["start"], abs=1e-9) and g["end"] == pytest.approx(
+            h["end"], abs=1e-9
+        )
 
     transcript = eng.transcribe(audio)
     assert transcript.text == ref["text"]
@@ -66,7 +68,9 @@ def test_long_form_matches_windowed_reference(engine) -> None:  # type: ignore[n
     model, eng = engine
     ref = expected(model)["long_form"]
     audio = _audio("long")
-    decoded = eng.decode(audio, audio_chunk_mode="fixed")  # session defaults: center 2 s, left 10 s, right 2 s
+    decoded = eng.decode(
+        audio, audio_chunk_mode="fixed"
+    )  # session defaults: center 2 s, left 10 s, right 2 s
     assert (ref["center_s"], ref["left_s"], ref["right_s"]) == (2.0, 10.0, 2.0)
     assert decoded.mode is DecodeMode.LONG_FORM
     tokens = decoded.spans[0].tokens
@@ -120,7 +124,9 @@ def test_offline_mode_auto_switches_on_the_threshold() -> None:
     audio = _audio("long")  # 30.0014 s: just above the default 30 s threshold
     long_ref = expected(model)["long_form"]["token_ids"]
     full_ref = expected(model)["clips"]["long"]["token_ids"]
-    with load_engine(model_dir(model), session_options={"offline_mode": "auto"}, backend="cpu", threads=2) as eng:
+    with load_engine(
+        model_dir(model), session_options={"offline_mode": "auto"}, backend="cpu", threads=2
+    ) as eng:
         decoded = eng.decode(audio)
         assert decoded.mode is DecodeMode.LONG_FORM
         assert [t.token_id for t in decoded.spans[0].tokens] == long_ref
@@ -162,7 +168,9 @@ def test_session_errors() -> None:
     with pytest.raises(UsageError, match="weight_type"):
         load_engine(model_dir("tiny_a"), session_options={"weight_type": "q4_0"}, backend="cpu")
     with pytest.raises(UsageError, match="streaming_attention_mode"):
-        load_engine(model_dir("tiny_a"), session_options={"streaming_attention_mode": "chunked"}, backend="cpu")
+        load_engine(
+            model_dir("tiny_a"), session_options={"streaming_attention_mode": "chunked"}, backend="cpu"
+        )
     check_weight_budget(3 << 20, 3)
     with pytest.raises(BackendError, match="weight_context_mb=3"):
         check_weight_budget((3 << 20) + 1, 3)
@@ -181,14 +189,17 @@ def test_keep_language_tags_matches_reference(engine) -> None:  # type: ignore[n
 def test_encoder_graph_arena_bounds_full_context_memory() -> None:
     audio = _audio("long")
     # tiny_a needs ~17 MiB for the 30 s clip at once and 6-8 MiB per 14 s long-form window
-    with load_engine(model_dir("tiny_a"), backend="cpu", threads=2,
-                     session_options={"encoder_graph_arena_mb": 10}) as small:
+    with load_engine(
+        model_dir("tiny_a"), backend="cpu", threads=2, session_options={"encoder_graph_arena_mb": 10}
+    ) as small:
         with pytest.raises(UsageError, match="encoder_graph_arena_mb=10") as caught:
             small.transcribe(audio)
         assert "long_form" in caught.value.fix
         # shorter windows fit the same arena (older window graphs are evicted to stay within it)
         # and give the reference long-form result
-        assert small.transcribe(audio, audio_chunk_mode="fixed").text == expected("tiny_a")["long_form"]["text"]
+        assert (
+            small.transcribe(audio, audio_chunk_mode="fixed").text == expected("tiny_a")["long_form"]["text"]
+        )
         assert 0 < small.encoder.graph_buffer_bytes <= 10 * 2**20
 
 

@@ -12,17 +12,31 @@ SECOND = 16000
 
 def test_defaults_come_from_the_model_spec() -> None:
     session = SessionSettings.from_options({})
-    assert (session.offline_mode, session.center_sec, session.left_context_sec, session.right_context_sec) == (
-        "full_context", 2.0, 10.0, 2.0,
-    )  # fmt: skip
-    assert (session.threshold_sec, session.weight_type, session.conv_weight_type) == (30.0, "native", "native")
+    assert (
+        session.offline_mode,
+        session.center_sec,
+        session.left_context_sec,
+        session.right_context_sec,
+    ) == (
+        "full_context",
+        2.0,
+        10.0,
+        2.0,
+    )
+    assert (session.threshold_sec, session.weight_type, session.conv_weight_type) == (
+        30.0,
+        "native",
+        "native",
+    )
     request = RequestSettings.from_options({})
     assert (request.max_tokens, request.keep_language_tags, request.audio_chunk_mode) == (0, False, "auto")
     assert request.vad_chunk_sec is None
 
 
 def test_aliases_and_prefixed_names_are_accepted() -> None:
-    session = SessionSettings.from_options({"parakeet_tdt.center_sec": 3, "full_context_max_duration_sec": "12.5"})
+    session = SessionSettings.from_options(
+        {"parakeet_tdt.center_sec": 3, "full_context_max_duration_sec": "12.5"}
+    )
     assert (session.center_sec, session.threshold_sec) == (3.0, 12.5)
     assert SessionSettings.from_options({"matmul_weight_type": "q8_0"}).weight_type == "q8_0"
     with pytest.raises(UsageError, match="left_context_sec"):

@@ -27,5 +27,7 @@ def test_reduced_storage_agreement_with_f32_reference() -> None:
 
 def test_storage_type_reaches_the_weights() -> None:
     for weight_type, expected_type in (("q8_0", "q8_0"), ("bf16", "bf16"), ("f16", "f16"), ("int8", "i8")):
-        with load_engine(model_dir("tiny_a"), session_options={"weight_type": weight_type}, backend="cpu") as engine:
+        with load_engine(
+            model_dir("tiny_a"), session_options={"weight_type": weight_type}, backend="cpu"
+        ) as engine:
             assert expected_type in engine.encoder.weights.bytes_by_type()

@@ -48,7 +48,11 @@ def test_separators_whitespace_and_duplicates() -> None:
 
 def test_json_forms() -> None:
     text = json.dumps(["Captioneer", {"word": "Phonon", "spoken": ["fonon", " pho  non "]}, {"word": "TDT"}])
-    assert parse_hotwords(text) == [Hotword("Captioneer"), Hotword("Phonon", ("fonon", "pho non")), Hotword("TDT")]
+    assert parse_hotwords(text) == [
+        Hotword("Captioneer"),
+        Hotword("Phonon", ("fonon", "pho non")),
+        Hotword("TDT"),
+    ]
     assert parse_hotwords('  ["a b", "A  B", ""]') == [Hotword("a b")]
     assert parse_hotwords("[]") == []
 
@@ -61,7 +65,10 @@ def test_json_forms() -> None:
         ('[{"word": "x", "sound": []}]', "unknown keys"),
         ('[{"spoken": ["x"]}]', '"word" string'),
         ('[{"word": "x", "spoken": "y"}]', "list of strings"),
-        (json.dumps([{"word": "x", "spoken": [f"s{i}" for i in range(9)]}]), "9 spoken forms; the limit is 8"),
+        (
+            json.dumps([{"word": "x", "spoken": [f"s{i}" for i in range(9)]}]),
+            "9 spoken forms; the limit is 8",
+        ),
         ("x" * 257, "257 bytes long; the limit is 256"),
         ("é" * 129, "258 bytes long"),
         (json.dumps([{"word": "x", "spoken": ["y" * 257]}]), "spoken form"),
@@ -75,7 +82,10 @@ def test_limits_and_errors(text: str, message: str) -> None:
 
 def test_limits_at_their_edges() -> None:
     assert words("x" * 256) == ["x" * 256]
-    assert parse_hotwords(json.dumps([{"word": "x", "spoken": [f"s{i}" for i in range(8)]}]))[0].spoken[-1] == "s7"
+    assert (
+        parse_hotwords(json.dumps([{"word": "x", "spoken": [f"s{i}" for i in range(8)]}]))[0].spoken[-1]
+        == "s7"
+    )
     many = ", ".join(f"term{i}" for i in range(30))
     with pytest.raises(UsageError, match="30 distinct hotwords were given; the limit is 25"):
         parse_hotwords(many)
@@ -224,20 +234,34 @@ def test_the_trie_is_capped() -> None:
 def tiny_decoder(seed: int, vocab: int = 9, hidden: int = 6, enc: int = 5) -> TdtDecoder:
     rng = np.random.default_rng(seed)
     config = ParakeetConfig(
-        vocab_size=vocab, blank_token_id=vocab - 1, pad_token_id=1, decoder_hidden_size=hidden, num_decoder_layers=2,
-        max_symbols_per_step=10, durations=(0, 1, 2, 3, 4), encoder=EncoderConfig(hidden_size=enc),
-    )  # fmt: skip
+        vocab_size=vocab,
+        blank_token_id=vocab - 1,
+        pad_token_id=1,
+        decoder_hidden_size=hidden,
+        num_decoder_layers=2,
+        max_symbols_per_step=10,
+        durations=(0, 1, 2, 3, 4),
+        encoder=EncoderConfig(hidden_size=enc),
+    )
     r = lambda *shape: rng.normal(0, 1, shape).astype(np.float32)  # noqa: E731
     weights = DecoderWeights(
-        embedding=r(vocab, hidden), w_ih=[r(4 * hidden, hidden), r(4 * hidden, hidden)],
-        w_hh=[r(4 * hidden, hidden), r(4 * hidden, hidden)], bias=[r(4 * hidden), r(4 * hidden)],
-        pred_w=r(hidden, hidden), pred_b=r(hidden), enc_w=r(hidden, enc), enc_b=r(hidden),
-        head_w=r(vocab + 5, hidden), head_b=r(vocab + 5),
-    )  # fmt: skip
+        embedding=r(vocab, hidden),
+        w_ih=[r(4 * hidden, hidden), r(4 * hidden, hidden)],
+        w_hh=[r(4 * hidden, hidden), r(4 * hidden, hidden)],
+        bias=[r(4 * hidden), r(4 * hidden)],
+        pred_w=r(hidden, hidden),
+        pred_b=r(hidden),
+        enc_w=r(hidden, enc),
+        enc_b=r(hidden),
+        head_w=r(vocab + 5, hidden),
+        head_b=r(vocab + 5),
+    )
     return TdtDecoder(weights, config)
 
 
-def spec_reference_decode(dec: TdtDecoder, enc_proj: np.ndarray, bias: HotwordBias) -> list[tuple[int, int, int]]:
+def spec_reference_decode(
+    dec: TdtDecoder, enc_proj: np.ndarray, bias: HotwordBias
+) -> list[tuple[int, int, int]]:
     """docs/families/parakeet_tdt.md §5 + §7.3 written out literally: argmax, then each trie token tried with its bonus."""
     state = dec.new_state()
     dec._advance(state, dec.blank)
@@ -293,7 +317,9 @@ def test_biased_greedy_equals_the_literal_spec_loop(seed: int) -> None:
 
 @pytest.fixture(scope="module")
 def phonon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ParakeetEngine]:
-    eng = load_engine(make_phonon_variant(tmp_path_factory.mktemp("phonon") / "tiny_phonon"), backend="cpu", threads=2)
+    eng = load_engine(
+        make_phonon_variant(tmp_path_factory.mktemp("phonon") / "tiny_phonon"), backend="cpu", threads=2
+    )
     assert isinstance(eng, ParakeetEngine)
     yield eng
     eng.close()
@@ -316,9 +342,10 @@ def test_hotwords_change_the_output_and_context_stands_in(phonon: ParakeetEngine
     json_form = json.dumps([{"word": "umbrella", "spoken": []}, "tomorrow"])
     assert phonon.transcribe(audio, hotwords=json_form).text == biased.text
     # Long-form windows are biased too (the automaton state runs across windows with the predictor).
-    assert phonon.transcribe(audio, hotwords="umbrella", audio_chunk_mode="fixed").text != phonon.transcribe(
-        audio, audio_chunk_mode="fixed"
-    ).text
+    assert (
+        phonon.transcribe(audio, hotwords="umbrella", audio_chunk_mode="fixed").text
+        != phonon.transcribe(audio, audio_chunk_mode="fixed").text
+    )
 
 
 def test_hotword_errors_reach_the_caller(phonon: ParakeetEngine) -> None:

@@ -33,4 +33,6 @@ def test_a_clip_past_the_position_table_uses_long_form_windows_by_default(tmp_pa
         assert engine.transcribe(short).text == engine.transcribe(short, audio_chunk_mode="none").text
         with pytest.raises(UsageError) as refused:
             engine.transcribe(talk.audio, audio_chunk_mode="none")
-    assert "full-context mode" in refused.value.message and "audio_chunk_mode at auto" in str(refused.value.fix)
+    assert "full-context mode" in refused.value.message and "audio_chunk_mode at auto" in str(
+        refused.value.fix
+    )

@@ -58,23 +58,36 @@ def decoded(model: Path, weight_type: str, clip: str) -> tuple[list[tuple[int, i
 def test_names_map_as_the_reference_converter_maps_them() -> None:
     assert dense_name("encoder.pre_encode.conv.0.weight") == "encoder.subsampling.layers.0.weight"
     assert dense_name("encoder.pre_encode.out.bias") == "encoder.subsampling.linear.bias"
-    assert dense_name("encoder.layers.3.conv.batch_norm.running_var") == "encoder.layers.3.conv.norm.running_var"
-    assert dense_name("encoder.layers.0.self_attn.linear_out.weight") == "encoder.layers.0.self_attn.o_proj.weight"
-    assert dense_name("encoder.layers.0.self_attn.linear_pos.weight") == "encoder.layers.0.self_attn.relative_k_proj.weight"
+    assert (
+        dense_name("encoder.layers.3.conv.batch_norm.running_var") == "encoder.layers.3.conv.norm.running_var"
+    )
+    assert (
+        dense_name("encoder.layers.0.self_attn.linear_out.weight")
+        == "encoder.layers.0.self_attn.o_proj.weight"
+    )
+    assert (
+        dense_name("encoder.layers.0.self_attn.linear_pos.weight")
+        == "encoder.layers.0.self_attn.relative_k_proj.weight"
+    )
     assert dense_name("encoder.layers.0.self_attn.pos_bias_u") == "encoder.layers.0.self_attn.bias_u"
     assert dense_name("decoder.prediction.dec_rnn.lstm.weight_hh_l1") == "decoder.lstm.weight_hh_l1"
     assert dense_name("joint.joint_net.2.weight") == "joint.head.weight"
     assert dense_name("joint.pred.bias") == "decoder.decoder_projector.bias"
     assert dense_name("joint.enc.weight") == "encoder_projector.weight"
-    for dropped in ("preprocessor.featurizer.fb", "encoder.layers.1.conv.batch_norm.num_batches_tracked",
-                    "encoder.pos_enc.pe"):  # fmt: skip
+    for dropped in (
+        "preprocessor.featurizer.fb",
+        "encoder.layers.1.conv.batch_norm.num_batches_tracked",
+        "encoder.pos_enc.pe",
+    ):
         assert dense_name(dropped) is None
 
 
 @pytest.mark.parametrize("model", ["tiny_a", "tiny_b"])  # nmt_nfkc (a precompiled charsmap) and identity
 def test_a_sentencepiece_model_converts_as_transformers_converted_the_fixture(model: str) -> None:
     reference = json.loads((model_dir(model) / "tokenizer.json").read_text())
-    converted = tokenizer_json(parse_model(sentencepiece_model(reference), "tokenizer.model"), "tokenizer.model")
+    converted = tokenizer_json(
+        parse_model(sentencepiece_model(reference), "tokenizer.model"), "tokenizer.model"
+    )
     assert json.loads(converted) == reference
 
 
@@ -85,11 +98,15 @@ def test_the_import_holds_the_original_tensors_tokenizer_and_config(imported: Pa
     assert converted.keys() == expected_tensors(config).keys()
     for name, tensor in converted.items():
         assert tensor.dtype == np.float32 and tensor.tobytes() == original[name].tobytes(), name
-    assert json.loads((imported / "tokenizer.json").read_text()) == json.loads((TINY / "tokenizer.json").read_text())
+    assert json.loads((imported / "tokenizer.json").read_text()) == json.loads(
+        (TINY / "tokenizer.json").read_text()
+    )
     assert parse_config(json.loads((imported / "config.json").read_text()), None, "imported") == config
     processor = json.loads((imported / "processor_config.json").read_text())["feature_extractor"]
     reference = json.loads((TINY / "processor_config.json").read_text())["feature_extractor"]
-    assert {k: processor[k] for k in reference if k in processor} == {k: reference[k] for k in processor if k in reference}
+    assert {k: processor[k] for k in reference if k in processor} == {
+        k: reference[k] for k in processor if k in reference
+    }
     record = json.loads((imported / PROVENANCE_FILE).read_text())
     assert record["source_file"] == "tiny_a.nemo" and record["sidecars"] == "the .nemo archive"
 
@@ -102,7 +119,9 @@ def test_the_import_transcribes_the_clips_like_the_reference(imported: Path, cli
 
 
 @pytest.mark.parametrize("weight_type", STORAGE_TYPES)
-def test_the_import_transcribes_like_the_original_at_every_storage_type(imported: Path, weight_type: str) -> None:
+def test_the_import_transcribes_like_the_original_at_every_storage_type(
+    imported: Path, weight_type: str
+) -> None:
     for clip in ("short", "noisy"):
         assert decoded(imported, weight_type, clip) == decoded(TINY, weight_type, clip), (weight_type, clip)
 
@@ -110,10 +129,14 @@ def test_the_import_transcribes_like_the_original_at_every_storage_type(imported
 def test_a_gzipped_archive_converts_too(tmp_path: Path, imported: Path) -> None:
     source = build_nemo(TINY, tmp_path / "gz.nemo", gzip=True)
     convert_nemo(source, tmp_path / "model")
-    assert (tmp_path / "model" / "model.safetensors").read_bytes() == (imported / "model.safetensors").read_bytes()
+    assert (tmp_path / "model" / "model.safetensors").read_bytes() == (
+        imported / "model.safetensors"
+    ).read_bytes()
 
 
-def test_stock_sidecars_stand_in_for_a_missing_tokenizer_after_checking_them(tmp_path: Path, imported: Path) -> None:
+def test_stock_sidecars_stand_in_for_a_missing_tokenizer_after_checking_them(
+    tmp_path: Path, imported: Path
+) -> None:
     source = build_nemo(TINY, tmp_path / "bare.nemo", with_tokenizer=False)
     with pytest.raises(ModelError, match="lacks a complete tokenizer") as caught:
         convert_nemo(source, tmp_path / "model")
@@ -122,7 +145,9 @@ def test_stock_sidecars_stand_in_for_a_missing_tokenizer_after_checking_them(tmp
     result = convert_nemo(source, tmp_path / "model", fallback_sidecars=lambda: (TINY, "the stock package"))
     assert result.sidecars == "the stock package"
     assert (tmp_path / "model" / "tokenizer.json").read_text() == (TINY / "tokenizer.json").read_text()
-    assert (tmp_path / "model" / "model.safetensors").read_bytes() == (imported / "model.safetensors").read_bytes()
+    assert (tmp_path / "model" / "model.safetensors").read_bytes() == (
+        imported / "model.safetensors"
+    ).read_bytes()
 
 
 def _fuse_batch_norm(tensors: dict[str, np.ndarray]) -> None:
@@ -133,13 +158,19 @@ def _fuse_batch_norm(tensors: dict[str, np.ndarray]) -> None:
         mean = tensors.pop(prefix + "running_mean").astype(np.float64)
         tensors.pop(prefix + "num_batches_tracked")
         scale = tensors[prefix + "weight"].astype(np.float64) / np.sqrt(var + 1e-5)
-        tensors[prefix + "bias"] = (tensors[prefix + "bias"].astype(np.float64) - mean * scale).astype(np.float32)
+        tensors[prefix + "bias"] = (tensors[prefix + "bias"].astype(np.float64) - mean * scale).astype(
+            np.float32
+        )
         tensors[prefix + "weight"] = scale.astype(np.float32)
 
 
 def test_a_fused_batch_norm_converts_and_transcribes_like_the_plain_one(tmp_path: Path) -> None:
-    source = build_nemo(TINY, tmp_path / "fused.nemo", config_edit=_set("encoder.conv_norm_type", "fused_batch_norm"),
-                        tensors_edit=_fuse_batch_norm)  # fmt: skip
+    source = build_nemo(
+        TINY,
+        tmp_path / "fused.nemo",
+        config_edit=_set("encoder.conv_norm_type", "fused_batch_norm"),
+        tensors_edit=_fuse_batch_norm,
+    )
     convert_nemo(source, tmp_path / "model")
     converted = read_safetensors(tmp_path / "model" / "model.safetensors")
     assert not converted["encoder.layers.1.conv.norm.running_mean"].any()
@@ -149,8 +180,13 @@ def test_a_fused_batch_norm_converts_and_transcribes_like_the_plain_one(tmp_path
 
 
 def test_a_fused_batch_norm_with_running_statistics_is_refused(tmp_path: Path) -> None:
-    source = build_nemo(TINY, tmp_path / "mixed.nemo", config_edit=_set("encoder.conv_norm_type", "fused_batch_norm"))
-    with pytest.raises(ModelError, match=r"'encoder\.layers\.\d\.conv\.batch_norm\.running_(mean|var)' is a BatchNorm statistic"):
+    source = build_nemo(
+        TINY, tmp_path / "mixed.nemo", config_edit=_set("encoder.conv_norm_type", "fused_batch_norm")
+    )
+    with pytest.raises(
+        ModelError,
+        match=r"'encoder\.layers\.\d\.conv\.batch_norm\.running_(mean|var)' is a BatchNorm statistic",
+    ):
         convert_nemo(source, tmp_path / "model")
     assert nothing_left(tmp_path / "model")
 
@@ -200,7 +236,9 @@ def _other_features(folder: Path, tmp_path: Path) -> Path:
         (lambda tmp: _scaled(TINY, tmp), r"encoder_config\.scale_input: \.nemo False, sidecar True"),
     ],
 )
-def test_sidecars_that_do_not_belong_are_refused_naming_the_difference(tmp_path: Path, make, message: str) -> None:
+def test_sidecars_that_do_not_belong_are_refused_naming_the_difference(
+    tmp_path: Path, make, message: str
+) -> None:
     source = build_nemo(TINY, tmp_path / "bare.nemo", with_tokenizer=False)
     with pytest.raises(ModelError, match=message):
         convert_nemo(source, tmp_path / "model", sidecars=make(tmp_path))
@@ -226,15 +264,31 @@ def _set(path: str, value: object):  # type: ignore[no-untyped-def]
         (_set("preprocessor.normalize", "all_features"), None, r"preprocessor\.normalize 'all_features'"),
         (_set("decoding.durations", [0, 1, 2]), None, r"TDT durations disagree"),
         (_set("joint.jointnet.joint_hidden", 48), None, r"joint_hidden 48"),
-        (_set("encoder.d_model", 96), None, r"has shape \[[\d, ]*64[\d, ]*\], the config implies \[[\d, ]*96"),
-        (None, lambda t: t.pop("joint.joint_net.2.bias"), r"lacks 1 tensor\(s\) the engine needs, e\.g\. 'joint\.head\.bias'"),
-        (None, lambda t: t.__setitem__("encoder.layers.0.extra.weight", np.zeros(2, np.float32)),
-         r"'encoder\.layers\.0\.extra\.weight' .* is not part of a Parakeet-TDT model"),
-        (None, lambda t: t.__setitem__("joint.enc.weight", np.zeros((32, 65), np.float32)),
-         r"'joint\.enc\.weight' has shape \[32, 65\], the config implies \[32, 64\]"),
+        (
+            _set("encoder.d_model", 96),
+            None,
+            r"has shape \[[\d, ]*64[\d, ]*\], the config implies \[[\d, ]*96",
+        ),
+        (
+            None,
+            lambda t: t.pop("joint.joint_net.2.bias"),
+            r"lacks 1 tensor\(s\) the engine needs, e\.g\. 'joint\.head\.bias'",
+        ),
+        (
+            None,
+            lambda t: t.__setitem__("encoder.layers.0.extra.weight", np.zeros(2, np.float32)),
+            r"'encoder\.layers\.0\.extra\.weight' .* is not part of a Parakeet-TDT model",
+        ),
+        (
+            None,
+            lambda t: t.__setitem__("joint.enc.weight", np.zeros((32, 65), np.float32)),
+            r"'joint\.enc\.weight' has shape \[32, 65\], the config implies \[32, 64\]",
+        ),
     ],
 )
-def test_a_wrong_architecture_is_refused_naming_what_differs(tmp_path: Path, config_edit, tensors_edit, message: str) -> None:
+def test_a_wrong_architecture_is_refused_naming_what_differs(
+    tmp_path: Path, config_edit, tensors_edit, message: str
+) -> None:
     source = build_nemo(TINY, tmp_path / "wrong.nemo", config_edit=config_edit, tensors_edit=tensors_edit)
     with pytest.raises(ModelError, match=message):
         convert_nemo(source, tmp_path / "model")
@@ -265,7 +319,9 @@ def test_corrupt_and_truncated_archives_are_refused_and_leave_nothing(tmp_path: 
             info = tarfile.TarInfo("./model_config.yaml")
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    with pytest.raises(ModelError, match=r"damaged or truncated|has no model_weights\.ckpt|truncated inside") as caught:
+    with pytest.raises(
+        ModelError, match=r"damaged or truncated|has no model_weights\.ckpt|truncated inside"
+    ) as caught:
         convert_nemo(source, tmp_path / "model")
     assert "again" in (caught.value.fix or "") or "check" in (caught.value.fix or "")
     assert nothing_left(tmp_path / "model")
@@ -292,7 +348,9 @@ def test_a_nemo_whose_weights_would_run_code_is_refused_and_nothing_runs(tmp_pat
         for member in tar.getmembers():
             stream = tar.extractfile(member)
             assert stream is not None
-            members[member.name] = weights.getvalue() if member.name.endswith("model_weights.ckpt") else stream.read()
+            members[member.name] = (
+                weights.getvalue() if member.name.endswith("model_weights.ckpt") else stream.read()
+            )
     with tarfile.open(source, "w") as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)

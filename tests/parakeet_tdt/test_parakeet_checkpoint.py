@@ -20,8 +20,16 @@ from inference.families.parakeet_tdt.checkpoint import expected_tensors, open_pa
 def test_hf_folder_loads_typed_config() -> None:
     with open_parakeet_checkpoint(model_dir("tiny_a")) as ckpt:
         cfg = ckpt.config
-        assert (cfg.encoder.hidden_size, cfg.encoder.num_attention_heads, cfg.encoder.num_hidden_layers) == (64, 4, 2)
-        assert cfg.encoder.conv_kernel_size == 9 and not cfg.encoder.scale_input and not cfg.encoder.attention_bias
+        assert (cfg.encoder.hidden_size, cfg.encoder.num_attention_heads, cfg.encoder.num_hidden_layers) == (
+            64,
+            4,
+            2,
+        )
+        assert (
+            cfg.encoder.conv_kernel_size == 9
+            and not cfg.encoder.scale_input
+            and not cfg.encoder.attention_bias
+        )
         assert cfg.blank_token_id == cfg.vocab_size - 1 and cfg.pad_token_id == 2
         assert cfg.durations == (0, 1, 2, 3, 4) and cfg.samples_per_frame == 1280
         assert cfg.features.feature_size == 128 and cfg.features.preemphasis == pytest.approx(0.97)
@@ -29,7 +37,12 @@ def test_hf_folder_loads_typed_config() -> None:
         assert ckpt.tensors.shape("joint.head.weight") == (cfg.vocab_size + 5, 32)
     with open_parakeet_checkpoint(model_dir("tiny_b") / "config.json") as ckpt:
         enc = ckpt.config.encoder
-        assert (enc.hidden_size, enc.num_attention_heads, enc.num_hidden_layers, enc.conv_kernel_size) == (48, 6, 3, 5)
+        assert (enc.hidden_size, enc.num_attention_heads, enc.num_hidden_layers, enc.conv_kernel_size) == (
+            48,
+            6,
+            3,
+            5,
+        )
         assert enc.scale_input and enc.attention_bias and enc.convolution_bias
 
 
@@ -71,7 +84,9 @@ def test_missing_tensor_and_files(tmp_path: Path) -> None:
     tensors = load_file(str(folder / "model.safetensors"))
     del tensors["encoder.layers.1.self_attn.bias_v"]
     save_file(tensors, str(folder / "model.safetensors"))
-    with pytest.raises(ModelError, match=r"model.safetensors has no tensor 'encoder.layers.1.self_attn.bias_v'"):
+    with pytest.raises(
+        ModelError, match=r"model.safetensors has no tensor 'encoder.layers.1.self_attn.bias_v'"
+    ):
         open_parakeet_checkpoint(folder)
     (folder / "model.safetensors").unlink()
     with pytest.raises(ModelError, match="has no model.safetensors"):

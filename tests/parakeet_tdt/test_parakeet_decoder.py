@@ -32,7 +32,9 @@ def test_full_context_decoding_matches_reference(model: str, clip: str) -> None:
     assert [t.duration for t in tokens] == ref["token_durations"]
     # HF's own output: sequence = [start blank, step tokens...]; blank with duration 0 reported as 1.
     assert [s.token_id for s in trace] == ref["hf_sequences"][1:]
-    hf_durations = [1 if (s.token_id == decoder.blank and s.duration_index == 0) else s.duration_index for s in trace]
+    hf_durations = [
+        1 if (s.token_id == decoder.blank and s.duration_index == 0) else s.duration_index for s in trace
+    ]
     assert hf_durations == ref["hf_durations"][1:]
 
 
@@ -57,7 +59,9 @@ def test_long_form_windows_carry_state() -> None:
     start = 0
     for window in ref["windows"]:
         count = window["hi"] - window["lo"]
-        got, _ = decoder.decode(decoder.project_encoder(frames[start : start + count]), frame_offset=window["offset"])
+        got, _ = decoder.decode(
+            decoder.project_encoder(frames[start : start + count]), frame_offset=window["offset"]
+        )
         start += count
         fresh.extend(t.token_id for t in got)
     assert fresh != ref["token_ids"]

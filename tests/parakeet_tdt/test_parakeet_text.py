@@ -23,7 +23,9 @@ def _tokenizer(model: str) -> ParakeetTokenizer:
 
 
 def _tokens(ref: dict) -> list[TokenStep]:
-    return [TokenStep(*t) for t in zip(ref["token_ids"], ref["token_frames"], ref["token_durations"], strict=True)]
+    return [
+        TokenStep(*t) for t in zip(ref["token_ids"], ref["token_frames"], ref["token_durations"], strict=True)
+    ]
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -38,7 +40,9 @@ def test_text_and_timestamps_match_reference(model: str, clip: str) -> None:
     got = token_timestamps(tokens, tok, SECONDS_PER_FRAME)
     assert [g["token"] for g in got] == [h["token"] for h in ref["hf_token_timestamps"]]
     for g, h in zip(got, ref["hf_token_timestamps"], strict=True):
-        assert g["start"] == pytest.approx(h["start"], abs=1e-9) and g["end"] == pytest.approx(h["end"], abs=1e-9)
+        assert g["start"] == pytest.approx(h["start"], abs=1e-9) and g["end"] == pytest.approx(
+            h["end"], abs=1e-9
+        )
 
     end_frame = -(-ref["num_samples"] // 1280)
     words = default_word_timestamps(tokens, tok, end_frame, SECONDS_PER_FRAME)
@@ -71,7 +75,9 @@ def test_word_rules_on_a_known_sequence() -> None:
     assert [round(w.end_s / 0.08) for w in words[:-1]] == first_token_frames[1:]
     assert words[-1].end_s == pytest.approx((2 * len(ids) - 1) * 0.08)  # clamped to the audio end
 
-    punct = frozenset(i for i in range(tok.vocab_size) if tok.piece(i) and not any(c.isalnum() for c in tok.piece(i)))
+    punct = frozenset(
+        i for i in range(tok.vocab_size) if tok.piece(i) and not any(c.isalnum() for c in tok.piece(i))
+    )
     tdw = token_duration_word_timestamps(tokens, tok, punct, audio_end_s=10.0, seconds_per_frame=0.08)
     assert [w.text for w in tdw] == ["the", "quick", "brown", "fox,", "jumps"]
     last = tokens[-1]

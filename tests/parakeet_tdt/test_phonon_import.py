@@ -32,7 +32,9 @@ from inference.families.parakeet_tdt.phonon_import import (
 # Written from the format description (the reader's module doc), independently of the reader.
 
 
-def encode_five_value(sign: np.ndarray, high: np.ndarray, low_level: np.ndarray, high_level: np.ndarray) -> bytes:
+def encode_five_value(
+    sign: np.ndarray, high: np.ndarray, low_level: np.ndarray, high_level: np.ndarray
+) -> bytes:
     rows, cols = sign.shape
     codes = (sign + 1).astype(np.int64)
     per_row = -(-cols // 5)
@@ -44,7 +46,12 @@ def encode_five_value(sign: np.ndarray, high: np.ndarray, low_level: np.ndarray,
     flag_bytes = bytearray(-(-len(flags) // 8))
     for i, flag in enumerate(flags):
         flag_bytes[i // 8] |= int(flag) << (i % 8)
-    return packed.tobytes() + bytes(flag_bytes) + low_level.astype("<f2").tobytes() + high_level.astype("<f2").tobytes()
+    return (
+        packed.tobytes()
+        + bytes(flag_bytes)
+        + low_level.astype("<f2").tobytes()
+        + high_level.astype("<f2").tobytes()
+    )
 
 
 def encode_int6(codes: np.ndarray, scales: np.ndarray) -> bytes:
@@ -57,14 +64,18 @@ def encode_int6(codes: np.ndarray, scales: np.ndarray) -> bytes:
     return bytes(out) + scales.astype("<f2").tobytes()
 
 
-def write_container(path: Path, records: list[tuple[str, str, tuple[int, ...], bytes]], *, trailing: bytes = b"") -> Path:
+def write_container(
+    path: Path, records: list[tuple[str, str, tuple[int, ...], bytes]], *, trailing: bytes = b""
+) -> Path:
     index = [{"n": n, "k": k, "shape": list(shape), "b": len(blob)} for n, k, shape, blob in records]
     header = json.dumps({"format": FORMAT, "index": index}).encode()
     path.write_bytes(len(header).to_bytes(8, "little") + header + b"".join(r[3] for r in records) + trailing)
     return path
 
 
-def encode_tensor(name: str, value: np.ndarray, kind: str, rng: np.random.Generator) -> tuple[list, np.ndarray]:
+def encode_tensor(
+    name: str, value: np.ndarray, kind: str, rng: np.random.Generator
+) -> tuple[list, np.ndarray]:
     """A record for ``value`` in ``kind`` and the exact dense tensor the record stands for (lossy kinds
     quantise ``value``)."""
     if kind == "fp16":
@@ -77,14 +88,25 @@ def encode_tensor(name: str, value: np.ndarray, kind: str, rng: np.random.Genera
         high_level = (np.abs(matrix).max(axis=1) + 1e-3).astype(np.float16)
         sign = np.sign(matrix).astype(np.int64) * (rng.random(matrix.shape) > 0.2)
         high = np.abs(matrix) > (low_level.astype(np.float32) + high_level.astype(np.float32))[:, None] / 2
-        exact = sign * np.where(high, high_level.astype(np.float32)[:, None], low_level.astype(np.float32)[:, None])
+        exact = sign * np.where(
+            high, high_level.astype(np.float32)[:, None], low_level.astype(np.float32)[:, None]
+        )
         assert exact.shape[0] == rows
         module = name.removesuffix(".weight")
-        return [module, "five_value", matrix.shape, encode_five_value(sign, high, low_level, high_level)], exact.astype(np.float32)
+        return [
+            module,
+            "five_value",
+            matrix.shape,
+            encode_five_value(sign, high, low_level, high_level),
+        ], exact.astype(np.float32)
     scales = (np.abs(matrix).max(axis=1) / (127 if kind == "int8" else 31) + 1e-6).astype(np.float16)
     limit = 127 if kind == "int8" else 31
-    codes = np.clip(np.round(matrix / scales.astype(np.float32)[:, None]), -limit - (kind == "int6"), limit).astype(np.int64)
-    blob = codes.astype(np.int8).tobytes() + scales.tobytes() if kind == "int8" else encode_int6(codes, scales)
+    codes = np.clip(
+        np.round(matrix / scales.astype(np.float32)[:, None]), -limit - (kind == "int6"), limit
+    ).astype(np.int64)
+    blob = (
+        codes.astype(np.int8).tobytes() + scales.tobytes() if kind == "int8" else encode_int6(codes, scales)
+    )
     exact = (codes.astype(np.float32) * scales.astype(np.float32)[:, None]).reshape(value.shape)
     return [name, kind, value.shape, blob], exact
 
@@ -107,19 +129,26 @@ def test_five_value_vector() -> None:
 
 def test_int_vectors() -> None:
     blob = np.array([1, -2, 127, -128], np.int8).tobytes() + np.array([0.5, 2.0], "<f2").tobytes()
-    assert decode_record(Record("w", "int8", (2, 2), len(blob), 0), blob).tolist() == [[0.5, -1.0], [254.0, -256.0]]
+    assert decode_record(Record("w", "int8", (2, 2), len(blob), 0), blob).tolist() == [
+        [0.5, -1.0],
+        [254.0, -256.0],
+    ]
     codes = np.array([[-32, -1, 0, 31, 5]])
     blob = encode_int6(codes, np.array([0.25]))
     # four fields per 3 bytes, stored +32: 0, 31, 32, 63 → 0 | 31<<6 | 32<<12 | 63<<18
     assert int.from_bytes(blob[:3], "little") == 0 | 31 << 6 | 32 << 12 | 63 << 18 and len(blob) == 6 + 2
-    assert decode_record(Record("w", "int6", (1, 5), len(blob), 0), blob).tolist() == [[-8.0, -0.25, 0.0, 7.75, 1.25]]
+    assert decode_record(Record("w", "int6", (1, 5), len(blob), 0), blob).tolist() == [
+        [-8.0, -0.25, 0.0, 7.75, 1.25]
+    ]
     half = np.array([1.5, -3.0], np.float16)
     assert decode_record(Record("b", "fp16", (2,), 4, 0), half.tobytes()).tolist() == [1.5, -3.0]
 
 
 def test_pointwise_conv_weights_get_their_kernel_dimension_and_counters_are_dropped(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
-    pw, pw_exact = encode_tensor("encoder.layers.0.conv.pointwise_conv1.weight", rng.normal(size=(4, 3)), "five_value", rng)
+    pw, pw_exact = encode_tensor(
+        "encoder.layers.0.conv.pointwise_conv1.weight", rng.normal(size=(4, 3)), "five_value", rng
+    )
     counter = ["encoder.layers.0.conv.norm.num_batches_tracked", "fp16", (), np.float16(7).tobytes()]
     path = write_container(tmp_path / "model.fermion", [tuple(pw), tuple(counter)])  # type: ignore[list-item]
     got = dict(read_container(path))
@@ -149,7 +178,10 @@ def small_container(tmp_path: Path) -> Path:
         (lambda data: data[:-1], "truncated: its records need"),
         (lambda data: data[:5], "truncated: it has no container header"),
         (lambda data: data + b"\0", "1 bytes after its last record"),
-        (lambda data: data.replace(FORMAT.encode(), b"fermion-five-value-parakeet-v9"), "not 'fermion-five-value-parakeet-v1'"),
+        (
+            lambda data: data.replace(FORMAT.encode(), b"fermion-five-value-parakeet-v9"),
+            "not 'fermion-five-value-parakeet-v1'",
+        ),
         (lambda data: data.replace(b'"fp16"', b'"fp64"'), "unknown kind 'fp64'"),
         (lambda data: data.replace(b'"shape": [4]', b'"shape": [5]'), "its shape needs"),
     ],
@@ -215,8 +247,17 @@ def phonon_archive_dir(tmp_path: Path) -> tuple[Path, dict[str, np.ndarray]]:
 def test_an_import_loads_and_decodes_like_the_dense_weights(tmp_path: Path) -> None:
     folder, exact = phonon_archive_dir(tmp_path)
     seen: list[int] = []
-    out = convert_phonon2(folder, sidecars_for(tmp_path), tmp_path / "phonon2", progress=lambda done, total, _m: seen.append(done))
-    assert seen[-1] == len(exact) and sorted(p.name for p in tmp_path.iterdir()) == ["archive", "phonon2", "sidecars"]
+    out = convert_phonon2(
+        folder,
+        sidecars_for(tmp_path),
+        tmp_path / "phonon2",
+        progress=lambda done, total, _m: seen.append(done),
+    )
+    assert seen[-1] == len(exact) and sorted(p.name for p in tmp_path.iterdir()) == [
+        "archive",
+        "phonon2",
+        "sidecars",
+    ]
     converted = load_file(str(out / "model.safetensors"))
     assert converted.keys() == exact.keys()
     assert all(np.array_equal(converted[k], exact[k]) for k in exact)
@@ -256,7 +297,9 @@ def test_import_refusals_leave_nothing_behind(tmp_path: Path) -> None:
 
 
 def test_the_archive_path(tmp_path: Path) -> None:
-    zstandard = pytest.importorskip("zstandard", reason="reading .tar.zst needs the optional zstandard package")
+    zstandard = pytest.importorskip(
+        "zstandard", reason="reading .tar.zst needs the optional zstandard package"
+    )
     folder, exact = phonon_archive_dir(tmp_path)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
@@ -320,7 +363,9 @@ def test_the_install_hook(tmp_path: Path) -> None:
     context = ConversionContext(source, package_dir, lambda *_: None, threading.Event())
     with pytest.raises(ModelError, match=r"one \.tar\.zst archive, found 0"):
         build_phonon2(context)
-    zstandard = pytest.importorskip("zstandard", reason="reading .tar.zst needs the optional zstandard package")
+    zstandard = pytest.importorskip(
+        "zstandard", reason="reading .tar.zst needs the optional zstandard package"
+    )
     folder, exact = phonon_archive_dir(tmp_path)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:

@@ -21,7 +21,9 @@ BLOCK = 800
 
 @pytest.fixture(scope="module")
 def phonon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ParakeetEngine]:
-    eng = load_engine(make_phonon_variant(tmp_path_factory.mktemp("phonon") / "tiny_phonon"), backend="cpu", threads=2)
+    eng = load_engine(
+        make_phonon_variant(tmp_path_factory.mktemp("phonon") / "tiny_phonon"), backend="cpu", threads=2
+    )
     assert isinstance(eng, ParakeetEngine)
     yield eng
     eng.close()
@@ -133,7 +135,9 @@ def test_events_obey_their_contract_and_commits_equal_offline(phonon: ParakeetEn
     for segment in final.segments:  # each commit is the offline full-context decode of its samples
         start, end = round(segment.start_s * 16000), round(segment.end_s * 16000)
         assert phonon.transcribe(audio[start:end], audio_chunk_mode="none").text == segment.text
-        assert all(segment.start_s - 1e-9 <= w.start_s <= w.end_s <= segment.end_s + 1e-9 for w in segment.words)
+        assert all(
+            segment.start_s - 1e-9 <= w.start_s <= w.end_s <= segment.end_s + 1e-9 for w in segment.words
+        )
     assert [w for s in final.segments for w in s.words] == final.words
 
 
@@ -262,7 +266,9 @@ def test_bounded_snapshots_keep_the_token_budget() -> None:
     texts = []
     for window in (0.0, 4.0):
         engine = ScriptedEngine()
-        stream = RollingStream(engine, RequestSettings.from_options({"snapshot_window_sec": window, "max_tokens": 70}), None)  # type: ignore[arg-type]
+        stream = RollingStream(
+            engine, RequestSettings.from_options({"snapshot_window_sec": window, "max_tokens": 70}), None
+        )  # type: ignore[arg-type]
         snapshots = []
         for start in range(0, audio.size, 800):
             engine.phrase_len = start + 800
@@ -272,7 +278,9 @@ def test_bounded_snapshots_keep_the_token_budget() -> None:
     assert max(token_counts) == 70 and texts[1][-1] == texts[0][-1]  # never past the budget; same last text
 
 
-def test_bounded_snapshots_on_the_model_leave_commits_unchanged(phonon: ParakeetEngine, decodes: list[int]) -> None:
+def test_bounded_snapshots_on_the_model_leave_commits_unchanged(
+    phonon: ParakeetEngine, decodes: list[int]
+) -> None:
     speech = load_audio_file(audio_path("medium"))
     # Low noise under the speech keeps every block above the gate: one phrase, committed at finish.
     peak = max(float(np.sqrt(np.mean(b**2))) for b in np.array_split(speech, speech.size // BLOCK))
@@ -289,7 +297,9 @@ def test_bounded_snapshots_on_the_model_leave_commits_unchanged(phonon: Parakeet
     assert any(isinstance(e, Snapshot) and e.text for e in events)
 
 
-@pytest.mark.parametrize("cuts", [[12 * BLOCK], [30 * BLOCK, 31 * BLOCK], [45 * BLOCK, 70 * BLOCK, 95 * BLOCK]])
+@pytest.mark.parametrize(
+    "cuts", [[12 * BLOCK], [30 * BLOCK, 31 * BLOCK], [45 * BLOCK, 70 * BLOCK, 95 * BLOCK]]
+)
 def test_a_replaced_rolling_stream_commits_what_an_undisturbed_one_does(phonon: ParakeetEngine, cuts) -> None:
     """After a worker death the client reopens the stream at the open phrase's first sample (phrases before it
     are committed): the phrases come out as they would have."""

@@ -23,16 +23,36 @@ from inference.native import open_backend, open_checkpoint
 
 HIDDEN, LAYERS, HEADS, FFN, SUB = 256, 2, 4, 1024, 256
 # weight type -> (max abs, RMS) bound on the distance from the f32 output
-MATRICES = ["sub.linear.weight", *(
-    f"L{i}.{name}.weight" for i in range(LAYERS) for name in (
-        "feed_forward1.linear1", "feed_forward1.linear2", "feed_forward2.linear1", "feed_forward2.linear2",
-        "q_proj", "k_proj", "v_proj", "o_proj", "relative_k_proj", "conv.pointwise_conv1", "conv.pointwise_conv2",
-    )
-)]  # fmt: skip
+MATRICES = [
+    "sub.linear.weight",
+    *(
+        f"L{i}.{name}.weight"
+        for i in range(LAYERS)
+        for name in (
+            "feed_forward1.linear1",
+            "feed_forward1.linear2",
+            "feed_forward2.linear1",
+            "feed_forward2.linear2",
+            "q_proj",
+            "k_proj",
+            "v_proj",
+            "o_proj",
+            "relative_k_proj",
+            "conv.pointwise_conv1",
+            "conv.pointwise_conv2",
+        )
+    ),
+]
 # max |diff| measured: f16 0.0028, bf16 0.019 (RMS 0.0042), q8_0 0.058, q6_k 0.12, q4_k 0.49, int8 0.081 (RMS 0.018,
 # 2 threads: activations take one u8 scale per thread's rows); bounds about 2x
-BOUNDS = {"f16": (0.006, 0.0013), "bf16": (0.04, 0.009), "q8_0": (0.12, 0.025), "q6_k": (0.24, 0.066), "q4_k": (0.9, 0.26),
-          "int8": (0.16, 0.036)}  # fmt: skip
+BOUNDS = {
+    "f16": (0.006, 0.0013),
+    "bf16": (0.04, 0.009),
+    "q8_0": (0.12, 0.025),
+    "q6_k": (0.24, 0.066),
+    "q4_k": (0.9, 0.26),
+    "int8": (0.16, 0.036),
+}
 # The ggml type each weight type stores matrices in (int8: I8 with row scales, computed by ONNX Runtime).
 GGML_NAME = {"int8": "i8"}
 
@@ -48,7 +68,10 @@ def _tensors(rng: np.random.Generator) -> dict[str, np.ndarray]:
     sub = "encoder.subsampling."
     t[sub + "layers.0.weight"], t[sub + "layers.0.bias"] = normal(SUB, 1, 3, 3, scale=0.3), zeros(SUB)
     for dw, pw in ((2, 3), (5, 6)):
-        t[f"{sub}layers.{dw}.weight"], t[f"{sub}layers.{dw}.bias"] = normal(SUB, 1, 3, 3, scale=0.3), zeros(SUB)
+        t[f"{sub}layers.{dw}.weight"], t[f"{sub}layers.{dw}.bias"] = (
+            normal(SUB, 1, 3, 3, scale=0.3),
+            zeros(SUB),
+        )
         t[f"{sub}layers.{pw}.weight"], t[f"{sub}layers.{pw}.bias"] = normal(SUB, SUB, 1, 1), zeros(SUB)
     t[sub + "linear.weight"], t[sub + "linear.bias"] = normal(HIDDEN, SUB * 16), zeros(HIDDEN)
     for i in range(LAYERS):
@@ -56,10 +79,16 @@ def _tensors(rng: np.random.Generator) -> dict[str, np.ndarray]:
         for norm in ("norm_feed_forward1", "norm_self_att", "norm_conv", "norm_feed_forward2", "norm_out"):
             t[p + norm + ".weight"], t[p + norm + ".bias"] = 1.0 + normal(HIDDEN, scale=0.1), normal(HIDDEN)
         for ff in ("feed_forward1", "feed_forward2"):
-            t[p + ff + ".linear1.weight"], t[p + ff + ".linear2.weight"] = normal(FFN, HIDDEN), normal(HIDDEN, FFN)
+            t[p + ff + ".linear1.weight"], t[p + ff + ".linear2.weight"] = (
+                normal(FFN, HIDDEN),
+                normal(HIDDEN, FFN),
+            )
         for proj in ("q_proj", "k_proj", "v_proj", "o_proj", "relative_k_proj"):
             t[p + "self_attn." + proj + ".weight"] = normal(HIDDEN, HIDDEN)
-        t[p + "self_attn.bias_u"], t[p + "self_attn.bias_v"] = normal(HEADS, HIDDEN // HEADS), normal(HEADS, HIDDEN // HEADS)
+        t[p + "self_attn.bias_u"], t[p + "self_attn.bias_v"] = (
+            normal(HEADS, HIDDEN // HEADS),
+            normal(HEADS, HIDDEN // HEADS),
+        )
         t[p + "conv.pointwise_conv1.weight"] = normal(2 * HIDDEN, HIDDEN, 1)
         t[p + "conv.depthwise_conv.weight"] = normal(HIDDEN, 1, 9, scale=0.2)
         t[p + "conv.norm.weight"], t[p + "conv.norm.bias"] = 1.0 + normal(HIDDEN, scale=0.1), normal(HIDDEN)
@@ -77,14 +106,24 @@ def encoder_parts(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-
     save_file(_tensors(np.random.default_rng(7)), str(path))
     hp = parse_encoder_config(
         {
-            "hidden_size": HIDDEN, "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
-            "intermediate_size": FFN, "hidden_act": "silu", "attention_bias": False, "convolution_bias": False,
-            "conv_kernel_size": 9, "subsampling_factor": 8, "subsampling_conv_channels": SUB,
-            "subsampling_conv_kernel_size": 3, "subsampling_conv_stride": 2, "num_mel_bins": 128,
-            "max_position_embeddings": 5000, "scale_input": False,
+            "hidden_size": HIDDEN,
+            "num_hidden_layers": LAYERS,
+            "num_attention_heads": HEADS,
+            "intermediate_size": FFN,
+            "hidden_act": "silu",
+            "attention_bias": False,
+            "convolution_bias": False,
+            "conv_kernel_size": 9,
+            "subsampling_factor": 8,
+            "subsampling_conv_channels": SUB,
+            "subsampling_conv_kernel_size": 3,
+            "subsampling_conv_stride": 2,
+            "num_mel_bins": 128,
+            "max_position_embeddings": 5000,
+            "scale_input": False,
         },
         "config.json",
-    )  # fmt: skip
+    )
     features = np.random.default_rng(8).standard_normal((400, 128)).astype(np.float32)
     with open_backend("cpu", threads=2) as backend, open_checkpoint(path) as checkpoint:
         with ParakeetEncoder(backend, checkpoint, checkpoint, hp) as reference:
@@ -105,7 +144,10 @@ def test_quantised_weights_and_pointwise_convs_stay_close_to_f32(encoder_parts, 
     assert set(types.values()) == {GGML_NAME.get(weight_type, weight_type)}, types
     diff = np.abs(approx - exact)
     max_bound, rms_bound = BOUNDS[weight_type]
-    assert diff.max() < max_bound and np.sqrt(np.mean(diff**2)) < rms_bound, (diff.max(), np.sqrt(np.mean(diff**2)))
+    assert diff.max() < max_bound and np.sqrt(np.mean(diff**2)) < rms_bound, (
+        diff.max(),
+        np.sqrt(np.mean(diff**2)),
+    )
     assert diff.max() > 0  # the quantised weights were used
 
 
@@ -129,14 +171,22 @@ def test_k_quants_on_a_model_too_narrow_for_their_blocks_take_q8_0_like_weight_t
     cfg = json.loads((root / "models" / "tiny_a" / "config.json").read_text())
     hp = parse_encoder_config(cfg["encoder_config"], "config.json")
     features = compute_features(load_audio_file(root / "audio" / "short.wav"), FeatureConfig())
-    with open_backend("cpu", threads=2) as backend, open_checkpoint(root / "models" / "tiny_a" / "model.safetensors") as ck:
+    with (
+        open_backend("cpu", threads=2) as backend,
+        open_checkpoint(root / "models" / "tiny_a" / "model.safetensors") as ck,
+    ):
         with ParakeetEncoder(backend, ck, ck, hp) as reference:
             exact = reference.encode(features.values, features.valid_frames).hidden
         with ParakeetEncoder(backend, ck, ck, hp, weight_type="q6_k", conv_weight_type="q6_k") as narrow:
             layer_types = {
                 name: narrow.weights[f"L{i}.{name}.weight"].type.name.lower()
                 for i in range(hp.num_hidden_layers)
-                for name in ("conv.pointwise_conv1", "conv.pointwise_conv2", "q_proj", "feed_forward1.linear1")
+                for name in (
+                    "conv.pointwise_conv1",
+                    "conv.pointwise_conv2",
+                    "q_proj",
+                    "feed_forward1.linear1",
+                )
             }
             assert set(layer_types.values()) == {"q8_0"}, layer_types
             assert narrow.weights["sub.linear.weight"].type.name.lower() == "q6_k"

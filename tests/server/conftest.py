@@ -16,11 +16,26 @@ from tests.server.harness import DEMO_MODEL, FAULTY_FACTORY, running_server
 
 @pytest.fixture(scope="session")
 def registry() -> Iterator[ModelRegistry]:
-    demo = ServedModel("demo", DEMO_MODEL, "parakeet_tdt", load_family_spec("parakeet_tdt"), ("en",), 2,
-                       aliases=("demo_model",))  # fmt: skip
+    demo = ServedModel(
+        "demo",
+        DEMO_MODEL,
+        "parakeet_tdt",
+        load_family_spec("parakeet_tdt"),
+        ("en",),
+        2,
+        aliases=("demo_model",),
+    )
     # The test engine "transcribes" 0.05 s per audio second or push unless a request asks for more (delay_s).
-    faulty = ServedModel("faulty", DEMO_MODEL, "faulty", None, (), 1, factory=FAULTY_FACTORY,
-                         default_request_options={"delay_s": 0.05})  # fmt: skip
+    faulty = ServedModel(
+        "faulty",
+        DEMO_MODEL,
+        "faulty",
+        None,
+        (),
+        1,
+        factory=FAULTY_FACTORY,
+        default_request_options={"delay_s": 0.05},
+    )
     models = ModelRegistry([demo, faulty])
     models.start(threads=1)
     try:

@@ -36,7 +36,9 @@ def running_server(config: ServerConfig, registry: ModelRegistry) -> Iterator[st
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn_config(create_app(config, registry), grace_s=0))  # as `captioneer serve` runs it
+    server = uvicorn.Server(
+        uvicorn_config(create_app(config, registry), grace_s=0)
+    )  # as `captioneer serve` runs it
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="test-uvicorn", daemon=True)
     thread.start()
     try:
@@ -76,5 +78,7 @@ def openai_error(response: httpx.Response, status: int, code: str) -> str:
     error = response.json()["error"]
     assert set(error) == {"message", "type", "param", "code"}
     assert error["code"] == code, error
-    assert error["type"] == ("invalid_request_error" if status < 500 and status not in (401, 429) else error["type"])
+    assert error["type"] == (
+        "invalid_request_error" if status < 500 and status not in (401, 429) else error["type"]
+    )
     return str(error["message"])

@@ -53,17 +53,26 @@ class _Reader:
         return data
 
 
-def post_live(base_url: str, query: dict[str, Any], pieces: Iterable[bytes], *, pace_s: float = 0.0,
-              pause_after: dict[int, float] | None = None, finish: bool = True,
-              timeout_s: float = 60.0) -> LiveResult:  # fmt: skip
+def post_live(
+    base_url: str,
+    query: dict[str, Any],
+    pieces: Iterable[bytes],
+    *,
+    pace_s: float = 0.0,
+    pause_after: dict[int, float] | None = None,
+    finish: bool = True,
+    timeout_s: float = 60.0,
+) -> LiveResult:
     """POST ``pieces`` as HTTP chunks (``pace_s`` apart; ``pause_after``: extra sleep after piece i; ``finish``
     False: never send the terminating zero chunk) and collect the answer's events with their arrival times."""
     url = urlsplit(base_url)
     sock = socket.create_connection((url.hostname, url.port), timeout=timeout_s)
     started = time.monotonic()
     path = "/v1/audio/transcriptions/live?" + urlencode(query)
-    head = (f"POST {path} HTTP/1.1\r\nHost: {url.hostname}:{url.port}\r\nTransfer-Encoding: chunked\r\n"
-            "Content-Type: application/octet-stream\r\nConnection: close\r\n\r\n")  # fmt: skip
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {url.hostname}:{url.port}\r\nTransfer-Encoding: chunked\r\n"
+        "Content-Type: application/octet-stream\r\nConnection: close\r\n\r\n"
+    )
     sock.sendall(head.encode())
     upload_done: list[float] = []
 

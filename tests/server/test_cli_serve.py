@@ -18,8 +18,9 @@ from inference.cli import main
 from tests.server.harness import REPO, SAMPLE_1, TEXT_1
 
 
-def test_serve_refuses_other_addresses_without_a_key(capsys: pytest.CaptureFixture[str],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_serve_refuses_other_addresses_without_a_key(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("CAPTIONEER_API_KEY", raising=False)
     assert main(["serve", "--host", "0.0.0.0"]) == 2
     err = capsys.readouterr().err
@@ -40,8 +41,13 @@ def _free_port() -> int:
 def test_serve_runs_the_default_model_and_stops_on_sigterm(isolated_home: Path) -> None:
     port = _free_port()
     env = {**os.environ, "CAPTIONEER_HOME": str(isolated_home), "CAPTIONEER_API_KEY": "k"}
-    process = subprocess.Popen([sys.executable, "-m", "inference.cli", "serve", "--port", str(port),
-                                "--threads", "1"], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "inference.cli", "serve", "--port", str(port), "--threads", "1"],
+        cwd=REPO,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         headers = {"Authorization": "Bearer k"}
@@ -55,8 +61,12 @@ def test_serve_runs_the_default_model_and_stops_on_sigterm(isolated_home: Path) 
                 assert time.monotonic() < deadline, "the server did not start"
                 time.sleep(0.2)
         assert [m["id"] for m in models.json()["data"]] == ["demo_parakeet_en"]
-        response = httpx.post(f"{url}/v1/audio/transcriptions", headers=headers, timeout=60,
-                              files={"file": SAMPLE_1.read_bytes()})  # no model field: the only one
+        response = httpx.post(
+            f"{url}/v1/audio/transcriptions",
+            headers=headers,
+            timeout=60,
+            files={"file": SAMPLE_1.read_bytes()},
+        )  # no model field: the only one
         assert response.status_code == 200 and response.json()["text"] == TEXT_1
     finally:
         process.send_signal(signal.SIGTERM)

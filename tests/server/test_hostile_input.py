@@ -56,8 +56,13 @@ def test_a_decompression_bomb_is_refused_from_its_header_without_decoding(regist
         answers: list[httpx.Response] = []
 
         def send() -> None:
-            answers.append(http.post("/v1/audio/transcriptions", data={"model": "demo", "busy_timeout_ms": "30000"},
-                                     files={"file": ("bomb.flac", data)}))  # fmt: skip
+            answers.append(
+                http.post(
+                    "/v1/audio/transcriptions",
+                    data={"model": "demo", "busy_timeout_ms": "30000"},
+                    files={"file": ("bomb.flac", data)},
+                )
+            )
 
         threads = [threading.Thread(target=send) for _ in range(3)]
         for thread in threads:
@@ -84,7 +89,9 @@ def test_audio_longer_than_its_header_says_is_stopped_while_decoding() -> None:
 
 def test_hostile_bodies_are_4xx_openai_errors(http: httpx.Client) -> None:
     deep = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
-    response = http.post("/v1/audio/transcriptions", content=deep, headers={"content-type": "application/json"})
+    response = http.post(
+        "/v1/audio/transcriptions", content=deep, headers={"content-type": "application/json"}
+    )
     assert "nested too deeply" in openai_error(response, 400, "invalid_json")
     garbage = base64.b64encode(b"\x00\x01not audio at all" * 50).decode()
     response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": garbage})
@@ -109,7 +116,10 @@ def test_a_request_uvicorn_cannot_parse_gets_an_openai_error_too(base_url: str) 
 
 
 def test_a_nul_byte_in_a_server_path_is_a_400(registry: ModelRegistry, tmp_path: Path) -> None:
-    with running_server(ServerConfig(audio_dir=tmp_path), registry) as url, httpx.Client(base_url=url) as http:
+    with (
+        running_server(ServerConfig(audio_dir=tmp_path), registry) as url,
+        httpx.Client(base_url=url) as http,
+    ):
         response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio_path": "a\x00b.wav"})
         assert "NUL" in openai_error(response, 400, "invalid_value")
 
@@ -126,7 +136,9 @@ def test_other_host_names_are_refused_without_an_api_key(http: httpx.Client, bas
 def test_with_an_api_key_any_host_name_may_be_used(registry: ModelRegistry) -> None:
     config = ServerConfig(api_key="s3cret")
     with running_server(config, registry) as url, httpx.Client(base_url=url) as http:
-        response = http.get("/v1/models", headers={"host": "captions.example", "authorization": "Bearer s3cret"})
+        response = http.get(
+            "/v1/models", headers={"host": "captions.example", "authorization": "Bearer s3cret"}
+        )
         assert response.status_code == 200
 
 
@@ -145,15 +157,24 @@ def test_openai_retrieve_verbose_segments_and_usage(base_url: str) -> None:
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("nope")
     audio = wav_bytes(two_sentences())
-    verbose = client.audio.transcriptions.create(model="demo", file=("two.wav", audio), response_format="verbose_json")
+    verbose = client.audio.transcriptions.create(
+        model="demo", file=("two.wav", audio), response_format="verbose_json"
+    )
     segments = verbose.segments or []
     assert len(segments) >= 2 and " ".join(s.text for s in segments) == verbose.text
     assert segments[0].start < segments[0].end <= segments[1].start
     with httpx.Client(base_url=base_url, timeout=60) as http:  # every word sits in the segment that shows it
-        details = http.post("/v1/audio/transcriptions", data={"model": "demo", "response_format": "verbose_json"},
-                            files={"file": ("two.wav", audio)}).json()  # fmt: skip
-    assert [w["word"] for s in details["segments"] for w in s["words"]] == [w["word"] for w in details["words"]]
-    assert verbose.usage is not None and verbose.usage.seconds == 10  # 9.07 s, billed as OpenAI does: whole seconds
+        details = http.post(
+            "/v1/audio/transcriptions",
+            data={"model": "demo", "response_format": "verbose_json"},
+            files={"file": ("two.wav", audio)},
+        ).json()
+    assert [w["word"] for s in details["segments"] for w in s["words"]] == [
+        w["word"] for w in details["words"]
+    ]
+    assert (
+        verbose.usage is not None and verbose.usage.seconds == 10
+    )  # 9.07 s, billed as OpenAI does: whole seconds
     with httpx.Client(base_url=base_url, timeout=60) as http:
         body = {"model": "demo", "audio": base64.b64encode(SAMPLE_1.read_bytes()).decode(), "stream": True}
         with http.stream("POST", "/v1/audio/transcriptions", json=body) as response:
@@ -165,15 +186,19 @@ def test_openai_retrieve_verbose_segments_and_usage(base_url: str) -> None:
 def test_live_needs_no_model_name_when_one_model_is_served(registry: ModelRegistry) -> None:
     single = ModelRegistry([registry.get("demo")])
     with running_server(ServerConfig(), single) as url:
-        result = post_live(url, {"sample_rate": 16000, "sample_format": "s16le"},
-                           split(s16le(two_sentences()), 6400))  # fmt: skip
+        result = post_live(
+            url, {"sample_rate": 16000, "sample_format": "s16le"}, split(s16le(two_sentences()), 6400)
+        )
     assert result.status == 200 and result.of_type("transcript.text.done")[0]["text"].startswith(TEXT_1)
 
 
 def test_busy_answers_spread_their_retries(registry: ModelRegistry) -> None:
     config = ServerConfig(max_concurrent=1)
-    slow = {"model": "faulty", "audio": base64.b64encode(wav_bytes(np.full(48000, 0.01, np.float32))).decode(),
-            "options": {"delay_s": 0.5}}  # fmt: skip
+    slow = {
+        "model": "faulty",
+        "audio": base64.b64encode(wav_bytes(np.full(48000, 0.01, np.float32))).decode(),
+        "options": {"delay_s": 0.5},
+    }
     with running_server(config, registry) as url, httpx.Client(base_url=url, timeout=60) as http:
         first = threading.Thread(target=lambda: http.post("/v1/audio/transcriptions", json=slow))
         first.start()
@@ -192,10 +217,14 @@ def test_busy_answers_spread_their_retries(registry: ModelRegistry) -> None:
 @pytest.mark.skipif(not os.path.exists("/usr/bin/sox"), reason="needs sox")
 def test_the_sox_bomb_of_the_report_is_refused(registry: ModelRegistry, tmp_path: Path) -> None:
     path = tmp_path / "bomb.flac"
-    subprocess.run(["sox", "-D", "-n", "-r", "48000", "-c", "4", "-b", "16", str(path), "trim", "0", "900"],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["sox", "-D", "-n", "-r", "48000", "-c", "4", "-b", "16", str(path), "trim", "0", "900"], check=True
+    )
     config = ServerConfig(max_upload_bytes=1024 * 1024, max_audio_s=30)
     with running_server(config, registry) as url, httpx.Client(base_url=url, timeout=60) as http:
-        response = http.post("/v1/audio/transcriptions", data={"model": "demo"},
-                             files={"file": ("bomb.flac", path.read_bytes())})  # fmt: skip
+        response = http.post(
+            "/v1/audio/transcriptions",
+            data={"model": "demo"},
+            files={"file": ("bomb.flac", path.read_bytes())},
+        )
     assert "limit of 30 s" in openai_error(response, 413, "audio_too_long")

@@ -21,8 +21,12 @@ def _b64(data: bytes) -> str:
 
 
 def test_json_form_with_options_and_timing(http: httpx.Client) -> None:
-    body = {"model": "demo", "audio": _b64(SAMPLE_1.read_bytes()), "language": "en",
-            "options": {"max_tokens": 200, "audio_chunk_mode": "none"}}  # fmt: skip
+    body = {
+        "model": "demo",
+        "audio": _b64(SAMPLE_1.read_bytes()),
+        "language": "en",
+        "options": {"max_tokens": 200, "audio_chunk_mode": "none"},
+    }
     response = http.post("/v1/audio/transcriptions", json=body)
     assert response.status_code == 200, response.text
     result = response.json()
@@ -33,11 +37,13 @@ def test_json_form_with_options_and_timing(http: httpx.Client) -> None:
 
 def test_json_form_options_are_validated_by_the_family_spec(http: httpx.Client) -> None:
     audio = _b64(SAMPLE_1.read_bytes())
-    response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio,
-                                                           "options": {"beam_size": 4}})  # fmt: skip
+    response = http.post(
+        "/v1/audio/transcriptions", json={"model": "demo", "audio": audio, "options": {"beam_size": 4}}
+    )
     assert "unknown request option 'beam_size'" in openai_error(response, 400, "invalid_option")
-    response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio,
-                                                           "options": {"hotwords_score": 500}})  # fmt: skip
+    response = http.post(
+        "/v1/audio/transcriptions", json={"model": "demo", "audio": audio, "options": {"hotwords_score": 500}}
+    )
     assert "hotwords_score" in openai_error(response, 400, "invalid_option")
     response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio_path": "/etc/passwd"})
     assert "--audio-dir" in openai_error(response, 400, "unsupported_parameter")
@@ -47,7 +53,9 @@ def test_json_form_options_are_validated_by_the_family_spec(http: httpx.Client) 
     openai_error(response, 400, "missing_audio")
     response = http.post("/v1/audio/transcriptions", json={"model": "demo", "audio": audio, "colour": "red"})
     assert "colour" in openai_error(response, 400, "unknown_parameter")
-    response = http.post("/v1/audio/transcriptions", content=b"{not json", headers={"content-type": "application/json"})
+    response = http.post(
+        "/v1/audio/transcriptions", content=b"{not json", headers={"content-type": "application/json"}
+    )
     openai_error(response, 400, "invalid_json")
 
 
@@ -61,7 +69,9 @@ def test_details_gives_samples_and_rejects_stream(http: httpx.Client) -> None:
     starts = [w["start_sample"] for w in details["words"]]
     assert starts == sorted(starts) and all(isinstance(s, int) for s in starts)
     assert all(w["end_sample"] <= 3970 * 16 for w in details["words"])
-    response = http.post("/v1/audio/transcriptions/details", files=files, data={"model": "demo", "stream": "true"})
+    response = http.post(
+        "/v1/audio/transcriptions/details", files=files, data={"model": "demo", "stream": "true"}
+    )
     assert "does not stream" in openai_error(response, 400, "invalid_value")
 
 
@@ -87,22 +97,39 @@ def test_stream_json_form_over_sse(http: httpx.Client) -> None:
 def test_bad_requests_are_openai_errors(http: httpx.Client) -> None:
     wav = SAMPLE_1.read_bytes()
     post = "/v1/audio/transcriptions"
-    openai_error(http.post(post, data={"model": "demo"}, files={"nofile": ("x", b"1")}), 400, "unknown_parameter")
+    openai_error(
+        http.post(post, data={"model": "demo"}, files={"nofile": ("x", b"1")}), 400, "unknown_parameter"
+    )
     openai_error(http.post(post, data={"model": "demo", "language": "en"}), 400, "missing_file")
-    assert "empty" in openai_error(http.post(post, data={"model": "demo"}, files={"file": ("e.wav", b"")}), 400,
-                             "invalid_audio")  # fmt: skip
-    assert "response_format" in openai_error(http.post(post, data={"model": "demo", "response_format": "xml"},
-                                                 files={"file": ("a.wav", wav)}), 400, "invalid_value")  # fmt: skip
-    openai_error(http.post(post, data={"model": "demo", "temperature": "hot"}, files={"file": ("a.wav", wav)}), 400,
-           "invalid_value")  # fmt: skip
-    openai_error(http.post(post, data={"model": "demo", "stream": "maybe"}, files={"file": ("a.wav", wav)}), 400,
-           "invalid_value")  # fmt: skip
-    openai_error(http.post(post, content=wav, headers={"content-type": "audio/wav"}), 415, "unsupported_media_type")
+    assert "empty" in openai_error(
+        http.post(post, data={"model": "demo"}, files={"file": ("e.wav", b"")}), 400, "invalid_audio"
+    )
+    assert "response_format" in openai_error(
+        http.post(post, data={"model": "demo", "response_format": "xml"}, files={"file": ("a.wav", wav)}),
+        400,
+        "invalid_value",
+    )
+    openai_error(
+        http.post(post, data={"model": "demo", "temperature": "hot"}, files={"file": ("a.wav", wav)}),
+        400,
+        "invalid_value",
+    )
+    openai_error(
+        http.post(post, data={"model": "demo", "stream": "maybe"}, files={"file": ("a.wav", wav)}),
+        400,
+        "invalid_value",
+    )
+    openai_error(
+        http.post(post, content=wav, headers={"content-type": "audio/wav"}), 415, "unsupported_media_type"
+    )
     # Several models: 'model' is required.
     openai_error(http.post(post, files={"file": ("a.wav", wav)}), 400, "missing_model")
     # A prompt goes to the family's context option, which the worker's engine checks (Phonon-2 only).
-    message = openai_error(http.post(post, data={"model": "demo", "prompt": "Emma"}, files={"file": ("a.wav", wav)}),
-                     400, "invalid_value")  # fmt: skip
+    message = openai_error(
+        http.post(post, data={"model": "demo", "prompt": "Emma"}, files={"file": ("a.wav", wav)}),
+        400,
+        "invalid_value",
+    )
     assert "Phonon-2" in message
     openai_error(http.get("/v1/nothing"), 404, "not_found")
     openai_error(http.get(post), 405, "method_not_allowed")
@@ -113,21 +140,30 @@ def test_multipart_forms_carry_family_options_and_hotwords(http: httpx.Client) -
     short = http.post(post, data={"model": "demo", "options": json.dumps({"max_tokens": 2})}, files=wav)
     assert short.status_code == 200, short.text
     assert 0 < len(short.json()["text"]) < len(TEXT_1) and TEXT_1.startswith(short.json()["text"].strip())
-    assert "beam_size" in openai_error(http.post(post, data={"model": "demo", "options": '{"beam_size": 4}'}, files=wav),
-                                 400, "invalid_option")  # fmt: skip
+    assert "beam_size" in openai_error(
+        http.post(post, data={"model": "demo", "options": '{"beam_size": 4}'}, files=wav),
+        400,
+        "invalid_option",
+    )
     openai_error(http.post(post, data={"model": "demo", "options": "[1]"}, files=wav), 400, "invalid_value")
     openai_error(http.post(post, data={"model": "demo", "options": "{nope"}, files=wav), 400, "invalid_value")
     # The hotwords fields reach the family's engine, which checks them (the demo model is no Phonon-2).
-    assert "Phonon-2" in openai_error(http.post(post, data={"model": "demo", "hotwords": "Emma, Ruth"}, files=wav),
-                                400, "invalid_value")  # fmt: skip
-    openai_error(http.post(post, data={"model": "demo", "hotwords_score": "strong"}, files=wav), 400, "invalid_value")
+    assert "Phonon-2" in openai_error(
+        http.post(post, data={"model": "demo", "hotwords": "Emma, Ruth"}, files=wav), 400, "invalid_value"
+    )
+    openai_error(
+        http.post(post, data={"model": "demo", "hotwords_score": "strong"}, files=wav), 400, "invalid_value"
+    )
     both = {"model": "demo", "hotwords": "Emma", "options": json.dumps({"hotwords": "Ruth"})}
     assert "both" in openai_error(http.post(post, data=both, files=wav), 400, "invalid_value")
 
 
 def test_temperature_is_accepted_with_a_note(http: httpx.Client) -> None:
-    response = http.post("/v1/audio/transcriptions", data={"model": "demo", "temperature": "0.7"},
-                         files={"file": ("a.wav", SAMPLE_1.read_bytes())})  # fmt: skip
+    response = http.post(
+        "/v1/audio/transcriptions",
+        data={"model": "demo", "temperature": "0.7"},
+        files={"file": ("a.wav", SAMPLE_1.read_bytes())},
+    )
     assert response.status_code == 200 and response.json()["text"] == TEXT_1
     assert "temperature is accepted and ignored" in response.headers["x-captioneer-notes"]
 
@@ -136,11 +172,15 @@ def test_upload_and_duration_limits(registry: ModelRegistry) -> None:
     config = ServerConfig(max_upload_bytes=200_000, max_audio_s=3.0)
     with running_server(config, registry) as url, httpx.Client(base_url=url, timeout=60) as http:
         big = np.zeros(16000 * 10, np.float32)  # 320 kB as 16-bit WAV
-        response = http.post("/v1/audio/transcriptions", data={"model": "demo"},
-                             files={"file": ("big.wav", wav_bytes(big))})  # fmt: skip
+        response = http.post(
+            "/v1/audio/transcriptions", data={"model": "demo"}, files={"file": ("big.wav", wav_bytes(big))}
+        )
         assert "limit" in openai_error(response, 413, "upload_too_large")
-        response = http.post("/v1/audio/transcriptions", data={"model": "demo"},
-                             files={"file": ("a.wav", SAMPLE_1.read_bytes())})  # fmt: skip
+        response = http.post(
+            "/v1/audio/transcriptions",
+            data={"model": "demo"},
+            files={"file": ("a.wav", SAMPLE_1.read_bytes())},
+        )
         message = openai_error(response, 413, "audio_too_long")
         assert "lasts 4.0 s" in message and "limit of 3 s" in message
         short = wav_bytes(np.zeros(16000 * 2, np.float32))
@@ -176,6 +216,7 @@ def test_audio_path_only_inside_the_audio_dir(registry: ModelRegistry, tmp_path:
     (tmp_path / "secret.wav").write_bytes(SAMPLE_1.read_bytes())
     (allowed / "link.wav").symlink_to(tmp_path / "secret.wav")
     with running_server(ServerConfig(audio_dir=allowed), registry) as url, httpx.Client(base_url=url) as http:
+
         def post(**body: object) -> httpx.Response:
             return http.post("/v1/audio/transcriptions", json={"model": "demo", **body}, timeout=60)
 

@@ -58,17 +58,21 @@ def _error(result: object, status: int, code: str) -> str:
 
 def test_requests_that_are_refused_before_the_stream_starts(base_url: str) -> None:
     pcm = s16le(np.sin(np.linspace(0, 400, 16000)).astype(np.float32) * 0.3)
-    assert "WAV file" in _error(post_live(base_url, {"model": "demo"}, [SAMPLE_1.read_bytes()]), 400,
-                                "invalid_audio")  # fmt: skip
+    assert "WAV file" in _error(
+        post_live(base_url, {"model": "demo"}, [SAMPLE_1.read_bytes()]), 400, "invalid_audio"
+    )
     floats = (np.sin(np.linspace(0, 400, 16000)) * 0.3).astype("<f4").tobytes()
-    assert "sample_format=f32le" in _error(post_live(base_url, {"model": "demo"}, [floats]), 400,
-                                           "sample_format_mismatch")  # fmt: skip
-    assert "sample_format=s16le" in _error(post_live(base_url, {"model": "demo", "sample_format": "f32le"}, [pcm]),
-                                           400, "sample_format_mismatch")  # fmt: skip
+    assert "sample_format=f32le" in _error(
+        post_live(base_url, {"model": "demo"}, [floats]), 400, "sample_format_mismatch"
+    )
+    assert "sample_format=s16le" in _error(
+        post_live(base_url, {"model": "demo", "sample_format": "f32le"}, [pcm]), 400, "sample_format_mismatch"
+    )
     _error(post_live(base_url, {"sample_rate": 16000}, [pcm]), 400, "missing_model")
     _error(post_live(base_url, {"model": "nope"}, [pcm]), 404, "model_not_found")
-    assert "[1000, 384000]" in _error(post_live(base_url, {"model": "demo", "sample_rate": 500}, [pcm]), 400,
-                                      "invalid_value")  # fmt: skip
+    assert "[1000, 384000]" in _error(
+        post_live(base_url, {"model": "demo", "sample_rate": 500}, [pcm]), 400, "invalid_value"
+    )
     _error(post_live(base_url, {"model": "demo", "channels": 17}, [pcm]), 400, "invalid_value")
     _error(post_live(base_url, {"model": "demo", "sample_format": "u8"}, [pcm]), 400, "invalid_value")
     _error(post_live(base_url, {"model": "demo", "hotword_lambda": 3}, [pcm]), 400, "unknown_parameter")

@@ -12,7 +12,9 @@ from tests.server.harness import SAMPLE_1, TEXT_1, two_sentences, wav_bytes
 
 @pytest.fixture
 def client(base_url: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{base_url}/v1", api_key="not-needed-on-loopback", max_retries=0, timeout=60)
+    return openai.OpenAI(
+        base_url=f"{base_url}/v1", api_key="not-needed-on-loopback", max_retries=0, timeout=60
+    )
 
 
 def test_models_lists_the_served_models(client: openai.OpenAI) -> None:
@@ -28,8 +30,12 @@ def test_transcription_json_text_and_verbose(client: openai.OpenAI) -> None:
         text = client.audio.transcriptions.create(model="demo_model", file=audio, response_format="text")
     assert text.strip() == TEXT_1
     with SAMPLE_1.open("rb") as audio:
-        verbose = client.audio.transcriptions.create(model="demo", file=audio, response_format="verbose_json",
-                                                     timestamp_granularities=["word", "segment"])  # fmt: skip
+        verbose = client.audio.transcriptions.create(
+            model="demo",
+            file=audio,
+            response_format="verbose_json",
+            timestamp_granularities=["word", "segment"],
+        )
     assert verbose.text == TEXT_1
     assert verbose.language == "en" and 3.9 < verbose.duration < 4.1
     assert [w.word for w in verbose.words] == TEXT_1.split()

@@ -14,8 +14,15 @@ from tests.server.harness import DEMO_MODEL
 def test_models_are_named_by_package_id_or_path() -> None:
     paths = AppPaths.from_environment()
     by_id, by_path = resolve_models(["demo_parakeet_en", str(DEMO_MODEL)], paths, 3)
-    assert (by_id.id, by_id.family, by_id.languages, by_id.aliases) == ("demo_parakeet_en", "parakeet_tdt", ("en",), ())
-    assert by_path.id == str(DEMO_MODEL) and by_path.aliases == ("demo_model",) and by_path.max_concurrent == 3
+    assert (by_id.id, by_id.family, by_id.languages, by_id.aliases) == (
+        "demo_parakeet_en",
+        "parakeet_tdt",
+        ("en",),
+        (),
+    )
+    assert (
+        by_path.id == str(DEMO_MODEL) and by_path.aliases == ("demo_model",) and by_path.max_concurrent == 3
+    )
     assert len(by_path.languages) > 1  # a bare checkpoint: its family's languages
     registry = ModelRegistry([by_id, by_path])
     assert registry.get("demo_model") is by_path and registry.get("demo_parakeet_en") is by_id

@@ -46,8 +46,9 @@ def _restarted(model: ServedModel, old_pid: int | None) -> bool:
     return model.worker_pid is not None and model.worker_pid != old_pid
 
 
-def test_past_the_concurrency_limit_is_429_with_retry_after(http: httpx.Client, base_url: str,
-                                                            registry: ModelRegistry) -> None:  # fmt: skip
+def test_past_the_concurrency_limit_is_429_with_retry_after(
+    http: httpx.Client, base_url: str, registry: ModelRegistry
+) -> None:
     faulty = registry.get("faulty")
     thread, out = _slow_job(http, 0.4)
     _wait(lambda: faulty.active == 1)
@@ -58,7 +59,9 @@ def test_past_the_concurrency_limit_is_429_with_retry_after(http: httpx.Client, 
     live = post_live(base_url, {"model": "faulty"}, [s16le(np.zeros(1600, np.float32))])
     assert live.status == 429
     # Another model is not affected.
-    demo = http.post("/v1/audio/transcriptions", data={"model": "demo"}, files={"file": SAMPLE_1.read_bytes()})
+    demo = http.post(
+        "/v1/audio/transcriptions", data={"model": "demo"}, files={"file": SAMPLE_1.read_bytes()}
+    )
     assert demo.status_code == 200 and demo.json()["text"] == TEXT_1
     thread.join(30)
     assert out[0].status_code == 200 and out[0].json()["text"].startswith("48000 samples")
@@ -66,29 +69,44 @@ def test_past_the_concurrency_limit_is_429_with_retry_after(http: httpx.Client, 
     # Clients that say they can wait (busy_timeout_ms) get the slot when it frees up.
     thread, out = _slow_job(http, 0.1)
     _wait(lambda: faulty.active == 1)
-    waited_file = http.post("/v1/audio/transcriptions", data={"model": "faulty", "busy_timeout_ms": "5000"},
-                            files={"file": SAMPLE_1.read_bytes()})  # fmt: skip
+    waited_file = http.post(
+        "/v1/audio/transcriptions",
+        data={"model": "faulty", "busy_timeout_ms": "5000"},
+        files={"file": SAMPLE_1.read_bytes()},
+    )
     thread.join(30)
     assert waited_file.status_code == 200 and out[0].status_code == 200
-    bad = http.post("/v1/audio/transcriptions", data={"model": "faulty", "busy_timeout_ms": "-1"},
-                    files={"file": SAMPLE_1.read_bytes()})  # fmt: skip
+    bad = http.post(
+        "/v1/audio/transcriptions",
+        data={"model": "faulty", "busy_timeout_ms": "-1"},
+        files={"file": SAMPLE_1.read_bytes()},
+    )
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "busy_timeout_ms"
     thread, out = _slow_job(http, 0.1)
     _wait(lambda: faulty.active == 1)
-    waited = post_live(base_url, {"model": "faulty", "busy_timeout_ms": 5000}, [s16le(np.zeros(3200, np.float32))])
+    waited = post_live(
+        base_url, {"model": "faulty", "busy_timeout_ms": 5000}, [s16le(np.zeros(3200, np.float32))]
+    )
     thread.join(30)
     assert waited.status == 200 and waited.events[-1]["type"] == "transcript.text.done"
 
 
 def test_a_slow_transcription_is_504_and_frees_its_slot(registry: ModelRegistry) -> None:
-    with running_server(ServerConfig(request_timeout_s=0.5), registry) as url, httpx.Client(base_url=url) as http:
-        response = http.post("/v1/audio/transcriptions", json={"model": "faulty", "audio": THREE_SECONDS,
-                                                               "options": {"delay_s": 0.5}})  # fmt: skip
+    with (
+        running_server(ServerConfig(request_timeout_s=0.5), registry) as url,
+        httpx.Client(base_url=url) as http,
+    ):
+        response = http.post(
+            "/v1/audio/transcriptions",
+            json={"model": "faulty", "audio": THREE_SECONDS, "options": {"delay_s": 0.5}},
+        )
         assert response.status_code == 504 and response.json()["error"]["code"] == "timeout"
         assert registry.get("faulty").active == 0
 
 
-def test_a_worker_killed_during_a_request_is_a_503_naming_it(http: httpx.Client, registry: ModelRegistry) -> None:
+def test_a_worker_killed_during_a_request_is_a_503_naming_it(
+    http: httpx.Client, registry: ModelRegistry
+) -> None:
     faulty = registry.get("faulty")
     old_pid = faulty.worker_pid
     assert old_pid is not None
@@ -109,13 +127,17 @@ def test_a_worker_killed_during_a_request_is_a_503_naming_it(http: httpx.Client,
     assert _restarted(faulty, old_pid)
 
 
-def test_the_server_answers_again_after_its_worker_is_killed(http: httpx.Client, registry: ModelRegistry) -> None:
+def test_the_server_answers_again_after_its_worker_is_killed(
+    http: httpx.Client, registry: ModelRegistry
+) -> None:
     demo = registry.get("demo")
     old_pid = demo.worker_pid
     assert old_pid is not None
     os.kill(old_pid, signal.SIGKILL)
     _wait(lambda: _restarted(demo, old_pid), 60)
-    response = http.post("/v1/audio/transcriptions", data={"model": "demo"}, files={"file": SAMPLE_1.read_bytes()})
+    response = http.post(
+        "/v1/audio/transcriptions", data={"model": "demo"}, files={"file": SAMPLE_1.read_bytes()}
+    )
     assert response.status_code == 200 and response.json()["text"] == TEXT_1
     assert http.get("/v1/models").status_code == 200
 
@@ -139,7 +161,7 @@ def test_a_live_stream_goes_on_after_a_worker_restart(base_url: str, registry: M
     assert len(restarts) == 1 and restarts[0]["fatal"] is False
     assert restarts[0]["error"]["code"] == "worker_restarted" and "SIGKILL" in restarts[0]["error"]["message"]
     assert kinds[-1] == "transcript.text.done"
-    assert kinds.index("error") < len(kinds) - 2 and "transcript.text.delta" in kinds[kinds.index("error"):]
+    assert kinds.index("error") < len(kinds) - 2 and "transcript.text.delta" in kinds[kinds.index("error") :]
     assert _restarted(faulty, old_pid)
 
 
@@ -148,8 +170,10 @@ def test_a_stream_client_that_leaves_frees_the_model(base_url: str, registry: Mo
     long_clip = base64.b64encode(wav_bytes(np.full(16000 * 120, 0.01, np.float32))).decode()
     body = {"model": "faulty", "audio": long_clip, "stream": True, "options": {"delay_s": 0.05}}
     started = time.monotonic()
-    with httpx.Client(base_url=base_url, timeout=60) as http, http.stream("POST", "/v1/audio/transcriptions",
-                                                                          json=body) as response:  # fmt: skip
+    with (
+        httpx.Client(base_url=base_url, timeout=60) as http,
+        http.stream("POST", "/v1/audio/transcriptions", json=body) as response,
+    ):
         assert response.status_code == 200
         first = next(line for line in response.iter_lines() if line)
         # (The model's slot is normally still held here; on a loaded machine queued audio is coalesced into few
@@ -162,7 +186,10 @@ def test_a_stream_client_that_leaves_frees_the_model(base_url: str, registry: Mo
 
 def test_a_slow_stream_ends_with_a_504_event(registry: ModelRegistry) -> None:
     body = {"model": "faulty", "audio": THREE_SECONDS, "stream": True, "options": {"delay_s": 0.2}}
-    with running_server(ServerConfig(request_timeout_s=0.5), registry) as url, httpx.Client(base_url=url) as http:
+    with (
+        running_server(ServerConfig(request_timeout_s=0.5), registry) as url,
+        httpx.Client(base_url=url) as http,
+    ):
         with http.stream("POST", "/v1/audio/transcriptions", json=body, timeout=30) as response:
             assert response.status_code == 200
             lines = [line for line in response.iter_lines() if line]
@@ -179,16 +206,27 @@ def test_a_worker_that_keeps_failing_is_revived_after_a_pause() -> None:
     from inference.client import WorkerPolicy
     from tests.server.harness import DEMO_MODEL, FAULTY_FACTORY
 
-    fragile = ServedModel("fragile", DEMO_MODEL, "faulty", None, (), 1, factory=FAULTY_FACTORY,
-                          default_request_options={"delay_s": 0.01}, policy=WorkerPolicy(max_restarts=0),
-                          revive_after_s=2.0)  # fmt: skip
+    fragile = ServedModel(
+        "fragile",
+        DEMO_MODEL,
+        "faulty",
+        None,
+        (),
+        1,
+        factory=FAULTY_FACTORY,
+        default_request_options={"delay_s": 0.01},
+        policy=WorkerPolicy(max_restarts=0),
+        revive_after_s=2.0,
+    )
     models = ModelRegistry([fragile])
     models.start(threads=1)
     body = {"model": "fragile", "audio": THREE_SECONDS}
     try:
         with running_server(ServerConfig(), models) as url, httpx.Client(base_url=url, timeout=60) as http:
             first_pid = fragile.worker_pid
-            assert first_pid is not None and http.post("/v1/audio/transcriptions", json=body).status_code == 200
+            assert (
+                first_pid is not None and http.post("/v1/audio/transcriptions", json=body).status_code == 200
+            )
             os.kill(first_pid, signal.SIGKILL)
             _wait(lambda: fragile.client is not None and fragile.client.gave_up is not None)
             refused = http.post("/v1/audio/transcriptions", json=body)
@@ -213,8 +251,9 @@ def killable() -> Iterator[tuple[str, ServedModel]]:
     from tests.server.harness import DEMO_MODEL
 
     policy = WorkerPolicy(ping_interval_s=0.2, ping_timeout_s=4.0, max_restarts=50, backoff_s=(0.0,))
-    demo = ServedModel("demo", DEMO_MODEL, "parakeet_tdt", load_family_spec("parakeet_tdt"), ("en",), 2,
-                       policy=policy)  # fmt: skip
+    demo = ServedModel(
+        "demo", DEMO_MODEL, "parakeet_tdt", load_family_spec("parakeet_tdt"), ("en",), 2, policy=policy
+    )
     models = ModelRegistry([demo])
     models.start(threads=1)
     try:
@@ -224,7 +263,9 @@ def killable() -> Iterator[tuple[str, ServedModel]]:
         models.close()
 
 
-def _live_killing(base_url: str, demo: ServedModel, audio: np.ndarray, kill_at: tuple[int, ...]) -> LiveResult:
+def _live_killing(
+    base_url: str, demo: ServedModel, audio: np.ndarray, kill_at: tuple[int, ...]
+) -> LiveResult:
     """/live with ``audio`` in 0.32 s pieces, the worker SIGKILLed as pieces ``kill_at`` are sent (each kill
     waits for the previous restart)."""
     pieces = split(s16le(audio), 10240)
@@ -239,8 +280,13 @@ def _live_killing(base_url: str, demo: ServedModel, audio: np.ndarray, kill_at: 
                 _wait(lambda: _restarted(demo, old) and not demo.client.restarting, 60)  # type: ignore[union-attr]  # noqa: B023
             yield piece
 
-    return post_live(base_url, {"model": "demo", "sample_rate": 16000, "sample_format": "s16le"}, killing(),
-                     pace_s=0.02, timeout_s=180)  # fmt: skip
+    return post_live(
+        base_url,
+        {"model": "demo", "sample_rate": 16000, "sample_format": "s16le"},
+        killing(),
+        pace_s=0.02,
+        timeout_s=180,
+    )
 
 
 @pytest.mark.skipif(not espeak_available(), reason="needs espeak-ng for speech")
@@ -251,10 +297,14 @@ def test_a_live_upload_loses_no_words_to_killed_workers(killable: tuple[str, Ser
     killed = _live_killing(base_url, demo, audio, (15, 40, 41, 70))
     assert killed.status == 200 and killed.done_marker
     restarts = [e for e in killed.events if e["type"] == "error"]
-    assert len(restarts) == 4 and all(e["error"]["code"] == "worker_restarted" and not e["fatal"] for e in restarts)
+    assert len(restarts) == 4 and all(
+        e["error"]["code"] == "worker_restarted" and not e["fatal"] for e in restarts
+    )
     done, before = killed.of_type("transcript.text.done")[0], undisturbed.of_type("transcript.text.done")[0]
     # The whole upload was transcribed: nothing dropped at the kills.
-    assert done["timing"]["audio_duration_ms"] == before["timing"]["audio_duration_ms"] == round(audio.size / 16)
+    assert (
+        done["timing"]["audio_duration_ms"] == before["timing"]["audio_duration_ms"] == round(audio.size / 16)
+    )
     # Buffered windows restarted at a word may change a word next to a kill, never lose a stretch of speech.
     assert word_edits(done["text"], before["text"]) <= 4, (done["text"], before["text"])
     committed = "".join(e["delta"] for e in killed.of_type("transcript.text.delta"))
@@ -276,7 +326,9 @@ def test_a_streamed_file_request_loses_no_audio_to_a_killed_worker(killable: tup
                     kill = False
                     os.kill(demo.worker_pid or 0, signal.SIGKILL)
                 lines.append(line)
-        events = [json.loads(line.removeprefix("data: ")) for line in lines if line and line != "data: [DONE]"]
+        events = [
+            json.loads(line.removeprefix("data: ")) for line in lines if line and line != "data: [DONE]"
+        ]
         return {"done": events[-1], "errors": [e for e in events if e["type"] == "error"]}
 
     undisturbed, killed = run(False), run(True)
@@ -292,14 +344,21 @@ def test_a_frozen_worker_is_a_503_naming_the_model_and_the_next_request_works(
     base_url, demo = killable
     frozen = demo.worker_pid
     assert frozen is not None
-    body = {"model": "demo", "audio": base64.b64encode(wav_bytes(np.zeros(int(seconds * 16000), np.float32))).decode()}
+    body = {
+        "model": "demo",
+        "audio": base64.b64encode(wav_bytes(np.zeros(int(seconds * 16000), np.float32))).decode(),
+    }
     with httpx.Client(base_url=base_url, timeout=60) as http:
         os.kill(frozen, signal.SIGSTOP)
         try:
             started = time.monotonic()
             answers: list[httpx.Response] = []
-            threads = [threading.Thread(target=lambda: answers.append(http.post("/v1/audio/transcriptions", json=body)))
-                       for _ in range(2)]  # fmt: skip
+            threads = [
+                threading.Thread(
+                    target=lambda: answers.append(http.post("/v1/audio/transcriptions", json=body))
+                )
+                for _ in range(2)
+            ]
             for thread in threads:
                 thread.start()
             _wait(lambda: demo.worker_state == "restarting", 20)
@@ -316,6 +375,8 @@ def test_a_frozen_worker_is_a_503_naming_the_model_and_the_next_request_works(
             message = answer.json()["error"]["message"]
             assert "model 'demo'" in message and "stopped answering" in message
         _wait(lambda: demo.worker_state == "running", 60)
-        again = http.post("/v1/audio/transcriptions", data={"model": "demo"}, files={"file": SAMPLE_1.read_bytes()})
+        again = http.post(
+            "/v1/audio/transcriptions", data={"model": "demo"}, files={"file": SAMPLE_1.read_bytes()}
+        )
         assert again.status_code == 200 and again.json()["text"] == TEXT_1
         assert http.get("/health").json()["status"] == "ok"

@@ -53,24 +53,43 @@ def test_a_live_upload_cut_by_a_shutdown_gets_its_transcript_and_done(registry: 
                     threading.Timer(0.05, server.stop).start()
                 yield piece
 
-        result = post_live(url, {"model": "demo", "sample_rate": 16000, "sample_format": "s16le"}, stop_midway(),
-                           pace_s=0.05, timeout_s=60)  # fmt: skip
+        result = post_live(
+            url,
+            {"model": "demo", "sample_rate": 16000, "sample_format": "s16le"},
+            stop_midway(),
+            pace_s=0.05,
+            timeout_s=60,
+        )
         started = time.monotonic()
     assert time.monotonic() - started < 8  # the server did not wait for its whole grace
     assert result.status == 200 and result.done_marker
     notices = [e for e in result.events if e["type"] == "error"]
-    assert len(notices) == 1 and notices[0]["fatal"] is False and "shutting down" in notices[0]["error"]["message"]
+    assert (
+        len(notices) == 1
+        and notices[0]["fatal"] is False
+        and "shutting down" in notices[0]["error"]["message"]
+    )
     done = result.of_type("transcript.text.done")[0]
     assert done["text"].startswith(TEXT_1)
     assert 5000 < done["timing"]["audio_duration_ms"] < 9000  # cut where it was, not at the end of the body
 
 
-def test_past_the_grace_a_running_request_gets_an_openai_error_and_new_ones_a_503(registry: ModelRegistry) -> None:
-    slow = {"model": "faulty", "audio": base64.b64encode(wav_bytes(np.full(48000, 0.01, np.float32))).decode(),
-            "options": {"delay_s": 2.0}}  # 6 s of "inference"
+def test_past_the_grace_a_running_request_gets_an_openai_error_and_new_ones_a_503(
+    registry: ModelRegistry,
+) -> None:
+    slow = {
+        "model": "faulty",
+        "audio": base64.b64encode(wav_bytes(np.full(48000, 0.01, np.float32))).decode(),
+        "options": {"delay_s": 2.0},
+    }  # 6 s of "inference"
     answers: list[httpx.Response] = []
-    with stoppable_server(registry, grace_s=1) as (url, server), httpx.Client(base_url=url, timeout=30) as http:
-        first = threading.Thread(target=lambda: answers.append(http.post("/v1/audio/transcriptions", json=slow)))
+    with (
+        stoppable_server(registry, grace_s=1) as (url, server),
+        httpx.Client(base_url=url, timeout=30) as http,
+    ):
+        first = threading.Thread(
+            target=lambda: answers.append(http.post("/v1/audio/transcriptions", json=slow))
+        )
         first.start()
         while registry.get("faulty").active == 0:
             time.sleep(0.01)

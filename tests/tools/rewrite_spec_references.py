@@ -60,7 +60,9 @@ LITERALS: dict[str, list[tuple[str, str]]] = {
     ],
     "tests/confucius4_r2t2/test_endpointing.py": [('(families.md §1.7 "endpointing")', f"({R2T2} §7.5)")],
     "inference/families/confucius4_r2t2/lsp.py": [("(§1.8 item", f"({R2T2} §8 item")],
-    "inference/families/confucius4_r2t2/postprocess.py": [("project decisions §1.8)", "project decisions §8)")],
+    "inference/families/confucius4_r2t2/postprocess.py": [
+        ("project decisions §1.8)", "project decisions §8)")
+    ],
     "tests/confucius4_r2t2/test_r2t2_postprocess.py": [("(project decision §1.8.3)", f"({R2T2} §8 item 3)")],
     "tests/confucius4_r2t2/test_audio_tower.py": [("(§2.7)", f"({PARITY} §2.7)")],
     "inference/families/parakeet_tdt/frontend.py": [
@@ -70,7 +72,10 @@ LITERALS: dict[str, list[tuple[str, str]]] = {
         ('(families.md §2.6 "Buffered streaming")', f"({PARAKEET} §6.4)")
     ],
     "inference/families/parakeet_tdt/engine.py": [
-        ("(families.md §3), else buffered long-form windows (§2.6)", f"({PARAKEET} §7.4), else buffered long-form windows (§6.4)")
+        (
+            "(families.md §3), else buffered long-form windows (§2.6)",
+            f"({PARAKEET} §7.4), else buffered long-form windows (§6.4)",
+        )
     ],
     "tests/demo_model/test_shipped_model.py": [("reference_notes §1.5 point 2", f"{PARITY} §1.5")],
     "tests/reference/demo_model/train.py": [("(reference_notes §1.5 pt 2)", f"({PARITY} §1.5)")],
@@ -160,7 +165,9 @@ def candidate_files(root: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="list what would change; exit 1 if anything would")
+    parser.add_argument(
+        "--check", action="store_true", help="list what would change; exit 1 if anything would"
+    )
     args = parser.parse_args(argv)
     changed = 0
     for file in candidate_files(ROOT):

@@ -47,8 +47,14 @@ def worker_of(parent: int, timeout: float = 60.0) -> int:
 
 def cli(*args: str, **kwargs: object) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "app.launcher", "transcribe", *args], cwd=REPO_ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)  # type: ignore[call-overload]
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.launcher", "transcribe", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **kwargs,
+    )  # type: ignore[call-overload]
 
 
 def default_sigint() -> None:
@@ -100,8 +106,20 @@ def first_delta(proc: subprocess.Popen) -> dict:
 def test_a_live_stream_from_stdin_survives_a_killed_worker() -> None:
     audio = load_audio_file(SAMPLE)
     gap = np.zeros(16000, np.float32)
-    proc = cli("-", "--model", str(DEMO), "--mode", "streaming", "--stream-mode", "segmented", "--format", "jsonl",
-               "--input-format", "f32le", stdin=subprocess.PIPE)  # fmt: skip
+    proc = cli(
+        "-",
+        "--model",
+        str(DEMO),
+        "--mode",
+        "streaming",
+        "--stream-mode",
+        "segmented",
+        "--format",
+        "jsonl",
+        "--input-format",
+        "f32le",
+        stdin=subprocess.PIPE,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(np.concatenate([audio, gap]).astype("<f4").tobytes())
     proc.stdin.flush()
@@ -115,7 +133,9 @@ def test_a_live_stream_from_stdin_survives_a_killed_worker() -> None:
     kinds = [e["type"] for e in rest]
     assert "error" in kinds and kinds[-1] == "done"
     notice = rest[kinds.index("error")]
-    assert notice["kind"] == "worker_restarted" and notice["fatal"] is False and "SIGKILL" in notice["message"]
+    assert (
+        notice["kind"] == "worker_restarted" and notice["fatal"] is False and "SIGKILL" in notice["message"]
+    )
     done = rest[-1]
     utterance = first["text"].strip()
     assert done["text"] == f"{utterance} {utterance}"  # kept from the first worker, then the new one's
@@ -127,9 +147,22 @@ def test_ctrl_c_finishes_a_live_stream_with_done() -> None:
     """Ctrl-C in a terminal signals the whole process group, the worker included: the CLI drains and ends
     with `done`, the worker survives until then."""
     audio = load_audio_file(SAMPLE)
-    proc = cli("-", "--model", str(DEMO), "--mode", "streaming", "--stream-mode", "segmented", "--format", "jsonl",
-               "--input-format", "f32le", stdin=subprocess.PIPE, start_new_session=True,
-               preexec_fn=default_sigint)  # fmt: skip
+    proc = cli(
+        "-",
+        "--model",
+        str(DEMO),
+        "--mode",
+        "streaming",
+        "--stream-mode",
+        "segmented",
+        "--format",
+        "jsonl",
+        "--input-format",
+        "f32le",
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(np.concatenate([audio, np.zeros(16000, np.float32), audio]).astype("<f4").tobytes())
     proc.stdin.flush()
@@ -150,9 +183,13 @@ def test_streaming_text_prints_committed_text_as_it_grows_then_the_final_text(tm
     gap = np.zeros(16000, np.float32)
     two = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_2.wav")
     wav = tmp_path / "two_sentences.wav"
-    soundfile.write(wav, np.concatenate([gap, load_audio_file(SAMPLE), gap, two, gap]), 16000, subtype="FLOAT")
+    soundfile.write(
+        wav, np.concatenate([gap, load_audio_file(SAMPLE), gap, two, gap]), 16000, subtype="FLOAT"
+    )
     out = io.StringIO()
-    code = main(["transcribe", str(wav), "--model", str(DEMO), "--mode", "streaming"], out=out, stdin=io.BytesIO(b""))
+    code = main(
+        ["transcribe", str(wav), "--model", str(DEMO), "--mode", "streaming"], out=out, stdin=io.BytesIO(b"")
+    )
     assert code == 0
     growing, final = out.getvalue().splitlines()
     assert final.startswith("emma quickly closed the early bottle and sang") and final.endswith("garden")
@@ -160,8 +197,9 @@ def test_streaming_text_prints_committed_text_as_it_grows_then_the_final_text(tm
 
 
 def test_a_silent_cli_fails_the_read_instead_of_hanging() -> None:
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     started = time.monotonic()
     with pytest.raises(AssertionError, match="no output from the CLI within 0.5 s"):
         within(proc, 0.5, proc.stdout.readline)  # type: ignore[union-attr]
@@ -175,8 +213,18 @@ def test_stdin_streaming_keeps_every_word_when_its_worker_is_killed_twice() -> N
     audio = recording(40.0, seed=21).audio.astype("<f4").tobytes()
 
     def run(kill_at_deltas: tuple[int, ...]) -> list[dict[str, object]]:
-        proc = cli("-", "--model", str(DEMO), "--mode", "streaming", "--format", "jsonl", "--input-format", "f32le",
-                   stdin=subprocess.PIPE)  # fmt: skip
+        proc = cli(
+            "-",
+            "--model",
+            str(DEMO),
+            "--mode",
+            "streaming",
+            "--format",
+            "jsonl",
+            "--input-format",
+            "f32le",
+            stdin=subprocess.PIPE,
+        )
         assert proc.stdin is not None and proc.stdout is not None
         feeder = threading.Thread(target=lambda: (proc.stdin.write(audio), proc.stdin.close()), daemon=True)  # type: ignore[union-attr]
         feeder.start()

@@ -41,11 +41,13 @@ class Outcome:
     restarts: list[ErrorEvent]
 
 
-def stream_with_kills(client: WorkerClient, engine: RemoteEngine, audio: np.ndarray, kills: list[Kill],
-                      **open_options: object) -> Outcome:  # fmt: skip
+def stream_with_kills(
+    client: WorkerClient, engine: RemoteEngine, audio: np.ndarray, kills: list[Kill], **open_options: object
+) -> Outcome:
     recorder = Recorder()
-    stream = engine.open_stream(on_events=recorder, backlog=BacklogPolicy("block", max_in_flight=2, max_backlog_s=2.0),
-                                **open_options)  # type: ignore[arg-type]  # fmt: skip
+    stream = engine.open_stream(
+        on_events=recorder, backlog=BacklogPolicy("block", max_in_flight=2, max_backlog_s=2.0), **open_options
+    )  # type: ignore[arg-type]
     pending = sorted(kills, key=lambda k: k.at_s)
     for start in range(0, audio.size, STEP):
         stream.push(audio[start : start + STEP])

@@ -24,14 +24,25 @@ def test_audio_travels_as_binary_payload_bit_exact() -> None:
 
 def test_every_message_type_round_trips() -> None:
     messages = [
-        p.Hello(pid=12), p.LoadModel(1, "e1", "/m", "parakeet_tdt", {"weight_type": "q8_0"}, "cpu", 2),
-        p.UnloadModel(2, "e1"), p.Transcribe(3, "e1", {"language": "en"}, np.zeros(3, np.float32)),
-        p.CancelJob(3), p.PushAudio("s1", 2, np.ones(4, np.float32)), p.OpenStream(4, "e1", "s1", {}, {"end_silence_s": 0.4}, "segmented"), p.FinishStream(5, "s1"),
-        p.CancelStream("s1"), p.Ping(9), p.Shutdown(), p.Loaded(1, "e1", "faulty", {"streaming": True}, 0.5),
-        p.Opened(4, "s1", "native"), p.Pushed("s1", 1, 512, 0.01, [{"type": "delta", "text": "a"}]),
-        p.Result(5, {"text": "a"}, 0.1), p.EventMessage({"type": "progress", "stage": "load", "done": 1}, 1),
-        p.Failed("usage", "bad", "fix it", 3), p.Pong(9, 0.5, 1000),
-    ]  # fmt: skip
+        p.Hello(pid=12),
+        p.LoadModel(1, "e1", "/m", "parakeet_tdt", {"weight_type": "q8_0"}, "cpu", 2),
+        p.UnloadModel(2, "e1"),
+        p.Transcribe(3, "e1", {"language": "en"}, np.zeros(3, np.float32)),
+        p.CancelJob(3),
+        p.PushAudio("s1", 2, np.ones(4, np.float32)),
+        p.OpenStream(4, "e1", "s1", {}, {"end_silence_s": 0.4}, "segmented"),
+        p.FinishStream(5, "s1"),
+        p.CancelStream("s1"),
+        p.Ping(9),
+        p.Shutdown(),
+        p.Loaded(1, "e1", "faulty", {"streaming": True}, 0.5),
+        p.Opened(4, "s1", "native"),
+        p.Pushed("s1", 1, 512, 0.01, [{"type": "delta", "text": "a"}]),
+        p.Result(5, {"text": "a"}, 0.1),
+        p.EventMessage({"type": "progress", "stage": "load", "done": 1}, 1),
+        p.Failed("usage", "bad", "fix it", 3),
+        p.Pong(9, 0.5, 1000),
+    ]
     assert {m.type for m in messages} == set(p.MESSAGE_TYPES)
     for message in messages:
         back = p.decode(p.encode(message))

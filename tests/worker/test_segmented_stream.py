@@ -26,8 +26,11 @@ class RecordingEngine:
     def transcribe(self, audio: np.ndarray, **options: Any) -> Transcript:
         self.calls.append(audio)
         seconds = audio.size / SAMPLE_RATE
-        return Transcript(text=f"seg{len(self.calls)}", language="xx", words=[Word(f"seg{len(self.calls)}", 0.1,
-                                                                                  seconds - 0.1)])
+        return Transcript(
+            text=f"seg{len(self.calls)}",
+            language="xx",
+            words=[Word(f"seg{len(self.calls)}", 0.1, seconds - 0.1)],
+        )
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +39,9 @@ def speech() -> np.ndarray:
 
     from inference.audio.io import load_audio_file
 
-    return load_audio_file(Path(__file__).resolve().parents[2] / "resources" / "samples" / "demo_sample_1.wav")
+    return load_audio_file(
+        Path(__file__).resolve().parents[2] / "resources" / "samples" / "demo_sample_1.wav"
+    )
 
 
 def feed(stream: SegmentedStream, audio: np.ndarray, step: int = 5120) -> list[Any]:
@@ -99,7 +104,9 @@ def test_the_open_segment_is_shown_as_snapshots_about_once_a_second(speech: np.n
 def test_a_slow_model_is_asked_for_snapshots_less_often(speech: np.ndarray) -> None:
     now = [0.0]
 
-    def clock() -> float:  # each model call "takes" 1.5 s: after the first, snapshots at most every 3 s of audio
+    def clock() -> (
+        float
+    ):  # each model call "takes" 1.5 s: after the first, snapshots at most every 3 s of audio
         now[0] += 1.5
         return now[0]
 
@@ -111,7 +118,9 @@ def test_a_slow_model_is_asked_for_snapshots_less_often(speech: np.ndarray) -> N
 
 def test_long_speech_is_cut_at_max_segment_length(speech: np.ndarray) -> None:
     engine = RecordingEngine()
-    stream = SegmentedStream(engine, SileroVad(), settings=SegmenterSettings(max_segment_s=1.5, end_silence_s=2.0))
+    stream = SegmentedStream(
+        engine, SileroVad(), settings=SegmenterSettings(max_segment_s=1.5, end_silence_s=2.0)
+    )
     feed(stream, np.concatenate([speech] * 3))
     stream.finish()
     assert len(engine.calls) >= 3
@@ -134,7 +143,9 @@ def test_misuse_is_refused() -> None:
         SegmenterSettings.from_options({"threshold": 0.3, "release": 0.5})
 
 
-@pytest.mark.parametrize(("fmt", "rate", "channels"), [("s16le", 16000, 1), ("s16le", 44100, 2), ("f32le", 48000, 1)])
+@pytest.mark.parametrize(
+    ("fmt", "rate", "channels"), [("s16le", 16000, 1), ("s16le", 44100, 2), ("f32le", 48000, 1)]
+)
 def test_pcm_decoded_in_odd_pieces_equals_decoding_it_whole(fmt: str, rate: int, channels: int) -> None:
     rng = np.random.default_rng(3)
     frames = rng.uniform(-0.5, 0.5, (rate // 2, channels)).astype(np.float32)

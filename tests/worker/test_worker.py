@@ -71,7 +71,9 @@ def open_faulty(client: WorkerClient, recorder: Recorder | None = None, **option
 
 def test_stream_events_arrive_in_order_and_finish_drains(client: WorkerClient) -> None:
     recorder = Recorder()
-    stream = open_faulty(client, recorder, snapshots=True, delay_s=0.01, backlog=BacklogPolicy(max_in_flight=10))
+    stream = open_faulty(
+        client, recorder, snapshots=True, delay_s=0.01, backlog=BacklogPolicy(max_in_flight=10)
+    )
     assert stream.kind == "native"
     for _ in range(10):
         stream.push(CHUNK)
@@ -93,7 +95,9 @@ def test_offline_job_reports_progress_and_can_be_cancelled(client: WorkerClient)
     audio = np.random.default_rng(0).uniform(-0.5, 0.5, 3 * SAMPLE_RATE).astype(np.float32)
     seen: list[Progress] = []
     result = engine.transcribe(audio, progress=seen.append)
-    assert result.text == f"{audio.size} samples, sum {float(np.sum(audio, dtype=np.float64)):.6f}"  # exact bytes
+    assert (
+        result.text == f"{audio.size} samples, sum {float(np.sum(audio, dtype=np.float64)):.6f}"
+    )  # exact bytes
     assert [e.done for e in seen] == [0, 1, 2, 3] and all(e.total == 3 for e in seen)
 
     token = CancelToken()
@@ -105,17 +109,26 @@ def test_offline_job_reports_progress_and_can_be_cancelled(client: WorkerClient)
             token.cancel()
 
     with pytest.raises(Cancelled):
-        engine.transcribe(np.zeros(60 * SAMPLE_RATE, np.float32), progress=cancel_after_two, cancel=token,
-                          delay_s=0.05)  # fmt: skip
+        engine.transcribe(
+            np.zeros(60 * SAMPLE_RATE, np.float32), progress=cancel_after_two, cancel=token, delay_s=0.05
+        )
     assert len(steps) < 60  # stopped between steps, long before the end
-    assert engine.transcribe(np.zeros(SAMPLE_RATE, np.float32)).text.startswith("16000 samples")  # still usable
+    assert engine.transcribe(np.zeros(SAMPLE_RATE, np.float32)).text.startswith(
+        "16000 samples"
+    )  # still usable
 
 
 def test_a_load_reports_progress_and_can_be_cancelled(client: WorkerClient) -> None:
     seen: list[Progress] = []
     engine = client.load("unused", session_options={"load_steps": 3}, factory=FAULTY, progress=seen.append)
     assert engine.capabilities.streaming and engine.capabilities.snapshots
-    assert [(e.stage, e.done) for e in seen] == [("load", 0), ("load", 0), ("load", 1), ("load", 2), ("load", 1)]
+    assert [(e.stage, e.done) for e in seen] == [
+        ("load", 0),
+        ("load", 0),
+        ("load", 1),
+        ("load", 2),
+        ("load", 1),
+    ]
     token = CancelToken()
 
     def cancel_at_second_step(event: Progress) -> None:
@@ -123,8 +136,13 @@ def test_a_load_reports_progress_and_can_be_cancelled(client: WorkerClient) -> N
             token.cancel()
 
     with pytest.raises(Cancelled):
-        client.load("unused", session_options={"load_steps": 100, "load_delay_s": 0.05}, factory=FAULTY,
-                    progress=cancel_at_second_step, cancel=token)  # fmt: skip
+        client.load(
+            "unused",
+            session_options={"load_steps": 100, "load_delay_s": 0.05},
+            factory=FAULTY,
+            progress=cancel_at_second_step,
+            cancel=token,
+        )
     assert client.generation == 1
 
 
@@ -175,7 +193,9 @@ def test_a_cancelled_stream_drops_its_audio_and_frees_its_slot(client: WorkerCli
 
 
 @pytest.mark.parametrize("how", ["sigkill", "segv"])
-def test_restart_after_a_dead_worker_keeps_committed_text(client: WorkerClient, tmp_path: Path, how: str) -> None:
+def test_restart_after_a_dead_worker_keeps_committed_text(
+    client: WorkerClient, tmp_path: Path, how: str
+) -> None:
     recorder = Recorder()
     options = {"fault": "segv", "fault_at": 4, "fault_once": str(tmp_path / "fired")} if how == "segv" else {}
     stream = open_faulty(client, recorder, **options)
@@ -192,7 +212,9 @@ def test_restart_after_a_dead_worker_keeps_committed_text(client: WorkerClient, 
     notice = recorder.of(ErrorEvent)[0]
     assert notice.kind == "worker_restarted" and not notice.fatal
     assert ("SIGKILL" if how == "sigkill" else "SIGSEGV") in notice.message
-    wait_until(lambda: client.generation == 2 and client.pid != first_pid and stream.ready, what="a new worker")
+    wait_until(
+        lambda: client.generation == 2 and client.pid != first_pid and stream.ready, what="a new worker"
+    )
     for _ in range(2):
         stream.push(CHUNK)
         wait_until(lambda: not stream.stats().backlog_s, what="the push to be processed")
@@ -207,12 +229,16 @@ def test_restart_after_a_dead_worker_keeps_committed_text(client: WorkerClient, 
     assert deltas[3].start_s == pytest.approx(3 * 0.32)  # stream time goes on where the first worker stopped
 
 
-def test_audio_that_crashes_the_worker_three_times_is_given_up_with_a_visible_gap(client: WorkerClient) -> None:
+def test_audio_that_crashes_the_worker_three_times_is_given_up_with_a_visible_gap(
+    client: WorkerClient,
+) -> None:
     recorder = Recorder()
     stream = open_faulty(client, recorder, fault="segv", poison=0.25, backlog=BacklogPolicy(max_in_flight=1))
     stream.push(CHUNK)
     wait_until(lambda: len(recorder.of(Delta)) == 1, what="the first delta")
-    stream.push(np.full_like(CHUNK, 0.25))  # crashes the worker; replayed twice (it may be chance), crashes again
+    stream.push(
+        np.full_like(CHUNK, 0.25)
+    )  # crashes the worker; replayed twice (it may be chance), crashes again
     wait_until(lambda: len(restarts(recorder)) == 3 and stream.ready, what="three restarts")
     stream.push(CHUNK)
     final = stream.finish(timeout=30)
@@ -230,7 +256,9 @@ def test_audio_that_crashes_the_worker_three_times_is_given_up_with_a_visible_ga
 def test_a_request_made_while_the_worker_is_restored_waits_for_its_model() -> None:
     policy = WorkerPolicy(ping_interval_s=0.2, backoff_s=(0.5,))  # a restart that takes a moment
     with WorkerClient(policy) as client:
-        engine = client.load("unused", session_options={"load_steps": 10, "load_delay_s": 0.1}, factory=FAULTY)
+        engine = client.load(
+            "unused", session_options={"load_steps": 10, "load_delay_s": 0.1}, factory=FAULTY
+        )
         first = client.pid
         assert first is not None
         os.kill(first, signal.SIGKILL)
@@ -324,7 +352,9 @@ def test_backlog_is_bounded_coalesced_and_refused_explicitly(client: WorkerClien
 
 def test_block_policy_waits_instead_of_refusing(client: WorkerClient) -> None:
     engine = client.load("unused", factory=FAULTY)
-    stream = engine.open_stream(backlog=BacklogPolicy("block", max_in_flight=1, max_backlog_s=1.0), delay_s=0.02)
+    stream = engine.open_stream(
+        backlog=BacklogPolicy("block", max_in_flight=1, max_backlog_s=1.0), delay_s=0.02
+    )
     for _ in range(20):
         stream.push(CHUNK)
         assert stream.stats().backlog_s <= 1.0 + 0.32
@@ -350,7 +380,9 @@ def test_ten_minutes_fed_faster_than_real_time_keep_memory_bounded(client: Worke
     assert stream.stats().audio_s == pytest.approx(pushes * 0.32)
     assert len(final.text.split()) <= pushes
     measured = [r for r in rss if r]
-    assert measured and max(measured) - min(measured) < 64 << 20  # the worker's memory did not grow with the stream
+    assert (
+        measured and max(measured) - min(measured) < 64 << 20
+    )  # the worker's memory did not grow with the stream
 
 
 # ------------------------------------------------------------------------------------------ real model
@@ -370,7 +402,9 @@ def test_demo_model_through_the_worker_equals_in_process(client: WorkerClient) -
     with load_engine(DEMO) as local:  # type: ignore[attr-defined]
         in_process = local.transcribe(audio)
     assert through_worker.text == in_process.text and through_worker.token_ids == in_process.token_ids
-    assert [w.to_json() for w in through_worker.words] == [w.to_json() for w in in_process.words]  # ms on the wire
+    assert [w.to_json() for w in through_worker.words] == [
+        w.to_json() for w in in_process.words
+    ]  # ms on the wire
 
 
 def test_demo_model_streams_segment_by_segment(client: WorkerClient) -> None:
@@ -383,7 +417,9 @@ def test_demo_model_streams_segment_by_segment(client: WorkerClient) -> None:
     remote = client.load(DEMO)
     expected = [remote.transcribe(one).text, remote.transcribe(two).text]
     recorder = Recorder()
-    stream = remote.open_stream(on_events=recorder, mode="segmented")  # VAD segments, even for a streaming family
+    stream = remote.open_stream(
+        on_events=recorder, mode="segmented"
+    )  # VAD segments, even for a streaming family
     assert stream.kind == "segmented"
     step = int(0.32 * SAMPLE_RATE)
     for start in range(0, audio.size, step):
@@ -400,8 +436,11 @@ def test_a_first_r2t2_load_reports_its_conversion(client: WorkerClient, tmp_path
     import shutil
 
     model = tmp_path / "r2t2"
-    shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "confucius4_r2t2" / "checkpoint_hf", model,
-                    ignore=shutil.ignore_patterns(".captioneer"))  # a conversion cache left by other runs
+    shutil.copytree(
+        REPO_ROOT / "tests" / "fixtures" / "confucius4_r2t2" / "checkpoint_hf",
+        model,
+        ignore=shutil.ignore_patterns(".captioneer"),
+    )  # a conversion cache left by other runs
     seen: list[Progress] = []
     engine = client.load(model, backend="cpu", progress=seen.append)
     assert engine.family == "confucius4_r2t2" and engine.capabilities.language_detection
@@ -413,7 +452,9 @@ def test_a_first_r2t2_load_reports_its_conversion(client: WorkerClient, tmp_path
     assert not [e for e in seen if "converting" in e.message]
 
 
-def test_cancelling_a_stream_while_its_worker_restarts_returns_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cancelling_a_stream_while_its_worker_restarts_returns_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Starting and greeting a new worker happens outside the client's lock: a window closing meanwhile (which
     cancels its stream) must not wait for the handshake."""
     slow_start = threading.Event()
@@ -461,11 +502,15 @@ def test_a_frozen_worker_behind_a_full_pipe_is_found_and_replaced() -> None:
                 outcomes.append(exc)
 
         started = time.monotonic()
-        threads = [threading.Thread(target=big_request) for _ in range(2)]  # 256 KB each: more than a pipe holds
+        threads = [
+            threading.Thread(target=big_request) for _ in range(2)
+        ]  # 256 KB each: more than a pipe holds
         for thread in threads:
             thread.start()
         wait_until(lambda: len(outcomes) == 2, timeout=20, what="both requests to be answered")
         assert time.monotonic() - started < 10
         assert all(isinstance(o, WorkerError) and "stopped answering" in str(o) for o in outcomes), outcomes
         wait_until(lambda: client.generation == 2 and not client.restarting, what="a new worker")
-        assert engine.transcribe(np.zeros(SAMPLE_RATE, np.float32), timeout=30).text.startswith("16000 samples")
+        assert engine.transcribe(np.zeros(SAMPLE_RATE, np.float32), timeout=30).text.startswith(
+            "16000 samples"
+        )

@@ -229,7 +229,9 @@ class AudioTower:
         # Live streams need rows whose bits do not depend on batching (cache on == cache off): their graphs
         # keep every product on ggml. Without the OpenBLAS products both are the same graphs.
         self.row_invariant_graphs = (
-            GraphCache(backend, self._build_row_invariant, max_graphs=max_graphs) if backend.gemm else self.graphs
+            GraphCache(backend, self._build_row_invariant, max_graphs=max_graphs)
+            if backend.gemm
+            else self.graphs
         )
 
     # ----------------------------------------------------------------- weights
@@ -251,8 +253,10 @@ class AudioTower:
                 "tower.positions": sinusoid_positions(chunk_token_count(cfg.chunk_frames), cfg.d_model)
             }
             overrides["tower.positions"] = "f32"
-            self.conv1 = conv1_kernel(checkpoint.numpy(files.tensors[f"{AUDIO}conv2d1.weight"].stored_name),
-                                      checkpoint.numpy(files.tensors[f"{AUDIO}conv2d1.bias"].stored_name))  # fmt: skip
+            self.conv1 = conv1_kernel(
+                checkpoint.numpy(files.tensors[f"{AUDIO}conv2d1.weight"].stored_name),
+                checkpoint.numpy(files.tensors[f"{AUDIO}conv2d1.bias"].stored_name),
+            )
             for i in range(cfg.encoder_layers):
                 p = _layer(i)
                 parts = [f"{p}self_attn.{proj}_proj" for proj in "qkv"]
@@ -306,9 +310,19 @@ class AudioTower:
         cols = g.input("conv1_cols", (chunks, height * width, CONV1_K))
         kernel = g.input("conv1_kernel", (chunks, hidden, CONV1_K))
         x = g.reshape(g.gelu(g.mul_mat(cols, kernel)), (chunks, hidden, height, width))
-        x = g.gelu(g.conv2d(x, w[f"{AUDIO}conv2d2.weight"], w[f"{AUDIO}conv2d2.bias"], stride=(2, 2), padding=(1, 1)))
-        x = g.gelu(g.conv2d(x, w[f"{AUDIO}conv2d3.weight"], w[f"{AUDIO}conv2d3.bias"], stride=(2, 2), padding=(1, 1),
-                            channels_last=True))  # fmt: skip
+        x = g.gelu(
+            g.conv2d(x, w[f"{AUDIO}conv2d2.weight"], w[f"{AUDIO}conv2d2.bias"], stride=(2, 2), padding=(1, 1))
+        )
+        x = g.gelu(
+            g.conv2d(
+                x,
+                w[f"{AUDIO}conv2d3.weight"],
+                w[f"{AUDIO}conv2d3.bias"],
+                stride=(2, 2),
+                padding=(1, 1),
+                channels_last=True,
+            )
+        )
         # (chunks, F, T, C) -> (chunks, T, C, F) -> rows of C*F features, index c*F + f as in the reference.
         x = g.reshape(g.permute(x, (0, 2, 3, 1)), (n, hidden * self.freq))
         x = g.linear(x, w[f"{AUDIO}conv_out.weight"])
@@ -324,11 +338,14 @@ class AudioTower:
         heads, head_dim = cfg.encoder_attention_heads, cfg.head_dim
         for i in range(cfg.encoder_layers):
             p = _layer(i)
-            h = g.layer_norm(x, w[f"{p}self_attn_layer_norm.weight"], w[f"{p}self_attn_layer_norm.bias"],
-                             LAYER_NORM_EPS)  # fmt: skip
+            h = g.layer_norm(
+                x, w[f"{p}self_attn_layer_norm.weight"], w[f"{p}self_attn_layer_norm.bias"], LAYER_NORM_EPS
+            )
             qkv = g.linear(h, w[f"{p}qkv.weight"], w[f"{p}qkv.bias"])
-            q, k, v = (g.permute(g.reshape(t, (n, heads, head_dim)), (1, 0, 2))
-                       for t in g.split(qkv, -1, (cfg.d_model,) * 3))  # fmt: skip
+            q, k, v = (
+                g.permute(g.reshape(t, (n, heads, head_dim)), (1, 0, 2))
+                for t in g.split(qkv, -1, (cfg.d_model,) * 3)
+            )
             # Fused attention (f32 K/V: f32 accuracy) returns (n, heads, head_dim): no permuted copy either.
             a = g.reshape(g.flash_attention(q, k, v, mask, scale=head_dim**-0.5), (n, cfg.d_model))
             x = g.add(x, g.linear(a, w[f"{p}self_attn.out_proj.weight"], w[f"{p}self_attn.out_proj.bias"]))
@@ -362,8 +379,9 @@ class AudioTower:
         chunks = chunked_mel(mel, plan)
         if stem_cache is None or plan.chunk_frames != self.config.chunk_frames:
             kernel = np.broadcast_to(self.conv1, (plan.chunks, *self.conv1.shape))
-            out = graphs.run(plan.key, conv1_cols=conv1_columns(chunks), conv1_kernel=kernel,
-                             mask=attention_mask(plan))["embeddings"]  # fmt: skip
+            out = graphs.run(
+                plan.key, conv1_cols=conv1_columns(chunks), conv1_kernel=kernel, mask=attention_mask(plan)
+            )["embeddings"]
             return np.ascontiguousarray(out[: plan.tokens])
         rows = stem_cache.rows(chunks, lambda fresh: self._stem_rows(graphs, fresh))
         out = graphs.run(("body", *plan.key), rows=rows, mask=attention_mask(plan))["embeddings"]
@@ -373,7 +391,9 @@ class AudioTower:
         """(chunks, per_chunk, d_model) stem rows of full-size chunks."""
         count, frames = chunks.shape[0], chunks.shape[-1]
         kernel = np.broadcast_to(self.conv1, (count, *self.conv1.shape))
-        rows = graphs.run(("stem", count, frames), conv1_cols=conv1_columns(chunks), conv1_kernel=kernel)["rows"]
+        rows = graphs.run(("stem", count, frames), conv1_cols=conv1_columns(chunks), conv1_kernel=kernel)[
+            "rows"
+        ]
         return rows.reshape(count, chunk_token_count(frames), self.config.d_model)
 
     def close(self) -> None:

@@ -54,7 +54,7 @@ def canonical_tensor_name(name: str) -> str:
     for index in ("1", "2"):
         head = f"model.multi_modal_projector.linear_{index}."
         if name.startswith(head):
-            return f"{AUDIO}proj{index}.{name[len(head):]}"
+            return f"{AUDIO}proj{index}.{name[len(head) :]}"
     if name.startswith("model.language_model."):
         return TEXT + name[len("model.language_model.") :]
     if name.startswith("model.audio_tower."):
@@ -91,17 +91,28 @@ def expected_tensor_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
         for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
             shapes[f"{p}self_attn.{proj}.weight"] = (a.d_model, a.d_model)
             shapes[f"{p}self_attn.{proj}.bias"] = (a.d_model,)
-        shapes[f"{p}fc1.weight"], shapes[f"{p}fc1.bias"] = (a.encoder_ffn_dim, a.d_model), (a.encoder_ffn_dim,)
+        shapes[f"{p}fc1.weight"], shapes[f"{p}fc1.bias"] = (
+            (a.encoder_ffn_dim, a.d_model),
+            (a.encoder_ffn_dim,),
+        )
         shapes[f"{p}fc2.weight"], shapes[f"{p}fc2.bias"] = (a.d_model, a.encoder_ffn_dim), (a.d_model,)
     q_out, kv_out = t.num_attention_heads * t.head_dim, t.num_key_value_heads * t.head_dim
     for i in range(t.num_hidden_layers):
         p = f"{TEXT}layers.{i}."
-        shapes[f"{p}input_layernorm.weight"] = shapes[f"{p}post_attention_layernorm.weight"] = (t.hidden_size,)
+        shapes[f"{p}input_layernorm.weight"] = shapes[f"{p}post_attention_layernorm.weight"] = (
+            t.hidden_size,
+        )
         shapes[f"{p}self_attn.q_proj.weight"] = (q_out, t.hidden_size)
-        shapes[f"{p}self_attn.k_proj.weight"] = shapes[f"{p}self_attn.v_proj.weight"] = (kv_out, t.hidden_size)
+        shapes[f"{p}self_attn.k_proj.weight"] = shapes[f"{p}self_attn.v_proj.weight"] = (
+            kv_out,
+            t.hidden_size,
+        )
         shapes[f"{p}self_attn.o_proj.weight"] = (t.hidden_size, q_out)
         shapes[f"{p}self_attn.q_norm.weight"] = shapes[f"{p}self_attn.k_norm.weight"] = (t.head_dim,)
-        shapes[f"{p}mlp.gate_proj.weight"] = shapes[f"{p}mlp.up_proj.weight"] = (t.intermediate_size, t.hidden_size)
+        shapes[f"{p}mlp.gate_proj.weight"] = shapes[f"{p}mlp.up_proj.weight"] = (
+            t.intermediate_size,
+            t.hidden_size,
+        )
         shapes[f"{p}mlp.down_proj.weight"] = (t.hidden_size, t.intermediate_size)
         if t.attention_bias:
             shapes[f"{p}self_attn.q_proj.bias"] = (q_out,)
@@ -137,7 +148,9 @@ class ModelFiles:
         raw = self.read(name)
         if raw is None:
             if required:
-                raise ModelError(f"{self.root} has no {name}", "copy the checkpoint's config files next to the weights")
+                raise ModelError(
+                    f"{self.root} has no {name}", "copy the checkpoint's config files next to the weights"
+                )
             return None
         return parse_json_object(raw, name, self.root)
 
@@ -190,7 +203,11 @@ def _safetensors_tensors(path: Path) -> list[TensorInfo]:
             continue
         begin, end = (start + int(offset) for offset in info["data_offsets"])
         shape = tuple(int(d) for d in info["shape"])
-        found.append(TensorInfo(canonical_tensor_name(stored), stored, shape, str(info["dtype"]).upper(), path, begin, end))
+        found.append(
+            TensorInfo(
+                canonical_tensor_name(stored), stored, shape, str(info["dtype"]).upper(), path, begin, end
+            )
+        )
     return found
 
 
@@ -205,8 +222,15 @@ def _gguf_files(path: Path) -> ModelFiles:
         tensors = {}
         for entry in logical_tensors(package, path.name):
             tensor, canonical = entry.tensor, canonical_tensor_name(entry.name)
-            tensors[canonical] = TensorInfo(canonical, tensor.name, entry.shape, tensor.type_name, path,
-                                            tensor.offset, tensor.offset + tensor.nbytes)  # fmt: skip
+            tensors[canonical] = TensorInfo(
+                canonical,
+                tensor.name,
+                entry.shape,
+                tensor.type_name,
+                path,
+                tensor.offset,
+                tensor.offset + tensor.nbytes,
+            )
         embedded = embedded_files(fields, path.name)
 
     def read(name: str) -> bytes | None:
@@ -251,7 +275,10 @@ def load_checkpoint(path: Path) -> R2T2Checkpoint:
     preprocessor = files.read_json("preprocessor_config.json", required=False)
     name = "preprocessor_config.json"
     if preprocessor is None:
-        preprocessor, name = files.read_json("processor_config.json", required=False) or {}, "processor_config.json"
+        preprocessor, name = (
+            files.read_json("processor_config.json", required=False) or {},
+            "processor_config.json",
+        )
     features = parse_feature_config(preprocessor, config.audio, f"{files.root}/{name}")
     tokenizer = load_tokenizer(files.root, files=None if files.kind == "safetensors" else _reader_map(files))
     special = _special_tokens(config, generation, tokenizer, files.root)
@@ -289,8 +316,10 @@ def _special_tokens(
     for label, token_id in (("eos_token_id", generation.eos_token_ids), ("audio ids", (start, end))):
         for value in token_id:
             if not 0 <= value < tokenizer.size:
-                raise ModelError(f"{root}: {label} {value} is outside the tokenizer ({tokenizer.size} tokens)",
-                                 "the configs and tokenizer do not belong together")  # fmt: skip
+                raise ModelError(
+                    f"{root}: {label} {value} is outside the tokenizer ({tokenizer.size} tokens)",
+                    "the configs and tokenizer do not belong together",
+                )
     eos, pad = stop_and_pad_ids(config, generation)
     return SpecialTokens(config.audio_token_id, start, end, eos, pad)
 
@@ -329,7 +358,9 @@ def validate_tensors(
     missing = [name for name in expected if name not in files.tensors]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise ModelError(f"{files.root} lacks tensors: {shown}", "the weights are incomplete or not Qwen3-ASR")
+        raise ModelError(
+            f"{files.root} lacks tensors: {shown}", "the weights are incomplete or not Qwen3-ASR"
+        )
     for name, shape in expected.items():
         info = files.tensors[name]
         if info.shape != shape:

@@ -43,7 +43,9 @@ class LoadedEngine(Protocol):
     kv_owner: object | None
     drop_ids: frozenset[int]
 
-    def check_room(self, prompt_length: int, max_tokens: int, audio_tokens: int = 0, prefix_tokens: int = 0) -> int: ...
+    def check_room(
+        self, prompt_length: int, max_tokens: int, audio_tokens: int = 0, prefix_tokens: int = 0
+    ) -> int: ...
 
 
 class MelEncoder(Protocol):
@@ -68,8 +70,13 @@ class RowInvariantTower:
 class WindowedEncoder:
     """The audio tower over attention windows of one growing clip, reusing unchanged windows when ``reuse``."""
 
-    def __init__(self, tower: MelEncoder | StemCachingEncoder, window_frames: int, reuse: bool,
-                 stem_cache: StemCache | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        tower: MelEncoder | StemCachingEncoder,
+        window_frames: int,
+        reuse: bool,
+        stem_cache: StemCache | None = None,
+    ) -> None:
         if window_frames % CHUNK_FRAMES:
             raise ValueError(f"an attention window ({window_frames} frames) must hold whole conv chunks")
         self.tower = tower
@@ -125,9 +132,15 @@ class EngineChunkDecoder:
         assert engine.tower is not None
         audio_config = engine.checkpoint.config.audio
         self.frontend = StreamingLogMel(audio_config.num_mel_bins, cache)
-        self.encoder = WindowedEncoder(RowInvariantTower(engine.tower), audio_config.n_window_infer, cache,
-                                       stem_cache=StemCache() if cache else None)  # fmt: skip
-        self._rows: np.ndarray | None = None  # input rows of this decoder's last prefill (still in the KV cache?)
+        self.encoder = WindowedEncoder(
+            RowInvariantTower(engine.tower),
+            audio_config.n_window_infer,
+            cache,
+            stem_cache=StemCache() if cache else None,
+        )
+        self._rows: np.ndarray | None = (
+            None  # input rows of this decoder's last prefill (still in the KV cache?)
+        )
         self.prefilled_rows = 0  # rows prefilled over the stream (for tests and benchmarks)
 
     def encode(self, text: str) -> list[int]:
@@ -140,10 +153,15 @@ class EngineChunkDecoder:
         engine = self.engine
         ckpt = engine.checkpoint
         embeddings = self.encoder.encode(self.frontend(audio))
-        prompt = build_prompt(self.tokenizer, ckpt.special.audio, embeddings.shape[0], self.context,
-                              self.language, prefix)  # fmt: skip
-        budget = engine.check_room(len(prompt.ids), max_tokens, int(embeddings.shape[0]),
-                                   len(self.tokenizer.encode(prefix)) if prefix else 0)  # fmt: skip
+        prompt = build_prompt(
+            self.tokenizer, ckpt.special.audio, embeddings.shape[0], self.context, self.language, prefix
+        )
+        budget = engine.check_room(
+            len(prompt.ids),
+            max_tokens,
+            int(embeddings.shape[0]),
+            len(self.tokenizer.encode(prefix)) if prefix else 0,
+        )
         thinker = engine.thinker
         assert thinker is not None
         rows = thinker.input_rows(prompt.ids, embeddings, np.asarray(prompt.audio_positions))

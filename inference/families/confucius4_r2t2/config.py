@@ -123,7 +123,9 @@ def _float(obj: Mapping[str, Any], key: str, default: float) -> float:
 def parse_audio_config(obj: Mapping[str, Any], where: str) -> AudioConfig:
     activation = obj.get("activation_function")
     if activation != "gelu":
-        raise ModelError(f"{where}: activation_function is {activation!r}; the audio tower needs 'gelu'", _FIX)
+        raise ModelError(
+            f"{where}: activation_function is {activation!r}; the audio tower needs 'gelu'", _FIX
+        )
     config = AudioConfig(
         num_mel_bins=_int(obj, "num_mel_bins", where),
         encoder_layers=_int(obj, "encoder_layers", where, None, "num_hidden_layers"),
@@ -139,10 +141,13 @@ def parse_audio_config(obj: Mapping[str, Any], where: str) -> AudioConfig:
     )
     if config.n_window != 50:
         raise ModelError(
-            f"{where}: n_window is {config.n_window}; the audio tower's 13-tokens-per-chunk layout needs 50", _FIX
+            f"{where}: n_window is {config.n_window}; the audio tower's 13-tokens-per-chunk layout needs 50",
+            _FIX,
         )
     if config.n_window_infer <= 0 or config.n_window_infer % config.chunk_frames:
-        raise ModelError(f"{where}: n_window_infer {config.n_window_infer} is not a multiple of 100 frames", _FIX)
+        raise ModelError(
+            f"{where}: n_window_infer {config.n_window_infer} is not a multiple of 100 frames", _FIX
+        )
     if config.d_model % config.encoder_attention_heads:
         raise ModelError(f"{where}: d_model {config.d_model} is not divisible by the head count", _FIX)
     return config
@@ -179,7 +184,9 @@ def parse_model_config(config: Mapping[str, Any], where: str = "config.json") ->
     layout = LEGACY if isinstance(config.get("thinker_config"), Mapping) else HF
     thinker = _object(config, "thinker_config", where) if layout == LEGACY else config
     thinker_where = f"{where} thinker_config" if layout == LEGACY else where
-    audio = parse_audio_config(_object(thinker, "audio_config", thinker_where), f"{thinker_where}.audio_config")
+    audio = parse_audio_config(
+        _object(thinker, "audio_config", thinker_where), f"{thinker_where}.audio_config"
+    )
     text_obj = _object(thinker, "text_config", thinker_where)
     text = parse_text_config(text_obj, f"{thinker_where}.text_config")
     if audio.output_dim != text.hidden_size:
@@ -190,7 +197,9 @@ def parse_model_config(config: Mapping[str, Any], where: str = "config.json") ->
         )
     tie = config.get("tie_word_embeddings", text_obj.get("tie_word_embeddings", False))
     languages = config.get("support_languages")
-    optional = {key: thinker.get(key) for key in ("audio_start_token_id", "audio_end_token_id", "pad_token_id")}
+    optional = {
+        key: thinker.get(key) for key in ("audio_start_token_id", "audio_end_token_id", "pad_token_id")
+    }
     timestamp = config.get("timestamp_token_id", thinker.get("timestamp_token_id"))
     return ModelConfig(
         layout=layout,
@@ -208,7 +217,9 @@ def parse_model_config(config: Mapping[str, Any], where: str = "config.json") ->
     )
 
 
-def parse_generation_config(config: Mapping[str, Any], where: str = "generation_config.json") -> GenerationConfig:
+def parse_generation_config(
+    config: Mapping[str, Any], where: str = "generation_config.json"
+) -> GenerationConfig:
     eos = config.get("eos_token_id")
     if isinstance(eos, int) and not isinstance(eos, bool):
         eos_ids: tuple[Any, ...] = (eos,)

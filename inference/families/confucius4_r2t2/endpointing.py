@@ -186,7 +186,9 @@ class EndpointedStream:
         state: dict[str, Any] = {"committed_any": self._committed_any}
         if self._segment_audio:
             state.update(self.recognizer.checkpoint(), in_speech=self.detector.in_speech)
-            return ResumePoint(self._segment_start, int(self._accum.size), state, True, self.recognizer.committed)
+            return ResumePoint(
+                self._segment_start, int(self._accum.size), state, True, self.recognizer.committed
+            )
         return ResumePoint(self._consumed - self._seed.size, 0, state)
 
     def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:

@@ -53,7 +53,9 @@ FAMILY = "confucius4_r2t2"
 # Prompt (~30 tokens + context) + 390 audio tokens per 30 s span + the default 512-token budget fit in 2048;
 # KV memory at the 1.7B shape is 28 x 2 x 1024 x 2048 x 2 bytes (f16) = 235 MB, twice that for f32.
 THINKER_CONTEXT = 2048
-STREAM_ENGINE_OPTIONS = frozenset({"stream_cache", "rolling_window_seconds"})  # stream options beyond the LSP's
+STREAM_ENGINE_OPTIONS = frozenset(
+    {"stream_cache", "rolling_window_seconds"}
+)  # stream options beyond the LSP's
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,12 @@ class R2T2Engine:
         self.tower: AudioTower | None = None
         self.thinker: Thinker | None = None
         try:
-            self.tower = AudioTower(self.backend, self.checkpoint.files, self.checkpoint.config.audio,
-                                    storage=str(options["tower_weight_type"]))  # fmt: skip
+            self.tower = AudioTower(
+                self.backend,
+                self.checkpoint.files,
+                self.checkpoint.config.audio,
+                storage=str(options["tower_weight_type"]),
+            )
             # files.root is the package file for GGUF packages, the directory otherwise.
             self.thinker = Thinker(
                 self.checkpoint.files.root,
@@ -93,7 +99,9 @@ class R2T2Engine:
                     n_threads=request.threads,
                     n_gpu_layers=0 if self.backend.is_cpu else -1,
                 ),
-                progress=lambda fraction: request.control.step(fraction, 1.0, "converting the thinker to GGUF"),
+                progress=lambda fraction: request.control.step(
+                    fraction, 1.0, "converting the thinker to GGUF"
+                ),
             )
         except BaseException:
             self.close()
@@ -117,8 +125,10 @@ class R2T2Engine:
         valid = self.spec.validate_request_options(dict(options))
         stream_only = sorted(set(valid) & ((set(STREAM_OPTIONS) | STREAM_ENGINE_OPTIONS) - {"max_tokens"}))
         if stream_only:
-            raise UsageError(f"option(s) {', '.join(stream_only)} apply to live streams only",
-                             "remove them, or transcribe with --mode streaming")  # fmt: skip
+            raise UsageError(
+                f"option(s) {', '.join(stream_only)} apply to live streams only",
+                "remove them, or transcribe with --mode streaming",
+            )
         language = resolve_language(valid.get("language"), self.languages)
         max_tokens = int(valid.get("max_tokens", self.checkpoint.generation.max_new_tokens))
         return language, max_tokens, str(valid.get("context") or "")
@@ -137,15 +147,19 @@ class R2T2Engine:
         language, max_tokens, context = self._request(request_options)
         samples = np.asarray(audio, dtype=np.float32)
         if samples.ndim != 1:
-            raise UsageError(f"audio must be mono (one axis of samples), got shape {samples.shape}",
-                             "mix the channels down to mono at 16 kHz")  # fmt: skip
+            raise UsageError(
+                f"audio must be mono (one axis of samples), got shape {samples.shape}",
+                "mix the channels down to mono at 16 kHz",
+            )
         if not np.all(np.isfinite(samples)):
             raise UsageError("the audio holds NaN or infinite samples", "check the decoder or the input file")
         total_s = samples.size / SAMPLE_RATE
         spans = []
         for start, end in plan_offline_spans(samples.size, SAMPLE_RATE):
             control.step(start / SAMPLE_RATE, total_s)
-            spans.append(self.transcribe_span(samples[start:end], language, max_tokens, context, start / SAMPLE_RATE))
+            spans.append(
+                self.transcribe_span(samples[start:end], language, max_tokens, context, start / SAMPLE_RATE)
+            )
         control.step(total_s, total_s)
         detected = next((span.language for span in spans if span.language), None)
         return Transcript(
@@ -172,17 +186,24 @@ class R2T2Engine:
         )
         parsed = parse_asr_output(raw, language)
         end_s = offset_s + samples.size / SAMPLE_RATE
-        return SpanResult(offset_s, end_s, parsed.language, truncate_at_pipe(parsed.text), result.token_ids,
-                          result.eos_id)  # fmt: skip
+        return SpanResult(
+            offset_s, end_s, parsed.language, truncate_at_pipe(parsed.text), result.token_ids, result.eos_id
+        )
 
-    def check_room(self, prompt_length: int, max_tokens: int, audio_tokens: int = 0, prefix_tokens: int = 0) -> int:
+    def check_room(
+        self, prompt_length: int, max_tokens: int, audio_tokens: int = 0, prefix_tokens: int = 0
+    ) -> int:
         """The token budget that fits the thinker context after a prompt of ``prompt_length`` positions."""
         room = THINKER_CONTEXT - prompt_length
         if room < 1:
             raise PromptOverflow(prompt_length + 1, THINKER_CONTEXT, audio_tokens, prefix_tokens)
         if max_tokens > room:
-            log.warning("max_tokens %d exceeds the %d positions left in the thinker context; using %d",
-                        max_tokens, room, room)  # fmt: skip
+            log.warning(
+                "max_tokens %d exceeds the %d positions left in the thinker context; using %d",
+                max_tokens,
+                room,
+                room,
+            )
         return min(max_tokens, room)
 
     def _generate(
@@ -195,11 +216,15 @@ class R2T2Engine:
         self.thinker.prefill(prompt_ids, embeddings, positions)
         return self.thinker.decode_greedy(budget, self.checkpoint.special.eos)
 
-    def open_stream(self, sample_rate: int = SAMPLE_RATE, **request_options: Any) -> R2T2Stream | EndpointedStream:
+    def open_stream(
+        self, sample_rate: int = SAMPLE_RATE, **request_options: Any
+    ) -> R2T2Stream | EndpointedStream:
         """A live LSP stream; stream options come from the session, overridden by ``request_options``."""
         if sample_rate != SAMPLE_RATE:
-            raise UsageError(f"streams take {SAMPLE_RATE} Hz audio, got sample_rate={sample_rate}",
-                             "resample first (inference.audio.io.to_mono_16k)")  # fmt: skip
+            raise UsageError(
+                f"streams take {SAMPLE_RATE} Hz audio, got sample_rate={sample_rate}",
+                "resample first (inference.audio.io.to_mono_16k)",
+            )
         valid = self.spec.validate_request_options(dict(request_options))
         options = {name: self.session_options[name] for name in STREAM_OPTIONS}
         options.update({name: valid[name] for name in STREAM_OPTIONS if name in valid})
@@ -209,11 +234,16 @@ class R2T2Engine:
         context = str(valid.get("context") or "")
         stream_options = StreamOptions.from_options(options)
         if rolling and self.session_options["endpointing"]:
-            raise UsageError("rolling_window_seconds and endpointing both bound a live stream",
-                             "use one of them (endpointing for speech with pauses, the rolling window without)")  # fmt: skip
+            raise UsageError(
+                "rolling_window_seconds and endpointing both bound a live stream",
+                "use one of them (endpointing for speech with pauses, the rolling window without)",
+            )
         if rolling and rolling * 1000 < 4 * stream_options.chunk_size_ms:
-            raise UsageError(f"rolling_window_seconds {rolling:g} holds fewer than 4 chunks of "
-                             f"{stream_options.chunk_size_ms:g} ms", "use a longer window, e.g. 16")  # fmt: skip
+            raise UsageError(
+                f"rolling_window_seconds {rolling:g} holds fewer than 4 chunks of "
+                f"{stream_options.chunk_size_ms:g} ms",
+                "use a longer window, e.g. 16",
+            )
 
         def new_decoder() -> EngineChunkDecoder:  # one per utterance: its caches hold that utterance's audio
             return EngineChunkDecoder(self, context, language, cache)

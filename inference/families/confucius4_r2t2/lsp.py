@@ -30,7 +30,13 @@ from inference.families.confucius4_r2t2.postprocess import (
     truncate_at_pipe,
 )
 
-STREAM_OPTIONS = ("chunk_size_ms", "unfixed_chunk_num", "unfixed_token_num", "rollback_punctuation", "max_tokens")
+STREAM_OPTIONS = (
+    "chunk_size_ms",
+    "unfixed_chunk_num",
+    "unfixed_token_num",
+    "rollback_punctuation",
+    "max_tokens",
+)
 
 
 @dataclass(frozen=True)
@@ -138,8 +144,13 @@ class LspRecognizer:
 
     def checkpoint(self) -> dict[str, Any]:
         """What a recognizer in another process needs to continue this one exactly (``resume_from``)."""
-        return {"raw": self.raw_decoded, "text": self.text, "committed": self.committed, "language": self.language,
-                "chunk_id": self.chunk_id}  # fmt: skip
+        return {
+            "raw": self.raw_decoded,
+            "text": self.text,
+            "committed": self.committed,
+            "language": self.language,
+            "chunk_id": self.chunk_id,
+        }
 
     def resume_from(self, state: dict[str, Any]) -> None:
         """Continue a ``checkpoint`` of a recognizer whose process died, on the same audio: the next prefix is
@@ -151,7 +162,9 @@ class LspRecognizer:
         self.language = str(state.get("language") or self.language)
         self.chunk_id = int(state.get("chunk_id", 0))
 
-    def decode_chunk(self, audio: np.ndarray, final: bool = False, publish: bool | None = None) -> ChunkOutcome:
+    def decode_chunk(
+        self, audio: np.ndarray, final: bool = False, publish: bool | None = None
+    ) -> ChunkOutcome:
         """Steps 1-10 of ``decode_chunk`` plus the committed-delta contract.
 
         ``publish`` defaults to ``not final``: ``finish`` publishes nothing, an endpointed segment's flush does.

@@ -49,11 +49,16 @@ class PromptOverflow(UsageError):
         if rest >= room // 2:
             fix = f"shorten the context text (with the prompt's frame it takes {rest} positions)"
         else:
-            fix = ("shorten the audio: transcribe a file offline, or stream with endpointing or "
-                   "rolling_window_seconds")  # fmt: skip
-        super().__init__(f"the prompt needs {needed} positions ({audio_tokens} for audio, {prefix_tokens} for the "
-                         f"text decoded so far, {rest} for the context and the prompt's frame), more than the "
-                         f"thinker context of {room}", fix)  # fmt: skip
+            fix = (
+                "shorten the audio: transcribe a file offline, or stream with endpointing or "
+                "rolling_window_seconds"
+            )
+        super().__init__(
+            f"the prompt needs {needed} positions ({audio_tokens} for audio, {prefix_tokens} for the "
+            f"text decoded so far, {rest} for the context and the prompt's frame), more than the "
+            f"thinker context of {room}",
+            fix,
+        )
 
 
 def build_prompt(

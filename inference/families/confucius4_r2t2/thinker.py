@@ -132,7 +132,9 @@ class Thinker:
         rows = self.checkpoint.embedding_rows(ids)
         if audio_embeddings is None:
             if audio_positions is not None and len(audio_positions):
-                raise UsageError("audio positions were given without audio embeddings", "pass both or neither")
+                raise UsageError(
+                    "audio positions were given without audio embeddings", "pass both or neither"
+                )
             return rows
         audio = np.asarray(audio_embeddings, dtype=np.float32)
         positions = np.asarray(audio_positions if audio_positions is not None else [], dtype=np.int64)
@@ -169,8 +171,10 @@ class Thinker:
         """Decode ready-made input rows (from :meth:`input_rows`) after the cached prefix; returns the last logits."""
         rows = np.ascontiguousarray(rows, dtype=np.float32)
         if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] != self.hidden_size:
-            raise UsageError(f"input rows must have shape (n >= 1, {self.hidden_size}), got {rows.shape}",
-                             "build them with input_rows()")  # fmt: skip
+            raise UsageError(
+                f"input rows must have shape (n >= 1, {self.hidden_size}), got {rows.shape}",
+                "build them with input_rows()",
+            )
         self._pending = None
         self._last_logits = self.context.decode_embeddings(rows, logits="last")[0]
         return self._last_logits
@@ -182,7 +186,9 @@ class Thinker:
         self._last_logits = self.context.decode_tokens(ids, logits="last")[0]
         return self._last_logits
 
-    def decode_greedy(self, max_tokens: int, eos_ids: Iterable[int], record_margins: bool = False) -> GreedyResult:
+    def decode_greedy(
+        self, max_tokens: int, eos_ids: Iterable[int], record_margins: bool = False
+    ) -> GreedyResult:
         """Greedy continuation from the last logits until an eos id or ``max_tokens`` new tokens."""
         if self._last_logits is None:
             raise UsageError("nothing to continue from", "call prefill() first")

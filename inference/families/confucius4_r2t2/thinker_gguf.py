@@ -46,7 +46,11 @@ FINGERPRINT_KEY = "captioneer.thinker.source_fingerprint"
 STORAGE_TYPES = ("native", "f32", "f16", "bf16", "q8_0", "q6_k", "q4_k")
 
 FLOAT_TYPES = ("f32", "f16", "bf16")
-_ST_DTYPES: dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F16": np.dtype("<f2"), "BF16": np.dtype("<u2")}  # bf16 kept as bits
+_ST_DTYPES: dict[str, np.dtype] = {
+    "F32": np.dtype("<f4"),
+    "F16": np.dtype("<f2"),
+    "BF16": np.dtype("<u2"),
+}  # bf16 kept as bits
 # Block-quantized types an audio.cpp package may store (q8_0 packages, the community Q4_K_M mix).
 _QUANT_DTYPES = {name: gguf.GGMLQuantizationType[name] for name in ("Q8_0", "Q2_K", "Q4_K", "Q6_K")}
 _FILE_TYPES = {
@@ -158,19 +162,25 @@ class ThinkerCheckpoint:
         self.layout = self.model_config.layout
         self.hparams: TextConfig = self.model_config.text
         if self.hparams.attention_bias:
-            raise ModelError("thinker attention biases are not supported (attention_bias=true)",
-                             "use a Qwen3-ASR checkpoint")  # fmt: skip
-        generation = parse_generation_config(files.read_json("generation_config.json") or {},
-                                             f"{self.source}/generation_config.json")  # fmt: skip
+            raise ModelError(
+                "thinker attention biases are not supported (attention_bias=true)",
+                "use a Qwen3-ASR checkpoint",
+            )
+        generation = parse_generation_config(
+            files.read_json("generation_config.json") or {}, f"{self.source}/generation_config.json"
+        )
         eos, self.pad_id = stop_and_pad_ids(self.model_config, generation)
         self.eos_id: int | None = eos[0]
         validate_tensors(files, self.model_config, thinker_tensor_shapes(self.model_config))
         self.head_name = lm_head_name(files, self.model_config)
         self.tied = self.head_name is None
-        self.weights = MappedTensors({
-            name: _StoredTensor(info.file, info.dtype, info.shape, info.begin, info.end)
-            for _, name in self.thinker_tensors() for info in (files.tensors[name],)
-        })  # fmt: skip
+        self.weights = MappedTensors(
+            {
+                name: _StoredTensor(info.file, info.dtype, info.shape, info.begin, info.end)
+                for _, name in self.thinker_tensors()
+                for info in (files.tensors[name],)
+            }
+        )
 
     def hf_name(self, name: str) -> str:
         """Canonical name of a text-model tensor given below the prefix (``layers.0.…``)."""
@@ -197,8 +207,11 @@ class ThinkerCheckpoint:
         embedding in f16; Q4_K_M mixes q4_k with some q6_k)."""
         if self.package is None:
             return self.weights.tensors[self.hf_name("embed_tokens.weight")].storage
-        kinds = [self.weights.tensors[name].storage for _, name in self.thinker_tensors()
-                 if len(self.weights.tensors[name].shape) == 2]  # fmt: skip
+        kinds = [
+            self.weights.tensors[name].storage
+            for _, name in self.thinker_tensors()
+            if len(self.weights.tensors[name].shape) == 2
+        ]
         return max(sorted(set(kinds)), key=kinds.count)
 
     def cache_name(self, storage_type: str) -> str:
@@ -213,8 +226,15 @@ class ThinkerCheckpoint:
     def source_files(self) -> list[Path]:
         if self.package is not None:
             return [self.package]
-        names = ["config.json", "generation_config.json", "tokenizer.json", "vocab.json", "merges.txt",
-                 "tokenizer_config.json", "added_tokens.json"]
+        names = [
+            "config.json",
+            "generation_config.json",
+            "tokenizer.json",
+            "vocab.json",
+            "merges.txt",
+            "tokenizer_config.json",
+            "added_tokens.json",
+        ]
         return [p for p in (self.model_dir / n for n in names) if p.is_file()] + list(self.files.weight_paths)
 
     def fingerprint(self, storage_type: str) -> str:
@@ -241,7 +261,9 @@ def _directory_reader(directory: Path) -> Callable[[str], bytes | None]:
         try:
             return path.read_bytes() if path.is_file() else None
         except OSError as exc:
-            raise ModelError(f"cannot read {path} ({exc})", "check the file permissions or re-download") from exc
+            raise ModelError(
+                f"cannot read {path} ({exc})", "check the file permissions or re-download"
+            ) from exc
 
     return read
 
@@ -279,8 +301,10 @@ def read_vocabulary(source: Path | Callable[[str], bytes | None], vocab_size: in
     if data is not None:
         model = data.get("model") or {}
         if model.get("type") != "BPE":
-            raise ModelError(f"tokenizer.json of {where} is not a BPE tokenizer",
-                             "use the checkpoint's own tokenizer files")  # fmt: skip
+            raise ModelError(
+                f"tokenizer.json of {where} is not a BPE tokenizer",
+                "use the checkpoint's own tokenizer files",
+            )
         vocab: dict[str, int] = model["vocab"]
         merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
         added = {int(t["id"]): (t["content"], bool(t.get("special"))) for t in data.get("added_tokens", [])}
@@ -291,11 +315,14 @@ def read_vocabulary(source: Path | Callable[[str], bytes | None], vocab_size: in
         added = _added_tokens_from_config(read, where)
     else:
         raise ModelError(
-            f"no tokenizer in {where} (need tokenizer.json or vocab.json + merges.txt)", "re-download the model"
+            f"no tokenizer in {where} (need tokenizer.json or vocab.json + merges.txt)",
+            "re-download the model",
         )
     by_id: dict[int, tuple[str, int]] = {i: (tok, int(gguf.TokenType.NORMAL)) for tok, i in vocab.items()}
     for i, (content, special) in added.items():
-        added_kind = gguf.TokenType.CONTROL if special or _looks_special(content) else gguf.TokenType.USER_DEFINED
+        added_kind = (
+            gguf.TokenType.CONTROL if special or _looks_special(content) else gguf.TokenType.USER_DEFINED
+        )
         by_id[i] = (content, int(added_kind))
     if by_id and max(by_id) >= vocab_size:
         raise ModelError(
@@ -371,7 +398,9 @@ def write_thinker_gguf(
 ) -> None:
     """Write the thinker as a GGUF in a directly written storage type (native, f32, f16, bf16)."""
     if storage_type not in ("native", *FLOAT_TYPES):
-        raise UsageError(f"{storage_type} cannot be written directly", "use ensure_thinker_gguf for quantized types")
+        raise UsageError(
+            f"{storage_type} cannot be written directly", "use ensure_thinker_gguf for quantized types"
+        )
     h = checkpoint.hparams
     writer = gguf.GGUFWriter(str(destination), "qwen3")
     try:  # the file is closed on every path (a cancel raises from ``progress``)
@@ -411,7 +440,9 @@ def write_thinker_gguf(
             ggml_type = _ggml_type(target)
             nbytes = _nbytes(stored.shape, ggml_type)
             if target in _GGML_OF_STORAGE:
-                writer.add_tensor_info(ll_name, stored.shape, _GGML_OF_STORAGE[target][0], nbytes, raw_dtype=ggml_type)
+                writer.add_tensor_info(
+                    ll_name, stored.shape, _GGML_OF_STORAGE[target][0], nbytes, raw_dtype=ggml_type
+                )
             else:  # the gguf writer takes quantized tensors by their byte shape (rows, row bytes)
                 byte_shape = gguf.quant_shape_to_byte_shape(stored.shape, ggml_type)
                 writer.add_tensor_info(ll_name, byte_shape, np.dtype(np.uint8), nbytes, raw_dtype=ggml_type)
@@ -499,13 +530,20 @@ def ensure_thinker_gguf(
             # llama_model_quantize does not requantize: a quantized package goes through f32.
             source = "native" if native in FLOAT_TYPES else "f32"
             # The fingerprint travels through llama_model_quantize, which copies all metadata.
-            write_thinker_gguf(checkpoint, intermediate, source, fingerprint,
-                               (lambda f: progress(0.5 * f)) if progress else None)  # fmt: skip
+            write_thinker_gguf(
+                checkpoint,
+                intermediate,
+                source,
+                fingerprint,
+                (lambda f: progress(0.5 * f)) if progress else None,
+            )
             quantize_gguf(intermediate, partial, concrete, n_threads=n_threads)
         os.replace(partial, target)
     except OSError as exc:
-        raise ModelError(f"could not write the converted thinker to {directory} ({exc})",
-                         "free disk space or make the model directory writable") from exc
+        raise ModelError(
+            f"could not write the converted thinker to {directory} ({exc})",
+            "free disk space or make the model directory writable",
+        ) from exc
     finally:
         # The conversion read every tensor: unmap them (also when it failed or was cancelled, so nothing keeps the
         # model open); the engine's few embedding rows map the file again on first use.

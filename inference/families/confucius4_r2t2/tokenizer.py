@@ -103,9 +103,13 @@ def load_tokenizer(model_dir: Path, files: Mapping[str, bytes] | None = None) ->
     tokenizer_json = read("tokenizer.json")
     if tokenizer_json is not None:
         try:
-            return R2T2Tokenizer(Tokenizer.from_str(tokenizer_json.decode("utf-8")), f"{where}/tokenizer.json")
+            return R2T2Tokenizer(
+                Tokenizer.from_str(tokenizer_json.decode("utf-8")), f"{where}/tokenizer.json"
+            )
         except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
-            raise ModelError(f"cannot read {where}/tokenizer.json: {exc}", "re-download the tokenizer files") from exc
+            raise ModelError(
+                f"cannot read {where}/tokenizer.json: {exc}", "re-download the tokenizer files"
+            ) from exc
     vocab_raw, merges_raw = read("vocab.json"), read("merges.txt")
     if vocab_raw is None or merges_raw is None:
         raise ModelError(
@@ -122,8 +126,15 @@ def load_tokenizer(model_dir: Path, files: Mapping[str, bytes] | None = None) ->
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelError(f"cannot read {where}/vocab.json or merges.txt: {exc}", "re-download them") from exc
     tokenizer = Tokenizer(
-        BPE(vocab=vocab, merges=merges, unk_token=None, continuing_subword_prefix="", end_of_word_suffix="",
-            fuse_unk=False, byte_fallback=False)
+        BPE(
+            vocab=vocab,
+            merges=merges,
+            unk_token=None,
+            continuing_subword_prefix="",
+            end_of_word_suffix="",
+            fuse_unk=False,
+            byte_fallback=False,
+        )
     )
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
@@ -134,7 +145,9 @@ def load_tokenizer(model_dir: Path, files: Mapping[str, bytes] | None = None) ->
     )
     tokenizer.decoder = decoders.ByteLevel()
     for token_id, token in sorted(_added_tokens(read, where).items()):
-        assigned = tokenizer.add_tokens([token]) if not token.special else tokenizer.add_special_tokens([token])
+        assigned = (
+            tokenizer.add_tokens([token]) if not token.special else tokenizer.add_special_tokens([token])
+        )
         actual = tokenizer.token_to_id(token.content)
         if actual != token_id:
             raise ModelError(

@@ -75,7 +75,10 @@ def _read_json(path: Path) -> dict:
 
 def _require(path: Path) -> Path:
     if not path.is_file():
-        raise ModelError(f"the model folder {path.parent} has no {path.name}", f"re-download the model; {path.name} is required")
+        raise ModelError(
+            f"the model folder {path.parent} has no {path.name}",
+            f"re-download the model; {path.name} is required",
+        )
     return path
 
 
@@ -119,8 +122,10 @@ def _speech_gate(path: Path) -> float | None:
         return None
     span = gate.get("max_span_sec") if isinstance(gate, dict) else None
     if not isinstance(span, int | float) or isinstance(span, bool) or not 1.0 <= span <= 60.0:
-        raise ModelError(f"{path}: speech_gate.max_span_sec must be a number of seconds from 1 to 60",
-                         "fix or remove the file")  # fmt: skip
+        raise ModelError(
+            f"{path}: speech_gate.max_span_sec must be a number of seconds from 1 to 60",
+            "fix or remove the file",
+        )
     return float(span)
 
 
@@ -146,10 +151,15 @@ def _open_gguf(path: Path) -> ParakeetCheckpoint:
             raw_config = json.loads(files[CONFIG_FILE])
             processor = json.loads(files[PROCESSOR_FILE]) if PROCESSOR_FILE in files else None
         except ValueError as exc:
-            raise ModelError(f"{path}: an embedded JSON file is invalid: {exc}", "re-create the GGUF package") from exc
+            raise ModelError(
+                f"{path}: an embedded JSON file is invalid: {exc}", "re-create the GGUF package"
+            ) from exc
         config = parse_config(raw_config, processor, f"{source}:{CONFIG_FILE}", f"{source}:{PROCESSOR_FILE}")
         if TOKENIZER_FILE not in files:
-            raise ModelError(f"{path} has no embedded {TOKENIZER_FILE}", "re-create the GGUF package with the tokenizer sidecar")
+            raise ModelError(
+                f"{path} has no embedded {TOKENIZER_FILE}",
+                "re-create the GGUF package with the tokenizer sidecar",
+            )
         tensors = Checkpoint(_logical_records(reader, source), [reader])
         validate_tensors(tensors, config, source)
         on_error.pop_all()
@@ -161,13 +171,21 @@ def _logical_records(reader: GgufFile, source: str) -> dict[str, TensorRecord]:
     table = logical_tensors(reader, source, require_names=False)
     for entry in table:  # every type is checked before any view of the map exists
         if int(entry.tensor.type) not in {int(kind) for kind in GgmlType}:
-            raise ModelError(f"{source}: tensor {entry.name!r} has unsupported type {entry.tensor.type_name}",
-                             "use a package from the model catalog")  # fmt: skip
+            raise ModelError(
+                f"{source}: tensor {entry.name!r} has unsupported type {entry.tensor.type_name}",
+                "use a package from the model catalog",
+            )
     return {
-        entry.name: TensorRecord(entry.name, entry.shape, GgmlType(int(entry.tensor.type)), reader.raw(entry.tensor),
-                                 reader.bytes, reader.mapping)
+        entry.name: TensorRecord(
+            entry.name,
+            entry.shape,
+            GgmlType(int(entry.tensor.type)),
+            reader.raw(entry.tensor),
+            reader.bytes,
+            reader.mapping,
+        )
         for entry in table
-    }  # fmt: skip
+    }
 
 
 # ------------------------------------------------------------------------------------------ tensors
@@ -235,7 +253,10 @@ def expected_tensors(config: ParakeetConfig) -> dict[str, tuple[int, ...]]:
 def validate_tensors(tensors: Checkpoint, config: ParakeetConfig, source: str) -> None:
     for name, shape in expected_tensors(config).items():
         if name not in tensors:
-            raise ModelError(f"{source} has no tensor {name!r}", "the checkpoint is incomplete or not Parakeet-TDT; re-download it")
+            raise ModelError(
+                f"{source} has no tensor {name!r}",
+                "the checkpoint is incomplete or not Parakeet-TDT; re-download it",
+            )
         got = tensors.shape(name)
         if got != shape:
             raise ModelError(

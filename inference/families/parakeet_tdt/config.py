@@ -85,7 +85,9 @@ def _typed(raw: dict[str, Any], key: str, kind: type, default: Any, source: str)
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value, ok = float(value), True
     if not ok:
-        raise ModelError(f"{source}: {key} must be {kind.__name__}, got {value!r}", "re-export the checkpoint")
+        raise ModelError(
+            f"{source}: {key} must be {kind.__name__}, got {value!r}", "re-export the checkpoint"
+        )
     return value
 
 
@@ -103,18 +105,33 @@ def parse_encoder_config(raw: dict[str, Any], source: str) -> EncoderConfig:
     enc = EncoderConfig(**values)
     checks = [
         (enc.subsampling_factor == 8, f"subsampling_factor {enc.subsampling_factor} (only 8 is supported)"),
-        (enc.subsampling_conv_kernel_size == 3, f"subsampling_conv_kernel_size {enc.subsampling_conv_kernel_size} (only 3)"),
+        (
+            enc.subsampling_conv_kernel_size == 3,
+            f"subsampling_conv_kernel_size {enc.subsampling_conv_kernel_size} (only 3)",
+        ),
         (enc.subsampling_conv_stride == 2, f"subsampling_conv_stride {enc.subsampling_conv_stride} (only 2)"),
         (enc.hidden_act == "silu", f"hidden_act {enc.hidden_act!r} (only 'silu')"),
-        (enc.hidden_size > 0 and enc.num_attention_heads > 0, "non-positive hidden_size or num_attention_heads"),
-        (enc.hidden_size % max(1, enc.num_attention_heads) == 0, "hidden_size not divisible by num_attention_heads"),
+        (
+            enc.hidden_size > 0 and enc.num_attention_heads > 0,
+            "non-positive hidden_size or num_attention_heads",
+        ),
+        (
+            enc.hidden_size % max(1, enc.num_attention_heads) == 0,
+            "hidden_size not divisible by num_attention_heads",
+        ),
         (enc.conv_kernel_size % 2 == 1, f"conv_kernel_size {enc.conv_kernel_size} (must be odd)"),
-        (enc.num_mel_bins % 8 == 0 and enc.num_mel_bins > 0, f"num_mel_bins {enc.num_mel_bins} (must be a multiple of 8)"),
+        (
+            enc.num_mel_bins % 8 == 0 and enc.num_mel_bins > 0,
+            f"num_mel_bins {enc.num_mel_bins} (must be a multiple of 8)",
+        ),
         (enc.num_hidden_layers >= 1, "num_hidden_layers must be at least 1"),
     ]
     for ok, what in checks:
         if not ok:
-            raise ModelError(f"{source}: unsupported encoder_config: {what}", "use a Parakeet-TDT checkpoint (FastConformer, dw_striding x8)")
+            raise ModelError(
+                f"{source}: unsupported encoder_config: {what}",
+                "use a Parakeet-TDT checkpoint (FastConformer, dw_striding x8)",
+            )
     return enc
 
 
@@ -125,7 +142,10 @@ def parse_feature_config(raw: dict[str, Any] | None, source: str) -> FeatureConf
     if not isinstance(fe, dict):
         raise ModelError(f"{source}: feature_extractor must be an object", "re-export processor_config.json")
     defaults = FeatureConfig()
-    values = {name: _typed(fe, name, type(d), d, f"{source} feature_extractor") for name, d in defaults.__dict__.items()}
+    values = {
+        name: _typed(fe, name, type(d), d, f"{source} feature_extractor")
+        for name, d in defaults.__dict__.items()
+    }
     cfg = FeatureConfig(**values)
     if cfg.sampling_rate != 16000 or cfg.win_length > cfg.n_fft or cfg.hop_length <= 0:
         raise ModelError(
@@ -137,7 +157,10 @@ def parse_feature_config(raw: dict[str, Any] | None, source: str) -> FeatureConf
 
 
 def parse_config(
-    raw: dict[str, Any], processor: dict[str, Any] | None, source: str, processor_source: str = "processor_config.json"
+    raw: dict[str, Any],
+    processor: dict[str, Any] | None,
+    source: str,
+    processor_source: str = "processor_config.json",
 ) -> ParakeetConfig:
     """``raw`` is config.json, ``processor`` processor_config.json (optional); the sources name the files."""
     if not isinstance(raw, dict):
@@ -158,18 +181,32 @@ def parse_config(
     blank = _typed(raw, "blank_token_id", int, 8192, source)
     layers = _typed(raw, "num_decoder_layers", int, 2, source)
     if layers != 2:
-        raise ModelError(f"{source}: num_decoder_layers is {layers}; Parakeet-TDT uses 2 LSTM layers", "use a Parakeet-TDT checkpoint")
+        raise ModelError(
+            f"{source}: num_decoder_layers is {layers}; Parakeet-TDT uses 2 LSTM layers",
+            "use a Parakeet-TDT checkpoint",
+        )
     if not 0 <= blank < vocab:
-        raise ModelError(f"{source}: blank_token_id {blank} is outside vocab_size {vocab}", "re-export config.json")
+        raise ModelError(
+            f"{source}: blank_token_id {blank} is outside vocab_size {vocab}", "re-export config.json"
+        )
     durations = raw.get("durations", [0, 1, 2, 3, 4])
-    if not (isinstance(durations, list) and durations and all(isinstance(d, int) and d >= 0 for d in durations)):
-        raise ModelError(f"{source}: durations must be a non-empty list of non-negative integers", "re-export config.json")
+    if not (
+        isinstance(durations, list) and durations and all(isinstance(d, int) and d >= 0 for d in durations)
+    ):
+        raise ModelError(
+            f"{source}: durations must be a non-empty list of non-negative integers", "re-export config.json"
+        )
     act = _typed(raw, "hidden_act", str, "relu", source)
     if act != "relu":
-        raise ModelError(f"{source}: joint hidden_act {act!r} is not supported (only 'relu')", "use a Parakeet-TDT checkpoint")
+        raise ModelError(
+            f"{source}: joint hidden_act {act!r} is not supported (only 'relu')",
+            "use a Parakeet-TDT checkpoint",
+        )
     mode = raw.get("audiocpp_word_timestamp_mode", raw.get("word_timestamp_mode", "default"))
     if mode not in ("default", "token_duration"):
-        raise ModelError(f"{source}: word timestamp mode {mode!r} is unknown", "use 'default' or 'token_duration'")
+        raise ModelError(
+            f"{source}: word timestamp mode {mode!r} is unknown", "use 'default' or 'token_duration'"
+        )
     punct = raw.get("audiocpp_punctuation_token_ids", [])
     if mode == "token_duration" and not (
         isinstance(punct, list) and all(isinstance(i, int) for i in punct) and punct == sorted(punct)

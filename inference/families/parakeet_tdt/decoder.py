@@ -105,7 +105,10 @@ class TdtDecoder:
         self.blank = config.blank_token_id
         self.durations = np.asarray(config.durations, dtype=np.int64)
         # Stacked [W_ih | W_hh] so one matvec per layer computes all gates.
-        self._w_cat = [np.ascontiguousarray(np.concatenate([a, b], axis=1)) for a, b in zip(weights.w_ih, weights.w_hh, strict=True)]
+        self._w_cat = [
+            np.ascontiguousarray(np.concatenate([a, b], axis=1))
+            for a, b in zip(weights.w_ih, weights.w_hh, strict=True)
+        ]
 
     def new_state(self) -> DecoderState:
         shape = (self.config.num_decoder_layers, self.hidden)
@@ -121,7 +124,12 @@ class TdtDecoder:
         H = self.hidden
         for layer, w in enumerate(self._w_cat):
             gates = w @ np.concatenate([x, state.h[layer]]) + self.w.bias[layer]
-            i, f, g, o = _sigmoid(gates[:H]), _sigmoid(gates[H : 2 * H]), np.tanh(gates[2 * H : 3 * H]), _sigmoid(gates[3 * H :])
+            i, f, g, o = (
+                _sigmoid(gates[:H]),
+                _sigmoid(gates[H : 2 * H]),
+                np.tanh(gates[2 * H : 3 * H]),
+                _sigmoid(gates[3 * H :]),
+            )
             c = f * state.c[layer] + i * g
             h = o * np.tanh(c)
             state.c[layer], state.h[layer] = c, h

@@ -89,7 +89,10 @@ def _prepared_arrays(src: TensorSource, hp: EncoderConfig) -> dict[str, np.ndarr
 
 def _direct_names(hp: EncoderConfig) -> dict[str, str]:
     """Weights used as stored: store name → checkpoint name."""
-    names = {"sub.linear.weight": "encoder.subsampling.linear.weight", "sub.linear.bias": "encoder.subsampling.linear.bias"}
+    names = {
+        "sub.linear.weight": "encoder.subsampling.linear.weight",
+        "sub.linear.bias": "encoder.subsampling.linear.bias",
+    }
     for idx in (0, 2, 3, 5, 6):
         if idx not in (2, 5):  # the depthwise kernels are re-laid out (_prepared_arrays)
             names[f"sub.{idx}.weight"] = f"encoder.subsampling.layers.{idx}.weight"
@@ -148,7 +151,9 @@ class ParakeetEncoder:
         direct = _direct_names(config)
         missing = [n for n in direct.values() if n not in checkpoint]
         if missing:
-            raise ModelError(f"checkpoint lacks encoder tensor {missing[0]!r}", "use an unmodified checkpoint")
+            raise ModelError(
+                f"checkpoint lacks encoder tensor {missing[0]!r}", "use an unmodified checkpoint"
+            )
         arrays = _prepared_arrays(source, config)
         if conv_storage.needs_matrices:
             # Block-quantised and int8 types need matrices (rows of whole blocks along ne0; per-row scales), but a
@@ -168,7 +173,9 @@ class ParakeetEncoder:
             elif ".conv.pointwise" in name and name.endswith(".weight"):
                 # As the loader treats ``weight_type``: rows that do not fill whole blocks take q8_0 or f32.
                 overrides[name] = (
-                    fitting_type(backend.api, GgmlType[conv_storage.name], arrays[name].shape[-1]).name.lower()
+                    fitting_type(
+                        backend.api, GgmlType[conv_storage.name], arrays[name].shape[-1]
+                    ).name.lower()
                     if conv_storage.is_quantized
                     else conv_storage.value
                 )
@@ -274,7 +281,9 @@ class ParakeetEncoder:
             h = g.mul(g.depthwise_conv2d(h, w[f"sub.{dw}.weight"], w[f"sub.{dw}.bias"], (2, 2), (1, 1)), mask)
             h = g.relu(g.mul(g.linear(h, self._pointwise(g, f"sub.{pw}.weight"), w[f"sub.{pw}.bias"]), mask))
         freq, channels = h.shape[2], h.shape[3]
-        h = g.reshape(g.cont(g.permute(h, (0, 1, 3, 2))), (t3, channels * freq))  # index c·F + f, as HF flattens
+        h = g.reshape(
+            g.cont(g.permute(h, (0, 1, 3, 2))), (t3, channels * freq)
+        )  # index c·F + f, as HF flattens
         x = g.linear(h, w["sub.linear.weight"], w["sub.linear.bias"])
         if hp.scale_input:  # HF: hidden_states * sqrt(hidden) after the subsampling linear
             x = g.scale(x, math.sqrt(hp.hidden_size))
@@ -309,7 +318,12 @@ class ParakeetEncoder:
         # --- relative-position multi-head self-attention
         h = g.layer_norm(x, w[p + "norm_self_att.weight"], w[p + "norm_self_att.bias"])
         q, k, v = (
-            g.permute(g.reshape(g.linear(h, w[p + f"{n}_proj.weight"], self._opt(p + f"{n}_proj.bias")), (t, heads, hd)), (1, 0, 2))
+            g.permute(
+                g.reshape(
+                    g.linear(h, w[p + f"{n}_proj.weight"], self._opt(p + f"{n}_proj.bias")), (t, heads, hd)
+                ),
+                (1, 0, 2),
+            )
             for n in "qkv"
         )  # each (heads, T, hd)
         q_u = g.add(q, g.reshape(w[p + "bias_u"], (heads, 1, hd)))
@@ -328,14 +342,25 @@ class ParakeetEncoder:
 
         # --- convolution module
         h = g.layer_norm(x, w[p + "norm_conv.weight"], w[p + "norm_conv.bias"])
-        h = g.linear(h, self._pointwise(g, p + "conv.pointwise_conv1.weight"), self._opt(p + "conv.pointwise_conv1.bias"))
+        h = g.linear(
+            h,
+            self._pointwise(g, p + "conv.pointwise_conv1.weight"),
+            self._opt(p + "conv.pointwise_conv1.bias"),
+        )
         h = g.mul(g.glu(h, axis=-1), mask)  # padded time steps are zeroed before the depthwise conv
         h = g.depthwise_conv1d(
-            g.cont(g.transpose(h)), w[p + "conv.depthwise.weight"], w[p + "conv.depthwise.bias"],
-            padding=(hp.conv_kernel_size - 1) // 2, time_major_out=True,
+            g.cont(g.transpose(h)),
+            w[p + "conv.depthwise.weight"],
+            w[p + "conv.depthwise.bias"],
+            padding=(hp.conv_kernel_size - 1) // 2,
+            time_major_out=True,
         )  # (T, C)
         h = g.silu(h)
-        h = g.linear(h, self._pointwise(g, p + "conv.pointwise_conv2.weight"), self._opt(p + "conv.pointwise_conv2.bias"))
+        h = g.linear(
+            h,
+            self._pointwise(g, p + "conv.pointwise_conv2.weight"),
+            self._opt(p + "conv.pointwise_conv2.bias"),
+        )
         x = g.add(x, h)
 
         x = g.add(x, self._feed_forward(g, x, p + "feed_forward2."))

@@ -71,14 +71,18 @@ log = logging.getLogger(__name__)
 
 VAD_MERGE_GAP_SEC = 0.5
 VAD_PADDING_SEC = 0.25
-TOKENS_PER_FRAME_BUDGET = 10  # docs/families/parakeet_tdt.md §5: the default budget is 10 tokens per encoder frame
+TOKENS_PER_FRAME_BUDGET = (
+    10  # docs/families/parakeet_tdt.md §5: the default budget is 10 tokens per encoder frame
+)
 MIB = 1 << 20
 
 
 @dataclass(frozen=True)
 class Decoded:
     mode: DecodeMode
-    spans: list[SpanDecode]  # full context / long form: one span over the clip (none for silence); vad: per span
+    spans: list[
+        SpanDecode
+    ]  # full context / long form: one span over the clip (none for silence); vad: per span
     n_samples: int
 
 
@@ -91,11 +95,15 @@ class ParakeetEngine:
         self.config: ParakeetConfig = config
         self.session = session
         self.backend = backend
-        self.tokenizer = ParakeetTokenizer(checkpoint.tokenizer_json, config, f"{checkpoint.source} tokenizer.json")
+        self.tokenizer = ParakeetTokenizer(
+            checkpoint.tokenizer_json, config, f"{checkpoint.source} tokenizer.json"
+        )
         if session.perf_mode == "flash_attention":
             # The relative-position scores are added before the softmax, which ggml's fused kernel cannot take
             # here yet; the standard path gives the same result, only without the fused speed-up.
-            log.warning("perf_mode=flash_attention is not available for Parakeet-TDT yet; using standard attention")
+            log.warning(
+                "perf_mode=flash_attention is not available for Parakeet-TDT yet; using standard attention"
+            )
         self.encoder = ParakeetEncoder(
             backend,
             checkpoint.tensors,
@@ -196,7 +204,9 @@ class ParakeetEngine:
         if bias is None:
             if self._vocabulary is None:
                 pieces = [self.tokenizer.piece(i) for i in range(self.config.vocab_size)]
-                self._vocabulary = PieceVocabulary(pieces, {self.config.blank_token_id, self.config.pad_token_id})
+                self._vocabulary = PieceVocabulary(
+                    pieces, {self.config.blank_token_id, self.config.pad_token_id}
+                )
             bias = HotwordBias(terms, self._vocabulary, self.config.blank_token_id, strength)
             if len(self._biases) >= 8:  # live sessions reuse a handful of lists; don't grow without bound
                 self._biases.pop(next(iter(self._biases)))
@@ -267,7 +277,9 @@ class ParakeetEngine:
             seconds_to_samples(session.right_context_sec),
             hop_length=self.config.features.hop_length,
         )
-        remaining = budget if budget is not None else TOKENS_PER_FRAME_BUDGET * math.ceil(n / self.samples_per_frame)
+        remaining = (
+            budget if budget is not None else TOKENS_PER_FRAME_BUDGET * math.ceil(n / self.samples_per_frame)
+        )
         state: DecoderState | None = None
         tokens: list[TokenStep] = []
         for window in windows:
@@ -389,7 +401,9 @@ def _mono_16k(audio: np.ndarray) -> np.ndarray:
             "downmix and resample first (inference.audio.io.to_mono_16k)",
         )
     samples = samples.astype(np.float32, copy=False)
-    if not np.isfinite(samples).all():  # the contract: engines refuse them; file decoding already replaced them
+    if not np.isfinite(
+        samples
+    ).all():  # the contract: engines refuse them; file decoding already replaced them
         raise UsageError("the audio holds NaN or infinite samples", "check the decoder or the input file")
     return np.ascontiguousarray(samples)
 

@@ -75,7 +75,10 @@ def compute_features(audio: np.ndarray, config: FeatureConfig) -> Features:
     padded = np.zeros(n + 2 * (n_fft // 2), dtype=np.float32)
     padded[n_fft // 2 : n_fft // 2 + n] = x
     frames = np.lib.stride_tricks.as_strided(
-        padded, shape=(num_frames, n_fft), strides=(padded.strides[0] * hop, padded.strides[0]), writeable=False
+        padded,
+        shape=(num_frames, n_fft),
+        strides=(padded.strides[0] * hop, padded.strides[0]),
+        writeable=False,
     )
     spectrum = np.fft.rfft(frames * stft_window(n_fft, config.win_length).astype(np.float32), axis=1)
     power = np.square(np.sqrt(spectrum.real**2 + spectrum.imag**2))  # torch: sqrt(re²+im²)², float32

@@ -70,7 +70,7 @@ def _json_term(item: Any, index: int) -> Hotword | None:
         return Hotword(_check_bytes(term, "term")) if term else None
     if not isinstance(item, dict):
         raise UsageError(
-            f"hotwords item {index} is {type(item).__name__}; items are strings or {{\"word\", \"spoken\"}} objects",
+            f'hotwords item {index} is {type(item).__name__}; items are strings or {{"word", "spoken"}} objects',
             'write e.g. ["Captioneer", {"word": "Phonon", "spoken": ["fonon"]}]',
         )
     unknown = sorted(set(item) - {"word", "spoken"})
@@ -78,9 +78,13 @@ def _json_term(item: Any, index: int) -> Hotword | None:
         raise UsageError(f"hotwords item {index} has unknown keys {unknown}", 'use only "word" and "spoken"')
     word, spoken = item.get("word"), item.get("spoken", [])
     if not isinstance(word, str):
-        raise UsageError(f'hotwords item {index} needs a "word" string', 'write {"word": "...", "spoken": [...]}')
+        raise UsageError(
+            f'hotwords item {index} needs a "word" string', 'write {"word": "...", "spoken": [...]}'
+        )
     if not (isinstance(spoken, list) and all(isinstance(s, str) for s in spoken)):
-        raise UsageError(f'hotwords item {index}: "spoken" must be a list of strings', 'write "spoken": ["..."]')
+        raise UsageError(
+            f'hotwords item {index}: "spoken" must be a list of strings', 'write "spoken": ["..."]'
+        )
     if len(spoken) > MAX_SPOKEN:
         raise UsageError(
             f"hotwords item {index} ({word!r}) has {len(spoken)} spoken forms; the limit is {MAX_SPOKEN}",
@@ -96,7 +100,9 @@ def parse_hotwords(text: str, *, truncate: bool = False) -> list[Hotword]:
     are refused, or (``truncate``, for context text) cut to the first 25."""
     size = len(text.encode("utf-8"))
     if size > MAX_INPUT_BYTES:
-        raise UsageError(f"the hotwords text is {size} bytes; the limit is {MAX_INPUT_BYTES}", "send fewer terms")
+        raise UsageError(
+            f"the hotwords text is {size} bytes; the limit is {MAX_INPUT_BYTES}", "send fewer terms"
+        )
     cleaned = text.strip()
     if not cleaned:
         return []
@@ -127,14 +133,20 @@ def parse_hotwords(text: str, *, truncate: bool = False) -> list[Hotword]:
                 f"{len(terms)} distinct hotwords were given; the limit is {MAX_TERMS}",
                 f"keep the {MAX_TERMS} terms that matter most (names, jargon the model gets wrong)",
             )
-        log.warning("the context holds %d distinct words; only the first %d are used as hotwords", len(terms), MAX_TERMS)
+        log.warning(
+            "the context holds %d distinct words; only the first %d are used as hotwords",
+            len(terms),
+            MAX_TERMS,
+        )
         terms = terms[:MAX_TERMS]
     return terms
 
 
 def check_strength(value: float) -> float:
     if not (math.isfinite(value) and 0.0 <= value <= MAX_STRENGTH):
-        raise UsageError(f"hotwords_score must be a number in [0, {MAX_STRENGTH:g}], got {value!r}", "use e.g. 2")
+        raise UsageError(
+            f"hotwords_score must be a number in [0, {MAX_STRENGTH:g}], got {value!r}", "use e.g. 2"
+        )
     return float(value)
 
 
@@ -204,7 +216,9 @@ class PieceVocabulary:
 class HotwordBias:
     """A token trie with Aho-Corasick failure links; a ``decoder.TokenBias`` for the greedy TDT loop."""
 
-    def __init__(self, terms: list[Hotword], vocabulary: PieceVocabulary, blank_id: int, strength: float) -> None:
+    def __init__(
+        self, terms: list[Hotword], vocabulary: PieceVocabulary, blank_id: int, strength: float
+    ) -> None:
         self.blank_id = blank_id
         self.strength = check_strength(strength)
         self.children: list[dict[int, int]] = [{}]
@@ -219,7 +233,9 @@ class HotwordBias:
                         spelled_any = True
                         self._insert(ids)
             if not spelled_any:
-                log.warning("the hotword %r cannot be spelled with this model's vocabulary; it is ignored", term.word)
+                log.warning(
+                    "the hotword %r cannot be spelled with this model's vocabulary; it is ignored", term.word
+                )
         if self.dropped:
             log.warning("hotword trie full (%d states): %d spellings left out", MAX_STATES, self.dropped)
         self._link()

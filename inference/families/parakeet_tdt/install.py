@@ -31,8 +31,10 @@ def build_phonon2(context: ConversionContext) -> ConversionResult | None:
     check_cancel(context.cancel)
     archives = sorted(p for p in context.package_dir.rglob(f"*{ARCHIVE_SUFFIX}") if p.is_file())
     if len(archives) != 1:
-        raise ModelError(f"{package.name} should hold one {ARCHIVE_SUFFIX} archive, found {len(archives)}",
-                         "check the package's file list in the catalog")  # fmt: skip
+        raise ModelError(
+            f"{package.name} should hold one {ARCHIVE_SUFFIX} archive, found {len(archives)}",
+            "check the package's file list in the catalog",
+        )
     # A digest pinned in the catalog was checked by the download; otherwise the published fragments are.
     pinned = any(f.sha256 for f in package.files if f.path.endswith(ARCHIVE_SUFFIX))
     context.progress(0, None, "converting Phonon-2 to the dense layout")

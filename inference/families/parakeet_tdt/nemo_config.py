@@ -29,7 +29,9 @@ class NemoModelConfig:
     processor: dict[str, Any] | None  # processor_config.json; None when the .nemo has no preprocessor section
     labels: list[str] | None  # the vocabulary without blank, when the .nemo lists it
     tokenizer_model: str | None  # the archive member named by tokenizer.model_path, when there is one
-    fused_batch_norm: bool = False  # the conv modules' BatchNorm is stored folded (weight = scale, bias = shift)
+    fused_batch_norm: bool = (
+        False  # the conv modules' BatchNorm is stored folded (weight = scale, bias = shift)
+    )
 
 
 def _section(raw: dict[str, Any], key: str, source: str) -> dict[str, Any]:
@@ -63,33 +65,59 @@ def durations_of(raw: dict[str, Any], source: str) -> list[int]:
     if isinstance(raw.get("model_defaults"), dict) and "tdt_durations" in raw["model_defaults"]:
         found["model_defaults.tdt_durations"] = raw["model_defaults"]["tdt_durations"]
     if not found:
-        raise ModelError(f"{source} names no TDT durations (decoding.durations); it is not a TDT model",
-                         "RNN-T and CTC .nemo checkpoints are not supported; " + _FIX)  # fmt: skip
+        raise ModelError(
+            f"{source} names no TDT durations (decoding.durations); it is not a TDT model",
+            "RNN-T and CTC .nemo checkpoints are not supported; " + _FIX,
+        )
     values = list(found.values())
     if any(v != values[0] for v in values):
-        raise ModelError(f"{source}: the TDT durations disagree: {found}", "fix the .nemo's model_config.yaml")
+        raise ModelError(
+            f"{source}: the TDT durations disagree: {found}", "fix the .nemo's model_config.yaml"
+        )
     durations = values[0]
-    if not (isinstance(durations, list) and durations and all(isinstance(d, int) and d >= 0 for d in durations)):
-        raise ModelError(f"{source}: TDT durations {durations!r} are not a list of non-negative integers", _FIX)
+    if not (
+        isinstance(durations, list) and durations and all(isinstance(d, int) and d >= 0 for d in durations)
+    ):
+        raise ModelError(
+            f"{source}: TDT durations {durations!r} are not a list of non-negative integers", _FIX
+        )
     return durations
 
 
 def encoder_config(enc: dict[str, Any], source: str) -> dict[str, Any]:
     """The HF ``encoder_config`` of a FastConformer ``encoder`` section (unsupported variants refused)."""
-    _require(enc.get("subsampling", "dw_striding") == "dw_striding", source, f"encoder.subsampling {enc.get('subsampling')!r}")
-    _require(enc.get("self_attention_model", "rel_pos") == "rel_pos", source,
-             f"encoder.self_attention_model {enc.get('self_attention_model')!r}")  # fmt: skip
-    _require(enc.get("conv_norm_type", "batch_norm") in NORM_TYPES, source, f"encoder.conv_norm_type {enc.get('conv_norm_type')!r}")
+    _require(
+        enc.get("subsampling", "dw_striding") == "dw_striding",
+        source,
+        f"encoder.subsampling {enc.get('subsampling')!r}",
+    )
+    _require(
+        enc.get("self_attention_model", "rel_pos") == "rel_pos",
+        source,
+        f"encoder.self_attention_model {enc.get('self_attention_model')!r}",
+    )
+    _require(
+        enc.get("conv_norm_type", "batch_norm") in NORM_TYPES,
+        source,
+        f"encoder.conv_norm_type {enc.get('conv_norm_type')!r}",
+    )
     _require(not enc.get("causal_downsampling", False), source, "encoder.causal_downsampling true")
     _require(enc.get("untie_biases", True) is True, source, "encoder.untie_biases false")
     context = enc.get("att_context_size", [-1, -1])
-    _require(context in ([-1, -1], None), source, f"encoder.att_context_size {context!r} (only full attention, [-1, -1])")
+    _require(
+        context in ([-1, -1], None),
+        source,
+        f"encoder.att_context_size {context!r} (only full attention, [-1, -1])",
+    )
     _require(enc.get("reduction") in (None, "null"), source, f"encoder.reduction {enc.get('reduction')!r}")
     _require(enc.get("feat_out", -1) in (-1, None), source, f"encoder.feat_out {enc.get('feat_out')!r}")
     hidden = enc.get("d_model")
     expansion = enc.get("ff_expansion_factor", 4)
     if not isinstance(hidden, int) or not isinstance(expansion, int):
-        raise ModelError(f"{source}: encoder.d_model {hidden!r} or ff_expansion_factor {expansion!r} is not an integer", _FIX)
+        raise ModelError(
+            f"{source}: encoder.d_model {hidden!r} or ff_expansion_factor {expansion!r} is not an integer",
+            _FIX,
+        )
     use_bias = enc.get("use_bias", True)
     out: dict[str, Any] = {
         "model_type": "parakeet_encoder",
@@ -117,17 +145,27 @@ def encoder_config(enc: dict[str, Any], source: str) -> dict[str, Any]:
 
 def processor_config(pre: dict[str, Any], source: str) -> dict[str, Any]:
     """``processor_config.json`` of an ``AudioToMelSpectrogramPreprocessor`` section."""
-    _require(pre.get("normalize", "per_feature") == "per_feature", source, f"preprocessor.normalize {pre.get('normalize')!r}")
+    _require(
+        pre.get("normalize", "per_feature") == "per_feature",
+        source,
+        f"preprocessor.normalize {pre.get('normalize')!r}",
+    )
     _require(pre.get("window", "hann") == "hann", source, f"preprocessor.window {pre.get('window')!r}")
     _require(pre.get("log", True) is True, source, "preprocessor.log false")
-    _require(pre.get("frame_splicing", 1) == 1, source, f"preprocessor.frame_splicing {pre.get('frame_splicing')!r}")
+    _require(
+        pre.get("frame_splicing", 1) == 1,
+        source,
+        f"preprocessor.frame_splicing {pre.get('frame_splicing')!r}",
+    )
     _require(pre.get("mag_power", 2.0) == 2.0, source, f"preprocessor.mag_power {pre.get('mag_power')!r}")
     _require(pre.get("lowfreq", 0) in (0, None), source, f"preprocessor.lowfreq {pre.get('lowfreq')!r}")
     _require(pre.get("highfreq") in (None, 8000), source, f"preprocessor.highfreq {pre.get('highfreq')!r}")
     rate = pre.get("sample_rate", 16000)
     window, stride = pre.get("window_size", 0.02), pre.get("window_stride", 0.01)
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (rate, window, stride)):
-        raise ModelError(f"{source}: preprocessor sample_rate/window_size/window_stride must be numbers", _FIX)
+        raise ModelError(
+            f"{source}: preprocessor sample_rate/window_size/window_stride must be numbers", _FIX
+        )
     features = {
         "feature_extractor_type": "ParakeetFeatureExtractor",
         "sampling_rate": rate,
@@ -140,8 +178,12 @@ def processor_config(pre: dict[str, Any], source: str) -> dict[str, Any]:
         "return_attention_mask": True,
         "padding_side": "right",
     }
-    return {"feature_extractor": features, "blank_token": "<blank>", "decoder_type": "tdt",
-            "processor_class": "ParakeetProcessor"}  # fmt: skip
+    return {
+        "feature_extractor": features,
+        "blank_token": "<blank>",
+        "decoder_type": "tdt",
+        "processor_class": "ParakeetProcessor",
+    }
 
 
 def convert_config(raw: Any, source: str) -> NemoModelConfig:
@@ -155,20 +197,35 @@ def convert_config(raw: Any, source: str) -> NemoModelConfig:
     prednet = _subsection(decoder, "prednet")
     jointnet = _subsection(joint, "jointnet")
     pred_hidden = prednet.get("pred_hidden", 640)
-    _require(jointnet.get("joint_hidden", pred_hidden) == pred_hidden, source,
-             f"joint.jointnet.joint_hidden {jointnet.get('joint_hidden')!r} differing from pred_hidden {pred_hidden!r}")  # fmt: skip
-    _require(jointnet.get("activation", "relu") == "relu", source, f"joint.jointnet.activation {jointnet.get('activation')!r}")
+    _require(
+        jointnet.get("joint_hidden", pred_hidden) == pred_hidden,
+        source,
+        f"joint.jointnet.joint_hidden {jointnet.get('joint_hidden')!r} differing from pred_hidden {pred_hidden!r}",
+    )
+    _require(
+        jointnet.get("activation", "relu") == "relu",
+        source,
+        f"joint.jointnet.activation {jointnet.get('activation')!r}",
+    )
     _require(decoder.get("blank_as_pad", True) is True, source, "decoder.blank_as_pad false")
     extra = joint.get("num_extra_outputs", len(durations))
-    _require(extra == len(durations), source, f"joint.num_extra_outputs {extra!r} with {len(durations)} durations")
+    _require(
+        extra == len(durations), source, f"joint.num_extra_outputs {extra!r} with {len(durations)} durations"
+    )
     labels = labels_of(raw)
     vocab = decoder.get("vocab_size", joint.get("num_classes"))
     if labels is not None and isinstance(vocab, int) and vocab != len(labels):
-        raise ModelError(f"{source}: decoder.vocab_size {vocab} differs from the {len(labels)} labels", "fix the .nemo's model_config.yaml")
+        raise ModelError(
+            f"{source}: decoder.vocab_size {vocab} differs from the {len(labels)} labels",
+            "fix the .nemo's model_config.yaml",
+        )
     if labels is not None:
         vocab = len(labels)
     if not isinstance(vocab, int) or vocab <= 0:
-        raise ModelError(f"{source} gives neither labels nor decoder.vocab_size", "the .nemo's model_config.yaml is incomplete")
+        raise ModelError(
+            f"{source} gives neither labels nor decoder.vocab_size",
+            "the .nemo's model_config.yaml is incomplete",
+        )
     pad = labels.index("<pad>") if labels is not None and "<pad>" in labels else vocab
     config = {
         "architectures": ["ParakeetForTDT"],
@@ -188,26 +245,51 @@ def convert_config(raw: Any, source: str) -> NemoModelConfig:
     processor = processor_config(pre, source) if isinstance(pre, dict) else None
     parse_config(config, processor, source, source)  # refuse now what the engine would refuse when loading
     model_path = _subsection(raw, "tokenizer").get("model_path")
-    member = model_path.split("nemo:", 1)[-1].rsplit("/", 1)[-1] if isinstance(model_path, str) and model_path else None
+    member = (
+        model_path.split("nemo:", 1)[-1].rsplit("/", 1)[-1]
+        if isinstance(model_path, str) and model_path
+        else None
+    )
     fused = encoder.get("conv_norm_type") == "fused_batch_norm"
     return NemoModelConfig(config, processor, labels, member, fused)
 
 
 # Fields of config.json that decide the tensor shapes, the encoder's arithmetic and the decoding.
-ARCHITECTURE_KEYS = ("vocab_size", "blank_token_id", "pad_token_id", "decoder_hidden_size", "num_decoder_layers", "durations")
-ENCODER_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_mel_bins",
-                "conv_kernel_size", "subsampling_factor", "subsampling_conv_channels", "attention_bias",
-                "convolution_bias", "scale_input")  # fmt: skip
+ARCHITECTURE_KEYS = (
+    "vocab_size",
+    "blank_token_id",
+    "pad_token_id",
+    "decoder_hidden_size",
+    "num_decoder_layers",
+    "durations",
+)
+ENCODER_KEYS = (
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_mel_bins",
+    "conv_kernel_size",
+    "subsampling_factor",
+    "subsampling_conv_channels",
+    "attention_bias",
+    "convolution_bias",
+    "scale_input",
+)
 
 
 def config_differences(derived: dict[str, Any], stock: dict[str, Any]) -> list[str]:
     """What a stock config.json says differently from the .nemo's, e.g. ``encoder_config.hidden_size 1024 ≠ 512``."""
     parsed = parse_config(stock, None, "the sidecar config.json")
-    have = {**{k: getattr(parsed, k) for k in ARCHITECTURE_KEYS},
-            **{f"encoder_config.{k}": getattr(parsed.encoder, k) for k in ENCODER_KEYS}}  # fmt: skip
+    have = {
+        **{k: getattr(parsed, k) for k in ARCHITECTURE_KEYS},
+        **{f"encoder_config.{k}": getattr(parsed.encoder, k) for k in ENCODER_KEYS},
+    }
     mine = parse_config(derived, None, "the .nemo config")
-    want = {**{k: getattr(mine, k) for k in ARCHITECTURE_KEYS},
-            **{f"encoder_config.{k}": getattr(mine.encoder, k) for k in ENCODER_KEYS}}  # fmt: skip
+    want = {
+        **{k: getattr(mine, k) for k in ARCHITECTURE_KEYS},
+        **{f"encoder_config.{k}": getattr(mine.encoder, k) for k in ENCODER_KEYS},
+    }
     return [f"{k}: .nemo {want[k]!r}, sidecar {have[k]!r}" for k in want if want[k] != have[k]]
 
 
@@ -217,5 +299,8 @@ def feature_differences(derived: dict[str, Any] | None, stock: dict[str, Any] | 
     if stock is None:
         return ["the sidecars have no processor_config.json"]
     mine, theirs = derived["feature_extractor"], stock.get("feature_extractor", stock)
-    return [f"feature_extractor.{k}: .nemo {mine.get(k)!r}, sidecar {theirs.get(k)!r}" for k in FEATURE_KEYS
-            if mine.get(k) != theirs.get(k)]  # fmt: skip
+    return [
+        f"feature_extractor.{k}: .nemo {mine.get(k)!r}, sidecar {theirs.get(k)!r}"
+        for k in FEATURE_KEYS
+        if mine.get(k) != theirs.get(k)
+    ]

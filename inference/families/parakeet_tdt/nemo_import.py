@@ -92,7 +92,10 @@ def extract_members(archive: Path, into: Path, cancel: threading.Event | None = 
                 if not wanted or not member.isfile() or base in found:
                     continue
                 if base != WEIGHTS_MEMBER and member.size > _MAX_SMALL_MEMBER:
-                    raise ModelError(f"{archive.name}: {member.name} is {member.size} bytes, too large", "check the .nemo file")
+                    raise ModelError(
+                        f"{archive.name}: {member.name} is {member.size} bytes, too large",
+                        "check the .nemo file",
+                    )
                 stream = tar.extractfile(member)
                 assert stream is not None
                 target = into / f"member-{len(found)}"
@@ -102,16 +105,23 @@ def extract_members(archive: Path, into: Path, cancel: threading.Event | None = 
                             raise Cancelled("the .nemo import was cancelled")
                         out.write(block)
                 if target.stat().st_size != member.size:
-                    raise ModelError(f"{archive.name} is truncated inside {member.name}", "copy or download the .nemo again")
+                    raise ModelError(
+                        f"{archive.name} is truncated inside {member.name}",
+                        "copy or download the .nemo again",
+                    )
                 found[base] = target
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         if isinstance(exc, OSError) and exc.errno is not None:
             raise  # the disk, not the archive (decompressors raise OSError without an errno)
-        raise ModelError(f"{archive.name} is damaged or truncated, or not a .nemo archive: {exc}",
-                         "copy or download the .nemo again") from None  # fmt: skip
+        raise ModelError(
+            f"{archive.name} is damaged or truncated, or not a .nemo archive: {exc}",
+            "copy or download the .nemo again",
+        ) from None
     for required in (CONFIG_MEMBER, WEIGHTS_MEMBER):
         if required not in found:
-            raise ModelError(f"{archive.name} has no {required}; it is not a NeMo model archive", "check the .nemo file")
+            raise ModelError(
+                f"{archive.name} has no {required}; it is not a NeMo model archive", "check the .nemo file"
+            )
     return found
 
 
@@ -133,7 +143,9 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot read {path}: {exc}", "use the sidecars of nvidia/parakeet-tdt-0.6b-v3") from None
+        raise ModelError(
+            f"cannot read {path}: {exc}", "use the sidecars of nvidia/parakeet-tdt-0.6b-v3"
+        ) from None
 
 
 def _pieces(tokenizer_text: str, count: int) -> list[str]:
@@ -148,26 +160,36 @@ def stock_sidecars(folder: Path, parsed: nemo_config.NemoModelConfig) -> dict[st
     every difference)."""
     missing = [name for name in SIDECARS if not (folder / name).is_file()]
     if missing:
-        raise ModelError(f"the sidecar folder {folder} lacks {', '.join(missing)}",
-                         "pass the folder of an installed nvidia/parakeet-tdt-0.6b-v3 (config.json, tokenizer.json, "
-                         "processor_config.json)")  # fmt: skip
+        raise ModelError(
+            f"the sidecar folder {folder} lacks {', '.join(missing)}",
+            "pass the folder of an installed nvidia/parakeet-tdt-0.6b-v3 (config.json, tokenizer.json, "
+            "processor_config.json)",
+        )
     texts = {name: (folder / name).read_text(encoding="utf-8") for name in SIDECARS}
     stock_config = _read_json(folder / "config.json")
     differences = nemo_config.config_differences(parsed.config, stock_config)
-    differences += nemo_config.feature_differences(parsed.processor, _read_json(folder / "processor_config.json"))
+    differences += nemo_config.feature_differences(
+        parsed.processor, _read_json(folder / "processor_config.json")
+    )
     if parsed.labels is not None:
         pieces = _pieces(texts["tokenizer.json"], len(parsed.labels) + 1)
         if pieces[: len(parsed.labels)] != parsed.labels:
             first = next(i for i, (a, b) in enumerate(zip(pieces, parsed.labels, strict=False)) if a != b)
-            differences.append(f"vocabulary: piece {first} is {parsed.labels[first]!r} in the .nemo, "
-                               f"{pieces[first]!r} in tokenizer.json")  # fmt: skip
+            differences.append(
+                f"vocabulary: piece {first} is {parsed.labels[first]!r} in the .nemo, "
+                f"{pieces[first]!r} in tokenizer.json"
+            )
     if differences:
-        raise ModelError(f"the sidecars in {folder} do not belong to this .nemo: " + "; ".join(differences),
-                         "use the tokenizer and config of the model the .nemo was fine-tuned from")  # fmt: skip
+        raise ModelError(
+            f"the sidecars in {folder} do not belong to this .nemo: " + "; ".join(differences),
+            "use the tokenizer and config of the model the .nemo was fine-tuned from",
+        )
     return texts
 
 
-def own_sidecars(members: dict[str, Path], parsed: nemo_config.NemoModelConfig, source: str) -> dict[str, str] | None:
+def own_sidecars(
+    members: dict[str, Path], parsed: nemo_config.NemoModelConfig, source: str
+) -> dict[str, str] | None:
     """config.json, tokenizer.json and processor_config.json from the archive itself, or None when it lacks
     the tokenizer, the vocabulary or the preprocessor."""
     name = parsed.tokenizer_model
@@ -177,8 +199,11 @@ def own_sidecars(members: dict[str, Path], parsed: nemo_config.NemoModelConfig, 
     text = tokenizer_json(model, f"{source}:{name}")
     pieces = [p.text for p in model.pieces]
     if pieces != parsed.labels:
-        raise ModelError(f"{source}: its tokenizer {name} ({len(pieces)} pieces) does not spell the config's labels "
-                         f"({len(parsed.labels)})", "copy or download the .nemo again")  # fmt: skip
+        raise ModelError(
+            f"{source}: its tokenizer {name} ({len(pieces)} pieces) does not spell the config's labels "
+            f"({len(parsed.labels)})",
+            "copy or download the .nemo again",
+        )
     return {
         "config.json": json.dumps(parsed.config, indent=2) + "\n",
         "tokenizer.json": text,
@@ -189,8 +214,15 @@ def own_sidecars(members: dict[str, Path], parsed: nemo_config.NemoModelConfig, 
 # ------------------------------------------------------------------------------------------ weights
 
 
-def write_weights(weights: Path, config: dict[str, Any], out: Path, source: str, progress: Progress | None,
-                  cancel: threading.Event | None, fused_batch_norm: bool = False) -> int:  # fmt: skip
+def write_weights(
+    weights: Path,
+    config: dict[str, Any],
+    out: Path,
+    source: str,
+    progress: Progress | None,
+    cancel: threading.Event | None,
+    fused_batch_norm: bool = False,
+) -> int:
     """Map, check and write every tensor the engine reads as float32 safetensors; returns the tensor count.
     With ``fused_batch_norm`` the BatchNorm running statistics are made up (mean 0, variance ~1), not read."""
     from inference.families.parakeet_tdt.checkpoint import expected_tensors
@@ -204,18 +236,33 @@ def write_weights(weights: Path, config: dict[str, Any], out: Path, source: str,
             if name is None:
                 continue
             if fused_batch_norm and _RUNNING_STATS.search(name):
-                raise ModelError(f"{source}: {nemo_name!r} is a BatchNorm statistic, but the config says "
-                                 "conv_norm_type fused_batch_norm", "check the .nemo's model_config.yaml")  # fmt: skip
+                raise ModelError(
+                    f"{source}: {nemo_name!r} is a BatchNorm statistic, but the config says "
+                    "conv_norm_type fused_batch_norm",
+                    "check the .nemo's model_config.yaml",
+                )
             if name not in wanted:
-                raise ModelError(f"{source}: tensor {nemo_name!r} ({name}) is not part of a Parakeet-TDT model this "
-                                 "engine runs", nemo_config._FIX)  # fmt: skip
+                raise ModelError(
+                    f"{source}: tensor {nemo_name!r} ({name}) is not part of a Parakeet-TDT model this "
+                    "engine runs",
+                    nemo_config._FIX,
+                )
             if name in mapping:
-                raise ModelError(f"{source}: tensors {mapping[name]!r} and {nemo_name!r} both map to {name}", "check the .nemo file")
+                raise ModelError(
+                    f"{source}: tensors {mapping[name]!r} and {nemo_name!r} both map to {name}",
+                    "check the .nemo file",
+                )
             if ref.shape != wanted[name]:
-                raise ModelError(f"{source}: tensor {nemo_name!r} has shape {list(ref.shape)}, the config implies "
-                                 f"{list(wanted[name])}", "the .nemo's weights and model_config.yaml do not belong together")  # fmt: skip
+                raise ModelError(
+                    f"{source}: tensor {nemo_name!r} has shape {list(ref.shape)}, the config implies "
+                    f"{list(wanted[name])}",
+                    "the .nemo's weights and model_config.yaml do not belong together",
+                )
             if ref.dtype not in ("f4", "f2", "bf16", "f8"):
-                raise ModelError(f"{source}: tensor {nemo_name!r} is not floating point ({ref.dtype})", "check the .nemo file")
+                raise ModelError(
+                    f"{source}: tensor {nemo_name!r} is not floating point ({ref.dtype})",
+                    "check the .nemo file",
+                )
             mapping[name] = nemo_name
         made: dict[str, np.ndarray] = {}
         if fused_batch_norm:
@@ -226,14 +273,20 @@ def write_weights(weights: Path, config: dict[str, Any], out: Path, source: str,
                     made[name] = np.full(shape, UNIT_VARIANCE, dtype=np.float32)
         missing = [name for name in wanted if name not in mapping and name not in made]
         if missing:
-            raise ModelError(f"{source} lacks {len(missing)} tensor(s) the engine needs, e.g. {missing[0]!r}",
-                             "the .nemo is incomplete or not a Parakeet-TDT model")  # fmt: skip
+            raise ModelError(
+                f"{source} lacks {len(missing)} tensor(s) the engine needs, e.g. {missing[0]!r}",
+                "the .nemo is incomplete or not a Parakeet-TDT model",
+            )
         names = list(wanted)
         header: dict[str, Any] = {}
         offset = 0
         for name in names:
             size = 4 * int(np.prod(wanted[name], dtype=np.int64))
-            header[name] = {"dtype": "F32", "shape": list(wanted[name]), "data_offsets": [offset, offset + size]}
+            header[name] = {
+                "dtype": "F32",
+                "shape": list(wanted[name]),
+                "data_offsets": [offset, offset + size],
+            }
             offset += size
         encoded = json.dumps(header, separators=(",", ":")).encode()
         encoded += b" " * (-len(encoded) % 8)
@@ -246,7 +299,9 @@ def write_weights(weights: Path, config: dict[str, Any], out: Path, source: str,
                 label = mapping.get(name, name)
                 tensor = made[name] if name in made else state.read(mapping[name]).astype("<f4", copy=False)
                 if not np.isfinite(tensor).all():
-                    raise ModelError(f"{source}: tensor {label!r} holds NaN or infinite values", "check the .nemo file")
+                    raise ModelError(
+                        f"{source}: tensor {label!r} holds NaN or infinite values", "check the .nemo file"
+                    )
                 fh.write(np.ascontiguousarray(tensor).tobytes())
                 if progress is not None:
                     progress(i + 1, len(names), f"converting {label}")
@@ -292,13 +347,22 @@ def convert_nemo(
         else:
             fallback = fallback_sidecars() if fallback_sidecars is not None else None
             if fallback is None:
-                raise ModelError(f"{source.name} lacks a complete tokenizer or preprocessor config of its own",
-                                 "install the stock Parakeet-TDT 0.6B v3 (`captioneer models install parakeet_tdt`) or "
-                                 "pass --sidecars DIR holding its config.json, tokenizer.json and processor_config.json")  # fmt: skip
+                raise ModelError(
+                    f"{source.name} lacks a complete tokenizer or preprocessor config of its own",
+                    "install the stock Parakeet-TDT 0.6B v3 (`captioneer models install parakeet_tdt`) or "
+                    "pass --sidecars DIR holding its config.json, tokenizer.json and processor_config.json",
+                )
             texts, origin = stock_sidecars(fallback[0], parsed), fallback[1]
         config = json.loads(texts["config.json"])
-        count = write_weights(members[WEIGHTS_MEMBER], config, work / "model.safetensors", source.name, progress, cancel,
-                              parsed.fused_batch_norm)  # fmt: skip
+        count = write_weights(
+            members[WEIGHTS_MEMBER],
+            config,
+            work / "model.safetensors",
+            source.name,
+            progress,
+            cancel,
+            parsed.fused_batch_norm,
+        )
         for name, text in texts.items():
             (work / name).write_text(text, encoding="utf-8")
         shutil.rmtree(work / ".archive", ignore_errors=True)

@@ -95,8 +95,13 @@ class RequestSettings:
         )
 
 
-def choose_mode(n_samples: int, session: SessionSettings, request: RequestSettings,
-                full_context_limit: int | None = None, speech_gate: bool = False) -> DecodeMode:  # fmt: skip
+def choose_mode(
+    n_samples: int,
+    session: SessionSettings,
+    request: RequestSettings,
+    full_context_limit: int | None = None,
+    speech_gate: bool = False,
+) -> DecodeMode:
     """The request's ``audio_chunk_mode`` wins; ``auto`` follows the session's ``offline_mode``, except that a
     clip longer than the encoder can take at once (``full_context_limit`` samples) uses long-form windows, and
     a model with a speech gate (it invents words in noise) decodes VAD spans only."""

@@ -79,33 +79,51 @@ def read_index(fh: IO[bytes], source: str) -> list[Record]:
         raise ModelError(f"{source} is truncated: it has no container header", "download the archive again")
     header_len = int.from_bytes(head, "little")
     if header_len > min(_MAX_HEADER, file_size - 8):
-        raise ModelError(f"{source} is truncated or not a Phonon container (header of {header_len} bytes)",
-                         "download the archive again")  # fmt: skip
+        raise ModelError(
+            f"{source} is truncated or not a Phonon container (header of {header_len} bytes)",
+            "download the archive again",
+        )
     try:
         header = json.loads(fh.read(header_len))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ModelError(f"{source} has an unreadable header: {exc}", "download the archive again") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         found = header.get("format") if isinstance(header, dict) else None
-        raise ModelError(f"{source} is format {found!r}, not {FORMAT!r}", "use the Phonon-2 archive this version supports")
+        raise ModelError(
+            f"{source} is format {found!r}, not {FORMAT!r}", "use the Phonon-2 archive this version supports"
+        )
     records: list[Record] = []
     offset = 8 + header_len
     for i, entry in enumerate(header.get("index") or []):
         try:
-            record = Record(str(entry["n"]), str(entry["k"]), tuple(int(d) for d in entry["shape"]), int(entry["b"]), offset)
+            record = Record(
+                str(entry["n"]),
+                str(entry["k"]),
+                tuple(int(d) for d in entry["shape"]),
+                int(entry["b"]),
+                offset,
+            )
         except (KeyError, TypeError, ValueError):
-            raise ModelError(f"{source}: record {i} of the index is malformed", "download the archive again") from None
+            raise ModelError(
+                f"{source}: record {i} of the index is malformed", "download the archive again"
+            ) from None
         if record.size < 0 or any(d < 0 for d in record.shape):
-            raise ModelError(f"{source}: record {record.name!r} has a negative size", "download the archive again")
+            raise ModelError(
+                f"{source}: record {record.name!r} has a negative size", "download the archive again"
+            )
         offset += record.size
         records.append(record)
     if not records:
         raise ModelError(f"{source} holds no records", "download the archive again")
     if offset > file_size:
-        raise ModelError(f"{source} is truncated: its records need {offset} bytes, the file has {file_size}",
-                         "download the archive again")  # fmt: skip
+        raise ModelError(
+            f"{source} is truncated: its records need {offset} bytes, the file has {file_size}",
+            "download the archive again",
+        )
     if offset < file_size:
-        raise ModelError(f"{source} has {file_size - offset} bytes after its last record", "download the archive again")
+        raise ModelError(
+            f"{source} has {file_size - offset} bytes after its last record", "download the archive again"
+        )
     return records
 
 
@@ -119,7 +137,10 @@ def _size_error(record: Record, expected: int) -> ModelError:
 
 def decode_five_value(record: Record, blob: bytes) -> np.ndarray:
     if len(record.shape) != 2:
-        raise ModelError(f"five_value record {record.name!r} has shape {list(record.shape)}, not 2-D", "download the archive again")
+        raise ModelError(
+            f"five_value record {record.name!r} has shape {list(record.shape)}, not 2-D",
+            "download the archive again",
+        )
     rows, cols = record.shape
     row_bytes = -(-cols // 5)
     code_end = rows * row_bytes
@@ -127,7 +148,9 @@ def decode_five_value(record: Record, blob: bytes) -> np.ndarray:
         raise _size_error(record, code_end + 4 * rows)
     packed = np.frombuffer(blob, np.uint8, count=code_end).reshape(rows, row_bytes)
     if (packed >= 243).any():  # 3^5: five base-3 digits never exceed 242
-        raise ModelError(f"container record {record.name!r} holds invalid base-3 codes", "download the archive again")
+        raise ModelError(
+            f"container record {record.name!r} holds invalid base-3 codes", "download the archive again"
+        )
     digits = (packed[:, :, None] // _POW3) % 3
     codes = digits.reshape(rows, row_bytes * 5)[:, :cols]
     nonzero = codes != 1
@@ -135,7 +158,9 @@ def decode_five_value(record: Record, blob: bytes) -> np.ndarray:
     flag_end = code_end + -(-count // 8)
     if len(blob) != flag_end + 4 * rows:
         raise _size_error(record, flag_end + 4 * rows)
-    flags = np.unpackbits(np.frombuffer(blob, np.uint8, count=flag_end - code_end, offset=code_end), bitorder="little")
+    flags = np.unpackbits(
+        np.frombuffer(blob, np.uint8, count=flag_end - code_end, offset=code_end), bitorder="little"
+    )
     high = np.zeros((rows, cols), dtype=bool)
     high[nonzero] = flags[:count].astype(bool)
     levels = np.frombuffer(blob, np.float16, count=2 * rows, offset=flag_end).astype(np.float32)
@@ -183,7 +208,9 @@ def decode_record(record: Record, blob: bytes) -> np.ndarray:
             raise _size_error(record, expected)
         dense = np.frombuffer(blob, np.float16).astype(np.float32).reshape(record.shape)
     else:
-        raise ModelError(f"container record {record.name!r} has unknown kind {record.kind!r}", "update Captioneer")
+        raise ModelError(
+            f"container record {record.name!r} has unknown kind {record.kind!r}", "update Captioneer"
+        )
     return np.ascontiguousarray(dense, dtype=np.float32).reshape(record.dense_shape)
 
 
@@ -216,15 +243,24 @@ def audiocpp_compensation(name: str, tensor: np.ndarray, running_var: np.ndarray
 # ------------------------------------------------------------------------------------------ writing
 
 
-def write_safetensors(path: Path, records: list[Record], tensors: Iterator[tuple[str, np.ndarray]],
-                      cancel: threading.Event | None = None, progress: Progress | None = None) -> int:  # fmt: skip
+def write_safetensors(
+    path: Path,
+    records: list[Record],
+    tensors: Iterator[tuple[str, np.ndarray]],
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+) -> int:
     """Streams float32 tensors into a safetensors file whose header is known from the record table."""
     kept = [r for r in records if not r.dropped]
     header: dict[str, Any] = {}
     offset = 0
     for record in kept:
         size = 4 * int(np.prod(record.dense_shape))
-        header[record.tensor_name] = {"dtype": "F32", "shape": list(record.dense_shape), "data_offsets": [offset, offset + size]}
+        header[record.tensor_name] = {
+            "dtype": "F32",
+            "shape": list(record.dense_shape),
+            "data_offsets": [offset, offset + size],
+        }
         offset += size
     if len(header) != len(kept):
         raise ModelError("the container names a tensor twice", "download the archive again")
@@ -238,7 +274,9 @@ def write_safetensors(path: Path, records: list[Record], tensors: Iterator[tuple
                 raise Cancelled("the Phonon-2 import was cancelled")
             expected = kept[i]
             if name != expected.tensor_name or tensor.shape != expected.dense_shape:
-                raise ModelError(f"container record {name!r} does not match its index entry", "download the archive again")
+                raise ModelError(
+                    f"container record {name!r} does not match its index entry", "download the archive again"
+                )
             out.write(np.ascontiguousarray(tensor, dtype="<f4").tobytes())
             if progress is not None:
                 progress(i + 1, len(kept), f"converting {name}")
@@ -277,7 +315,11 @@ def sha256_of(path: Path) -> str:
 def check_digest(path: Path, expected: str | tuple[str, str]) -> None:
     """``expected``: a full sha256, or the (head, tail) fragments the public sources give."""
     actual = sha256_of(path)
-    ok = actual == expected if isinstance(expected, str) else actual.startswith(expected[0]) and actual.endswith(expected[1])
+    ok = (
+        actual == expected
+        if isinstance(expected, str)
+        else actual.startswith(expected[0]) and actual.endswith(expected[1])
+    )
     if not ok:
         shown = expected if isinstance(expected, str) else f"{expected[0]}…{expected[1]}"
         raise ModelError(f"{path.name} has sha256 {actual}, expected {shown}", "download the archive again")
@@ -295,8 +337,11 @@ def extract_archive(archive: Path, into: Path) -> None:
     wanted = {CONTAINER, ARCHIVE_CONFIG}
     found: set[str] = set()
     try:
-        with archive.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as stream, \
-                tarfile.open(fileobj=stream, mode="r|") as tar:  # fmt: skip
+        with (
+            archive.open("rb") as raw,
+            zstandard.ZstdDecompressor().stream_reader(raw) as stream,
+            tarfile.open(fileobj=stream, mode="r|") as tar,
+        ):
             for member in tar:
                 base = Path(member.name).name
                 if base in wanted and member.isfile() and base not in found:
@@ -306,7 +351,9 @@ def extract_archive(archive: Path, into: Path) -> None:
                         shutil.copyfileobj(source, out, 1 << 20)
                     found.add(base)
     except (tarfile.TarError, zstandard.ZstdError, EOFError) as exc:
-        raise ModelError(f"{archive.name} is damaged or truncated: {exc}", "download the archive again") from None
+        raise ModelError(
+            f"{archive.name} is damaged or truncated: {exc}", "download the archive again"
+        ) from None
     missing = sorted(wanted - found)
     if missing:
         raise ModelError(f"{archive.name} lacks {', '.join(missing)}", "download the Phonon-2 archive again")
@@ -331,8 +378,10 @@ def convert_phonon2(
         raise UsageError(f"{out_dir} already exists", "remove it or pick another folder")
     missing = [name for name in SIDECARS if not (sidecars / name).is_file()]
     if missing:
-        raise ModelError(f"{sidecars} lacks {', '.join(missing)} (nvidia/parakeet-tdt-0.6b-v3 sidecars)",
-                         "download them from nvidia/parakeet-tdt-0.6b-v3")  # fmt: skip
+        raise ModelError(
+            f"{sidecars} lacks {', '.join(missing)} (nvidia/parakeet-tdt-0.6b-v3 sidecars)",
+            "download them from nvidia/parakeet-tdt-0.6b-v3",
+        )
     work = out_dir.with_name(f".{out_dir.name}.partial-{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -351,25 +400,34 @@ def convert_phonon2(
         try:
             archive_config = json.loads((unpacked / ARCHIVE_CONFIG).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise ModelError(f"the archive's {ARCHIVE_CONFIG} is unreadable: {exc}", "download the archive again") from None
+            raise ModelError(
+                f"the archive's {ARCHIVE_CONFIG} is unreadable: {exc}", "download the archive again"
+            ) from None
         vocabulary = archive_vocabulary(archive_config, ARCHIVE_CONFIG)
         config = json.loads((sidecars / "config.json").read_text(encoding="utf-8"))
         tokenizer_json = (sidecars / "tokenizer.json").read_text(encoding="utf-8")
         if tokenizer_pieces(tokenizer_json, len(vocabulary)) != vocabulary:
-            raise ModelError("the sidecar tokenizer.json does not spell the archive's vocabulary",
-                             "use the sidecars of nvidia/parakeet-tdt-0.6b-v3 at the pinned revision")  # fmt: skip
+            raise ModelError(
+                "the sidecar tokenizer.json does not spell the archive's vocabulary",
+                "use the sidecars of nvidia/parakeet-tdt-0.6b-v3 at the pinned revision",
+            )
         config["audiocpp_word_timestamp_mode"] = "token_duration"
         config["audiocpp_punctuation_token_ids"] = punctuation_ids(vocabulary)
-        parse_config(config, None, "the converted config.json")  # refuse now what the engine would refuse later
+        parse_config(
+            config, None, "the converted config.json"
+        )  # refuse now what the engine would refuse later
         with container.open("rb") as fh:
             records = read_index(fh, str(container))
-        count = write_safetensors(work / "model.safetensors", records, read_container(container), cancel, progress)
+        count = write_safetensors(
+            work / "model.safetensors", records, read_container(container), cancel, progress
+        )
         (work / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         for name in ("tokenizer.json", "processor_config.json"):
             shutil.copyfile(sidecars / name, work / name)
         shutil.rmtree(work / ".archive", ignore_errors=True)
         (work / "phonon2_import.json").write_text(
-            json.dumps({"format": FORMAT, "records": len(records), "tensors": count}, indent=2) + "\n", encoding="utf-8"
+            json.dumps({"format": FORMAT, "records": len(records), "tensors": count}, indent=2) + "\n",
+            encoding="utf-8",
         )
         os.replace(work, out_dir)
     except BaseException:

@@ -82,15 +82,20 @@ def expected_digest(source: Path, catalog_package: PackageSpec | None, override:
 
 
 def check_digest(
-    path: Path, expected: Digest, on_bytes: Callable[[int], None] | None = None, cancel: threading.Event | None = None
+    path: Path,
+    expected: Digest,
+    on_bytes: Callable[[int], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> None:
     """Refuse a source that does not hash to ``expected``, saying what to do for a published or a given digest."""
     actual = sha256_file(path, on_bytes, cancel)
     if isinstance(expected, str):
         if actual == expected:
             return
-        raise ModelError(f"{path.name} has sha256 {actual}, expected {expected}",
-                         "the file is damaged or incomplete (copy or download it again), or --sha256 is wrong")  # fmt: skip
+        raise ModelError(
+            f"{path.name} has sha256 {actual}, expected {expected}",
+            "the file is damaged or incomplete (copy or download it again), or --sha256 is wrong",
+        )
     head, tail = expected
     if actual.startswith(head) and actual.endswith(tail):
         return

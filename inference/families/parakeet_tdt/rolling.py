@@ -78,7 +78,9 @@ class RollingStream:
         self._last_voice = 0  # segment length at the end of its last voiced block
         self._next_snapshot = FIRST_SNAPSHOT
         self._snapshot: str | None = None  # the open segment's snapshot text, None before the first
-        self._hypothesis: list[TokenStep] = []  # the last snapshot's tokens; frames count from the segment start
+        self._hypothesis: list[
+            TokenStep
+        ] = []  # the last snapshot's tokens; frames count from the segment start
 
     # ------------------------------------------------------------------ contract.Stream
     def push(
@@ -189,7 +191,11 @@ class RollingStream:
         context_end = (start + window // 2) // frame  # frames before this only serve as left context
         is_word_start = self._engine.tokenizer.starts_word
         kept_words_end = next(  # the previous hypothesis is kept up to its first word starting at the cut
-            (i for i, t in enumerate(self._hypothesis) if t.frame >= context_end and is_word_start(t.token_id)),
+            (
+                i
+                for i, t in enumerate(self._hypothesis)
+                if t.frame >= context_end and is_word_start(t.token_id)
+            ),
             len(self._hypothesis),
         )
         left = self._budget(kept_words_end)
@@ -200,7 +206,9 @@ class RollingStream:
         fresh = self._engine.decode_full_context(audio, Span(0, audio.size), None, self._bias).tokens
         offset = start // frame
         fresh = [TokenStep(t.token_id, t.frame + offset, t.duration) for t in fresh]
-        cut = next((i for i, t in enumerate(fresh) if t.frame >= context_end and is_word_start(t.token_id)), None)
+        cut = next(
+            (i for i, t in enumerate(fresh) if t.frame >= context_end and is_word_start(t.token_id)), None
+        )
         if cut is None:  # nothing new starts after the context: the earlier hypothesis stands
             return list(self._hypothesis)
         tail = fresh[cut:] if left is None else fresh[cut : cut + left]

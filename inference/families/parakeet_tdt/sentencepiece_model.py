@@ -36,14 +36,18 @@ class SentencePieceModel:
     pieces: tuple[Piece, ...]
     model_type: int
     precompiled_charsmap: bytes
-    add_dummy_prefix: bool = True  # a word mark before the first word, as transformers' prepend_scheme "always"
+    add_dummy_prefix: bool = (
+        True  # a word mark before the first word, as transformers' prepend_scheme "always"
+    )
 
 
 def _varint(data: bytes, pos: int, source: str) -> tuple[int, int]:
     value = shift = 0
     while True:
         if pos >= len(data) or shift > 63:
-            raise ModelError(f"{source} is truncated or not a SentencePiece model", "use the .nemo's own tokenizer.model")
+            raise ModelError(
+                f"{source} is truncated or not a SentencePiece model", "use the .nemo's own tokenizer.model"
+            )
         byte = data[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
@@ -75,7 +79,10 @@ def _fields(data: bytes, source: str) -> list[tuple[int, int | bytes]]:
             out.append((number, data[pos : pos + size]))
             pos += size
         else:
-            raise ModelError(f"{source} is not a SentencePiece model (wire type {wire})", "use the .nemo's own tokenizer.model")
+            raise ModelError(
+                f"{source} is not a SentencePiece model (wire type {wire})",
+                "use the .nemo's own tokenizer.model",
+            )
     return out
 
 
@@ -93,7 +100,9 @@ def parse_model(data: bytes, source: str) -> SentencePieceModel:
                 elif sub == 3 and isinstance(item, int):
                     kind = item
             if text is None:
-                raise ModelError(f"{source}: piece {len(pieces)} has no text", "use the .nemo's own tokenizer.model")
+                raise ModelError(
+                    f"{source}: piece {len(pieces)} has no text", "use the .nemo's own tokenizer.model"
+                )
             pieces.append(Piece(text, score, kind))
         elif number == 2 and isinstance(value, bytes):
             model_type = next((v for n, v in _fields(value, source) if n == 3 and isinstance(v, int)), 1)
@@ -102,7 +111,10 @@ def parse_model(data: bytes, source: str) -> SentencePieceModel:
             charsmap = next((v for n, v in normalizer if n == 2 and isinstance(v, bytes)), b"")
             dummy_prefix = next((bool(v) for n, v in normalizer if n == 3 and isinstance(v, int)), True)
     if not pieces:
-        raise ModelError(f"{source} holds no pieces; it is not a SentencePiece model", "use the .nemo's own tokenizer.model")
+        raise ModelError(
+            f"{source} holds no pieces; it is not a SentencePiece model",
+            "use the .nemo's own tokenizer.model",
+        )
     return SentencePieceModel(tuple(pieces), model_type, charsmap, dummy_prefix)
 
 
@@ -112,7 +124,9 @@ def bpe_merges(pieces: tuple[Piece, ...]) -> list[list[str]]:
     found: list[tuple[float, str, str]] = []
     for piece in pieces:
         splits = [(piece.text[:i], piece.text[i:]) for i in range(1, len(piece.text))]
-        local = sorted((s for s in splits if s[0] in vocab and s[1] in vocab), key=lambda s: (vocab[s[0]], vocab[s[1]]))
+        local = sorted(
+            (s for s in splits if s[0] in vocab and s[1] in vocab), key=lambda s: (vocab[s[0]], vocab[s[1]])
+        )
         found.extend((piece.score, left, right) for left, right in local)
     # Higher score first; among the splits of one piece the longer left part first (as transformers orders them).
     found.sort(key=lambda m: (m[0], len(m[1]), len(m[2])), reverse=True)
@@ -120,30 +134,46 @@ def bpe_merges(pieces: tuple[Piece, ...]) -> list[list[str]]:
 
 
 def _added(token_id: int, content: str, special: bool) -> dict[str, Any]:
-    return {"id": token_id, "content": content, "single_word": False, "lstrip": False, "rstrip": False,
-            "normalized": False, "special": special}  # fmt: skip
+    return {
+        "id": token_id,
+        "content": content,
+        "single_word": False,
+        "lstrip": False,
+        "rstrip": False,
+        "normalized": False,
+        "special": special,
+    }
 
 
 def tokenizer_json(model: SentencePieceModel, source: str) -> str:
     """The tokenizer.json text; its ids are the piece indices, and ``<blank>`` gets ``len(pieces)``."""
     if model.model_type != BPE_MODEL:
-        raise ModelError(f"{source} is a SentencePiece model of type {model.model_type}, not BPE (2)",
-                         "Parakeet-TDT checkpoints use a BPE tokenizer; use the stock tokenizer with --sidecars")  # fmt: skip
+        raise ModelError(
+            f"{source} is a SentencePiece model of type {model.model_type}, not BPE (2)",
+            "Parakeet-TDT checkpoints use a BPE tokenizer; use the stock tokenizer with --sidecars",
+        )
     texts = [p.text for p in model.pieces]
     if len(set(texts)) != len(texts):
         raise ModelError(f"{source} names a piece twice", "use the .nemo's own tokenizer.model")
     unk = next((p.text for p in model.pieces if p.kind == UNKNOWN), None)
     if unk is None:
         raise ModelError(f"{source} has no unknown piece", "use the .nemo's own tokenizer.model")
-    added = [_added(i, p.text, p.kind != USER_DEFINED) for i, p in enumerate(model.pieces)
-             if p.kind in (UNKNOWN, CONTROL, USER_DEFINED)]  # fmt: skip
+    added = [
+        _added(i, p.text, p.kind != USER_DEFINED)
+        for i, p in enumerate(model.pieces)
+        if p.kind in (UNKNOWN, CONTROL, USER_DEFINED)
+    ]
     added.append(_added(len(model.pieces), BLANK, True))
     prepend = "always" if model.add_dummy_prefix else "never"
     metaspace = {"type": "Metaspace", "replacement": WORD_MARK, "prepend_scheme": prepend, "split": True}
     normalizers: list[dict[str, Any]] = []
     if model.precompiled_charsmap:
-        normalizers.append({"type": "Precompiled",
-                            "precompiled_charsmap": base64.b64encode(model.precompiled_charsmap).decode("ascii")})  # fmt: skip
+        normalizers.append(
+            {
+                "type": "Precompiled",
+                "precompiled_charsmap": base64.b64encode(model.precompiled_charsmap).decode("ascii"),
+            }
+        )
     normalizers += [
         {"type": "Strip", "strip_left": False, "strip_right": True},
         {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": WORD_MARK},
@@ -163,9 +193,16 @@ def tokenizer_json(model: SentencePieceModel, source: str) -> str:
         },
         "decoder": metaspace,
         "model": {
-            "type": "BPE", "dropout": None, "unk_token": unk, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
-            "vocab": {text: i for i, text in enumerate(texts)}, "merges": bpe_merges(model.pieces),
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": unk,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": True,
+            "byte_fallback": True,
+            "ignore_merges": False,
+            "vocab": {text: i for i, text in enumerate(texts)},
+            "merges": bpe_merges(model.pieces),
         },
-    }  # fmt: skip
+    }
     return json.dumps(spec, ensure_ascii=False, indent=2) + "\n"

@@ -127,7 +127,9 @@ class BufferedStream:
         while self._next_cs < self._received:
             self._run_window(self._received)
         engine = self._engine
-        text, words = engine.render(SpanDecode(Span(0, self._received), self._tokens), self._request.keep_language_tags)
+        text, words = engine.render(
+            SpanDecode(Span(0, self._received), self._tokens), self._request.keep_language_tags
+        )
         self._buffer = np.zeros(0, np.float32)
         self._wall_s += time.perf_counter() - started
         return Transcript(
@@ -173,13 +175,17 @@ class BufferedStream:
 
     def _run_window(self, n_samples: int) -> _Window:
         """Decode the next center's window as if the stream had ``n_samples`` samples; drop audio it no longer needs."""
-        plan = center_window(self._next_cs, n_samples, self._center, self._left, self._right, self._frame_offset, self._hop)
+        plan = center_window(
+            self._next_cs, n_samples, self._center, self._left, self._right, self._frame_offset, self._hop
+        )
         self._next_cs = plan.center.end
         self._frame_offset += plan.kept_frames
         frames = None
         budget_left = self._remaining is None or self._remaining > 0
         if plan.kept_frames > 0 and budget_left:
-            audio = self._buffer[plan.window.start - self._buffer_start : plan.window.end - self._buffer_start]
+            audio = self._buffer[
+                plan.window.start - self._buffer_start : plan.window.end - self._buffer_start
+            ]
             if audio.any():  # digital silence is skipped, as in the offline long-form path
                 frames = self._engine.encode_frames(audio)
                 kept = frames[plan.keep_start : min(plan.keep_end, frames.shape[0])]
@@ -203,7 +209,9 @@ class BufferedStream:
         extra = window.frames[window.plan.keep_end :]
         if extra.shape[0] == 0 or (self._remaining is not None and self._remaining <= 0):
             return []
-        got, _ = self._engine.greedy(extra, self._state.copy(), self._frame_offset, self._remaining, self._bias)
+        got, _ = self._engine.greedy(
+            extra, self._state.copy(), self._frame_offset, self._remaining, self._bias
+        )
         return got
 
     # ------------------------------------------------------------------ events

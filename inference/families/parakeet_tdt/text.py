@@ -29,7 +29,9 @@ class ParakeetTokenizer:
             self._tok = Tokenizer.from_str(tokenizer_json)
             spec = json.loads(tokenizer_json)
         except Exception as exc:  # tokenizers raises a plain Exception on malformed files
-            raise ModelError(f"{source} cannot be read by the tokenizers library: {exc}", "re-download tokenizer.json") from exc
+            raise ModelError(
+                f"{source} cannot be read by the tokenizers library: {exc}", "re-download tokenizer.json"
+            ) from exc
         if self._tok.get_vocab_size(with_added_tokens=True) != config.vocab_size:
             raise ModelError(
                 f"{source} has {self._tok.get_vocab_size(with_added_tokens=True)} tokens but config.json says "
@@ -100,8 +102,16 @@ def default_word_timestamps(
             words[-1].end = max(words[-1].end, end)
             words[-1].voiced_end = max(words[-1].voiced_end, end)
         new_word = False
-    return [Word(w.text, w.start * seconds_per_frame, w.end * seconds_per_frame, None,
-                 min(w.voiced_end, w.end) * seconds_per_frame) for w in words]  # fmt: skip
+    return [
+        Word(
+            w.text,
+            w.start * seconds_per_frame,
+            w.end * seconds_per_frame,
+            None,
+            min(w.voiced_end, w.end) * seconds_per_frame,
+        )
+        for w in words
+    ]
 
 
 def token_duration_word_timestamps(
@@ -133,7 +143,9 @@ def token_duration_word_timestamps(
     return out
 
 
-def token_timestamps(tokens: Sequence[TokenStep], tokenizer: ParakeetTokenizer, seconds_per_frame: float) -> list[dict]:
+def token_timestamps(
+    tokens: Sequence[TokenStep], tokenizer: ParakeetTokenizer, seconds_per_frame: float
+) -> list[dict]:
     """transformers' processor token timestamps (``decode(..., durations=...)``), for comparisons."""
     out: list[dict] = []
     kept: list[int] = []
@@ -147,7 +159,11 @@ def token_timestamps(tokens: Sequence[TokenStep], tokenizer: ParakeetTokenizer, 
         previous = decoded
         if not text:
             continue
-        entry = {"token": text, "start": tok.frame * seconds_per_frame, "end": (tok.frame + tok.duration) * seconds_per_frame}
+        entry = {
+            "token": text,
+            "start": tok.frame * seconds_per_frame,
+            "end": (tok.frame + tok.duration) * seconds_per_frame,
+        }
         if text in HF_PUNCTUATION and out:
             entry["start"] = entry["end"] = out[-1]["end"]
         out.append(entry)

@@ -68,7 +68,9 @@ def sentencepiece_model(pieces: list[str]) -> bytes:
     for index, piece in enumerate(pieces):
         entry = proto.pieces.add()
         entry.piece, entry.score = piece, 0.0
-        entry.type = sp_pb2.ModelProto.SentencePiece.UNKNOWN if index == 0 else sp_pb2.ModelProto.SentencePiece.NORMAL
+        entry.type = (
+            sp_pb2.ModelProto.SentencePiece.UNKNOWN if index == 0 else sp_pb2.ModelProto.SentencePiece.NORMAL
+        )
     return proto.SerializeToString()
 
 
@@ -82,40 +84,83 @@ def export(model_dir: Path, out: Path) -> None:
     config = json.loads((model_dir / "config.json").read_text())
     enc = config["encoder_config"]
     state = {nemo_name(k): v for k, v in load_file(str(model_dir / "model.safetensors")).items()}
-    fb = mel_filter_bank(num_frequency_bins=257, num_mel_filters=enc["num_mel_bins"], min_frequency=0.0,
-                         max_frequency=8000.0, sampling_rate=16000, norm="slaney", mel_scale="slaney")  # fmt: skip
+    fb = mel_filter_bank(
+        num_frequency_bins=257,
+        num_mel_filters=enc["num_mel_bins"],
+        min_frequency=0.0,
+        max_frequency=8000.0,
+        sampling_rate=16000,
+        norm="slaney",
+        mel_scale="slaney",
+    )
     state["preprocessor.featurizer.fb"] = torch.from_numpy(np.ascontiguousarray(fb.T[None], dtype=np.float32))
     state["preprocessor.featurizer.window"] = torch.hann_window(400, periodic=False)
     vocab = config["vocab_size"] - 1  # NeMo's vocab excludes the blank
     cfg = {
         "sample_rate": 16000,
-        "preprocessor": {"_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor",
-                         "sample_rate": 16000, "normalize": "per_feature", "window_size": 0.025,
-                         "window_stride": 0.01, "window": "hann", "features": enc["num_mel_bins"], "n_fft": 512,
-                         "log": True, "frame_splicing": 1, "dither": 0.0, "pad_to": 0, "pad_value": 0.0},
-        "encoder": {"_target_": "nemo.collections.asr.modules.ConformerEncoder", "feat_in": enc["num_mel_bins"],
-                    "n_layers": enc["num_hidden_layers"], "d_model": enc["hidden_size"],
-                    "subsampling": "dw_striding", "subsampling_factor": enc["subsampling_factor"],
-                    "subsampling_conv_channels": enc["subsampling_conv_channels"],
-                    "ff_expansion_factor": enc["intermediate_size"] // enc["hidden_size"],
-                    "self_attention_model": "rel_pos", "n_heads": enc["num_attention_heads"],
-                    "att_context_size": [-1, -1], "xscaling": bool(enc["scale_input"]),
-                    "pos_emb_max_len": enc["max_position_embeddings"], "conv_kernel_size": enc["conv_kernel_size"],
-                    "conv_norm_type": "batch_norm", "use_bias": bool(enc["attention_bias"])},
-        "decoder": {"_target_": "nemo.collections.asr.modules.RNNTDecoder", "vocab_size": vocab,
-                    "blank_as_pad": True, "prednet": {"pred_hidden": config["decoder_hidden_size"],
-                                                      "pred_rnn_layers": config["num_decoder_layers"]},
-                    "durations": list(config["durations"])},
-        "joint": {"_target_": "nemo.collections.asr.modules.RNNTJoint", "num_classes": vocab,
-                  "num_extra_outputs": len(config["durations"]),
-                  "jointnet": {"joint_hidden": config["decoder_hidden_size"], "activation": config["hidden_act"],
-                               "encoder_hidden": enc["hidden_size"], "pred_hidden": config["decoder_hidden_size"]}},
+        "preprocessor": {
+            "_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor",
+            "sample_rate": 16000,
+            "normalize": "per_feature",
+            "window_size": 0.025,
+            "window_stride": 0.01,
+            "window": "hann",
+            "features": enc["num_mel_bins"],
+            "n_fft": 512,
+            "log": True,
+            "frame_splicing": 1,
+            "dither": 0.0,
+            "pad_to": 0,
+            "pad_value": 0.0,
+        },
+        "encoder": {
+            "_target_": "nemo.collections.asr.modules.ConformerEncoder",
+            "feat_in": enc["num_mel_bins"],
+            "n_layers": enc["num_hidden_layers"],
+            "d_model": enc["hidden_size"],
+            "subsampling": "dw_striding",
+            "subsampling_factor": enc["subsampling_factor"],
+            "subsampling_conv_channels": enc["subsampling_conv_channels"],
+            "ff_expansion_factor": enc["intermediate_size"] // enc["hidden_size"],
+            "self_attention_model": "rel_pos",
+            "n_heads": enc["num_attention_heads"],
+            "att_context_size": [-1, -1],
+            "xscaling": bool(enc["scale_input"]),
+            "pos_emb_max_len": enc["max_position_embeddings"],
+            "conv_kernel_size": enc["conv_kernel_size"],
+            "conv_norm_type": "batch_norm",
+            "use_bias": bool(enc["attention_bias"]),
+        },
+        "decoder": {
+            "_target_": "nemo.collections.asr.modules.RNNTDecoder",
+            "vocab_size": vocab,
+            "blank_as_pad": True,
+            "prednet": {
+                "pred_hidden": config["decoder_hidden_size"],
+                "pred_rnn_layers": config["num_decoder_layers"],
+            },
+            "durations": list(config["durations"]),
+        },
+        "joint": {
+            "_target_": "nemo.collections.asr.modules.RNNTJoint",
+            "num_classes": vocab,
+            "num_extra_outputs": len(config["durations"]),
+            "jointnet": {
+                "joint_hidden": config["decoder_hidden_size"],
+                "activation": config["hidden_act"],
+                "encoder_hidden": enc["hidden_size"],
+                "pred_hidden": config["decoder_hidden_size"],
+            },
+        },
         "model_defaults": {"tdt_durations": list(config["durations"])},
-        "decoding": {"strategy": "greedy", "durations": list(config["durations"]),
-                     "greedy": {"max_symbols": config["max_symbols_per_step"]}},
+        "decoding": {
+            "strategy": "greedy",
+            "durations": list(config["durations"]),
+            "greedy": {"max_symbols": config["max_symbols_per_step"]},
+        },
         "tokenizer": {"dir": ".", "type": "bpe", "model_path": "nemo:tokenizer.model"},
         "target": "nemo.collections.asr.models.rnnt_bpe_models.EncDecRNNTBPEModel",
-    }  # fmt: skip
+    }
     pieces = common.pieces(model_dir)[:vocab]
     out.parent.mkdir(parents=True, exist_ok=True)
     common.write_vocab(model_dir, out.parent / "vocab.txt")  # the worker maps the port's pieces back to ids
@@ -129,7 +174,9 @@ def export(model_dir: Path, out: Path) -> None:
 
         add("model_config.yaml", yaml.safe_dump(cfg, sort_keys=False).encode())
         add("bench_tokenizer.model", sentencepiece_model(pieces))
-        weights = out.with_suffix(".ckpt.tmp")  # through a file: a 2.5 GB in-memory copy would double the peak
+        weights = out.with_suffix(
+            ".ckpt.tmp"
+        )  # through a file: a 2.5 GB in-memory copy would double the peak
         torch.save(state, weights)
         del state
         tar.add(weights, arcname="./model_weights.ckpt")
@@ -138,8 +185,12 @@ def export(model_dir: Path, out: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", type=Path, required=True, help="transformers checkpoint folder (bench_parakeet's)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model", type=Path, required=True, help="transformers checkpoint folder (bench_parakeet's)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="the .nemo file to write")
     args = parser.parse_args()
     export(args.model, args.out)

@@ -56,10 +56,14 @@ def export(model_dir: Path, out: Path, threads: int) -> None:
             super().__init__()
             self.net = net
 
-        def forward(self, audio_signal: torch.Tensor, length: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        def forward(
+            self, audio_signal: torch.Tensor, length: torch.Tensor
+        ) -> tuple[torch.Tensor, torch.Tensor]:
             frames = audio_signal.shape[2]
             mask = torch.arange(frames, device=audio_signal.device)[None, :] < length[:, None]
-            states = self.net.encoder(input_features=audio_signal.transpose(1, 2), attention_mask=mask).last_hidden_state
+            states = self.net.encoder(
+                input_features=audio_signal.transpose(1, 2), attention_mask=mask
+            ).last_hidden_state
             lengths = self.net.encoder._get_subsampling_output_length(length).to(torch.int64)
             return states.transpose(1, 2), lengths
 
@@ -73,7 +77,9 @@ def export(model_dir: Path, out: Path, threads: int) -> None:
             emb = self.net.decoder.embedding(targets.to(torch.int64))  # [B,1,640]
             out, (h, c) = self.net.decoder.lstm(emb, (input_states_1, input_states_2))
             dec = self.net.decoder.decoder_projector(out)  # [B,1,640]
-            logits = self.net.joint(decoder_hidden_states=dec[:, None, :, :], encoder_hidden_states=enc[:, :, None, :])
+            logits = self.net.joint(
+                decoder_hidden_states=dec[:, None, :, :], encoder_hidden_states=enc[:, :, None, :]
+            )
             return logits, target_length, h, c
 
     out.mkdir(parents=True, exist_ok=True)
@@ -85,20 +91,36 @@ def export(model_dir: Path, out: Path, threads: int) -> None:
     start = time.perf_counter()
     with torch.no_grad():
         torch.onnx.export(
-            Encoder(), (audio, length), str(tmp / "encoder-model.onnx"), dynamo=False, opset_version=OPSET,
-            input_names=["audio_signal", "length"], output_names=["outputs", "encoded_lengths"],
-            dynamic_axes={"audio_signal": {0: "batch", 2: "time"}, "length": {0: "batch"},
-                          "outputs": {0: "batch", 2: "frames"}, "encoded_lengths": {0: "batch"}},
-        )  # fmt: skip
+            Encoder(),
+            (audio, length),
+            str(tmp / "encoder-model.onnx"),
+            dynamo=False,
+            opset_version=OPSET,
+            input_names=["audio_signal", "length"],
+            output_names=["outputs", "encoded_lengths"],
+            dynamic_axes={
+                "audio_signal": {0: "batch", 2: "time"},
+                "length": {0: "batch"},
+                "outputs": {0: "batch", 2: "frames"},
+                "encoded_lengths": {0: "batch"},
+            },
+        )
     # One external-data file with onnx-asr's name (the exporter writes one file per tensor when > 2 GB).
-    head = onnx.load(str(tmp / "encoder-model.onnx"), load_external_data=False)  # a > 2 GB proto cannot be sized
+    head = onnx.load(
+        str(tmp / "encoder-model.onnx"), load_external_data=False
+    )  # a > 2 GB proto cannot be sized
     big = any(t.data_location == onnx.TensorProto.EXTERNAL for t in head.graph.initializer)
     del head
     proto = onnx.load(str(tmp / "encoder-model.onnx"))
     for stale in (out / "encoder-model.onnx", out / "encoder-model.onnx.data"):
         stale.unlink(missing_ok=True)
-    onnx.save_model(proto, str(out / "encoder-model.onnx"), save_as_external_data=big,
-                    all_tensors_to_one_file=True, location="encoder-model.onnx.data")  # fmt: skip
+    onnx.save_model(
+        proto,
+        str(out / "encoder-model.onnx"),
+        save_as_external_data=big,
+        all_tensors_to_one_file=True,
+        location="encoder-model.onnx.data",
+    )
     del proto
     for f in tmp.iterdir():
         f.unlink()
@@ -108,20 +130,38 @@ def export(model_dir: Path, out: Path, threads: int) -> None:
     with torch.no_grad():
         torch.onnx.export(
             DecoderJoint(),
-            (torch.randn(1, hidden, 1), torch.tensor([[cfg.blank_token_id]], dtype=torch.int32),
-             torch.tensor([1], dtype=torch.int32), torch.zeros(layers, 1, pred), torch.zeros(layers, 1, pred)),
-            str(out / "decoder_joint-model.onnx"), dynamo=False, opset_version=OPSET,
+            (
+                torch.randn(1, hidden, 1),
+                torch.tensor([[cfg.blank_token_id]], dtype=torch.int32),
+                torch.tensor([1], dtype=torch.int32),
+                torch.zeros(layers, 1, pred),
+                torch.zeros(layers, 1, pred),
+            ),
+            str(out / "decoder_joint-model.onnx"),
+            dynamo=False,
+            opset_version=OPSET,
             input_names=["encoder_outputs", "targets", "target_length", "input_states_1", "input_states_2"],
             output_names=["outputs", "prednet_lengths", "output_states_1", "output_states_2"],
-            dynamic_axes={"encoder_outputs": {0: "batch"}, "targets": {0: "batch"}, "target_length": {0: "batch"},
-                          "input_states_1": {1: "batch"}, "input_states_2": {1: "batch"},
-                          "outputs": {0: "batch"}, "prednet_lengths": {0: "batch"},
-                          "output_states_1": {1: "batch"}, "output_states_2": {1: "batch"}},
-        )  # fmt: skip
+            dynamic_axes={
+                "encoder_outputs": {0: "batch"},
+                "targets": {0: "batch"},
+                "target_length": {0: "batch"},
+                "input_states_1": {1: "batch"},
+                "input_states_2": {1: "batch"},
+                "outputs": {0: "batch"},
+                "prednet_lengths": {0: "batch"},
+                "output_states_1": {1: "batch"},
+                "output_states_2": {1: "batch"},
+            },
+        )
     common.write_vocab(model_dir, out / "vocab.txt")
     stride = cfg.encoder_config.subsampling_factor
-    config = {"model_type": "nemo-conformer-tdt", "features_size": mels, "subsampling_factor": stride,
-              "max_tokens_per_step": cfg.max_symbols_per_step}  # fmt: skip
+    config = {
+        "model_type": "nemo-conformer-tdt",
+        "features_size": mels,
+        "subsampling_factor": stride,
+        "max_tokens_per_step": cfg.max_symbols_per_step,
+    }
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
@@ -133,7 +173,10 @@ def quantize(out: Path) -> None:
         target = out / f"{name}.int8.onnx"
         target.unlink(missing_ok=True)
         quantize_dynamic(out / f"{name}.onnx", target, weight_type=QuantType.QInt8)
-        print(f"{target.name}: {target.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - start:.0f} s", flush=True)
+        print(
+            f"{target.name}: {target.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - start:.0f} s",
+            flush=True,
+        )
 
 
 def verify(model_dir: Path, out: Path, threads: int, seconds: float = 10.0, save: Path | None = None) -> None:
@@ -148,7 +191,9 @@ def verify(model_dir: Path, out: Path, threads: int, seconds: float = 10.0, save
     torch.set_num_threads(threads)
     net = ParakeetForTDT.from_pretrained(model_dir).eval()
     frames = int(seconds * 100) + 1
-    feats = np.random.default_rng(0).standard_normal((1, net.config.encoder_config.num_mel_bins, frames), np.float32)
+    feats = np.random.default_rng(0).standard_normal(
+        (1, net.config.encoder_config.num_mel_bins, frames), np.float32
+    )
     length = np.array([frames - 1], np.int64)
     with torch.no_grad():
         mask = torch.arange(frames)[None, :] < torch.from_numpy(length)[:, None]
@@ -168,20 +213,31 @@ def verify(model_dir: Path, out: Path, threads: int, seconds: float = 10.0, save
         diff = np.abs(got[..., :valid] - ref[..., :valid])
         scale = np.abs(ref[..., :valid]).max()
         rel_rms = np.sqrt(np.mean(diff**2) / np.mean(ref[..., :valid] ** 2))
-        print(f"{name}: {valid} frames, max |ort - torch| {diff.max():.2e} (reference max {scale:.2e}), "
-              f"mean {diff.mean():.2e}, relative RMS {rel_rms:.2e}", flush=True)  # fmt: skip
+        print(
+            f"{name}: {valid} frames, max |ort - torch| {diff.max():.2e} (reference max {scale:.2e}), "
+            f"mean {diff.mean():.2e}, relative RMS {rel_rms:.2e}",
+            flush=True,
+        )
         del session
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", type=Path, required=True, help="transformers checkpoint folder (bench_parakeet's)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model", type=Path, required=True, help="transformers checkpoint folder (bench_parakeet's)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--int8", action="store_true", help="also write the quantize_dynamic int8 variant")
     parser.add_argument("--int8-only", action="store_true", help="only (re)write the int8 variant")
-    parser.add_argument("--verify", action="store_true", help="only compare the written encoders with torch's")
-    parser.add_argument("--save-reference", type=Path, help="with --verify: write features + torch output (npz)")
+    parser.add_argument(
+        "--verify", action="store_true", help="only compare the written encoders with torch's"
+    )
+    parser.add_argument(
+        "--save-reference", type=Path, help="with --verify: write features + torch output (npz)"
+    )
     args = parser.parse_args()
     common.quiet()
     if args.verify:

@@ -56,18 +56,26 @@ def export(model_dir: Path, out: Path, threads: int, int8: bool) -> None:
     from transformers import ParakeetForTDT
 
     if not (out / "encoder-model.onnx").is_file():
-        raise SystemExit(f"run export_onnx_asr.py --out {out} first: the sherpa-onnx layout shares its encoder")
+        raise SystemExit(
+            f"run export_onnx_asr.py --out {out} first: the sherpa-onnx layout shares its encoder"
+        )
     torch.set_num_threads(threads)
     net = ParakeetForTDT.from_pretrained(model_dir).eval()
     cfg = net.config
     hidden, pred, layers = cfg.encoder_config.hidden_size, cfg.decoder_hidden_size, cfg.num_decoder_layers
     meta = {
-        "vocab_size": str(cfg.vocab_size - 1), "subsampling_factor": str(cfg.encoder_config.subsampling_factor),
-        "normalize_type": "per_feature", "pred_rnn_layers": str(layers), "pred_hidden": str(pred),
-        "feat_dim": str(cfg.encoder_config.num_mel_bins), "model_type": "EncDecRNNTBPEModel", "version": "2",
-        "model_author": "Captioneer bench (random weights)", "url": "random-weights/parakeet-tdt-0.6b-v3",
+        "vocab_size": str(cfg.vocab_size - 1),
+        "subsampling_factor": str(cfg.encoder_config.subsampling_factor),
+        "normalize_type": "per_feature",
+        "pred_rnn_layers": str(layers),
+        "pred_hidden": str(pred),
+        "feat_dim": str(cfg.encoder_config.num_mel_bins),
+        "model_type": "EncDecRNNTBPEModel",
+        "version": "2",
+        "model_author": "Captioneer bench (random weights)",
+        "url": "random-weights/parakeet-tdt-0.6b-v3",
         "comment": "transformers ParakeetForTDT exported by tests/bench/peers; only the transducer branch",
-    }  # fmt: skip
+    }
     with_metadata(out / "encoder-model.onnx", out / "encoder.onnx", meta)
 
     class Decoder(nn.Module):
@@ -88,28 +96,49 @@ def export(model_dir: Path, out: Path, threads: int, int8: bool) -> None:
         def forward(self, encoder_outputs, decoder_outputs):  # noqa: ANN001, ANN201
             enc = self.net.encoder_projector(encoder_outputs.transpose(1, 2))  # [B,T,640]
             dec = self.net.decoder.decoder_projector(decoder_outputs.transpose(1, 2))  # [B,U,640]
-            return self.net.joint(decoder_hidden_states=dec[:, None, :, :], encoder_hidden_states=enc[:, :, None, :])
+            return self.net.joint(
+                decoder_hidden_states=dec[:, None, :, :], encoder_hidden_states=enc[:, :, None, :]
+            )
 
     with torch.no_grad():
         torch.onnx.export(
             Decoder(),
-            (torch.tensor([[cfg.blank_token_id]], dtype=torch.int32), torch.tensor([1], dtype=torch.int32),
-             torch.zeros(layers, 1, pred), torch.zeros(layers, 1, pred)),
-            str(out / "decoder.onnx"), dynamo=False, opset_version=OPSET,
+            (
+                torch.tensor([[cfg.blank_token_id]], dtype=torch.int32),
+                torch.tensor([1], dtype=torch.int32),
+                torch.zeros(layers, 1, pred),
+                torch.zeros(layers, 1, pred),
+            ),
+            str(out / "decoder.onnx"),
+            dynamo=False,
+            opset_version=OPSET,
             input_names=["targets", "target_length", "states.1", "states.2"],
             output_names=["outputs", "prednet_lengths", "states", "states.3"],
-            dynamic_axes={"targets": {0: "batch", 1: "tokens"}, "target_length": {0: "batch"},
-                          "states.1": {1: "batch"}, "states.2": {1: "batch"},
-                          "outputs": {0: "batch", 2: "tokens"}, "prednet_lengths": {0: "batch"},
-                          "states": {1: "batch"}, "states.3": {1: "batch"}},
-        )  # fmt: skip
+            dynamic_axes={
+                "targets": {0: "batch", 1: "tokens"},
+                "target_length": {0: "batch"},
+                "states.1": {1: "batch"},
+                "states.2": {1: "batch"},
+                "outputs": {0: "batch", 2: "tokens"},
+                "prednet_lengths": {0: "batch"},
+                "states": {1: "batch"},
+                "states.3": {1: "batch"},
+            },
+        )
         torch.onnx.export(
-            Joiner(), (torch.randn(1, hidden, 1), torch.randn(1, pred, 1)), str(out / "joiner.onnx"),
-            dynamo=False, opset_version=OPSET, input_names=["encoder_outputs", "decoder_outputs"],
+            Joiner(),
+            (torch.randn(1, hidden, 1), torch.randn(1, pred, 1)),
+            str(out / "joiner.onnx"),
+            dynamo=False,
+            opset_version=OPSET,
+            input_names=["encoder_outputs", "decoder_outputs"],
             output_names=["outputs"],
-            dynamic_axes={"encoder_outputs": {0: "batch", 2: "frames"}, "decoder_outputs": {0: "batch", 2: "tokens"},
-                          "outputs": {0: "batch", 1: "frames", 2: "tokens"}},
-        )  # fmt: skip
+            dynamic_axes={
+                "encoder_outputs": {0: "batch", 2: "frames"},
+                "decoder_outputs": {0: "batch", 2: "tokens"},
+                "outputs": {0: "batch", 1: "frames", 2: "tokens"},
+            },
+        )
     common.write_vocab(model_dir, out / "tokens.txt")
     if int8:
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -123,8 +152,12 @@ def export(model_dir: Path, out: Path, threads: int, int8: bool) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", type=Path, required=True, help="transformers checkpoint folder (bench_parakeet's)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model", type=Path, required=True, help="transformers checkpoint folder (bench_parakeet's)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="the folder export_onnx_asr.py wrote")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--int8", action="store_true")

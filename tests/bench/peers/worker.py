@@ -46,18 +46,28 @@ def onnx_asr_runner(model: Path, precision: str, threads: int) -> tuple[Runner, 
     options.intra_op_num_threads = threads  # ORT counts the calling thread in this pool
     options.inter_op_num_threads = 1  # sequential execution mode: the inter-op pool is unused
     asr = onnx_asr.load_model(
-        "nemo-conformer-tdt", model, quantization=None if precision == "fp32" else precision,
-        sess_options=options, providers=["CPUExecutionProvider"],
-    ).with_timestamps()  # fmt: skip
+        "nemo-conformer-tdt",
+        model,
+        quantization=None if precision == "fp32" else precision,
+        sess_options=options,
+        providers=["CPUExecutionProvider"],
+    ).with_timestamps()
     ids = piece_ids(model / "vocab.txt")
     inner = asr.asr if hasattr(asr, "asr") else None
-    sessions = [getattr(inner, name) for name in ("_encoder", "_decoder_joint") if inner is not None and hasattr(inner, name)]
+    sessions = [
+        getattr(inner, name)
+        for name in ("_encoder", "_decoder_joint")
+        if inner is not None and hasattr(inner, name)
+    ]
     effective = {
-        "ort_intra_op_threads": sessions[0].get_session_options().intra_op_num_threads if sessions else threads,
-        "ort": rt.__version__, "onnx_asr": getattr(onnx_asr, "__version__", "?"),
+        "ort_intra_op_threads": sessions[0].get_session_options().intra_op_num_threads
+        if sessions
+        else threads,
+        "ort": rt.__version__,
+        "onnx_asr": getattr(onnx_asr, "__version__", "?"),
         "intra_op_spinning": "ORT default (spins while waiting)",
         "pools": machine.blas_threads(),
-    }  # fmt: skip
+    }
 
     def run(audio: np.ndarray) -> list[int]:
         return [ids[piece] for piece in asr.recognize(audio, sample_rate=SR).tokens or []]
@@ -70,10 +80,16 @@ def sherpa_onnx_runner(model: Path, precision: str, threads: int) -> tuple[Runne
 
     suffix = "" if precision == "fp32" else f".{precision}"
     recognizer = sherpa_onnx.OfflineRecognizer.from_transducer(
-        encoder=str(model / f"encoder{suffix}.onnx"), decoder=str(model / f"decoder{suffix}.onnx"),
-        joiner=str(model / f"joiner{suffix}.onnx"), tokens=str(model / "tokens.txt"), num_threads=threads,
-        sample_rate=SR, feature_dim=128, decoding_method="greedy_search", model_type="nemo_transducer",
-    )  # fmt: skip
+        encoder=str(model / f"encoder{suffix}.onnx"),
+        decoder=str(model / f"decoder{suffix}.onnx"),
+        joiner=str(model / f"joiner{suffix}.onnx"),
+        tokens=str(model / "tokens.txt"),
+        num_threads=threads,
+        sample_rate=SR,
+        feature_dim=128,
+        decoding_method="greedy_search",
+        model_type="nemo_transducer",
+    )
     ids = piece_ids(model / "tokens.txt")
     version = getattr(sherpa_onnx, "__version__", "?")
     effective = {"sherpa_num_threads": threads, "sherpa_onnx": version, "pools": machine.blas_threads()}
@@ -93,8 +109,11 @@ def crispasr_runner(model: Path, precision: str, threads: int) -> tuple[Runner, 
     # CrispASR's own converter writes f16 (default) or quantized linear weights; no f32 GGUF.
     net = crispasr.Parakeet(str(model / f"crispasr-{precision}.gguf"), n_threads=threads)
     ids = piece_ids(model / "vocab.txt")
-    effective = {"ggml_n_threads": threads, "crispasr": getattr(crispasr, "__version__", "?"),
-                 "pools": machine.blas_threads()}  # fmt: skip
+    effective = {
+        "ggml_n_threads": threads,
+        "crispasr": getattr(crispasr, "__version__", "?"),
+        "pools": machine.blas_threads(),
+    }
 
     def token_id(text: str) -> int:
         # Word-initial pieces may come back as "▁x", " x" or "x" after its detokeniser.
@@ -115,8 +134,11 @@ def transcribe_cpp_runner(model: Path, precision: str, threads: int) -> tuple[Ru
     # Its converter writes f32 only (quantising needs its C++ tool); the folder name is the variant.
     net = transcribe_cpp.Model(str(model / "parakeet-tdt-0.6b-v3" / f"transcribe-cpp-{precision}.gguf"))
     session = net.session(n_threads=threads)
-    effective = {"ggml_n_threads": threads, "transcribe_cpp": transcribe_cpp.native_version(),
-                 "pools": machine.blas_threads()}  # fmt: skip
+    effective = {
+        "ggml_n_threads": threads,
+        "transcribe_cpp": transcribe_cpp.native_version(),
+        "pools": machine.blas_threads(),
+    }
 
     def run(audio: np.ndarray) -> list[int]:
         return [token.id for token in session.run(audio, timestamps="token").tokens]
@@ -133,7 +155,9 @@ RUNNERS: dict[str, Callable[[Path, str, int], tuple[Runner, dict]]] = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--peer", choices=sorted(RUNNERS), required=True)
     parser.add_argument("--precision", default="fp32")
     parser.add_argument("--model", type=Path, required=True)

@@ -109,7 +109,10 @@ language English
 SPEECH = {
     "clip_tiny": ("Yes.", 4800),  # 0.3 s: below the 8000-sample minimum, mel/tower only
     "clip_short": ("Hello world.", 9600),  # 0.6 s: sub-one-chunk clip (reference patched, see module doc)
-    "clip_a": ("Some call me nature, others call me mother nature. I have been here for over four billion years.", 0),
+    "clip_a": (
+        "Some call me nature, others call me mother nature. I have been here for over four billion years.",
+        0,
+    ),
     "clip_b": ("Please send the report to Alice before the meeting on Friday.", 0),
 }
 LONG_SAMPLES = 35 * SR
@@ -262,7 +265,9 @@ def randomise(model: Qwen3ASRForConditionalGeneration, chain: list[int], seed: i
                     value[token, :] *= 0.3
                     value[token, 0] = radius * float(np.cos(angle))
                     value[token, 1] = radius * float(np.sin(angle))
-            elif name.endswith("norm.weight") or name.endswith("layer_norm.weight") or "ln_post.weight" in name:
+            elif (
+                name.endswith("norm.weight") or name.endswith("layer_norm.weight") or "ln_post.weight" in name
+            ):
                 value = 1.0 + 0.1 * torch.randn(param.shape, generator=generator)
             elif name.endswith(".bias"):
                 value = 0.05 * torch.randn(param.shape, generator=generator)
@@ -373,7 +378,9 @@ class SubChunkPatch:
 
 
 def run_case(model, processor, patch, audio, language, context, prefix, eos_ids):
-    prompt_text = processor.apply_transcription_request(audio, language=language, prompt=context, tokenize=False)
+    prompt_text = processor.apply_transcription_request(
+        audio, language=language, prompt=context, tokenize=False
+    )
     prompt_text = (prompt_text[0] if isinstance(prompt_text, list) else prompt_text) + (prefix or "")
     inputs = processor(text=[prompt_text], audio=[audio], sampling_rate=SR, return_tensors="pt")
     valid = int(inputs["input_features_mask"].sum())
@@ -409,7 +416,9 @@ def run_case(model, processor, patch, audio, language, context, prefix, eos_ids)
 
 
 def tower(model, feature_extractor, patch, audio) -> dict[str, np.ndarray]:
-    feats = feature_extractor(audio, sampling_rate=SR, padding=True, return_attention_mask=True, return_tensors="pt")
+    feats = feature_extractor(
+        audio, sampling_rate=SR, padding=True, return_attention_mask=True, return_tensors="pt"
+    )
     mask = feats["attention_mask"]
     valid = int(mask.sum())
     patch.valid_frames = valid if valid < 100 else None
@@ -476,7 +485,9 @@ def main() -> None:
 
     hf_tok = hf_tokenizer(tokenizer)
     feature_extractor = Qwen3ASRFeatureExtractor()
-    processor = Qwen3ASRProcessor(feature_extractor=feature_extractor, tokenizer=hf_tok, chat_template=CHAT_TEMPLATE)
+    processor = Qwen3ASRProcessor(
+        feature_extractor=feature_extractor, tokenizer=hf_tok, chat_template=CHAT_TEMPLATE
+    )
 
     # HF layout, window 800, float32.
     models_by_window[800].save_pretrained(hf_dir)
@@ -494,7 +505,12 @@ def main() -> None:
     )
     (legacy_dir / "generation_config.json").write_text(
         json.dumps(
-            {"do_sample": False, "eos_token_id": eos_ids, "pad_token_id": ids["<|endoftext|>"], "max_new_tokens": 512},
+            {
+                "do_sample": False,
+                "eos_token_id": eos_ids,
+                "pad_token_id": ids["<|endoftext|>"],
+                "max_new_tokens": 512,
+            },
             indent=2,
         ),
         encoding="utf-8",
@@ -504,8 +520,14 @@ def main() -> None:
         shutil.copy(Path(tmp) / "vocab.json", legacy_dir / "vocab.json")
         shutil.copy(Path(tmp) / "merges.txt", legacy_dir / "merges.txt")
     added = {
-        str(ids[t]): {"content": t, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
-                      "special": t != ASR_TEXT}
+        str(ids[t]): {
+            "content": t,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
+            "special": t != ASR_TEXT,
+        }
         for t in [*SPECIAL_TOKENS, ASR_TEXT]
     }
     (legacy_dir / "tokenizer_config.json").write_text(
@@ -513,8 +535,13 @@ def main() -> None:
             {
                 "add_prefix_space": False,
                 "added_tokens_decoder": added,
-                "additional_special_tokens": ["<|im_start|>", "<|im_end|>", "<|audio_start|>", "<|audio_end|>",
-                                              "<|audio_pad|>"],
+                "additional_special_tokens": [
+                    "<|im_start|>",
+                    "<|im_end|>",
+                    "<|audio_start|>",
+                    "<|audio_end|>",
+                    "<|audio_pad|>",
+                ],
                 "bos_token": None,
                 "eos_token": "<|im_end|>",
                 "pad_token": "<|endoftext|>",
@@ -530,15 +557,27 @@ def main() -> None:
     )
     (legacy_dir / "preprocessor_config.json").write_text(
         json.dumps(
-            {"chunk_length": 30, "feature_extractor_type": "WhisperFeatureExtractor", "feature_size": 128,
-             "hop_length": 160, "n_fft": 400, "n_samples": 480000, "nb_max_frames": 3000, "padding_side": "right",
-             "padding_value": 0.0, "processor_class": "Qwen3ASRProcessor", "return_attention_mask": True,
-             "sampling_rate": 16000},
+            {
+                "chunk_length": 30,
+                "feature_extractor_type": "WhisperFeatureExtractor",
+                "feature_size": 128,
+                "hop_length": 160,
+                "n_fft": 400,
+                "n_samples": 480000,
+                "nb_max_frames": 3000,
+                "padding_side": "right",
+                "padding_value": 0.0,
+                "processor_class": "Qwen3ASRProcessor",
+                "return_attention_mask": True,
+                "sampling_rate": 16000,
+            },
             indent=2,
         ),
         encoding="utf-8",
     )
-    (legacy_dir / "chat_template.json").write_text(json.dumps({"chat_template": CHAT_TEMPLATE}), encoding="utf-8")
+    (legacy_dir / "chat_template.json").write_text(
+        json.dumps({"chat_template": CHAT_TEMPLATE}), encoding="utf-8"
+    )
 
     # Check the legacy file round-trips to the same weights (inverse of the renames, bf16 → f32 exact).
     legacy_back = load_file(legacy_dir / "model.safetensors")
@@ -601,9 +640,12 @@ def main() -> None:
                 arrays[f"stem/{clip}/w{window}"] = result["stem"]
                 arrays[f"encoder/{clip}/w{window}"] = result["encoder"]
         if clip in ("clip_tiny", "clip_short"):
-            unpatched = models_by_window[800].model.get_audio_features(
-                *_feats(feature_extractor, audio[clip]), return_dict=True
-            ).pooler_output.detach().numpy()
+            unpatched = (
+                models_by_window[800]
+                .model.get_audio_features(*_feats(feature_extractor, audio[clip]), return_dict=True)
+                .pooler_output.detach()
+                .numpy()
+            )
             meta["quirks"][f"{clip}_unpatched_max_abs_diff"] = float(
                 np.abs(unpatched - arrays[f"projected/{clip}/w800"]).max()
             )
@@ -619,8 +661,13 @@ def main() -> None:
             for case, (language, context, prefix) in cases.items():
                 name = f"{clip}/w{window}/{case}"
                 result = run_case(model, processor, patch, audio[clip], language, context, prefix, eos_ids)
-                store_case(arrays, meta, name, result, dict(clip=clip, window=window, language=language,
-                                                            context=context, prefix=prefix))
+                store_case(
+                    arrays,
+                    meta,
+                    name,
+                    result,
+                    dict(clip=clip, window=window, language=language, context=context, prefix=prefix),
+                )
     # Offline 30 s spans of the long clip (the engine decodes each span separately).
     long = audio["clip_long"]
     spans = [(0, 30 * SR), (30 * SR, len(long))]
@@ -628,8 +675,20 @@ def main() -> None:
         for index, (start, end) in enumerate(spans):
             name = f"clip_long_span{index}/w{window}/auto"
             result = run_case(model, processor, patch, long[start:end], None, None, None, eos_ids)
-            store_case(arrays, meta, name, result, dict(clip="clip_long", span=[start, end], window=window,
-                                                        language=None, context=None, prefix=None))
+            store_case(
+                arrays,
+                meta,
+                name,
+                result,
+                dict(
+                    clip="clip_long",
+                    span=[start, end],
+                    window=window,
+                    language=None,
+                    context=None,
+                    prefix=None,
+                ),
+            )
 
     np.savez_compressed(OUT / "audio.npz", **stored_audio)
     np.savez_compressed(OUT / "expected.npz", **arrays)
@@ -645,7 +704,9 @@ def main() -> None:
 
 
 def _feats(feature_extractor, audio):
-    feats = feature_extractor(audio, sampling_rate=SR, padding=True, return_attention_mask=True, return_tensors="pt")
+    feats = feature_extractor(
+        audio, sampling_rate=SR, padding=True, return_attention_mask=True, return_tensors="pt"
+    )
     return feats["input_features"], feats["attention_mask"]
 
 

@@ -54,19 +54,46 @@ CONTEXT = "Names: Alice, Bob. Terms: harbour, report."
 CASES = [
     ("forced_default", "clip_a", {"language": "English"}),
     ("auto_default", "clip_b", {}),
-    ("forced_1000ms_punct", "clip_a", {"language": "English", "chunk_size_ms": 1000.0, "unfixed_token_num": 2,
-                                        "rollback_punctuation": True, "max_tokens": 12, "context": CONTEXT}),
-    ("forced_80ms", "clip_b", {"language": "English", "chunk_size_ms": 80.0, "unfixed_chunk_num": 0,
-                               "unfixed_token_num": 3, "max_tokens": 8}),
+    (
+        "forced_1000ms_punct",
+        "clip_a",
+        {
+            "language": "English",
+            "chunk_size_ms": 1000.0,
+            "unfixed_token_num": 2,
+            "rollback_punctuation": True,
+            "max_tokens": 12,
+            "context": CONTEXT,
+        },
+    ),
+    (
+        "forced_80ms",
+        "clip_b",
+        {
+            "language": "English",
+            "chunk_size_ms": 80.0,
+            "unfixed_chunk_num": 0,
+            "unfixed_token_num": 3,
+            "max_tokens": 8,
+        },
+    ),
     ("auto_context_500ms", "clip_a", {"context": CONTEXT, "chunk_size_ms": 500.0, "unfixed_chunk_num": 1}),
     ("forced_short_tail_only", "clip_short", {"language": "English", "chunk_size_ms": 1000.0}),
-    ("forced_quiet_then_loud_640ms", "quiet_then_loud", {"language": "English", "chunk_size_ms": 640.0,
-                                                         "max_tokens": 16}),
+    (
+        "forced_quiet_then_loud_640ms",
+        "quiet_then_loud",
+        {"language": "English", "chunk_size_ms": 640.0, "max_tokens": 16},
+    ),
 ]
 # clip_a (5.5 s) spans two 4 s attention windows at n_window_infer 400, one at 800.
 WINDOW_400_CASES = ("forced_default", "forced_1000ms_punct", "forced_quiet_then_loud_640ms")
-DEFAULTS = {"chunk_size_ms": 320.0, "unfixed_chunk_num": 2, "unfixed_token_num": 5, "rollback_punctuation": False,
-            "max_tokens": 32}  # fmt: skip
+DEFAULTS = {
+    "chunk_size_ms": 320.0,
+    "unfixed_chunk_num": 2,
+    "unfixed_token_num": 5,
+    "rollback_punctuation": False,
+    "max_tokens": 32,
+}
 
 
 def load_module(path: Path, name: str):
@@ -109,19 +136,26 @@ class Reference:
         return sanitize_utf8_lossy(bytes(out))
 
     def generate(self, audio: np.ndarray, language: str, context: str, prefix: str, max_tokens: int):
-        prompt = self.processor.apply_transcription_request(audio, language=language or None, prompt=context or None,
-                                                            tokenize=False)  # fmt: skip
+        prompt = self.processor.apply_transcription_request(
+            audio, language=language or None, prompt=context or None, tokenize=False
+        )
         prompt = (prompt[0] if isinstance(prompt, list) else prompt) + prefix
         inputs = self.processor(text=[prompt], audio=[audio], sampling_rate=SR, return_tensors="pt")
         valid = int(inputs["input_features_mask"].sum())
         self.patch.valid_frames = valid if valid < 100 else None
         with torch.no_grad():
             out = self.model.generate(
-                input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
-                input_features=inputs["input_features"], input_features_mask=inputs["input_features_mask"],
-                max_new_tokens=max_tokens, do_sample=False, eos_token_id=self.eos, pad_token_id=self.pad,
-                output_logits=True, return_dict_in_generate=True,
-            )  # fmt: skip
+                input_ids=inputs["input_ids"],
+                attention_mask=inputs["attention_mask"],
+                input_features=inputs["input_features"],
+                input_features_mask=inputs["input_features_mask"],
+                max_new_tokens=max_tokens,
+                do_sample=False,
+                eos_token_id=self.eos,
+                pad_token_id=self.pad,
+                output_logits=True,
+                return_dict_in_generate=True,
+            )
         self.patch.valid_frames = None
         generated = out.sequences[0, inputs["input_ids"].shape[1] :].tolist()
         logits = torch.stack(out.logits, 0)[:, 0].float()
@@ -185,8 +219,15 @@ def stream(ref: Reference, audio: np.ndarray, options: dict) -> dict:
         elif not forced:
             fixed = ""
         fixed = truncate_at_pipe(fixed).replace(TAG, "")
-        record = {"samples": int(accum.size), "final": final, "prefix": prefix, "generated": gen, "raw_decoded": raw,
-                  "n_generated": n_gen, "min_margin": round(margin, 5)}  # fmt: skip
+        record = {
+            "samples": int(accum.size),
+            "final": final,
+            "prefix": prefix,
+            "generated": gen,
+            "raw_decoded": raw,
+            "n_generated": n_gen,
+            "min_margin": round(margin, 5),
+        }
         if not forced and TAG not in raw:
             state["text"] = ""
             record.update(text="", fixed="", delta="")
@@ -207,8 +248,12 @@ def stream(ref: Reference, audio: np.ndarray, options: dict) -> dict:
         records.append(decode_chunk(audio[:consumed], False))
     if consumed < audio.size:
         records.append(decode_chunk(audio, True))
-    return {"chunks": records, "final_text": state["text"], "language": state["language"],
-            "deltas": [r["delta"] for r in records if r["delta"]]}  # fmt: skip
+    return {
+        "chunks": records,
+        "final_text": state["text"],
+        "language": state["language"],
+        "deltas": [r["delta"] for r in records if r["delta"]],
+    }
 
 
 def main() -> None:
@@ -230,10 +275,17 @@ def main() -> None:
                 if window == 400 and name not in WINDOW_400_CASES:
                     continue
                 result = stream(ref, helpers.stream_clip(clip), options)
-                out["cases"][f"w{window}/{name}"] = {"window": window, "clip": clip, "options": options, **result}
+                out["cases"][f"w{window}/{name}"] = {
+                    "window": window,
+                    "clip": clip,
+                    "options": options,
+                    **result,
+                }
                 margins = [c["min_margin"] for c in result["chunks"]]
-                print(f"w{window}/{name}: {len(result['chunks'])} decodes, deltas {result['deltas']!r}, final "
-                      f"{result['final_text']!r}, min margin {min(margins):.4f}")  # fmt: skip
+                print(
+                    f"w{window}/{name}: {len(result['chunks'])} decodes, deltas {result['deltas']!r}, final "
+                    f"{result['final_text']!r}, min margin {min(margins):.4f}"
+                )
     OUT.write_text(json.dumps(out, ensure_ascii=True) + "\n", encoding="utf-8")
     print(f"{OUT.stat().st_size} bytes -> {OUT}")
 

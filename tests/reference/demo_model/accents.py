@@ -36,17 +36,25 @@ from collections.abc import Callable
 
 # espeak-ng English phoneme mnemonics longer than one character (longest first), pause and stress marks;
 # anything else is one character.
-_MULTI = sorted("""
+_MULTI = sorted(
+    """
 aI@ aU@ i@3 aI3 aI2 oU# z/2 l/2 @L @2 @5 a# aa a2 A: A@ A# 3: e@ eI e: E2 E# E: i: i@ I2 I# 0# 02 O2 O: O@ o@ o: OI oU
 U@ u: aI aU IR VR tS dZ t# d# z# r- l/ w# t2 @# _: _! _^
-""".split(), key=len, reverse=True)
+""".split(),
+    key=len,
+    reverse=True,
+)
 _TOKEN = re.compile("|".join(re.escape(p) for p in _MULTI) + r"|.", re.DOTALL)
-VOWELS = frozenset("""
+VOWELS = frozenset(
+    """
 aI@ aU@ i@3 aI3 aI2 oU# @L @2 @5 a# aa a2 A: A@ A# 3: e@ eI e: E2 E# E: i: i@ I2 I# 0# 02 O2 O: O@ o@ o: OI oU U@ u:
 aI aU IR VR @# @ 3 a E I i 0 O V U
-""".split())
+""".split()
+)
 STRESS = frozenset("',%=")
-CONSONANTS = frozenset("p b t d k g f v T D s z S Z h m n N l r w j ? x tS dZ t# d# z# r- l/ w# t2 z/2 l/2".split())
+CONSONANTS = frozenset(
+    "p b t d k g f v T D s z S Z h m n N l r w j ? x tS dZ t# d# z# r- l/ w# t2 z/2 l/2".split()
+)
 R_COLOURED = frozenset("A@ O@ o@ e@ i@ i@3 U@ 3:".split())
 
 Word = list[str]
@@ -67,6 +75,7 @@ def _substitute(mapping: dict[str, str]) -> Callable[[Word, random.Random, float
         for i, token in enumerate(word):
             if token in mapping and rng.random() < rate:
                 word[i] = mapping[token]
+
     return rule
 
 
@@ -87,8 +96,13 @@ def _h_dropping(word: Word, rng: random.Random, rate: float) -> None:
 
 def _cluster_reduction(word: Word, rng: random.Random, rate: float) -> None:
     sounds = _sounds(word)
-    if len(sounds) >= 3 and word[sounds[-1]] in ("t", "d", "t#", "d#") and word[sounds[-2]] in CONSONANTS \
-            and word[sounds[-2]] not in ("r", "r-") and rng.random() < rate:
+    if (
+        len(sounds) >= 3
+        and word[sounds[-1]] in ("t", "d", "t#", "d#")
+        and word[sounds[-2]] in CONSONANTS
+        and word[sounds[-2]] not in ("r", "r-")
+        and rng.random() < rate
+    ):
         del word[sounds[-1]]
 
 
@@ -104,7 +118,12 @@ def _t_glottalling(word: Word, rng: random.Random, rate: float) -> None:
 
 def _g_dropping(word: Word, rng: random.Random, rate: float) -> None:
     sounds = _sounds(word)
-    if len(sounds) >= 3 and word[sounds[-1]] == "N" and word[sounds[-2]] in ("I", "I2") and rng.random() < rate:
+    if (
+        len(sounds) >= 3
+        and word[sounds[-1]] == "N"
+        and word[sounds[-2]] in ("I", "I2")
+        and rng.random() < rate
+    ):
         word[sounds[-1]] = "n"
 
 
@@ -112,7 +131,9 @@ def _final_devoicing(word: Word, rng: random.Random, rate: float) -> None:
     sounds = _sounds(word)
     if len(sounds) >= 2 and rng.random() < rate:
         last = sounds[-1]
-        word[last] = {"z": "s", "d": "t", "v": "f", "z#": "s", "d#": "t", "z/2": "s"}.get(word[last], word[last])
+        word[last] = {"z": "s", "d": "t", "v": "f", "z#": "s", "d#": "t", "z/2": "s"}.get(
+            word[last], word[last]
+        )
 
 
 def _w_v_merger(word: Word, rng: random.Random, rate: float) -> None:
@@ -143,6 +164,7 @@ def _either(*mappings: dict[str, str]) -> Callable[[Word, random.Random, float],
 
     def rule(word: Word, rng: random.Random, rate: float, choice: list[int] | None = None) -> None:
         rules[choice[0] if choice else 0](word, rng, rate)
+
     rule.alternatives = len(rules)  # type: ignore[attr-defined]
     return rule
 
@@ -202,7 +224,9 @@ def apply_profile(phonemes: str, profile: dict[str, tuple[float, int]], rng: ran
 
 def espeak_phonemes(text: str, voice: str) -> str:
     """espeak-ng's own phoneme mnemonics for `text` with `voice`, one line."""
-    out = subprocess.run(["espeak-ng", "-q", "-x", "-v", voice, text], check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        ["espeak-ng", "-q", "-x", "-v", voice, text], check=True, capture_output=True, text=True
+    )
     return " ".join(out.stdout.split())
 
 

@@ -32,7 +32,10 @@ def load_split(data_dir: Path, split: str) -> list[Clip]:
         if has_audio:
             audio, aoff, alen = arrays["audio"], arrays["audio_offsets"], arrays["audio_lengths"]
         for i, meta in enumerate(shard_metas):
-            clip_audio = audio[aoff[i]:aoff[i] + alen[i]] if has_audio else None
-            clips.append(Clip(meta["text"], meta["voice"], feats[offsets[i]:offsets[i] + lengths[i]],
-                              clip_audio, meta))
+            clip_audio = audio[aoff[i] : aoff[i] + alen[i]] if has_audio else None
+            clips.append(
+                Clip(
+                    meta["text"], meta["voice"], feats[offsets[i] : offsets[i] + lengths[i]], clip_audio, meta
+                )
+            )
     return clips

@@ -59,8 +59,9 @@ def torch_transcriber(model_dir: Path, threads: int) -> Transcriber:
     def transcribe(audio: np.ndarray) -> tuple[str, list[int]]:
         inputs = processor(audio, sampling_rate=16000, return_tensors="pt")
         with torch.no_grad():
-            output = model.generate(input_features=inputs["input_features"],
-                                    attention_mask=inputs["attention_mask"])
+            output = model.generate(
+                input_features=inputs["input_features"], attention_mask=inputs["attention_mask"]
+            )
         sequence = output.sequences[0].tolist()
         text = processor.decode(sequence, skip_special_tokens=True)
         return text, [t for t in sequence if t not in (blank, pad)]
@@ -68,7 +69,9 @@ def torch_transcriber(model_dir: Path, threads: int) -> Transcriber:
     return transcribe
 
 
-def captioneer_transcriber(model_dir: Path, threads: int, session_options: dict[str, str] | None = None) -> Transcriber:
+def captioneer_transcriber(
+    model_dir: Path, threads: int, session_options: dict[str, str] | None = None
+) -> Transcriber:
     from inference.engine import load_engine
 
     engine = load_engine(model_dir, session_options=session_options or {}, threads=threads)
@@ -84,9 +87,17 @@ def corpus_clips(data_dir: Path, split: str, limit: int | None) -> list[dict]:
     from corpus import load_split
 
     clips = load_split(data_dir, split)[:limit]
-    return [{"id": f"{split}_{c.meta['index']:04d}", "split": split, "text": c.text, "voice": c.voice,
-             "structure": c.meta.get("structure"), "audio": c.audio.astype(np.float32) / 32768.0}
-            for c in clips]
+    return [
+        {
+            "id": f"{split}_{c.meta['index']:04d}",
+            "split": split,
+            "text": c.text,
+            "voice": c.voice,
+            "structure": c.meta.get("structure"),
+            "audio": c.audio.astype(np.float32) / 32768.0,
+        }
+        for c in clips
+    ]
 
 
 def fixture_clips(fixtures_dir: Path) -> list[dict]:
@@ -99,9 +110,17 @@ def evaluate(transcribe: Transcriber, clips: list[dict]) -> dict:
     start = time.monotonic()
     for clip in clips:
         text, token_ids = transcribe(clip["audio"])
-        results.append({"id": clip["id"], "split": clip.get("split"), "voice": clip.get("voice"),
-                        "structure": clip.get("structure"), "reference": clip["text"],
-                        "hypothesis": text, "token_ids": token_ids})
+        results.append(
+            {
+                "id": clip["id"],
+                "split": clip.get("split"),
+                "voice": clip.get("voice"),
+                "structure": clip.get("structure"),
+                "reference": clip["text"],
+                "hypothesis": text,
+                "token_ids": token_ids,
+            }
+        )
     return {
         "clips": len(results),
         "wer": corpus_wer([(r["reference"], r["hypothesis"]) for r in results]),
@@ -126,16 +145,26 @@ def breakdown(results: list[dict], known_words: set[str] | None) -> dict[str, di
             keys.append(f"{split}/voice:{r['voice'].split('+')[0]}")
         for key in keys:
             groups.setdefault(key, []).append(r)
-    return {key: {"clips": len(rs), "wer": corpus_wer([(r["reference"], r["hypothesis"]) for r in rs]),
-                  "clips_with_errors": sum(r["reference"].split() != r["hypothesis"].split() for r in rs)}
-            for key, rs in sorted(groups.items())}
+    return {
+        key: {
+            "clips": len(rs),
+            "wer": corpus_wer([(r["reference"], r["hypothesis"]) for r in rs]),
+            "clips_with_errors": sum(r["reference"].split() != r["hypothesis"].split() for r in rs),
+        }
+        for key, rs in sorted(groups.items())
+    }
 
 
 def compare(results: list[dict], other_path: Path) -> list[str]:
     """Ids whose text or token ids differ from another run's JSON report (or are missing from it)."""
     other = {r["id"]: r for r in json.loads(other_path.read_text())["results"]}
-    return [r["id"] for r in results if r["id"] not in other or other[r["id"]]["hypothesis"] != r["hypothesis"]
-            or other[r["id"]]["token_ids"] != r["token_ids"]]
+    return [
+        r["id"]
+        for r in results
+        if r["id"] not in other
+        or other[r["id"]]["hypothesis"] != r["hypothesis"]
+        or other[r["id"]]["token_ids"] != r["token_ids"]
+    ]
 
 
 def main() -> None:
@@ -143,13 +172,22 @@ def main() -> None:
     parser.add_argument("--engine", choices=["torch", "captioneer"], default="torch")
     parser.add_argument("--model", type=Path, required=True)
     parser.add_argument("--data", type=Path)
-    parser.add_argument("--split", action="append", choices=["test", "test_structures", "unseen", "unseen_fresh"],
-                        help="repeatable; default test")
+    parser.add_argument(
+        "--split",
+        action="append",
+        choices=["test", "test_structures", "unseen", "unseen_fresh"],
+        help="repeatable; default test",
+    )
     parser.add_argument("--fixtures", type=Path)
     parser.add_argument("--limit", type=int, help="at most this many clips per split")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--session-option", action="append", default=[], metavar="K=V",
-                        help="captioneer engine session option, e.g. weight_type=int8 (repeatable)")
+    parser.add_argument(
+        "--session-option",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="captioneer engine session option, e.g. weight_type=int8 (repeatable)",
+    )
     parser.add_argument("--known-words", type=Path, help="a word list, one per line")
     parser.add_argument("--compare-with", type=Path, help="another run's --json-out, to check equal outputs")
     parser.add_argument("--json-out", type=Path, help="write every hypothesis here")
@@ -160,7 +198,9 @@ def main() -> None:
     if args.fixtures:
         clips = fixture_clips(args.fixtures)
     else:
-        clips = [clip for split in args.split or ["test"] for clip in corpus_clips(args.data, split, args.limit)]
+        clips = [
+            clip for split in args.split or ["test"] for clip in corpus_clips(args.data, split, args.limit)
+        ]
     options = dict(option.split("=", 1) for option in args.session_option)
     if options and args.engine != "captioneer":
         parser.error("--session-option applies to --engine captioneer")
@@ -170,9 +210,13 @@ def main() -> None:
         transcriber = captioneer_transcriber(args.model, args.threads, options)
     report = evaluate(transcriber, clips)
     known = set(args.known_words.read_text().split()) if args.known_words else None
-    report.update(engine=args.engine, model=str(args.model), session_options=options,
-                  source=str(args.fixtures or f"{args.data}:{','.join(args.split or ['test'])}"),
-                  breakdown=breakdown(report["results"], known))
+    report.update(
+        engine=args.engine,
+        model=str(args.model),
+        session_options=options,
+        source=str(args.fixtures or f"{args.data}:{','.join(args.split or ['test'])}"),
+        breakdown=breakdown(report["results"], known),
+    )
     if args.compare_with:
         report["differs_from_compared"] = compare(report["results"], args.compare_with)
     if args.json_out:
@@ -181,13 +225,19 @@ def main() -> None:
     for r in worst:
         print(f"  ref: {r['reference']}\n  hyp: {r['hypothesis']}")
     for key, row in report["breakdown"].items():
-        print(f"{args.engine} {key}: {row['clips']} clips, WER {100 * row['wer']:.2f} %, "
-              f"{row['clips_with_errors']} clips with errors")
-    print(f"{args.engine} {report['source']}: {report['clips']} clips, WER {100 * report['wer']:.2f} % "
-          f"({report['seconds']} s)")
+        print(
+            f"{args.engine} {key}: {row['clips']} clips, WER {100 * row['wer']:.2f} %, "
+            f"{row['clips_with_errors']} clips with errors"
+        )
+    print(
+        f"{args.engine} {report['source']}: {report['clips']} clips, WER {100 * report['wer']:.2f} % "
+        f"({report['seconds']} s)"
+    )
     if args.compare_with:
-        print(f"outputs differing from {args.compare_with}: {len(report['differs_from_compared'])} "
-              f"{report['differs_from_compared'][:10]}")
+        print(
+            f"outputs differing from {args.compare_with}: {len(report['differs_from_compared'])} "
+            f"{report['differs_from_compared'][:10]}"
+        )
 
 
 if __name__ == "__main__":

@@ -57,13 +57,32 @@ def synthesize(text: str, voice: str, speed: int, pitch: int, gap: int) -> np.nd
     """espeak-ng WAV on stdout -> sox -> 16 kHz mono float32."""
     espeak = subprocess.run(
         ["espeak-ng", "--stdout", "-v", voice, "-s", str(speed), "-p", str(pitch), "-g", str(gap), text],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     sox = subprocess.run(
         # -R: repeatable dither (sox otherwise seeds its dither from the clock)
-        ["sox", "-R", "-t", "wav", "-", "-t", "raw", "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", "-e", "signed",
-         "-"],
-        input=espeak.stdout, check=True, capture_output=True,
+        [
+            "sox",
+            "-R",
+            "-t",
+            "wav",
+            "-",
+            "-t",
+            "raw",
+            "-r",
+            str(SAMPLE_RATE),
+            "-c",
+            "1",
+            "-b",
+            "16",
+            "-e",
+            "signed",
+            "-",
+        ],
+        input=espeak.stdout,
+        check=True,
+        capture_output=True,
     )
     return np.frombuffer(sox.stdout, dtype="<i2").astype(np.float32) / 32768.0
 
@@ -84,9 +103,11 @@ def render_clip(job: dict) -> tuple[dict, np.ndarray]:
     if job.get("accent_feature_prob"):
         # its own seeded stream, so the clip's other draws (noise) do not depend on the accent's
         job["espeak_input"], job["accent_features"] = accent_input(
-            job["text"], job["voice"], random.Random(job["seed"]), job["accent_feature_prob"])
-    speech = synthesize(job.get("espeak_input", job["text"]), job["voice"], job["speed"], job["pitch"],
-                        job["gap"])
+            job["text"], job["voice"], random.Random(job["seed"]), job["accent_feature_prob"]
+        )
+    speech = synthesize(
+        job.get("espeak_input", job["text"]), job["voice"], job["speed"], job["pitch"], job["gap"]
+    )
     peak = float(np.max(np.abs(speech))) or 1.0
     speech = speech / peak * job["gain"]
     lead = np.zeros(int(job["pad_lead"] * SAMPLE_RATE), np.float32)
@@ -102,12 +123,18 @@ def render_clip(job: dict) -> tuple[dict, np.ndarray]:
 
 
 def split_voices(split: str, voices: VoiceSets) -> list[str]:
-    return {"train": voices.train, "test": voices.test, "test_structures": voices.test,
-            "unseen": voices.unseen, "unseen_fresh": voices.fresh}[split]
+    return {
+        "train": voices.train,
+        "test": voices.test,
+        "test_structures": voices.test,
+        "unseen": voices.unseen,
+        "unseen_fresh": voices.fresh,
+    }[split]
 
 
-def split_sentences(split: str, count: int, seed: int, exclude: set[str], offset: int,
-                    grammar: int = 1) -> list[tuple[str, str]]:
+def split_sentences(
+    split: str, count: int, seed: int, exclude: set[str], offset: int, grammar: int = 1
+) -> list[tuple[str, str]]:
     """(text, structure) pairs for a split; `offset` separates the splits' random streams; `grammar` is the
     training split's grammar revision (held-out splits use revision 1)."""
     base = seed * 1000 + offset
@@ -124,9 +151,17 @@ def split_sentences(split: str, count: int, seed: int, exclude: set[str], offset
 SPLIT_OFFSETS = {"train": 0, "test": 1, "unseen": 2, "test_structures": 3, "unseen_fresh": 4}
 
 
-def plan_jobs(split: str, count: int, seed: int, exclude: set[str], voices: list[str],
-              offset_shift: int = 0, grammar: int = 1, accent_fraction: float = 0.0,
-              accent_feature_prob: float = 0.3) -> list[dict]:
+def plan_jobs(
+    split: str,
+    count: int,
+    seed: int,
+    exclude: set[str],
+    voices: list[str],
+    offset_shift: int = 0,
+    grammar: int = 1,
+    accent_fraction: float = 0.0,
+    accent_feature_prob: float = 0.3,
+) -> list[dict]:
     offset = SPLIT_OFFSETS[split] + offset_shift
     texts = split_sentences(split, count, seed, exclude, offset, grammar)
     rng = random.Random(seed * 7919 + offset)
@@ -134,21 +169,23 @@ def plan_jobs(split: str, count: int, seed: int, exclude: set[str], voices: list
     jobs = []
     for i, (text, structure) in enumerate(texts):
         noisy = rng.random() < 0.8
-        jobs.append({
-            "index": i,
-            "text": text,
-            "structure": structure,
-            "voice": rng.choice(voices),
-            "speed": rng.randint(130, 200),
-            "pitch": rng.randint(30, 70),
-            "gap": rng.choice([0, 0, 0, 1, 2]),
-            "gain": round(rng.uniform(0.15, 0.95), 3),
-            "pad_lead": round(rng.uniform(0.05, 0.8), 3),
-            "pad_tail": round(rng.uniform(0.05, 0.8), 3),
-            "noise": rng.choice(["white", "pink"]) if noisy else "none",
-            "snr_db": round(rng.uniform(15, 40), 1) if noisy else None,
-            "seed": seed * 1_000_003 + offset * 100_000 + i,
-        })
+        jobs.append(
+            {
+                "index": i,
+                "text": text,
+                "structure": structure,
+                "voice": rng.choice(voices),
+                "speed": rng.randint(130, 200),
+                "pitch": rng.randint(30, 70),
+                "gap": rng.choice([0, 0, 0, 1, 2]),
+                "gain": round(rng.uniform(0.15, 0.95), 3),
+                "pad_lead": round(rng.uniform(0.05, 0.8), 3),
+                "pad_tail": round(rng.uniform(0.05, 0.8), 3),
+                "noise": rng.choice(["white", "pink"]) if noisy else "none",
+                "snr_db": round(rng.uniform(15, 40), 1) if noisy else None,
+                "seed": seed * 1_000_003 + offset * 100_000 + i,
+            }
+        )
         if accent_fraction > 0 and accent_rng.random() < accent_fraction:
             jobs[-1]["accent_feature_prob"] = accent_feature_prob
     return jobs
@@ -200,29 +237,55 @@ def main() -> None:
     parser.add_argument("--test", type=int, default=300)
     parser.add_argument("--test-structures", type=int, default=300)
     parser.add_argument("--unseen", type=int, default=300)
-    parser.add_argument("--unseen-fresh", type=int, default=0,
-                        help="clips of the unseen_fresh split (FRESH_VARIANTS on the unseen bases)")
-    parser.add_argument("--held-out-from", type=Path,
-                        help="an earlier corpus whose held-out splits this one reuses: test, test_structures and "
-                             "unseen are not generated, and no sentence of that corpus (any split) is drawn again")
+    parser.add_argument(
+        "--unseen-fresh",
+        type=int,
+        default=0,
+        help="clips of the unseen_fresh split (FRESH_VARIANTS on the unseen bases)",
+    )
+    parser.add_argument(
+        "--held-out-from",
+        type=Path,
+        help="an earlier corpus whose held-out splits this one reuses: test, test_structures and "
+        "unseen are not generated, and no sentence of that corpus (any split) is drawn again",
+    )
     parser.add_argument("--grammar", type=int, default=1, help="grammar revision of the train split")
-    parser.add_argument("--accent-fraction", type=float, default=0.0,
-                        help="fraction of train clips spoken with an accent-like profile (accents.py)")
-    parser.add_argument("--accent-feature-prob", type=float, default=0.3,
-                        help="probability of each accent feature in a clip's profile")
+    parser.add_argument(
+        "--accent-fraction",
+        type=float,
+        default=0.0,
+        help="fraction of train clips spoken with an accent-like profile (accents.py)",
+    )
+    parser.add_argument(
+        "--accent-feature-prob",
+        type=float,
+        default=0.3,
+        help="probability of each accent feature in a clip's profile",
+    )
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--train-offset", type=int, default=0,
-                        help="shifts the training split's sentence/voice seed (a second corpus with new sentences)")
-    parser.add_argument("--time-budget-s", type=float, default=1200.0,
-                        help="stop starting new train shards after this many seconds")
+    parser.add_argument(
+        "--train-offset",
+        type=int,
+        default=0,
+        help="shifts the training split's sentence/voice seed (a second corpus with new sentences)",
+    )
+    parser.add_argument(
+        "--time-budget-s",
+        type=float,
+        default=1200.0,
+        help="stop starting new train shards after this many seconds",
+    )
     args = parser.parse_args()
 
     start = time.monotonic()
     voices = build_voice_sets(espeak_render, fresh_variants=FRESH_VARIANTS if args.unseen_fresh else None)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "voices.json").write_text(json.dumps(voices.__dict__, indent=1) + "\n")
-    print(f"voices: train {len(voices.train)}, held-out variants {len(voices.test)}, unseen {len(voices.unseen)}, "
-          f"fresh unseen {len(voices.fresh)}; dropped {len(voices.dropped)} identical renders", flush=True)
+    print(
+        f"voices: train {len(voices.train)}, held-out variants {len(voices.test)}, unseen {len(voices.unseen)}, "
+        f"fresh unseen {len(voices.fresh)}; dropped {len(voices.dropped)} identical renders",
+        flush=True,
+    )
     # held-out sentences first, so the training split can exclude them
     held_out = set(SAMPLE_TEXTS)
     counts = {split: getattr(args, split) for split in HELD_OUT_SPLITS}
@@ -237,9 +300,22 @@ def main() -> None:
         jobs = plan_jobs(split, counts[split], args.seed, held_out, split_voices(split, voices))
         held_out |= {j["text"] for j in jobs}
         plans.append((split, jobs))
-    plans.append(("train", plan_jobs("train", args.train, args.seed, held_out, voices.train,
-                                     10 * args.train_offset, args.grammar, args.accent_fraction,
-                                     args.accent_feature_prob)))
+    plans.append(
+        (
+            "train",
+            plan_jobs(
+                "train",
+                args.train,
+                args.seed,
+                held_out,
+                voices.train,
+                10 * args.train_offset,
+                args.grammar,
+                args.accent_fraction,
+                args.accent_feature_prob,
+            ),
+        )
+    )
 
     with mp.Pool(args.workers) as pool:
         for split, jobs in plans:
@@ -251,15 +327,27 @@ def main() -> None:
                     if split == "train" and time.monotonic() - start > args.time_budget_s:
                         print(f"time budget reached: {first} train clips", flush=True)
                         break
-                    results = pool.map(work, jobs[first:first + SHARD_SIZE], chunksize=8)
+                    results = pool.map(work, jobs[first : first + SHARD_SIZE], chunksize=8)
                     write_shard(split_dir / f"shard_{shard:03d}.npz", results, keep_audio)
                     for job, audio, feats in results:
-                        meta.write(json.dumps({**job, "shard": shard, "seconds": len(audio) / SAMPLE_RATE,
-                                               "frames": len(feats)}) + "\n")
+                        meta.write(
+                            json.dumps(
+                                {
+                                    **job,
+                                    "shard": shard,
+                                    "seconds": len(audio) / SAMPLE_RATE,
+                                    "frames": len(feats),
+                                }
+                            )
+                            + "\n"
+                        )
                     meta.flush()
                     hours = sum(len(r[1]) for r in results) / SAMPLE_RATE / 3600
-                    print(f"{split} shard {shard}: {len(results)} clips {hours:.3f} h "
-                          f"t={time.monotonic() - start:.0f}s", flush=True)
+                    print(
+                        f"{split} shard {shard}: {len(results)} clips {hours:.3f} h "
+                        f"t={time.monotonic() - start:.0f}s",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

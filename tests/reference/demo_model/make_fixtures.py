@@ -28,8 +28,10 @@ REPO = Path(__file__).resolve().parents[3]
 # (text, espeak-ng voice, length in samples): `gmw/en` is the en-gb voice file, spelled so the variant really
 # applies. The lengths are those of the earlier samples (3.970 s, 3.604 s), which tests of the server and app
 # state; the trailing silence is chosen to reach them.
-SAMPLES = [("emma quickly closed the early bottle and sang", "gmw/en+john", 63518),
-           ("there are twenty hearts in the garden", "en-us+klatt3", 57666)]
+SAMPLES = [
+    ("emma quickly closed the early bottle and sang", "gmw/en+john", 63518),
+    ("there are twenty hearts in the garden", "en-us+klatt3", 57666),
+]
 
 
 def write_wav(path: Path, audio_i16: np.ndarray) -> None:
@@ -71,11 +73,24 @@ def main() -> None:
             clip_id = f"{split}_{clip.meta['index']:04d}"
             write_wav(args.fixtures / f"{clip_id}.wav", clip.audio)
             text, token_ids = transcribe(clip.audio.astype(np.float32) / 32768.0)
-            entries.append({"id": clip_id, "wav": f"{clip_id}.wav", "split": split, "text": clip.text,
-                            "voice": clip.voice, "noise": clip.meta["noise"], "snr_db": clip.meta["snr_db"],
-                            "torch_greedy_text": text, "torch_greedy_token_ids": token_ids})
-    manifest = {"model": "resources/demo_model", "generator": "tests/reference/demo_model/make_fixtures.py",
-                "clips": entries}
+            entries.append(
+                {
+                    "id": clip_id,
+                    "wav": f"{clip_id}.wav",
+                    "split": split,
+                    "text": clip.text,
+                    "voice": clip.voice,
+                    "noise": clip.meta["noise"],
+                    "snr_db": clip.meta["snr_db"],
+                    "torch_greedy_text": text,
+                    "torch_greedy_token_ids": token_ids,
+                }
+            )
+    manifest = {
+        "model": "resources/demo_model",
+        "generator": "tests/reference/demo_model/make_fixtures.py",
+        "clips": entries,
+    }
     (args.fixtures / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
     # bundled samples: fixed sentences (never in training), held-out voices, mild noise
@@ -83,8 +98,19 @@ def main() -> None:
     samples = []
     for number, (text, voice, length) in enumerate(SAMPLES, start=1):
         assert text in SAMPLE_TEXTS and voice in held_out_voices, (text, voice)
-        job = {"text": text, "voice": voice, "speed": 150, "pitch": 50, "gap": 0, "gain": 0.6, "pad_lead": 0.4,
-               "pad_tail": 0.0, "noise": "pink", "snr_db": 35.0, "seed": number}
+        job = {
+            "text": text,
+            "voice": voice,
+            "speed": 150,
+            "pitch": 50,
+            "gap": 0,
+            "gain": 0.6,
+            "pad_lead": 0.4,
+            "pad_tail": 0.0,
+            "noise": "pink",
+            "snr_db": 35.0,
+            "seed": number,
+        }
         tail = length - len(render_clip(job)[1])
         assert tail >= 1600, f"sample {number} is too long for {length} samples"
         _, audio = render_clip({**job, "pad_tail": (tail + 0.5) / 16000})

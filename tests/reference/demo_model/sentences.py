@@ -32,14 +32,23 @@ salt meat music work news weather lunch dinner breakfast
 """.split()
 
 # Count nouns used in the singular only, to keep the vocabulary small enough for a tiny model.
-SINGULAR_ONLY = set("""
+SINGULAR_ONLY = set(
+    """
 morning evening night king queen home kitchen forest sea lake village country island corner hill mountain
 stone river field bridge church hotel bank station market office street road city wall floor face head
 baby mother father brother sister family farmer worker driver doctor teacher student lesson class report
 birthday holiday weekend message camera pen heart fire star
-""".split()) - {"heart"}
-IRREGULAR_PLURALS = {"man": "men", "woman": "women", "child": "children", "foot": "feet", "fish": "fish",
-                     "sheep": "sheep", "shelf": "shelves"}
+""".split()
+) - {"heart"}
+IRREGULAR_PLURALS = {
+    "man": "men",
+    "woman": "women",
+    "child": "children",
+    "foot": "feet",
+    "fish": "fish",
+    "sheep": "sheep",
+    "shelf": "shelves",
+}
 
 
 def plural(noun: str) -> str:
@@ -60,7 +69,9 @@ safe ready tired hungry kind nice beautiful famous quick careful funny lucky rea
 """.split()
 
 # transitive verbs: base, past, third person singular, -ing
-VERBS = [tuple(v.split()) for v in """
+VERBS = [
+    tuple(v.split())
+    for v in """
 see saw sees seeing|find found finds finding|take took takes taking|make made makes making
 give gave gives giving|tell told tells telling|call called calls calling|ask asked asks asking
 show showed shows showing|move moved moves moving|play played plays playing|read read reads reading
@@ -78,15 +89,23 @@ hold held holds holding|need needed needs needing|want wanted wants wanting|like
 love loved loves loving|get got gets getting|put put puts putting|eat ate eats eating|drink drank drinks drinking
 lose lost loses losing|use used uses using|try tried tries trying|remember remembered remembers remembering
 forget forgot forgets forgetting|leave left leaves leaving|catch caught catches catching|hear heard hears hearing
-""".strip().replace("\n", "|").split("|")]
+""".strip()
+    .replace("\n", "|")
+    .split("|")
+]
 
 # intransitive verbs: base, past, -ing
-INTRANSITIVE = [tuple(v.split()) for v in """
+INTRANSITIVE = [
+    tuple(v.split())
+    for v in """
 arrive arrived arriving|wait waited waiting|sleep slept sleeping|laugh laughed laughing|smile smiled smiling
 talk talked talking|work worked working|stay stayed staying|listen listened listening|return returned returning
 dance danced dancing|sing sang singing|jump jumped jumping|shout shouted shouting|agree agreed agreeing
 come came coming|go went going|sit sat sitting|swim swam swimming|rain rained raining|cry cried crying
-""".strip().replace("\n", "|").split("|")]
+""".strip()
+    .replace("\n", "|")
+    .split("|")
+]
 
 NAMES = """
 anna peter maria john sarah david emma james lucy thomas laura paul alice george helen frank nina oscar ruth
@@ -100,11 +119,15 @@ MODALS = ["will", "can", "should", "must", "could", "would", "might"]
 ADVERBS = "quickly slowly quietly carefully always never often sometimes really usually soon already".split()
 DEGREE = ["very", "too", "really", "quite", "so"]
 
-UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen " \
-        "seventeen eighteen nineteen".split()
+UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split()
+)
 TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-ORDINALS = "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth " \
-           "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth".split()
+ORDINALS = (
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+    "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth".split()
+)
 TENS_ORDINALS = {"twenty": "twentieth", "thirty": "thirtieth"}
 DAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
 MONTHS = "january february march april may june july august september october november december".split()
@@ -202,12 +225,38 @@ def _date(rng: random.Random) -> str:
 def _when(rng: random.Random) -> str:
     roll = rng.random()
     if roll < 0.35:
-        return rng.choice(["today", "tonight", "yesterday", "tomorrow", "now", "later", "again", "last night",
-                           "this morning", "this evening", "this afternoon", "next week", "last year",
-                           "every day", "after lunch", "before dinner", "at the weekend", "in the summer",
-                           "in the winter", "right now", "last month", "next year"])
+        return rng.choice(
+            [
+                "today",
+                "tonight",
+                "yesterday",
+                "tomorrow",
+                "now",
+                "later",
+                "again",
+                "last night",
+                "this morning",
+                "this evening",
+                "this afternoon",
+                "next week",
+                "last year",
+                "every day",
+                "after lunch",
+                "before dinner",
+                "at the weekend",
+                "in the summer",
+                "in the winter",
+                "right now",
+                "last month",
+                "next year",
+            ]
+        )
     if roll < 0.6:
-        return f"on {rng.choice(DAYS)}" if rng.random() < 0.6 else f"{rng.choice(['next', 'last', 'every'])} {rng.choice(DAYS)}"
+        return (
+            f"on {rng.choice(DAYS)}"
+            if rng.random() < 0.6
+            else f"{rng.choice(['next', 'last', 'every'])} {rng.choice(DAYS)}"
+        )
     if roll < 0.8:
         return f"at {_clock(rng)}"
     return _date(rng)
@@ -245,8 +294,14 @@ def _noun_phrase(rng: random.Random, plural_ok: bool = True) -> str:
         count = rng.choice(["two", "three", "some", "many", "these", "those", "the", "all the", _number(rng)])
         adjective = f"{rng.choice(ADJECTIVES)} " if rng.random() < 0.4 else ""
         return f"{count} {adjective}{_plural(rng)}"
-    return rng.choice([f"this {_noun(rng)}", f"that {_noun(rng)}", f"the {_noun(rng)} of the {_noun(rng)}",
-                       f"every {_noun(rng)}"])
+    return rng.choice(
+        [
+            f"this {_noun(rng)}",
+            f"that {_noun(rng)}",
+            f"the {_noun(rng)} of the {_noun(rng)}",
+            f"every {_noun(rng)}",
+        ]
+    )
 
 
 def _person(rng: random.Random) -> str:
@@ -286,8 +341,22 @@ def _prep_phrase(rng: random.Random) -> str:
     if roll < 0.7:
         return f"{rng.choice(['with', 'for', 'from', 'about', 'of', 'into', 'over'])} {_noun_phrase(rng)}"
     if roll < 0.82:
-        return rng.choice(["at home", "at work", "at school", "in the city", "on the bus", "on the train",
-                           "by the sea", "by bus", "by train", "by car", "on foot", "in the park"])
+        return rng.choice(
+            [
+                "at home",
+                "at work",
+                "at school",
+                "in the city",
+                "on the bus",
+                "on the train",
+                "by the sea",
+                "by bus",
+                "by train",
+                "by car",
+                "on foot",
+                "in the park",
+            ]
+        )
     return _when(rng)
 
 
@@ -302,6 +371,7 @@ def _tail(rng: random.Random) -> str:
 
 
 # --- clauses (each returns text; the kind is part of the structure id) ------------------------------------
+
 
 def _be(third: bool, subject: str, past: bool) -> str:
     if subject == "i":
@@ -376,10 +446,29 @@ def cl_there(rng: random.Random) -> str:
 
 
 CLAUSES: dict[str, Callable[[random.Random], str]] = {
-    "past": cl_past, "intr": cl_intr, "present": cl_present, "progressive": cl_progressive,
-    "modal": cl_modal, "negative": cl_negative, "copula": cl_copula, "there": cl_there,
+    "past": cl_past,
+    "intr": cl_intr,
+    "present": cl_present,
+    "progressive": cl_progressive,
+    "modal": cl_modal,
+    "negative": cl_negative,
+    "copula": cl_copula,
+    "there": cl_there,
 }
-CONJUNCTIONS = ["because", "but", "so", "and", "or", "when", "while", "although", "if", "until", "after", "before"]
+CONJUNCTIONS = [
+    "because",
+    "but",
+    "so",
+    "and",
+    "or",
+    "when",
+    "while",
+    "although",
+    "if",
+    "until",
+    "after",
+    "before",
+]
 # Conjunctions that may open a sentence ("if it rains we will stay at home").
 FRONTING = ["if", "when", "while", "although", "because", "after", "before"]
 
@@ -422,7 +511,10 @@ def f_imperative(rng: random.Random) -> tuple[str, str]:
 
 
 def f_imperative_clause(rng: random.Random) -> tuple[str, str]:
-    conj, kind = rng.choice(["if", "when", "before", "after", "because", "so", "while"]), rng.choice(list(CLAUSES))
+    conj, kind = (
+        rng.choice(["if", "when", "before", "after", "because", "so", "while"]),
+        rng.choice(list(CLAUSES)),
+    )
     if rng.random() < 0.5 and conj not in ("because", "so"):
         return f"{conj} {CLAUSES[kind](rng)} {_command(rng)}", f"imperative_clause:fronted:{conj}:{kind}"
     return f"{_command(rng)} {conj} {CLAUSES[kind](rng)}", f"imperative_clause:{conj}:{kind}"
@@ -436,9 +528,13 @@ def f_yes_no(rng: random.Random) -> tuple[str, str]:
     if roll < 0.5:
         return f"{'does' if third else 'do'} {subject} {rng.choice(VERBS)[0]} {_object(rng)}", "yes_no:do"
     if roll < 0.75:
-        return (f"{rng.choice(['can', 'could', 'will', 'would', 'should'])} {subject} "
-                f"{rng.choice(VERBS)[0]} {_object(rng)}{_tail(rng)}"), "yes_no:modal"
-    be = {"am": "am", "is": "is", "are": "are", "was": "was", "were": "were"}[_be(third, subject, rng.random() < 0.4)]
+        return (
+            f"{rng.choice(['can', 'could', 'will', 'would', 'should'])} {subject} "
+            f"{rng.choice(VERBS)[0]} {_object(rng)}{_tail(rng)}"
+        ), "yes_no:modal"
+    be = {"am": "am", "is": "is", "are": "are", "was": "was", "were": "were"}[
+        _be(third, subject, rng.random() < 0.4)
+    ]
     if rng.random() < 0.5:
         return f"{be} {subject} {rng.choice(ADJECTIVES)}", "yes_no:be"
     return f"{be} {subject} {rng.choice(VERBS)[3]} {_object(rng)}", "yes_no:be_progressive"
@@ -452,7 +548,10 @@ def f_wh(rng: random.Random) -> tuple[str, str]:
         return f"{wh} did {subject} {rng.choice(VERBS)[0]}{_tail(rng)}", "wh:did"
     if roll < 0.4:
         wh = rng.choice(["where", "when", "why", "how"])
-        return f"{wh} {rng.choice(['can', 'will', 'should', 'could'])} {subject} {rng.choice(VERBS)[0]} {_object(rng)}", "wh:modal"
+        return (
+            f"{wh} {rng.choice(['can', 'will', 'should', 'could'])} {subject} {rng.choice(VERBS)[0]} {_object(rng)}",
+            "wh:modal",
+        )
     if roll < 0.55:
         wh = rng.choice(["where", "why", "how", "what", "when"])
         return f"{wh} {_be(third, subject, rng.random() < 0.4)} {subject}{_tail(rng)}", "wh:be"
@@ -462,9 +561,18 @@ def f_wh(rng: random.Random) -> tuple[str, str]:
         return f"who {rng.choice(VERBS)[1]} {_object(rng)}", "wh:who_subject"
     if roll < 0.9:
         return f"which {_noun(rng)} {rng.choice(['is', 'was'])} {rng.choice(ADJECTIVES)}", "wh:which"
-    return rng.choice(["what time is it", "what day is it today", "what is your name", "how are you",
-                       "where are you", "what is the date today", f"how much is the {_noun(rng)}",
-                       f"when is the {rng.choice(['meeting', 'party', 'lesson', 'train', 'bus'])}"]), "wh:fixed"
+    return rng.choice(
+        [
+            "what time is it",
+            "what day is it today",
+            "what is your name",
+            "how are you",
+            "where are you",
+            "what is the date today",
+            f"how much is the {_noun(rng)}",
+            f"when is the {rng.choice(['meeting', 'party', 'lesson', 'train', 'bus'])}",
+        ]
+    ), "wh:fixed"
 
 
 def _list(rng: random.Random, maker: Callable[[random.Random], str]) -> str:
@@ -479,9 +587,15 @@ def f_list(rng: random.Random) -> tuple[str, str]:
         subject, _ = _subject(rng)
         return f"{subject} {rng.choice(VERBS)[1]} {_list(rng, _noun_phrase)}", "list:object"
     if roll < 0.6:
-        return f"{rng.choice(['please ', ''])}{rng.choice(['buy', 'bring', 'get', 'take', 'find'])} {_list(rng, _noun_phrase)}", "list:command"
+        return (
+            f"{rng.choice(['please ', ''])}{rng.choice(['buy', 'bring', 'get', 'take', 'find'])} {_list(rng, _noun_phrase)}",
+            "list:command",
+        )
     if roll < 0.8:
-        return f"{_list(rng, lambda r: r.choice(NAMES))} {rng.choice(INTRANSITIVE)[1]}{_tail(rng)}", "list:subject"
+        return (
+            f"{_list(rng, lambda r: r.choice(NAMES))} {rng.choice(INTRANSITIVE)[1]}{_tail(rng)}",
+            "list:subject",
+        )
     return f"do you want {_list(rng, lambda r: r.choice(MASS_NOUNS))}", "list:question"
 
 
@@ -489,46 +603,75 @@ def f_numbers(rng: random.Random) -> tuple[str, str]:
     roll = rng.random()
     digits = " ".join(rng.choice(UNITS[:10]) for _ in range(rng.randint(3, 8)))
     if roll < 0.25:
-        return f"{rng.choice(['my', 'the', 'your', 'her'])} {rng.choice(['number', 'phone number', 'room', 'ticket number'])} is {digits}", "numbers:digits"
+        return (
+            f"{rng.choice(['my', 'the', 'your', 'her'])} {rng.choice(['number', 'phone number', 'room', 'ticket number'])} is {digits}",
+            "numbers:digits",
+        )
     if roll < 0.4:
         return digits, "numbers:bare_run"
     if roll < 0.6:
-        return f"{rng.choice(['it costs', 'that is', 'we need', 'i have', 'she paid'])} {_number(rng)} {rng.choice(['dollars', 'minutes', 'hours', 'days', 'people', _plural(rng)])}", "numbers:amount"
+        return (
+            f"{rng.choice(['it costs', 'that is', 'we need', 'i have', 'she paid'])} {_number(rng)} {rng.choice(['dollars', 'minutes', 'hours', 'days', 'people', _plural(rng)])}",
+            "numbers:amount",
+        )
     if roll < 0.75:
         a, b = rng.randint(1, 50), rng.randint(1, 50)
         op, value = rng.choice([("plus", a + b), ("minus", abs(a - b))])
-        return f"{cardinal(max(a, b) if op == 'minus' else a)} {op} {cardinal(min(a, b) if op == 'minus' else b)} is {cardinal(value)}", "numbers:sum"
+        return (
+            f"{cardinal(max(a, b) if op == 'minus' else a)} {op} {cardinal(min(a, b) if op == 'minus' else b)} is {cardinal(value)}",
+            "numbers:sum",
+        )
     if roll < 0.88:
         start = rng.randint(1, 90)
         return " ".join(cardinal(start + i) for i in range(rng.randint(3, 6))), "numbers:count"
-    return f"count from {cardinal(rng.randint(1, 10))} to {cardinal(rng.randint(11, 100))}", "numbers:count_from"
+    return (
+        f"count from {cardinal(rng.randint(1, 10))} to {cardinal(rng.randint(11, 100))}",
+        "numbers:count_from",
+    )
 
 
 def f_date_time(rng: random.Random) -> tuple[str, str]:
     roll = rng.random()
     if roll < 0.25:
-        return f"the {rng.choice(['meeting', 'party', 'lesson', 'class', 'game'])} is {_date(rng)}", "date:event"
+        return (
+            f"the {rng.choice(['meeting', 'party', 'lesson', 'class', 'game'])} is {_date(rng)}",
+            "date:event",
+        )
     if roll < 0.4:
         return f"my birthday is {_date(rng)}", "date:birthday"
     if roll < 0.55:
         return f"it is {_clock(rng)}", "time:it_is"
     if roll < 0.75:
-        return (f"the {rng.choice(['train', 'bus', 'plane', 'boat', 'film', 'shop'])} "
-                f"{rng.choice(['leaves', 'arrives', 'opens', 'closes', 'starts'])} at {_clock(rng)}"), "time:schedule"
+        return (
+            f"the {rng.choice(['train', 'bus', 'plane', 'boat', 'film', 'shop'])} "
+            f"{rng.choice(['leaves', 'arrives', 'opens', 'closes', 'starts'])} at {_clock(rng)}"
+        ), "time:schedule"
     if roll < 0.88:
         return f"see you {_when(rng)}", "time:see_you"
-    return f"today is {rng.choice(DAYS)} the {ordinal(rng.randint(1, 31))} of {rng.choice(MONTHS)}", "date:today"
+    return (
+        f"today is {rng.choice(DAYS)} the {ordinal(rng.randint(1, 31))} of {rng.choice(MONTHS)}",
+        "date:today",
+    )
 
 
 def f_social(rng: random.Random) -> tuple[str, str]:
     roll = rng.random()
     if roll < 0.3:
-        return f"{rng.choice(['hello', 'hi', 'good morning', 'good evening'])} {rng.choice(NAMES)} {rng.choice(['how are you', 'nice to see you', 'welcome home', 'come in'])}", "social:greeting"
+        return (
+            f"{rng.choice(['hello', 'hi', 'good morning', 'good evening'])} {rng.choice(NAMES)} {rng.choice(['how are you', 'nice to see you', 'welcome home', 'come in'])}",
+            "social:greeting",
+        )
     if roll < 0.55:
         return f"{rng.choice(['thank you', 'thanks'])} for {_noun_phrase(rng)}", "social:thanks"
     if roll < 0.75:
-        return f"sorry {rng.choice(['i am late', 'i forgot', 'we are busy', 'i can not come', 'about the ' + _noun(rng)])}", "social:sorry"
-    return f"{rng.choice(['yes', 'no', 'okay'])} {rng.choice(['please', 'thank you', 'that is fine', 'let us go', rng.choice(NAMES)])}", "social:short"
+        return (
+            f"sorry {rng.choice(['i am late', 'i forgot', 'we are busy', 'i can not come', 'about the ' + _noun(rng)])}",
+            "social:sorry",
+        )
+    return (
+        f"{rng.choice(['yes', 'no', 'okay'])} {rng.choice(['please', 'thank you', 'that is fine', 'let us go', rng.choice(NAMES)])}",
+        "social:short",
+    )
 
 
 def f_random_words(rng: random.Random) -> tuple[str, str]:
@@ -560,12 +703,19 @@ def f_arithmetic(rng: random.Random) -> tuple[str, str]:
     roll = rng.random()
     if roll < 0.45:
         first, second = (max(a, b), min(a, b)) if op == "minus" else (a, b)
-        return f"{rng.choice(['what is', 'how much is'])} {cardinal(first)} {op} {cardinal(second)}", "arithmetic:what_is"
+        return (
+            f"{rng.choice(['what is', 'how much is'])} {cardinal(first)} {op} {cardinal(second)}",
+            "arithmetic:what_is",
+        )
     if roll < 0.7:
-        return (f"it {rng.choice(['is', 'was'])} minus {cardinal(rng.randint(1, 30))} "
-                f"{rng.choice(['outside', 'today', 'tonight', 'this morning', 'in the city', 'at home'])}"), "arithmetic:minus_temperature"
-    return (f"{rng.choice(['it costs', 'that is', 'we need', 'i have', 'she paid'])} {cardinal(a)} dollars plus "
-            f"{cardinal(b)} {rng.choice(['dollars', 'minutes', 'hours', 'days', 'people'])}"), "arithmetic:amount_plus"
+        return (
+            f"it {rng.choice(['is', 'was'])} minus {cardinal(rng.randint(1, 30))} "
+            f"{rng.choice(['outside', 'today', 'tonight', 'this morning', 'in the city', 'at home'])}"
+        ), "arithmetic:minus_temperature"
+    return (
+        f"{rng.choice(['it costs', 'that is', 'we need', 'i have', 'she paid'])} {cardinal(a)} dollars plus "
+        f"{cardinal(b)} {rng.choice(['dollars', 'minutes', 'hours', 'days', 'people'])}"
+    ), "arithmetic:amount_plus"
 
 
 # Grammar revisions: 1 made the data4 corpus (and stays the default, so data4 is reproducible); 2 adds the
@@ -579,20 +729,46 @@ GRAMMARS: dict[int, dict[str, tuple[float, Frame]]] = {
 # whole productions (a two-verb command with "then", a bare run of digits, a progressive yes/no question,
 # "today is DAY the ORD of MONTH") and compound/fronted sentences whose clause-kind/conjunction combination
 # never occurs in training (every one of their clause kinds and conjunctions does).
-TEST_STRUCTURES: frozenset[str] = frozenset({
-    "imperative:two_verbs_then", "numbers:bare_run", "yes_no:be_progressive", "date:today", "wh:modal",
-    "list:question", "numbers:sum", "imperative_clause:fronted:if:present",
-    *(f"compound:{a}:{conj}:{b}" for a, conj, b in [
-        ("negative", "because", "copula"), ("copula", "so", "modal"), ("present", "but", "negative"),
-        ("past", "although", "there"), ("modal", "if", "present"), ("progressive", "when", "past"),
-        ("there", "so", "modal"), ("intr", "while", "progressive"), ("negative", "but", "past"),
-        ("past", "because", "negative"), ("copula", "because", "negative"), ("modal", "because", "copula"),
-    ]),
-    *(f"fronted:{conj}:{a}:{b}" for conj, a, b in [
-        ("although", "negative", "past"), ("if", "present", "modal"), ("because", "copula", "negative"),
-        ("when", "intr", "progressive"), ("while", "past", "there"), ("if", "negative", "modal"),
-    ]),
-})
+TEST_STRUCTURES: frozenset[str] = frozenset(
+    {
+        "imperative:two_verbs_then",
+        "numbers:bare_run",
+        "yes_no:be_progressive",
+        "date:today",
+        "wh:modal",
+        "list:question",
+        "numbers:sum",
+        "imperative_clause:fronted:if:present",
+        *(
+            f"compound:{a}:{conj}:{b}"
+            for a, conj, b in [
+                ("negative", "because", "copula"),
+                ("copula", "so", "modal"),
+                ("present", "but", "negative"),
+                ("past", "although", "there"),
+                ("modal", "if", "present"),
+                ("progressive", "when", "past"),
+                ("there", "so", "modal"),
+                ("intr", "while", "progressive"),
+                ("negative", "but", "past"),
+                ("past", "because", "negative"),
+                ("copula", "because", "negative"),
+                ("modal", "because", "copula"),
+            ]
+        ),
+        *(
+            f"fronted:{conj}:{a}:{b}"
+            for conj, a, b in [
+                ("although", "negative", "past"),
+                ("if", "present", "modal"),
+                ("because", "copula", "negative"),
+                ("when", "intr", "progressive"),
+                ("while", "past", "there"),
+                ("if", "negative", "modal"),
+            ]
+        ),
+    }
+)
 
 
 def make_sentence(rng: random.Random, include_random: bool = True, grammar: int = 1) -> tuple[str, str]:
@@ -604,8 +780,9 @@ def make_sentence(rng: random.Random, include_random: bool = True, grammar: int 
     return " ".join(text.split()), structure
 
 
-def make_sentences(seed: int, count: int, exclude: set[str] | None = None, held_out: bool = False,
-                   grammar: int = 1) -> list[tuple[str, str]]:
+def make_sentences(
+    seed: int, count: int, exclude: set[str] | None = None, held_out: bool = False, grammar: int = 1
+) -> list[tuple[str, str]]:
     """`count` distinct (text, structure id) pairs not in `exclude`, reproducible from `seed`: from the
     training structures, or (held_out=True) only from TEST_STRUCTURES; `grammar` picks the revision
     (GRAMMARS)."""
@@ -631,9 +808,40 @@ def _collect_vocabulary() -> tuple[str, ...]:
     words |= set(NAMES) | set(PRONOUNS) | set(OBJECT_PRONOUNS.values()) | set(POSSESSIVES) | set(MODALS)
     words |= set(ADVERBS) | set(DEGREE) | set(_cardinal_words()) | set(ORDINALS) | set(TENS_ORDINALS.values())
     words |= set(DAYS) | set(MONTHS) | set(FUNCTION) | {w for p in PREPOSITIONS_OF_PLACE for w in p.split()}
-    words |= {"dollars", "good", "nice", "see", "welcome", "fine", "go", "date", "outside", "inside", "near",
-              "behind", "next", "can", "phone", "quite", "afternoon", "by", "foot", "number", "costs", "leaves",
-              "arrives", "opens", "closes", "starts", "paid", "minutes", "hours", "days", "people", "hundred"}
+    words |= {
+        "dollars",
+        "good",
+        "nice",
+        "see",
+        "welcome",
+        "fine",
+        "go",
+        "date",
+        "outside",
+        "inside",
+        "near",
+        "behind",
+        "next",
+        "can",
+        "phone",
+        "quite",
+        "afternoon",
+        "by",
+        "foot",
+        "number",
+        "costs",
+        "leaves",
+        "arrives",
+        "opens",
+        "closes",
+        "starts",
+        "paid",
+        "minutes",
+        "hours",
+        "days",
+        "people",
+        "hundred",
+    }
     return tuple(sorted(words))
 
 

@@ -120,14 +120,17 @@ class CTCHeads(torch.nn.Module):
     def _capture(self, name: str):
         def hook(module, inputs, output) -> None:
             self._captured[name] = output[0] if isinstance(output, tuple) else output
+
         return hook
 
     def loss(self, encoded, labels: torch.Tensor, pad_id: int, blank_id: int) -> torch.Tensor:
         """Mean CTC loss over the heads, for the encoder pass that just ran."""
         lengths = encoded.attention_mask.sum(-1)
         outputs = {"final": encoded.last_hidden_state, **self._captured}
-        losses = [ctc_loss(head(outputs[name]), lengths, labels, pad_id, blank_id)
-                  for name, head in self.heads.items()]
+        losses = [
+            ctc_loss(head(outputs[name]), lengths, labels, pad_id, blank_id)
+            for name, head in self.heads.items()
+        ]
         return torch.stack(losses).mean()
 
 
@@ -155,10 +158,10 @@ def spec_augment(feats: torch.Tensor, lengths: torch.Tensor, gen: torch.Generato
         for _ in range(2):
             w = int(torch.randint(0, 16, (1,), generator=gen))
             f0 = int(torch.randint(0, 128 - w + 1, (1,), generator=gen))
-            feats[b, :n, f0:f0 + w] = 0
+            feats[b, :n, f0 : f0 + w] = 0
             tw = int(torch.randint(0, max(1, n // 20) + 1, (1,), generator=gen))
             t0 = int(torch.randint(0, max(1, n - tw + 1), (1,), generator=gen))
-            feats[b, t0:t0 + tw, :] = 0
+            feats[b, t0 : t0 + tw, :] = 0
 
 
 def _slaney_mel(hz: torch.Tensor) -> torch.Tensor:
@@ -175,7 +178,9 @@ def _slaney_hz(mel: torch.Tensor) -> torch.Tensor:
 
 N_MELS, NYQUIST_HZ = 128, 8000.0
 # centre of each mel band of the reference extractor (128 slaney bands, 0 Hz .. Nyquist of 16 kHz)
-MEL_CENTRES_HZ = _slaney_hz(torch.linspace(0.0, float(_slaney_mel(torch.tensor(NYQUIST_HZ))), N_MELS + 2)[1:-1].double())
+MEL_CENTRES_HZ = _slaney_hz(
+    torch.linspace(0.0, float(_slaney_mel(torch.tensor(NYQUIST_HZ))), N_MELS + 2)[1:-1].double()
+)
 
 
 def vtlp_source_bins(alpha: float, boundary_hz: float = 4800.0) -> torch.Tensor:
@@ -187,8 +192,11 @@ def vtlp_source_bins(alpha: float, boundary_hz: float = 4800.0) -> torch.Tensor:
     b = boundary_hz * min(alpha, 1.0)
     # f_out = alpha * f_src below b / alpha (source) ... invert the piecewise-linear forward warp
     edge_out = b  # output frequency of the break point
-    src = torch.where(f <= edge_out, f / alpha,
-                      b / alpha + (f - edge_out) * (NYQUIST_HZ - b / alpha) / (NYQUIST_HZ - edge_out))
+    src = torch.where(
+        f <= edge_out,
+        f / alpha,
+        b / alpha + (f - edge_out) * (NYQUIST_HZ - b / alpha) / (NYQUIST_HZ - edge_out),
+    )
     centres_mel = _slaney_mel(MEL_CENTRES_HZ)
     src_mel = _slaney_mel(torch.clamp(src, 0.0, NYQUIST_HZ))
     # mel centres are equally spaced: fractional index by linear interpolation of the mel value
@@ -223,8 +231,7 @@ def speaker_augment(x: torch.Tensor, gen: torch.Generator, warp: float, stretch:
     return x
 
 
-def collate(clips: list[Clip], ids: list[list[int]], blank_id: int, pad_id: int,
-            augment=None):
+def collate(clips: list[Clip], ids: list[list[int]], blank_id: int, pad_id: int, augment=None):
     """Pad a batch; ``augment`` (a function of one clip's float32 feature tensor) may change each clip first."""
     tensors = [torch.from_numpy(c.features.astype(np.float32)) for c in clips]
     if augment is not None:
@@ -242,12 +249,14 @@ def collate(clips: list[Clip], ids: list[list[int]], blank_id: int, pad_id: int,
     return feats, mask, lengths, labels, decoder_input
 
 
-def ctc_loss(logits: torch.Tensor, lengths: torch.Tensor, labels: torch.Tensor, pad_id: int,
-             blank_id: int) -> torch.Tensor:
+def ctc_loss(
+    logits: torch.Tensor, lengths: torch.Tensor, labels: torch.Tensor, pad_id: int, blank_id: int
+) -> torch.Tensor:
     log_probs = torch.log_softmax(logits.float(), dim=-1).transpose(0, 1)
     label_lengths = (labels != pad_id).sum(-1)
-    return torch.nn.functional.ctc_loss(log_probs, labels, lengths, label_lengths, blank=blank_id,
-                                        reduction="mean", zero_infinity=True)
+    return torch.nn.functional.ctc_loss(
+        log_probs, labels, lengths, label_lengths, blank=blank_id, reduction="mean", zero_infinity=True
+    )
 
 
 def lr_at(fraction: float, peak: float, warmup: float = 0.06, floor: float = 0.03) -> float:
@@ -265,18 +274,22 @@ def export(model, processor, out_dir: Path) -> None:
         model.decoder.embedding.weight[model.config.blank_token_id].zero_()
     model.generation_config.decoder_start_token_id = model.config.blank_token_id
     model.generation_config.suppress_tokens = list(
-        range(model.config.vocab_size, model.config.vocab_size + len(model.config.durations)))
+        range(model.config.vocab_size, model.config.vocab_size + len(model.config.durations))
+    )
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
 
 
-def load_checkpoint(path: Path, model: torch.nn.Module, ctc_heads: CTCHeads,
-                    optimizer: torch.optim.Optimizer) -> dict:
+def load_checkpoint(
+    path: Path, model: torch.nn.Module, ctc_heads: CTCHeads, optimizer: torch.optim.Optimizer
+) -> dict:
     """Load weights, CTC heads and optimizer moments from ``path`` in place; returns its saved run state."""
     saved = torch.load(path, weights_only=False)
     if "ctc_heads" not in saved:
-        raise SystemExit(f"{path} was written by the older single-CTC-head recipe, which this train.py cannot "
-                         "continue; start a fresh --work directory (or use the train.py of that run)")
+        raise SystemExit(
+            f"{path} was written by the older single-CTC-head recipe, which this train.py cannot "
+            "continue; start a fresh --work directory (or use the train.py of that run)"
+        )
     model.load_state_dict(saved["model"])
     ctc_heads.load_state_dict(saved["ctc_heads"])
     optimizer.load_state_dict(saved["optimizer"])
@@ -285,40 +298,79 @@ def load_checkpoint(path: Path, model: torch.nn.Module, ctc_heads: CTCHeads,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, required=True, action="append",
-                        help="a make_data.py corpus; repeat to train on the union of their train splits")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        required=True,
+        action="append",
+        help="a make_data.py corpus; repeat to train on the union of their train splits",
+    )
     parser.add_argument("--work", type=Path, required=True, help="checkpoints, tokenizer, logs")
     parser.add_argument("--out", type=Path, required=True, help="exported model directory")
     parser.add_argument("--budget-min", type=float, default=55.0)
-    parser.add_argument("--steps", type=int,
-                        help="budget in optimizer steps instead of minutes: the schedule follows the step count, "
-                             "so a rerun with the same torch build and CPU gives the same weights (a wall-clock budget "
-                             "does not)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help="budget in optimizer steps instead of minutes: the schedule follows the step count, "
+        "so a rerun with the same torch build and CPU gives the same weights (a wall-clock budget "
+        "does not)",
+    )
     parser.add_argument("--checkpoint-every-s", type=float, default=240.0)
     parser.add_argument("--max-frames", type=int, default=10000, help="padded mel frames per batch")
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--vocab", type=int, default=256)
-    parser.add_argument("--ctc-weight", type=float, default=0.3, help="weight of the auxiliary CTC loss (mean over the CTC heads)")
-    parser.add_argument("--ctc-taps", default="subsampling,1",
-                        help="comma-separated intermediate CTC taps: 'subsampling' and/or conformer layer indices")
-    parser.add_argument("--ctc-only-until", type=float, default=0.1,
-                        help="fraction of the budget trained on the encoder CTC loss alone (the transducer "
-                             "loss is skipped), so the encoder learns to read audio before the decoder can "
-                             "fall back on a language model")
-    parser.add_argument("--specaug-from", type=float, default=0.1,
-                        help="fraction of the budget after which SpecAugment masks are applied")
-    parser.add_argument("--vtlp", type=float, default=0.0,
-                        help="speaker augmentation: warp each clip's mel axis by a vocal-tract-length factor drawn "
-                             "from U(1 - VTLP, 1 + VTLP) (0: off, the original recipe)")
-    parser.add_argument("--time-stretch", type=float, default=0.0,
-                        help="stretch each clip's frames by a rate drawn from U(1 - X, 1 + X) (0: off)")
-    parser.add_argument("--augment-prob", type=float, default=1.0,
-                        help="fraction of clips that get --vtlp/--time-stretch (drawn per clip)")
+    parser.add_argument(
+        "--ctc-weight",
+        type=float,
+        default=0.3,
+        help="weight of the auxiliary CTC loss (mean over the CTC heads)",
+    )
+    parser.add_argument(
+        "--ctc-taps",
+        default="subsampling,1",
+        help="comma-separated intermediate CTC taps: 'subsampling' and/or conformer layer indices",
+    )
+    parser.add_argument(
+        "--ctc-only-until",
+        type=float,
+        default=0.1,
+        help="fraction of the budget trained on the encoder CTC loss alone (the transducer "
+        "loss is skipped), so the encoder learns to read audio before the decoder can "
+        "fall back on a language model",
+    )
+    parser.add_argument(
+        "--specaug-from",
+        type=float,
+        default=0.1,
+        help="fraction of the budget after which SpecAugment masks are applied",
+    )
+    parser.add_argument(
+        "--vtlp",
+        type=float,
+        default=0.0,
+        help="speaker augmentation: warp each clip's mel axis by a vocal-tract-length factor drawn "
+        "from U(1 - VTLP, 1 + VTLP) (0: off, the original recipe)",
+    )
+    parser.add_argument(
+        "--time-stretch",
+        type=float,
+        default=0.0,
+        help="stretch each clip's frames by a rate drawn from U(1 - X, 1 + X) (0: off)",
+    )
+    parser.add_argument(
+        "--augment-prob",
+        type=float,
+        default=1.0,
+        help="fraction of clips that get --vtlp/--time-stretch (drawn per clip)",
+    )
     parser.add_argument("--export-only", action="store_true")
-    parser.add_argument("--init-from", type=Path,
-                        help="start from this checkpoint's weights and optimizer moments with a fresh schedule "
-                             "(a new cosine cycle over --budget-min); ignored when --work has a checkpoint")
+    parser.add_argument(
+        "--init-from",
+        type=Path,
+        help="start from this checkpoint's weights and optimizer moments with a fresh schedule "
+        "(a new cosine cycle over --budget-min); ignored when --work has a checkpoint",
+    )
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -365,8 +417,11 @@ def main() -> None:
         return
 
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"{len(train)} train clips, {sum(len(c.features) for c in train) / 360000:.2f} h, "
-          f"vocab {len(tokenizer)}, {n_params / 1e6:.2f} M params", flush=True)
+    print(
+        f"{len(train)} train clips, {sum(len(c.features) for c in train) / 360000:.2f} h, "
+        f"vocab {len(tokenizer)}, {n_params / 1e6:.2f} M params",
+        flush=True,
+    )
     label_ids = [tokenizer.encode(c.text, add_special_tokens=False) for c in train]
     budget_s = args.budget_min * 60
     start = time.monotonic() - state["elapsed_s"]
@@ -375,13 +430,20 @@ def main() -> None:
 
     def save() -> None:
         state["elapsed_s"] = time.monotonic() - start
-        torch.save({"model": model.state_dict(), "ctc_heads": ctc_heads.state_dict(),
-                    "optimizer": optimizer.state_dict(), "state": state},
-                   args.work / "checkpoint.tmp")
+        torch.save(
+            {
+                "model": model.state_dict(),
+                "ctc_heads": ctc_heads.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "state": state,
+            },
+            args.work / "checkpoint.tmp",
+        )
         (args.work / "checkpoint.tmp").replace(ckpt_path)
 
     augment = None
     if args.vtlp > 0 or args.time_stretch > 0:
+
         def augment(x: torch.Tensor) -> torch.Tensor:
             if args.augment_prob < 1.0 and float(torch.rand((), generator=gen)) >= args.augment_prob:
                 return x
@@ -403,7 +465,8 @@ def main() -> None:
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(fraction, args.lr)
             feats, mask, lengths, labels, decoder_input = collate(
-                [train[i] for i in batch], [label_ids[i] for i in batch], blank_id, pad_id, augment)
+                [train[i] for i in batch], [label_ids[i] for i in batch], blank_id, pad_id, augment
+            )
             if fraction >= args.specaug_from:
                 spec_augment(feats, lengths, gen)
             encoded = model.get_audio_features(input_features=feats, attention_mask=mask)
@@ -411,8 +474,9 @@ def main() -> None:
             if fraction < args.ctc_only_until:
                 transducer_loss, loss = None, ctc
             else:
-                transducer_loss = model(encoder_outputs=encoded, decoder_input_ids=decoder_input,
-                                        labels=labels).loss
+                transducer_loss = model(
+                    encoder_outputs=encoded, decoder_input_ids=decoder_input, labels=labels
+                ).loss
                 loss = transducer_loss + args.ctc_weight * ctc
             optimizer.zero_grad()
             loss.backward()
@@ -422,11 +486,15 @@ def main() -> None:
                 blank_row.zero_()
             state["step"] += 1
             if state["step"] % 10 == 0:
-                record = {"step": state["step"], "epoch": state["epoch"],
-                          "loss": None if transducer_loss is None else round(float(transducer_loss.detach()), 4),
-                          "ctc": round(float(ctc.detach()), 4),
-                          "grad_norm": round(float(grad_norm), 3), "lr": optimizer.param_groups[0]["lr"],
-                          "t": round(time.monotonic() - start)}
+                record = {
+                    "step": state["step"],
+                    "epoch": state["epoch"],
+                    "loss": None if transducer_loss is None else round(float(transducer_loss.detach()), 4),
+                    "ctc": round(float(ctc.detach()), 4),
+                    "grad_norm": round(float(grad_norm), 3),
+                    "lr": optimizer.param_groups[0]["lr"],
+                    "t": round(time.monotonic() - start),
+                }
                 print(json.dumps(record), flush=True)
                 log.write(json.dumps(record) + "\n")
                 log.flush()
@@ -437,7 +505,10 @@ def main() -> None:
             state["epoch"] += 1
     save()
     export(model, processor, args.out)
-    print(f"done: {state['step']} steps, {state['epoch']} full epochs, {time.monotonic() - start:.0f}s", flush=True)
+    print(
+        f"done: {state['step']} steps, {state['epoch']} full epochs, {time.monotonic() - start:.0f}s",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

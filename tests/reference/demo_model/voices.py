@@ -28,13 +28,81 @@ FINGERPRINT_TEXT = "the quick brown fox jumps over the lazy dog at seven fifteen
 # `gmw/en` is espeak-ng's British English voice (`en-gb`), spelled by its file so variants apply.
 TRAIN_BASES = ["en-us", "gmw/en", "en-gb-x-rp", "en-gb-scotland", "en-us-nyc", "en-gb-x-gbclan"]
 TRAIN_VARIANTS = [
-    "", "m1", "m2", "m3", "m4", "m5", "m6", "f1", "f2", "f3", "f4", "klatt", "klatt2", "Alex", "Annie", "Gene",
-    "Lee", "max", "paul", "Andy", "Jacky", "Alicia", "Andrea", "AnxiousAndy", "Denis", "Diogo", "Gene2",
-    "Henrique", "Hugo", "Marco", "Mario", "Michael", "Mike", "Nguyen", "RicishayMax", "RicishayMax2",
-    "RicishayMax3", "Storm", "Tweaky", "adam", "announcer", "antonio", "aunty", "benjamin", "boris", "caleb",
-    "ed", "fast", "grandma", "grandpa", "gustave", "iven", "iven2", "iven3", "iven4", "kaukovalta", "klatt4",
-    "klatt5", "klatt6", "marcelo", "michel", "miguel", "pablo", "pedro", "quincy", "rob", "robert", "sandro",
-    "shelby", "steph", "steph2", "steph3", "travis", "victor", "zac",
+    "",
+    "m1",
+    "m2",
+    "m3",
+    "m4",
+    "m5",
+    "m6",
+    "f1",
+    "f2",
+    "f3",
+    "f4",
+    "klatt",
+    "klatt2",
+    "Alex",
+    "Annie",
+    "Gene",
+    "Lee",
+    "max",
+    "paul",
+    "Andy",
+    "Jacky",
+    "Alicia",
+    "Andrea",
+    "AnxiousAndy",
+    "Denis",
+    "Diogo",
+    "Gene2",
+    "Henrique",
+    "Hugo",
+    "Marco",
+    "Mario",
+    "Michael",
+    "Mike",
+    "Nguyen",
+    "RicishayMax",
+    "RicishayMax2",
+    "RicishayMax3",
+    "Storm",
+    "Tweaky",
+    "adam",
+    "announcer",
+    "antonio",
+    "aunty",
+    "benjamin",
+    "boris",
+    "caleb",
+    "ed",
+    "fast",
+    "grandma",
+    "grandpa",
+    "gustave",
+    "iven",
+    "iven2",
+    "iven3",
+    "iven4",
+    "kaukovalta",
+    "klatt4",
+    "klatt5",
+    "klatt6",
+    "marcelo",
+    "michel",
+    "miguel",
+    "pablo",
+    "pedro",
+    "quincy",
+    "rob",
+    "robert",
+    "sandro",
+    "shelby",
+    "steph",
+    "steph2",
+    "steph3",
+    "travis",
+    "victor",
+    "zac",
 ]
 # Held out: variants never used in training, on the training bases ...
 TEST_VARIANTS = ["m7", "f5", "john", "linda", "klatt3"]
@@ -54,8 +122,11 @@ def voice_name(base: str, variant: str) -> str:
 
 def espeak_render(voice: str, text: str = FINGERPRINT_TEXT) -> bytes:
     """espeak-ng's WAV output for `text` at fixed speed, pitch and word gap."""
-    return subprocess.run(["espeak-ng", "--stdout", "-v", voice, "-s", "160", "-p", "50", "-g", "0", text],
-                          check=True, capture_output=True).stdout
+    return subprocess.run(
+        ["espeak-ng", "--stdout", "-v", voice, "-s", "160", "-p", "50", "-g", "0", text],
+        check=True,
+        capture_output=True,
+    ).stdout
 
 
 def fingerprint(audio: bytes) -> str:
@@ -106,11 +177,15 @@ class VoiceSets:
             raise ValueError("a fresh unseen voice renders like a test or unseen voice")
 
 
-def build_voice_sets(render: Render, train_bases: list[str] = TRAIN_BASES,
-                     train_variants: list[str] = TRAIN_VARIANTS, test_variants: list[str] = TEST_VARIANTS,
-                     unseen_bases: list[str] = UNSEEN_BASES,
-                     unseen_variants: list[str] = UNSEEN_VARIANTS,
-                     fresh_variants: list[str] | None = None) -> VoiceSets:
+def build_voice_sets(
+    render: Render,
+    train_bases: list[str] = TRAIN_BASES,
+    train_variants: list[str] = TRAIN_VARIANTS,
+    test_variants: list[str] = TEST_VARIANTS,
+    unseen_bases: list[str] = UNSEEN_BASES,
+    unseen_variants: list[str] = UNSEEN_VARIANTS,
+    fresh_variants: list[str] | None = None,
+) -> VoiceSets:
     """Training voices first (plain bases before variants, so a no-op variant is the one dropped), then the
     held-out sets, each deduplicated against everything kept before it; `fresh_variants` (on the unseen
     bases) adds the `fresh` set, deduplicated against all of them."""
@@ -128,9 +203,14 @@ def build_voice_sets(render: Render, train_bases: list[str] = TRAIN_BASES,
             raise ValueError("a fresh unseen variant is also a training variant")
         known.update({h: v for v, h in unseen.hashes.items() if v in unseen.kept})
         fresh = dedupe([voice_name(b, v) for v in fresh_variants for b in unseen_bases], render, known)
-    sets = VoiceSets(train.kept, test.kept, unseen.kept,
-                     {**train.dropped, **test.dropped, **unseen.dropped, **fresh.dropped},
-                     {**train.hashes, **test.hashes, **unseen.hashes, **fresh.hashes}, fresh.kept)
+    sets = VoiceSets(
+        train.kept,
+        test.kept,
+        unseen.kept,
+        {**train.dropped, **test.dropped, **unseen.dropped, **fresh.dropped},
+        {**train.hashes, **test.hashes, **unseen.hashes, **fresh.hashes},
+        fresh.kept,
+    )
     sets.check()
     return sets
 
@@ -141,8 +221,10 @@ def main() -> None:
     args = parser.parse_args()
     sets = build_voice_sets(espeak_render)
     args.report.write_text(json.dumps(sets.__dict__, indent=1) + "\n")
-    print(f"train {len(sets.train)}, test {len(sets.test)}, unseen {len(sets.unseen)} voices; "
-          f"dropped {len(sets.dropped)} identical renders")
+    print(
+        f"train {len(sets.train)}, test {len(sets.test)}, unseen {len(sets.unseen)} voices; "
+        f"dropped {len(sets.dropped)} identical renders"
+    )
     for voice, same in sorted(sets.dropped.items()):
         print(f"  dropped {voice} (renders as {same})")
 

@@ -211,11 +211,37 @@ class ModelSpec:
 
 MODELS = [
     # v3-like flags (no biases inside the blocks, scale_input false).
-    ModelSpec("tiny_a", 64, 4, 2, 9, 128, 16, 32, bias=False, scale_input=False, seed=1234,
-              normalization="nmt_nfkc", debug_long_form_frames=False),
+    ModelSpec(
+        "tiny_a",
+        64,
+        4,
+        2,
+        9,
+        128,
+        16,
+        32,
+        bias=False,
+        scale_input=False,
+        seed=1234,
+        normalization="nmt_nfkc",
+        debug_long_form_frames=False,
+    ),
     # The other flag values, so loaders and the encoder handle both.
-    ModelSpec("tiny_b", 48, 6, 3, 5, 96, 8, 40, bias=True, scale_input=True, seed=4321,
-              normalization="identity", debug_long_form_frames=True),
+    ModelSpec(
+        "tiny_b",
+        48,
+        6,
+        3,
+        5,
+        96,
+        8,
+        40,
+        bias=True,
+        scale_input=True,
+        seed=4321,
+        normalization="identity",
+        debug_long_form_frames=True,
+    ),
 ]
 
 
@@ -293,7 +319,9 @@ def randomise(model: ParakeetForTDT, gen: torch.Generator) -> None:
 
 
 @torch.no_grad()
-def calibrate_joint(model: ParakeetForTDT, fe, clips, scale: float, blank_share: float, duration_share) -> None:
+def calibrate_joint(
+    model: ParakeetForTDT, fe, clips, scale: float, blank_share: float, duration_share
+) -> None:
     """Scale the joint head and set the blank / duration biases so that, on the first-step joint inputs of the
     fixture clips, blank wins about ``blank_share`` of the frames and durations follow ``duration_share``."""
     head = model.joint.head
@@ -419,7 +447,9 @@ def encode(model: ParakeetForTDT, feats: torch.Tensor, mask: torch.Tensor):
 
 
 @torch.no_grad()
-def debug_activations(model: ParakeetForTDT, feats: torch.Tensor, mask: torch.Tensor) -> dict[str, np.ndarray]:
+def debug_activations(
+    model: ParakeetForTDT, feats: torch.Tensor, mask: torch.Tensor
+) -> dict[str, np.ndarray]:
     """Subsampling output and the sub-module outputs of layer 0, for debugging an encoder port."""
     enc = model.encoder
     acts: dict[str, np.ndarray] = {}
@@ -433,7 +463,11 @@ def debug_activations(model: ParakeetForTDT, feats: torch.Tensor, mask: torch.Te
             acts[f"layer0.{key}"] = (out[0] if isinstance(out, tuple) else out)[0].numpy().copy()
 
         hooks.append(module.register_forward_hook(hook))
-    hooks.append(layer0.register_forward_hook(lambda _m, _i, out: acts.__setitem__("layer0.out", out[0].numpy().copy())))
+    hooks.append(
+        layer0.register_forward_hook(
+            lambda _m, _i, out: acts.__setitem__("layer0.out", out[0].numpy().copy())
+        )
+    )
     enc(input_features=feats, attention_mask=mask)
     for h in hooks:
         h.remove()
@@ -460,7 +494,9 @@ def reference_long_form(model, fe, audio: np.ndarray, center_s=2.0, left_s=10.0,
         budget -= len(emitted_tokens(window_steps, model.config.blank_token_id))
         steps.extend(window_steps)
         kept_frames.append(_last[lo:hi].numpy())
-        windows.append({"cs": cs, "ce": ce, "ws": ws, "we": we, "lo": lo, "hi": hi, "offset": offset, "valid": valid})
+        windows.append(
+            {"cs": cs, "ce": ce, "ws": ws, "we": we, "lo": lo, "hi": hi, "offset": offset, "valid": valid}
+        )
         offset += hi - lo
         cs = ce
     return windows, steps, np.concatenate(kept_frames, axis=0)
@@ -476,7 +512,16 @@ def hf_generate(model, feats, mask):
 
 def decode_stats(model, fe, clips) -> dict:
     blank = model.config.blank_token_id
-    stats = {"blank": 0, "steps": 0, "tokens": 0, "zero": 0, "long": 0, "blank_zero": 0, "zero_run": 0, "short": 0}
+    stats = {
+        "blank": 0,
+        "steps": 0,
+        "tokens": 0,
+        "zero": 0,
+        "long": 0,
+        "blank_zero": 0,
+        "zero_run": 0,
+        "short": 0,
+    }
     for name, audio in clips.items():
         feats, mask = features_for(fe, audio)
         _last, proj, valid = encode(model, feats, mask)
@@ -543,7 +588,9 @@ def feature_record(name: str, feats: torch.Tensor, mask: torch.Tensor, full: boo
         rec[f"{name}/features"] = f
     else:
         # Long clips: a spread of frames (first, last valid, the masked last frame, and evenly spaced ones).
-        idx = np.unique(np.concatenate([np.linspace(0, f.shape[0] - 1, 40).round().astype(int), [0, m.sum() - 1]]))
+        idx = np.unique(
+            np.concatenate([np.linspace(0, f.shape[0] - 1, 40).round().astype(int), [0, m.sum() - 1]])
+        )
         rec[f"{name}/frame_index"] = idx
         rec[f"{name}/features"] = f[idx]
         rec[f"{name}/mean_over_frames"] = f[m].mean(axis=0)
@@ -606,7 +653,9 @@ def run_model(model_spec, model, processor, fe, clips, joint_stats) -> None:
         steps = greedy(model, proj[:valid], GreedyState(model), 0, 10 * valid)
         # The engine-style loop must equal HF generate (sequence minus the start token, blanks included).
         assert [s["token"] for s in steps] == sequences[1:], (model_spec.name, name)
-        assert [s["duration"] if (s["token"] != blank or s["duration"]) else 1 for s in steps] == durations[1:]
+        assert [s["duration"] if (s["token"] != blank or s["duration"]) else 1 for s in steps] == durations[
+            1:
+        ]
         text = processor.decode(out.sequences[0], skip_special_tokens=True)
         _, timestamps = processor.decode(out.sequences, durations=out.durations, skip_special_tokens=True)
         emitted = [s for s in steps if s["token"] != blank]
@@ -651,7 +700,9 @@ def run_model(model_spec, model, processor, fe, clips, joint_stats) -> None:
         "audio_end_frame": -(-clips["long"].shape[0] // SAMPLES_PER_FRAME),
     }
     np.savez(OUT / "expected" / f"{model_spec.name}.npz", **arrays)
-    (OUT / "expected" / f"{model_spec.name}.json").write_text(json.dumps(record, separators=(",", ":")) + "\n")
+    (OUT / "expected" / f"{model_spec.name}.json").write_text(
+        json.dumps(record, separators=(",", ":")) + "\n"
+    )
 
 
 if __name__ == "__main__":
