@@ -201,7 +201,8 @@ def _option(name: str, data: dict[str, Any], where: str) -> OptionSpec:
     if "default" not in data:
         raise ModelError(f"{where}: option {name!r} has no default")
     choices = tuple(data.get("choices", ()))
-    if kind == "enum" and (not choices or data["default"] not in choices):
+    nullable_default = data["default"] is None and bool(data.get("nullable"))
+    if kind == "enum" and (not choices or (data["default"] not in choices and not nullable_default)):
         raise ModelError(f"{where}: enum option {name!r} needs choices that include its default")
     spec = OptionSpec(
         name=name,

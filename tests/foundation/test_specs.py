@@ -122,12 +122,16 @@ def test_aliases_and_prefixes_canonicalise() -> None:
     spec = load_family_spec("parakeet_tdt")
     out = spec.validate_session_options(
         {
-            "matmul_weight_type": "q8_0",
+            "center_sec": "3",
             "parakeet_tdt.full_context_max_duration_sec": "45",
             "left_context_sec": "0",
         }
     )
-    assert out == {"weight_type": "q8_0", "audio_chunk_threshold_sec": 45.0, "left_context_sec": 0.0}
+    assert out == {
+        "audio_chunk_duration_sec": 3.0,
+        "audio_chunk_threshold_sec": 45.0,
+        "left_context_sec": 0.0,
+    }
     req = spec.validate_request_options({"hotword_lambda": "3.5", "keep_language_tags": "yes"})
     assert req == {"hotwords_score": 3.5, "keep_language_tags": True}
 
@@ -164,7 +168,7 @@ def test_exclusive_bounds() -> None:
 def test_alias_and_canonical_together_rejected() -> None:
     spec = load_family_spec("parakeet_tdt")
     with pytest.raises(UsageError, match="given twice"):
-        spec.validate_session_options({"weight_type": "f16", "matmul_weight_type": "f32"})
+        spec.validate_session_options({"audio_chunk_duration_sec": "2", "center_sec": "3"})
 
 
 def test_hotwords_size_limit() -> None:

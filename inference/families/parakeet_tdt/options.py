@@ -57,7 +57,7 @@ class SessionSettings:
             right_context_sec=float(values["right_context_sec"]),
             threshold_sec=float(values["audio_chunk_threshold_sec"]),
             streaming_attention_mode=values["streaming_attention_mode"],
-            weight_type=values["weight_type"],
+            weight_type=values["matmul_weight_type"] or values["weight_type"],  # matmul_weight_type inherits
             conv_weight_type=values["conv_weight_type"],
             perf_mode=values["perf_mode"],
             weight_context_mb=int(values["weight_context_mb"]),
