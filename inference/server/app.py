@@ -18,7 +18,14 @@ from inference.server.config import ServerConfig, bracketed
 from inference.server.errors import ApiError, from_captioneer
 from inference.server.live import live
 from inference.server.registry import ModelRegistry
-from inference.server.routes import health, list_models, retrieve_model, transcription_details, transcriptions
+from inference.server.routes import (
+    health,
+    list_models,
+    retrieve_model,
+    transcription_details,
+    transcriptions,
+    translations,
+)
 from inference.server.shutdown import ShutdownState
 
 log = logging.getLogger("captioneer.server")
@@ -146,6 +153,7 @@ def create_app(config: ServerConfig, registry: ModelRegistry, shutdown: Shutdown
         Route("/v1/audio/transcriptions", transcriptions, methods=["POST"]),
         Route("/v1/audio/transcriptions/details", transcription_details, methods=["POST"]),
         Route("/v1/audio/transcriptions/live", live, methods=["POST"]),
+        Route("/v1/audio/translations", translations, methods=["POST"]),
     ]
     app = Starlette(
         routes=routes,

@@ -363,6 +363,20 @@ def _form_extra(form: Any) -> dict[str, Any]:
     return extra
 
 
+def checked_task(model: ServedModel, task: str) -> str:
+    """``task`` if the model's family offers it (Whisper's ``translate``), else a 400 naming what can."""
+    option = model.spec.request_options.get("task") if model.spec is not None else None
+    if option is None or task not in option.choices:
+        raise ApiError(
+            400,
+            f"model {model.id!r} cannot {task}: only Whisper models (family whisper_ct2) translate speech into "
+            "English; use /v1/audio/transcriptions, or serve a Whisper model",
+            "unsupported_task",
+            param="model",
+        )
+    return task
+
+
 def request_options(
     model: ServedModel, *, language: str | None, context: str | None, extra: dict[str, Any]
 ) -> dict[str, Any]:

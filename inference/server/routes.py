@@ -18,7 +18,7 @@ from inference.server.config import ServerConfig
 from inference.server.errors import ApiError
 from inference.server.events import EventTranslator, SSEResponse
 from inference.server.registry import ModelRegistry, ServedModel
-from inference.server.requests import TranscriptionRequest, read_transcription_request
+from inference.server.requests import TranscriptionRequest, checked_task, read_transcription_request
 from inference.server.shutdown import ShutdownState
 from inference.server.transcribe import EventPipe, feed_file, open_stream, sse_frames, transcribe_file
 
@@ -61,9 +61,16 @@ async def transcription_details(request: Request) -> Response:
     return await _transcribe(request, details=True)
 
 
-async def _transcribe(request: Request, *, details: bool) -> Response:
+async def translations(request: Request) -> Response:
+    """OpenAI's translations route: the speech as English text, from models that have a translate task."""
+    return await _transcribe(request, details=False, task="translate")
+
+
+async def _transcribe(request: Request, *, details: bool, task: str | None = None) -> Response:
     config, registry = _state(request)
     job = await read_transcription_request(request, registry, config, details=details)
+    if task is not None:
+        job.options = {**job.options, "task": checked_task(job.model, task)}
     if job.stream and details:
         raise ApiError(
             400,

@@ -229,3 +229,11 @@ def test_audio_path_only_inside_the_audio_dir(registry: ModelRegistry, tmp_path:
         openai_error(post(audio_path="sub/one.wav", audio=_b64(b"x")), 400, "invalid_value")
     with pytest.raises(UsageError, match="not a directory"):
         ServerConfig(audio_dir=tmp_path / "missing")
+
+
+def test_translations_are_refused_by_name_for_a_model_without_a_translate_task(http: httpx.Client) -> None:
+    response = http.post(
+        "/v1/audio/translations", data={"model": "demo"}, files={"file": ("a.wav", SAMPLE_1.read_bytes())}
+    )
+    message = openai_error(response, 400, "unsupported_task")
+    assert "'demo' cannot translate" in message and "Whisper" in message
