@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--language", help="language (ISO code or name; family-dependent)")
     tr.add_argument("--context", help="context text (names, terms) for families that take it")
     tr.add_argument(
+        "--task",
+        choices=("transcribe", "translate"),
+        help="translate: the speech as English text (Whisper models only)",
+    )
+    tr.add_argument(
         "--session-option", action="append", default=[], metavar="K=V", help="engine session option"
     )
     tr.add_argument("--request-option", action="append", default=[], metavar="K=V", help="per-request option")
@@ -244,6 +249,14 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
         raise UsageError(f"the {family} family does not take --language", "remove --language")
     if "context" in raw_request and "context" not in spec.request_options:
         raise UsageError(f"the {family} family does not take --context", "remove --context")
+    if args.task is not None:
+        task_option = spec.request_options.get("task")
+        if task_option is None or args.task not in task_option.choices:
+            raise UsageError(
+                f"the {family} family cannot {args.task}",
+                "translation into English needs a Whisper model (family whisper_ct2); drop --task",
+            )
+        raw_request.setdefault("task", args.task)
     request_options = spec.validate_request_options(raw_request)
     # Files are read before the model loads, so a bad file fails fast; stdin streams as it arrives.
     audio = None if args.audio == "-" and args.mode == "streaming" else _read_input_audio(args, stdin)

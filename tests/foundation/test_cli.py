@@ -258,3 +258,12 @@ def test_without_a_display_the_window_says_so_in_one_line() -> None:
         cwd=Path(__file__).resolve().parents[2],
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no display" in done.stderr
+
+
+def test_translate_is_refused_by_name_for_a_family_without_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wav = write_wav(tmp_path / "a.wav")
+    code, _ = run_cli("transcribe", str(wav), "--task", "translate")
+    err = capsys.readouterr().err
+    assert code == 2 and "parakeet_tdt family cannot translate" in err and "whisper_ct2" in err
