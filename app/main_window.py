@@ -74,8 +74,16 @@ class MainWindow(QMainWindow):
         self.sessions = Sessions(self, state.paths.data, self.controller, self.captions, self.panel)
         self.file_menu = FileMenu(self, self.models, self.recordings, self.sessions)
         self.view_menu = ViewMenu(
-            self, settings, store, self.panel.text_view, self.overlay, self.captions, self.models.fill
+            self,
+            settings,
+            store,
+            self.panel.text_view,
+            self.overlay,
+            self.captions,
+            self.models.fill,
+            self.models.can_translate,
         )
+        self.panel.model_combo.currentIndexChanged.connect(lambda _index: self.view_menu.update_translate())
         self.push_to_talk = PushToTalk(
             self, settings, store, self.controller, self.models, self.inputs, self.panel
         )

@@ -31,6 +31,7 @@ class Settings:
     caption_font_size: int = 14
     caption_theme: str = "system"  # system | dark | high_contrast
     show_timestamps: bool = False
+    translate_captions: bool = False  # into English, with models that translate (Whisper)
     caption_mode: str = "auto"  # auto (the model's live path) | segmented (final text at each pause)
     overlay_enabled: bool = False
     overlay_opacity: float = 0.85

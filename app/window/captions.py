@@ -78,6 +78,8 @@ class LiveCaptions(QObject):
             options["language"] = language.text().strip()
         if context.isEnabled() and context.text().strip():
             options["context"] = context.text().strip()
+        if self.settings.translate_captions and self.models.can_translate():
+            options["task"] = "translate"
         # "auto" keeps the model's own preference (the demo model prefers segments); "segmented" forces them.
         mode = "segmented" if self.settings.caption_mode == "segmented" else choice.stream_mode
         choice = ModelChoice(

@@ -59,6 +59,17 @@ class ModelPicker:
             if choice is not None and wanted in (choice.label, str(choice.path)):
                 self.combo.setCurrentIndex(index)
 
+    def can_translate(self) -> bool:
+        """The chosen model's family offers the ``translate`` task (Whisper)."""
+        choice = self.current()
+        if choice is None or choice.family is None:
+            return False
+        try:
+            task = load_family_spec(choice.family).request_options.get("task")
+        except CaptioneerError:
+            return False
+        return task is not None and "translate" in task.choices
+
     def family_takes(self, option: str) -> bool:
         """The chosen model's family takes request option ``option`` (language, context)."""
         choice = self.current()

@@ -15,6 +15,7 @@ from app.window.captions import LiveCaptions
 
 WEIGHTS = (("native", "Full precision (f32)"), ("int8", "int8 on the CPU — fastest without a GPU"))
 TEXT_SIZES = (("&Larger", 2, "Ctrl++"), ("&Smaller", -2, "Ctrl+-"), ("&Reset", 0, "Ctrl+0"))
+TRANSLATE_LABEL = "&Translate captions into English"
 THEMES = (("system", "&System"), ("dark", "&Dark"), ("high_contrast", "&High contrast"))
 
 
@@ -28,8 +29,10 @@ class ViewMenu:
         overlay: CaptionOverlay,
         captions: LiveCaptions,
         refill_models: Callable[[], None],
+        can_translate: Callable[[], bool],
     ) -> None:
-        """``refill_models``: rebuild the model list (its load options follow the weights setting)."""
+        """``refill_models``: rebuild the model list (its load options follow the weights setting);
+        ``can_translate``: whether the chosen model translates (``update_translate`` follows a new choice)."""
         self.window = window
         self.settings = settings
         self.store = store
@@ -37,6 +40,7 @@ class ViewMenu:
         self.overlay = overlay
         self.captions = captions
         self.refill_models = refill_models
+        self.can_translate = can_translate
         menu = window.menuBar().addMenu("&View")
         self.overlay_action = QAction("Caption &overlay", window, checkable=True)
         self.overlay_action.setChecked(settings.overlay_enabled)
@@ -53,6 +57,11 @@ class ViewMenu:
         self.segmented_action.setChecked(settings.caption_mode == "segmented")
         self.segmented_action.toggled.connect(self._set_segmented)
         menu.addAction(self.segmented_action)
+        self.translate_action = QAction(TRANSLATE_LABEL, window, checkable=True)
+        self.translate_action.setChecked(settings.translate_captions)
+        self.translate_action.toggled.connect(self._set_translate)
+        menu.addAction(self.translate_action)
+        self.update_translate()
         weights_menu = menu.addMenu("Parakeet &weights")
         self.weights_actions: dict[str, QAction] = {}
         for value, label in WEIGHTS:
@@ -111,6 +120,21 @@ class ViewMenu:
     def _set_segmented(self, enabled: bool) -> None:
         self.settings.caption_mode = "segmented" if enabled else "auto"  # applies from the next start
         self.store.save(self.settings)
+
+    def _set_translate(self, enabled: bool) -> None:
+        self.settings.translate_captions = enabled  # applies from the next start
+        self.store.save(self.settings)
+
+    def update_translate(self) -> None:
+        """Enabled for models that translate; otherwise the menu says why it is not."""
+        able = self.can_translate()
+        self.translate_action.setEnabled(able)
+        self.translate_action.setText(TRANSLATE_LABEL if able else f"{TRANSLATE_LABEL} (Whisper models only)")
+        self.translate_action.setStatusTip(
+            "Captions in English, whatever language is spoken (from the next start)"
+            if able
+            else "The chosen model does not translate; choose a Whisper model (File → Models…)"
+        )
 
     def _set_parakeet_weights(self, value: str) -> None:
         """Applies from the next start: the model list is rebuilt with the new load options."""

@@ -109,6 +109,20 @@ def test_int8_weights_picked_in_the_view_menu_caption_the_recording(qtbot, windo
     assert window.panel.model_combo.currentData().session_options == ()
 
 
+def test_translation_is_offered_only_for_models_that_translate(qtbot, window) -> None:  # type: ignore[no-untyped-def]
+    action = window.view_menu.translate_action
+    assert window.panel.model_combo.currentData().family == "parakeet_tdt"
+    assert not action.isEnabled() and "(Whisper models only)" in action.text()
+    assert "does not translate" in action.statusTip()
+    action.setEnabled(True)  # as if a Whisper model had been chosen
+    action.trigger()
+    assert window.settings_store.load().translate_captions
+    window.view_menu.update_translate()  # the demo model is still chosen: off again, the choice kept
+    assert not action.isEnabled() and window.settings.translate_captions
+    run_session(qtbot, window)  # the demo model is not asked to translate: its captions are unchanged
+    assert window.panel.caption_text() == f"{FIRST}\n{SECOND}"
+
+
 def test_provisional_text_is_styled_apart_and_replaced_in_place(qtbot, window) -> None:  # type: ignore[no-untyped-def]
     session = window.controller.session
     window.captions.bind(session)
