@@ -46,6 +46,7 @@ def run_gui(argv: Sequence[str] = ()) -> int:
     paths = AppPaths.from_environment().ensure()
     configure_logging(paths)
     app = QApplication.instance() or QApplication([sys.argv[0]])
+    app.setDesktopFileName("captioneer")  # Wayland app id: the shell takes the icon from captioneer.desktop
     window = MainWindow(AppState.load(paths), input_file=args.input_file)
     window.show()
     window.offer_recovery()
