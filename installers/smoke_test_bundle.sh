@@ -30,23 +30,31 @@ expected_texts=$(sed -n 's/.*"text": "\(.*\)".*/\1/p' "$samples/samples.json")
 mapfile -t expected <<<"$expected_texts"
 for i in 1 2; do
     start=$(date +%s.%N)
-    got=$("$bundle/captioneer" transcribe "$samples/demo_sample_$i.wav" 2>/dev/null | normalise)
+    got=$("$bundle/captioneer" transcribe "$samples/demo_sample_$i.wav" 2>"$work/cli.log" | normalise) \
+        || { cat "$work/cli.log" >&2; fail "sample $i: the CLI failed"; }
     seconds=$(echo "$(date +%s.%N) - $start" | bc)
     [[ $got == *"$(normalise <<<"${expected[$((i - 1))]}")"* ]] \
         || fail "sample $i: expected '${expected[$((i - 1))]}', got '$got'"
     echo "ok: CLI sample $i in ${seconds}s: $got"
 done
 
+start=$(date +%s.%N)
 "$bundle/captioneer" --input-file "$samples/demo_sample_1.wav" >"$work/gui.log" 2>&1 &
 gui_pid=$!
 want=$(normalise <<<"${expected[0]}" | cut -d' ' -f1-3)
-for _ in $(seq 120); do
+started=
+for _ in $(seq 600); do
+    # The session file is created when the shown window starts captioning: a start-up time.
+    if [[ -z $started ]] && compgen -G "$CAPTIONEER_HOME/data/sessions/*.jsonl" >/dev/null; then
+        started=1
+        echo "ok: the GUI started captioning $(echo "$(date +%s.%N) - $start" | bc) s after launch"
+    fi
     if cat "$CAPTIONEER_HOME"/data/sessions/*.jsonl 2>/dev/null | grep '"speech_end"' | normalise | grep -q "$want"; then
         echo "ok: the GUI captioned the file into its autosaved session"
         exit 0
     fi
     kill -0 "$gui_pid" 2>/dev/null || { cat "$work/gui.log" >&2; fail "the GUI exited early"; }
-    sleep 0.5
+    sleep 0.1
 done
 cat "$work/gui.log" >&2
 fail "no '$want' in the autosaved session after 60 s"
