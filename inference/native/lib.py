@@ -129,24 +129,23 @@ def load_ggml_libraries() -> GgmlLibraries:
     base = _load(paths["ggml-base"])  # type: ignore[arg-type]
     cpu = _load(paths["ggml-cpu"]) if paths["ggml-cpu"] is not None else None
     ggml = _load(paths["ggml"])  # type: ignore[arg-type]
-    cpu_variant = "single"
-    if cpu is None and _cpu_variant_modules(lib_dir):
-        cpu, cpu_variant = _load_cpu_variant(ggml, lib_dir)
     ggml_version, ggml_commit = _ggml_build_info(base)
     if ggml_version != PINNED_GGML_VERSION:
         raise BackendError(
             f"the ggml in {lib_dir} is version {ggml_version}, expected {PINNED_GGML_VERSION}",
             f"reinstall: {INSTALL_FIX} --force-reinstall --no-cache-dir",
         )
+    cpu_variant = "single"
+    if cpu is None and _cpu_variant_modules(lib_dir):
+        cpu, cpu_variant = _load_cpu_variant(ggml, lib_dir)
     log.info("ggml %s from %s, CPU backend: %s", ggml_version, lib_dir, cpu_variant)
     return GgmlLibraries(lib_dir, base, cpu, ggml, version, ggml_version, ggml_commit, cpu_variant)
 
 
 def _cpu_variant_modules(lib_dir: Path) -> list[Path]:
     """The CPU backend modules of a GGML_CPU_ALL_VARIANTS build (none in a default build)."""
-    prefix = "ggml-cpu-" if sys.platform == "win32" else "libggml-cpu-"
-    suffix = {"win32": ".dll", "darwin": ".so"}.get(sys.platform, ".so")
-    return sorted(p for p in lib_dir.glob(f"{prefix}*{suffix}") if p.is_file())
+    pattern = "ggml-cpu-*.dll" if sys.platform == "win32" else "libggml-cpu-*.so"  # ggml's names, macOS too
+    return sorted(path for path in lib_dir.glob(pattern) if path.is_file())
 
 
 def _load_cpu_variant(ggml: ctypes.CDLL, lib_dir: Path) -> tuple[ctypes.CDLL, str]:
