@@ -23,8 +23,10 @@ fi
 
 # PyInstaller's strip option corrupts auditwheel-patched wheel libraries; libpython is safe to strip.
 for lib in "$out_dir/dist/captioneer/_internal/"libpython3*.so*; do
-    [[ -f $lib && ! -L $lib ]] && strip --strip-unneeded "$lib"
+    if [[ -f $lib && ! -L $lib ]]; then strip --strip-unneeded "$lib"; fi
 done
+
+"$python" "$repo_root/installers/third_party.py" "$out_dir/dist/captioneer" > "$out_dir/dist/captioneer/THIRD_PARTY.md"
 
 version=$("$python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import inference; print(inference.__version__)' "$repo_root")
 name=captioneer-$version-linux-$(uname -m)
