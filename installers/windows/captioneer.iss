@@ -8,8 +8,8 @@
 #ifndef AppVersion
   #error Pass the version: iscc /DAppVersion=X.Y.Z installers\windows\captioneer.iss
 #endif
-#ifndef SourceDir
-  #define SourceDir "..\..\dist\captioneer"
+#ifndef BundleDir
+  #define BundleDir "..\..\dist\captioneer"
 #endif
 
 [Setup]
@@ -46,7 +46,7 @@ Name: "desktopicon"; Description: "{cm:CreateDesktopIcon}"; GroupDescription: "{
 Type: filesandordirs; Name: "{app}\_internal"
 
 [Files]
-Source: "{#SourceDir}\*"; DestDir: "{app}"; Flags: ignoreversion recursesubdirs createallsubdirs
+Source: "{#BundleDir}\*"; DestDir: "{app}"; Flags: ignoreversion recursesubdirs createallsubdirs
 
 [Icons]
 Name: "{autoprograms}\Captioneer"; Filename: "{app}\captioneer.exe"
