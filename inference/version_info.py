@@ -19,6 +19,6 @@ def version_text() -> str:
         lines.append(f"native backend: unavailable: {exc}")
         return "\n".join(lines) + "\n"
     lines.append(f"llama-cpp-python {libs.package_version}, ggml {libs.ggml_version} ({libs.ggml_commit})")
-    variant = "one, built for the compiling machine" if libs.cpu_variant == "single" else libs.cpu_variant
+    variant = "libggml-cpu (a single build)" if libs.cpu_variant == "single" else libs.cpu_variant
     lines.append(f"ggml CPU backend: {variant} ({libs.lib_dir})")
     return "\n".join(lines) + "\n"

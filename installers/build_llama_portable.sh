@@ -38,9 +38,20 @@ export CMAKE_ARGS="${cmake_args[*]} ${EXTRA_CMAKE_ARGS:-}"
 mkdir -p "$out_dir"
 # --no-cache-dir: pip would otherwise reuse a wheel it built earlier with other flags.
 pip_args=(wheel --no-deps --no-cache-dir --no-binary llama-cpp-python --wheel-dir "$out_dir")
-[[ -n ${LLAMA_BUILD_DIR:-} ]] && pip_args+=(--config-settings "build-dir=$LLAMA_BUILD_DIR")
+target="llama-cpp-python==$pin"
+if [[ -n ${LLAMA_BUILD_DIR:-} ]]; then
+    # A fixed source folder: CMake refuses a build folder configured from another source path.
+    source_dir=$LLAMA_BUILD_DIR/source/llama_cpp_python-$pin
+    if [[ ! -f $source_dir/pyproject.toml ]]; then
+        mkdir -p "$LLAMA_BUILD_DIR/source"
+        "$python" -m pip download --no-deps --no-binary :all: --dest "$LLAMA_BUILD_DIR/source" "$target"
+        tar -xzf "$LLAMA_BUILD_DIR/source/llama_cpp_python-$pin.tar.gz" -C "$LLAMA_BUILD_DIR/source"
+    fi
+    target=$source_dir
+    pip_args+=(--config-settings "build-dir=$LLAMA_BUILD_DIR/cmake")
+fi
 echo "building llama-cpp-python==$pin with CMAKE_ARGS=$CMAKE_ARGS" >&2
-"$python" -m pip "${pip_args[@]}" "llama-cpp-python==$pin"
+"$python" -m pip "${pip_args[@]}" "$target"
 
 wheel=$(ls -t "$out_dir"/llama_cpp_python-"$pin"-*.whl | head -n 1)
 modules=$("$python" -m zipfile -l "$wheel" | grep -Eo 'llama_cpp/lib/[^ ]*ggml-cpu[^ ]*' | sort -u)

@@ -8,7 +8,7 @@ tensors and buffers can be shared between our graphs and libllama.
 
 A portable build (``installers/build_llama_portable.sh``) has no ``libggml-cpu``; it ships one CPU
 backend module per instruction-set level (``libggml-cpu-haswell.so`` ...) and ggml loads the best
-one this CPU runs (:func:`_load_cpu_variant`).
+one this CPU runs (:func:`_register_backend_modules`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class GgmlLibraries:
     package_version: str
     ggml_version: str
     ggml_commit: str
-    # "single": one CPU backend built for the compiling machine; else the module ggml picked ("haswell")
+    # "single": one CPU backend (libggml-cpu); else the variant module ggml picked ("haswell")
     cpu_variant: str = "single"
 
     def search_order(self) -> tuple[ctypes.CDLL, ...]:
@@ -135,9 +135,10 @@ def load_ggml_libraries() -> GgmlLibraries:
             f"the ggml in {lib_dir} is version {ggml_version}, expected {PINNED_GGML_VERSION}",
             f"reinstall: {INSTALL_FIX} --force-reinstall --no-cache-dir",
         )
+    _register_backend_modules(ggml, lib_dir)
     cpu_variant = "single"
     if cpu is None and _cpu_variant_modules(lib_dir):
-        cpu, cpu_variant = _load_cpu_variant(ggml, lib_dir)
+        cpu, cpu_variant = _open_cpu_variant(lib_dir)
     log.info("ggml %s from %s, CPU backend: %s", ggml_version, lib_dir, cpu_variant)
     return GgmlLibraries(lib_dir, base, cpu, ggml, version, ggml_version, ggml_commit, cpu_variant)
 
@@ -148,12 +149,20 @@ def _cpu_variant_modules(lib_dir: Path) -> list[Path]:
     return sorted(path for path in lib_dir.glob(pattern) if path.is_file())
 
 
-def _load_cpu_variant(ggml: ctypes.CDLL, lib_dir: Path) -> tuple[ctypes.CDLL, str]:
-    """Let ggml register the backends in ``lib_dir`` (it scores every CPU module and keeps the best
-    this CPU supports), then open the module it kept so the CPU functions can be bound."""
-    load_all = ggml["ggml_backend_load_all_from_path"]
-    load_all.restype, load_all.argtypes = None, [ctypes.c_char_p]
-    load_all(os.fsencode(lib_dir))
+def _register_backend_modules(ggml: ctypes.CDLL, lib_dir: Path) -> None:
+    """A GGML_BACKEND_DL build registers no backend by itself; libllama would then search only the
+    executable's folder and the working directory. Register the modules in ``lib_dir`` instead: ggml
+    scores the CPU variants and keeps the best this CPU supports."""
+    count = ggml["ggml_backend_reg_count"]
+    count.restype, count.argtypes = ctypes.c_size_t, []
+    if count() == 0:
+        load_all = ggml["ggml_backend_load_all_from_path"]
+        load_all.restype, load_all.argtypes = None, [ctypes.c_char_p]
+        load_all(os.fsencode(lib_dir))
+
+
+def _open_cpu_variant(lib_dir: Path) -> tuple[ctypes.CDLL, str]:
+    """The CPU variant module ggml loaded, opened so the CPU functions can be bound from it."""
     loaded = [path for path in _cpu_variant_modules(lib_dir) if _is_loaded(path)]
     if len(loaded) != 1:
         raise BackendError(

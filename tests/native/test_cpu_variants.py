@@ -44,5 +44,5 @@ def test_version_names_the_app_the_build_and_the_cpu_backend():
     text = out.getvalue()
     assert text.startswith("captioneer 0.1.0")
     assert f"llama-cpp-python {libs.package_version}, ggml {libs.ggml_version}" in text
-    expected = libs.cpu_variant if libs.cpu_variant != "single" else "one, built for the compiling machine"
+    expected = libs.cpu_variant if libs.cpu_variant != "single" else "libggml-cpu (a single build)"
     assert f"ggml CPU backend: {expected} ({libs.lib_dir})" in text
