@@ -27,7 +27,7 @@ def test_loaded_cpu_backend_is_the_variant_ggml_picked():
     modules = native_lib._cpu_variant_modules(libs.lib_dir)
     if not modules:
         assert libs.cpu_variant == "single"
-        pytest.skip("the installed llama-cpp-python has one CPU backend (not a portable build)")
+        pytest.skip("the installed llama-cpp-python has one CPU backend (no per-CPU variant modules)")
     assert libs.cpu is not None
     assert libs.cpu_variant in {path.stem.split("ggml-cpu-", 1)[1] for path in modules}
     assert [path for path in modules if native_lib._is_loaded(path)] == [
