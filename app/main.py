@@ -30,6 +30,7 @@ def missing_display(environ: Mapping[str, str] | None = None, platform: str | No
 
 
 def run_gui(argv: Sequence[str] = ()) -> int:
+    from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication
 
     from app.main_window import MainWindow
@@ -48,6 +49,7 @@ def run_gui(argv: Sequence[str] = ()) -> int:
     paths = AppPaths.from_environment().ensure()
     configure_logging(paths)
     app = QApplication.instance() or QApplication([sys.argv[0]])
+    QGuiApplication.setDesktopFileName("captioneer")  # Wayland app id: the shell takes the icon from captioneer.desktop
     window = MainWindow(AppState.load(paths), input_file=args.input_file)
     window.show()
     window.sessions.offer_recovery()

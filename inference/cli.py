@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--verbose", "-v", action="store_true", help="show details and tracebacks on errors")
+    parser.add_argument("--version", action="store_true",
+                        help="print the version, the native build and the CPU backend variant in use")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     tr = sub.add_parser("transcribe", help="transcribe an audio file (or raw PCM on stdin with '-')")
@@ -588,6 +590,11 @@ def main(
                 args = parser.parse_args(argv)
         except SystemExit as exc:  # --help
             return int(exc.code or 0)
+        if args.version:
+            from inference.version_info import version_text
+
+            out.write(version_text())
+            return 0
         if args.command == "transcribe":
             return cmd_transcribe(args, paths, out, stdin)
         if args.command == "models":

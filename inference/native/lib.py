@@ -5,6 +5,10 @@ The libraries are loaded exactly once per process, from the same absolute paths 
 with ``RTLD_GLOBAL``. Because the dynamic loader identifies libraries by SONAME, libllama (loaded
 later by ``llama_cpp``) then reuses these mappings instead of mapping a second copy of ggml, so
 tensors and buffers can be shared between our graphs and libllama.
+
+A portable build (``installers/build_llama_portable.sh``) has no ``libggml-cpu``; it ships one CPU
+backend module per instruction-set level (``libggml-cpu-haswell.so`` ...) and ggml loads the best
+one this CPU runs (:func:`_register_backend_modules`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import ctypes
 import functools
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -20,6 +25,7 @@ from pathlib import Path
 
 from inference.errors import BackendError
 
+log = logging.getLogger(__name__)
 PINNED_LLAMA_CPP_VERSION = "0.3.36"
 PINNED_GGML_VERSION = "0.25.3"
 INSTALL_FIX = f"pip install llama-cpp-python=={PINNED_LLAMA_CPP_VERSION}"
@@ -36,6 +42,8 @@ class GgmlLibraries:
     package_version: str
     ggml_version: str
     ggml_commit: str
+    # "single": one CPU backend (libggml-cpu); else the variant module ggml picked ("haswell")
+    cpu_variant: str = "single"
 
     def search_order(self) -> tuple[ctypes.CDLL, ...]:
         """Libraries to look a symbol up in, most specific first."""
@@ -123,7 +131,55 @@ def load_ggml_libraries() -> GgmlLibraries:
             f"the ggml in {lib_dir} is version {ggml_version}, expected {PINNED_GGML_VERSION}",
             f"reinstall: {INSTALL_FIX} --force-reinstall --no-cache-dir",
         )
-    return GgmlLibraries(lib_dir, base, cpu, ggml, version, ggml_version, ggml_commit)
+    _register_backend_modules(ggml, lib_dir)
+    cpu_variant = "single"
+    if cpu is None and _cpu_variant_modules(lib_dir):
+        cpu, cpu_variant = _open_cpu_variant(lib_dir)
+    log.info("ggml %s from %s, CPU backend: %s", ggml_version, lib_dir, cpu_variant)
+    return GgmlLibraries(lib_dir, base, cpu, ggml, version, ggml_version, ggml_commit, cpu_variant)
+
+
+def _cpu_variant_modules(lib_dir: Path) -> list[Path]:
+    """The CPU backend modules of a GGML_CPU_ALL_VARIANTS build (none in a default build)."""
+    pattern = "ggml-cpu-*.dll" if sys.platform == "win32" else "libggml-cpu-*.so"  # ggml's names, macOS too
+    return sorted(path for path in lib_dir.glob(pattern) if path.is_file())
+
+
+def _register_backend_modules(ggml: ctypes.CDLL, lib_dir: Path) -> None:
+    """A GGML_BACKEND_DL build registers no backend by itself; libllama would then search only the
+    executable's folder and the working directory. Register the modules in ``lib_dir`` instead: ggml
+    scores the CPU variants and keeps the best this CPU supports."""
+    count = ggml["ggml_backend_reg_count"]
+    count.restype, count.argtypes = ctypes.c_size_t, []
+    if count() == 0:
+        load_all = ggml["ggml_backend_load_all_from_path"]
+        load_all.restype, load_all.argtypes = None, [ctypes.c_char_p]
+        load_all(os.fsencode(lib_dir))
+
+
+def _open_cpu_variant(lib_dir: Path) -> tuple[ctypes.CDLL, str]:
+    """The CPU variant module ggml loaded, opened so the CPU functions can be bound from it."""
+    loaded = [path for path in _cpu_variant_modules(lib_dir) if _is_loaded(path)]
+    if len(loaded) != 1:
+        raise BackendError(
+            f"ggml loaded {len(loaded)} of the CPU backend modules in {lib_dir} (expected one); "
+            "this CPU may be older than the oldest variant built",
+            "rebuild with installers/build_llama_portable.sh, or install the default build: " + INSTALL_FIX,
+        )
+    variant = loaded[0].stem.split("ggml-cpu-", 1)[1]
+    return _load(loaded[0]), variant
+
+
+def _is_loaded(path: Path) -> bool:
+    if sys.platform == "win32":
+        get_module = ctypes.WinDLL("kernel32", use_last_error=True).GetModuleHandleW
+        get_module.restype, get_module.argtypes = ctypes.c_void_p, [ctypes.c_wchar_p]
+        return bool(get_module(str(path)))
+    try:
+        ctypes.CDLL(str(path), mode=os.RTLD_NOLOAD | ctypes.RTLD_GLOBAL)
+    except OSError:
+        return False
+    return True
 
 
 def _ggml_build_info(base: ctypes.CDLL) -> tuple[str, str]:
