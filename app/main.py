@@ -49,7 +49,9 @@ def run_gui(argv: Sequence[str] = ()) -> int:
     paths = AppPaths.from_environment().ensure()
     configure_logging(paths)
     app = QApplication.instance() or QApplication([sys.argv[0]])
-    QGuiApplication.setDesktopFileName("captioneer")  # Wayland app id: the shell takes the icon from captioneer.desktop
+    QGuiApplication.setDesktopFileName(
+        "captioneer"
+    )  # Wayland app id: the shell takes the icon from captioneer.desktop
     window = MainWindow(AppState.load(paths), input_file=args.input_file)
     window.show()
     window.sessions.offer_recovery()

@@ -46,8 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--verbose", "-v", action="store_true", help="show details and tracebacks on errors")
-    parser.add_argument("--version", action="store_true",
-                        help="print the version, the native build and the CPU backend variant in use")
+    parser.add_argument(
+        "--version",
+        action="store_true",
+        help="print the version, the native build and the CPU backend variant in use",
+    )
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     tr = sub.add_parser("transcribe", help="transcribe an audio file (or raw PCM on stdin with '-')")

@@ -29,7 +29,9 @@ DATA_PARTS = (
 def bundled_top_level_names(bundle: Path) -> set[str]:
     """Top-level module names in the bundle: the frozen modules and the folders/extensions on disk."""
     executable = next(p for p in sorted(bundle.iterdir()) if p.is_file() and p.stem.startswith("captioneer"))
-    names = {name.split(".")[0] for name in CArchiveReader(str(executable)).open_embedded_archive("PYZ.pyz").toc}
+    names = {
+        name.split(".")[0] for name in CArchiveReader(str(executable)).open_embedded_archive("PYZ.pyz").toc
+    }
     internal = bundle / "_internal" if (bundle / "_internal").is_dir() else bundle
     names |= {path.name.split(".")[0] for path in internal.iterdir()}
     return names
@@ -53,7 +55,9 @@ def licence(dist: importlib.metadata.Distribution) -> str:
     expression = meta.get("License-Expression")
     if expression:
         return expression
-    classifiers = [c.split(" :: ")[-1] for c in meta.get_all("Classifier") or () if c.startswith("License ::")]
+    classifiers = [
+        c.split(" :: ")[-1] for c in meta.get_all("Classifier") or () if c.startswith("License ::")
+    ]
     if classifiers:
         return ", ".join(classifiers)
     text = (meta.get("License") or "").strip().splitlines()
