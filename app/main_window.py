@@ -87,6 +87,8 @@ class MainWindow(QMainWindow):
         self.push_to_talk = PushToTalk(
             self, settings, store, self.controller, self.models, self.inputs, self.panel
         )
+        help_menu = self.menuBar().addMenu("&Help")
+        help_menu.addAction("&About Captioneer", self._show_about)
         self.inputs.fill(input_file)
         self.tray = make_tray(self)
         if self.tray is not None:
@@ -104,6 +106,12 @@ class MainWindow(QMainWindow):
         if path is not None:
             event.acceptProposedAction()
             self.recordings.open(path)
+
+    def _show_about(self) -> None:
+        from app.views.about import AboutDialog
+
+        self.about = AboutDialog(self)
+        self.about.show()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt naming
         if self._closed:  # a second close (the tray's Quit after the window's): the overlay is already gone

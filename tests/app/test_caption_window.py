@@ -285,3 +285,14 @@ def test_a_recording_opened_or_dropped_is_captioned_fast_with_progress(qtbot, sp
     win.controller.stop()
     qtbot.waitUntil(lambda: win.controller.state == "idle", timeout=30000)
     win.close()
+
+
+def test_about_names_the_native_build_read_in_a_child_process(qtbot, window) -> None:  # type: ignore[no-untyped-def]
+    about = next(a for a in window.menuBar().actions() if a.text() == "&Help").menu().actions()[0]
+    about.trigger()
+    dialog = window.about
+    qtbot.waitUntil(
+        lambda: "ggml" in dialog.build.text() or "could not" in dialog.build.text(), timeout=60000
+    )
+    assert "ggml CPU backend:" in dialog.build.text() and dialog.process.exitCode() == 0
+    dialog.close()
