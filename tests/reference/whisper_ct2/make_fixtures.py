@@ -152,7 +152,10 @@ def build_model(tokenizer: Tokenizer, trained: int, n_mels: int) -> WhisperForCo
         decoder_start_token_id=ids["<|startoftranscript|>"],
         eos_token_id=ids["<|endoftext|>"],
         pad_token_id=ids["<|endoftext|>"],
-        suppress_tokens=[ids["<|startoftranscript|>"], *range(ids["<|translate|>"], ids["<|nocaptions|>"] + 1)],
+        suppress_tokens=[
+            ids["<|startoftranscript|>"],
+            *range(ids["<|translate|>"], ids["<|nocaptions|>"] + 1),
+        ],
         begin_suppress_tokens=[ids["Ġ"], ids["<|endoftext|>"]],
         lang_to_id={f"<|{c}|>": ids[f"<|{c}|>"] for c in list(LANGUAGES)[:99]},
         task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
@@ -171,9 +174,9 @@ def greedy(model, features: np.ndarray, prompt: list[int], eot: int) -> tuple[li
     out: list[int] = []
     min_margin = float("inf")
     for step in range(MAX_NEW_TOKENS):
-        logits = model(
-            encoder_outputs=(encoded,), decoder_input_ids=torch.tensor([tokens])
-        ).logits[0, -1].double()
+        logits = (
+            model(encoder_outputs=(encoded,), decoder_input_ids=torch.tensor([tokens])).logits[0, -1].double()
+        )
         logits[gen.suppress_tokens] = -np.inf
         if step == 0:
             logits[gen.begin_suppress_tokens] = -np.inf
@@ -216,7 +219,9 @@ def main() -> None:
         extractor.save_pretrained(hf_dir)
         tokenizer.save(str(hf_dir / "tokenizer.json"))
         PreTrainedTokenizerFast(
-            tokenizer_file=str(hf_dir / "tokenizer.json"), eos_token="<|endoftext|>", bos_token="<|endoftext|>"
+            tokenizer_file=str(hf_dir / "tokenizer.json"),
+            eos_token="<|endoftext|>",
+            bos_token="<|endoftext|>",
         ).save_pretrained(hf_dir)
         import ctranslate2
 
