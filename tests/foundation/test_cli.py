@@ -87,12 +87,12 @@ def test_no_model_installed_explains_how_to_get_one(
 def test_model_path_with_foreign_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = tmp_path / "m"
     model.mkdir()
-    (model / "config.json").write_text(json.dumps({"model_type": "whisper"}))
+    (model / "config.json").write_text(json.dumps({"model_type": "wav2vec2"}))
     wav = write_wav(tmp_path / "a.wav")
     code, _ = run_cli("transcribe", str(wav), "--model", str(model))
     assert code == 2
     err = capsys.readouterr().err
-    assert "model_type 'whisper'" in err
+    assert "model_type 'wav2vec2'" in err
 
 
 def test_nemo_archive_rejected_with_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
