@@ -19,7 +19,9 @@ def test_live_audio_is_captioned_segment_by_segment_through_the_worker() -> None
     with WorkerClient(POLICY) as client:
         remote = client.load(MODEL80, session_options={"compute_type": "float32"}, backend="cpu", threads=1)
         assert remote.family == "whisper_ct2" and not remote.capabilities.streaming
-        stream = remote.open_stream(on_events=events.extend, language="de", task="translate", max_new_tokens=8)
+        stream = remote.open_stream(
+            on_events=events.extend, language="de", task="translate", max_new_tokens=8
+        )
         assert stream.kind == "segmented"
         step = int(0.32 * SAMPLE_RATE)
         for start in range(0, audio.size, step):
