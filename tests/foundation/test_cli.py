@@ -177,7 +177,7 @@ def test_models_list_json_and_info() -> None:
     code, out = run_cli("models", "list", "--json")
     assert code == 0
     rows = json.loads(out)
-    assert {r["family"] for r in rows} == {"parakeet_tdt", "confucius4_r2t2"}
+    assert {r["family"] for r in rows} == {"parakeet_tdt", "confucius4_r2t2", "whisper_ct2"}
     assert all(r["installed"] in (True, False) for r in rows)
     code, out = run_cli("models", "info", "confucius4_r2t2_q8_0")
     assert code == 0
