@@ -6,19 +6,28 @@ from typing import Any
 
 import pytest
 
-from tests.whisper_ct2.whisper_fixtures import clip, expected, request_options
+from tests.whisper_ct2.whisper_fixtures import MODELS, cases, clip, expected, request_options
 
-CASES = expected()["cases"]
+CASES = cases("model80")
+ALL = [(model, case) for model in MODELS for case in cases(model)]
 
 
 @pytest.mark.parametrize(
-    "case", CASES, ids=[f"{c['clip']}-{c['language']}-{c['task']}-{bool(c['initial_prompt'])}" for c in CASES]
+    ("model", "case"),
+    ALL,
+    ids=[f"{m}-{c['clip']}-{c['language']}-{c['task']}-{bool(c['initial_prompt'])}" for m, c in ALL],
 )
-def test_greedy_tokens_and_text_equal_transformers(engine: Any, case: dict[str, Any]) -> None:
-    transcript = engine.transcribe(clip(case["clip"]), **request_options(case))
+def test_greedy_tokens_and_text_equal_transformers(engines: Any, model: str, case: dict[str, Any]) -> None:
+    transcript = engines(model).transcribe(clip(case["clip"]), **request_options(case))
     assert transcript.token_ids == case["token_ids"]
     assert transcript.text == case["text"].strip()
     assert transcript.language == (case["language"] or case["detected_language"])
+
+
+def test_the_128_bin_model_is_the_large_v3_layout(engines: Any) -> None:
+    engine = engines("model128")
+    assert engine.features.n_mels == 128 and "yue" in engine.tokenizer.languages
+    assert len(engine.tokenizer.languages) == 100
 
 
 def test_long_audio_is_decoded_in_30_second_windows(engine: Any) -> None:

@@ -12,11 +12,16 @@ from tests.whisper_ct2.whisper_fixtures import FIXTURES, clip
 FEATURE_ATOL = 1e-4
 
 
-@pytest.mark.parametrize("name", ["sample1", "sample2", "short"])
-def test_features_match_transformers(name: str) -> None:
-    reference = np.load(FIXTURES / "features.npz")[name]
-    features = log_mel_window(clip(name), FeatureConfig(n_mels=80))
-    assert features.shape == (80, 3000) and features.dtype == np.float32
+KEYS = sorted(np.load(FIXTURES / "features.npz").files)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_features_match_transformers(key: str) -> None:
+    model, name = key.split("_", 1)
+    n_mels = int(model.removeprefix("model"))
+    reference = np.load(FIXTURES / "features.npz")[key]
+    features = log_mel_window(clip(name), FeatureConfig(n_mels=n_mels))
+    assert features.shape == (n_mels, 3000) and features.dtype == np.float32
     np.testing.assert_allclose(features[:, : reference.shape[1]], reference, atol=FEATURE_ATOL, rtol=0)
 
 

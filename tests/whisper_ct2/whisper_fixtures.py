@@ -13,6 +13,7 @@ import soundfile
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "whisper_ct2"
 MODEL80 = FIXTURES / "model80"
+MODELS = {"model80": MODEL80, "model128": FIXTURES / "model128"}
 CLIP_FILES = {
     "sample1": REPO / "resources" / "samples" / "demo_sample_1.wav",
     "sample2": REPO / "resources" / "samples" / "demo_sample_2.wav",
@@ -24,6 +25,10 @@ CLIP_FILES = {
 @cache
 def expected() -> dict[str, Any]:
     return json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def cases(model: str) -> list[dict[str, Any]]:
+    return expected()["models"][model]["cases"]  # type: ignore[no-any-return]
 
 
 def clip(name: str) -> np.ndarray:

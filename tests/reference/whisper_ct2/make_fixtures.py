@@ -8,15 +8,16 @@ Run once (Hugging Face is not needed; everything is built offline):
 
 Writes ``tests/fixtures/whisper_ct2/``:
 
-* ``model80/``: the CTranslate2 layout made by ``ctranslate2.converters.TransformersConverter`` from a random
-  ``WhisperForConditionalGeneration`` (80 mel bins, d_model 32, 2+2 layers, 2 heads), stored as float16
+* ``model80/``, ``model128/``: the CTranslate2 layout made by ``ctranslate2.converters.TransformersConverter`` from
+  a random ``WhisperForConditionalGeneration`` (d_model 32, 2+2 layers, 2 heads; 80 mel bins and 99 languages as
+  large-v2, or 128 bins and 100 languages with ``yue`` as large-v3), stored as float16
   (``model.bin``, ``config.json``, ``vocabulary.json``) plus ``tokenizer.json`` and ``preprocessor_config.json``.
   Every torch weight is rounded to a float16 value first, so loading it as float32 gives the reference's weights.
-* ``expected.json`` / ``features.npz``: transformers' log-mel features (``WhisperFeatureExtractor``, the valid
-  frames only) and greedy token ids and text per case (clip, language, task).
+* ``expected.json`` / ``features.npz``: per model, transformers' log-mel features (``WhisperFeatureExtractor``, the
+  valid frames and 8 more) and greedy token ids and text per case (clip, language or detection, task, prompt).
 
-The vocabulary has the multilingual Whisper layout (51865 ids: 50257 text tokens, ``<|endoftext|>``,
-``<|startoftranscript|>``, 99 languages, the task and control tokens, 1501 timestamps), because CTranslate2
+The vocabulary has the multilingual Whisper layout (51865 ids, 51866 with yue: 50257 text tokens, ``<|endoftext|>``,
+``<|startoftranscript|>``, 99 or 100 languages, the task and control tokens, 1501 timestamps), because CTranslate2
 treats a Whisper model as multilingual, and can detect languages, only at that size. The text tokens are a
 small byte-level BPE trained on a few sentences, padded with unused filler tokens whose embeddings are zero
 (as are the timestamp tokens'), so greedy decoding picks real text tokens and the fixture compresses well.
@@ -79,6 +80,17 @@ CASES = [
 ]
 # The long clip repeated to 40 s: two 30 s windows decoded independently
 LONG_REPEAT_SECONDS = 40.0
+CASES_128 = [
+    ("sample1", "en", "transcribe", None),
+    ("sample2", None, "transcribe", None),
+    ("short", "yue", "translate", None),
+    ("long40", None, "transcribe", None),
+]
+# name -> (mel bins, languages, cases): the large-v2 shape (99 languages) and the large-v3 one (128 bins, yue)
+MODELS = {
+    "model80": (80, 99, [*CASES, ("long40", "en", "transcribe", None)]),
+    "model128": (128, 100, CASES_128),
+}
 
 
 def read_wav(path: Path) -> np.ndarray:
@@ -87,7 +99,7 @@ def read_wav(path: Path) -> np.ndarray:
     return data[:, 0]
 
 
-def build_tokenizer() -> tuple[Tokenizer, int]:
+def build_tokenizer(n_languages: int) -> tuple[Tokenizer, int]:
     """The tokenizer and how many trained (non-filler) text tokens it has."""
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -106,19 +118,21 @@ def build_tokenizer() -> tuple[Tokenizer, int]:
     vocab[""] = TEXT_TOKENS - 1
     tokenizer = Tokenizer.from_str(json.dumps(data))
     specials = ["<|endoftext|>", "<|startoftranscript|>"]
-    specials += [f"<|{code}|>" for code in list(LANGUAGES)[:99]]
+    specials += [f"<|{code}|>" for code in list(LANGUAGES)[:n_languages]]
     specials += ["<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>"]
     specials += ["<|notimestamps|>"]
     tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     tokenizer.add_tokens([AddedToken(f"<|{i * 0.02:.2f}|>", normalized=False) for i in range(TIMESTAMPS)])
-    assert tokenizer.get_vocab_size() == 51865, tokenizer.get_vocab_size()
+    assert tokenizer.get_vocab_size() == 51766 + n_languages, tokenizer.get_vocab_size()
     return tokenizer, trained
 
 
-def build_model(tokenizer: Tokenizer, trained: int, n_mels: int) -> WhisperForConditionalGeneration:
+def build_model(
+    tokenizer: Tokenizer, trained: int, n_mels: int, n_languages: int
+) -> WhisperForConditionalGeneration:
     ids = tokenizer.get_vocab()
     config = WhisperConfig(
-        vocab_size=51865,
+        vocab_size=51766 + n_languages,
         num_mel_bins=n_mels,
         d_model=32,
         encoder_layers=2,
@@ -157,7 +171,7 @@ def build_model(tokenizer: Tokenizer, trained: int, n_mels: int) -> WhisperForCo
             *range(ids["<|translate|>"], ids["<|nocaptions|>"] + 1),
         ],
         begin_suppress_tokens=[ids["Ġ"], ids["<|endoftext|>"]],
-        lang_to_id={f"<|{c}|>": ids[f"<|{c}|>"] for c in list(LANGUAGES)[:99]},
+        lang_to_id={f"<|{c}|>": ids[f"<|{c}|>"] for c in list(LANGUAGES)[:n_languages]},
         task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
         no_timestamps_token_id=ids["<|notimestamps|>"],
         is_multilingual=True,
@@ -202,17 +216,17 @@ def detect(model, features: np.ndarray, sot: int) -> tuple[str, float]:
     return code, float(top2[0] - top2[1])
 
 
-def main() -> None:
-    tokenizer, trained = build_tokenizer()
-    ids = tokenizer.get_vocab()
-    sot, eot = ids["<|startoftranscript|>"], ids["<|endoftext|>"]
-    n_mels = 80
-    model = build_model(tokenizer, trained, n_mels)
-    extractor = WhisperFeatureExtractor(feature_size=n_mels)
-    if OUT.exists():
-        shutil.rmtree(OUT)
-    OUT.mkdir(parents=True)
-    target = OUT / f"model{n_mels}"
+def read_clips() -> dict[str, np.ndarray]:
+    audio = {name: read_wav(path) for name, path in CLIPS.items()}
+    long = audio.pop("long")
+    reps = int(np.ceil(LONG_REPEAT_SECONDS * SR / long.size))
+    audio["long40"] = np.tile(long, reps)[: int(LONG_REPEAT_SECONDS * SR)]
+    return audio
+
+
+def convert(model, tokenizer: Tokenizer, extractor: WhisperFeatureExtractor, target: Path) -> None:
+    import ctranslate2
+
     with tempfile.TemporaryDirectory() as tmp:
         hf_dir = Path(tmp) / "hf"
         model.save_pretrained(hf_dir)
@@ -223,32 +237,32 @@ def main() -> None:
             eos_token="<|endoftext|>",
             bos_token="<|endoftext|>",
         ).save_pretrained(hf_dir)
-        import ctranslate2
-
         converter = ctranslate2.converters.TransformersConverter(
             str(hf_dir), copy_files=["tokenizer.json", "preprocessor_config.json"]
         )
         converter.convert(str(target), quantization="float16", force=True)
 
-    audio = {name: read_wav(path) for name, path in CLIPS.items()}
-    long = audio.pop("long")
-    reps = int(np.ceil(LONG_REPEAT_SECONDS * SR / long.size))
-    audio["long40"] = np.tile(long, reps)[: int(LONG_REPEAT_SECONDS * SR)]
-    features_out: dict[str, np.ndarray] = {}
-    cases = []
-    lang_index = {code: ids[f"<|{code}|>"] for code in list(LANGUAGES)[:99]}
+
+def make_model(
+    name: str, n_mels: int, n_languages: int, cases: list, audio: dict, features_out: dict
+) -> dict:
+    tokenizer, trained = build_tokenizer(n_languages)
+    ids = tokenizer.get_vocab()
+    sot, eot = ids["<|startoftranscript|>"], ids["<|endoftext|>"]
+    model = build_model(tokenizer, trained, n_mels, n_languages)
+    extractor = WhisperFeatureExtractor(feature_size=n_mels)
+    convert(model, tokenizer, extractor, OUT / name)
+    lang_index = {code: ids[f"<|{code}|>"] for code in list(LANGUAGES)[:n_languages]}
 
     def features_of(samples: np.ndarray) -> np.ndarray:
         return extractor(samples, sampling_rate=SR, return_tensors="np").input_features.astype(np.float32)
 
-    for name, samples in audio.items():
-        if name == "long40":
-            continue
-        features = features_of(samples)
-        features_out[name] = features[0, :, : samples.size // 160 + 8]
+    for clip in sorted({c[0] for c in cases} - {"long40"}):
+        samples = audio[clip]
+        features_out[f"{name}_{clip}"] = features_of(samples)[0, :, : samples.size // 160 + 8]
 
-    all_cases = [*CASES, ("long40", "en", "transcribe", None)]
-    for clip, language, task, prompt_text in all_cases:
+    results = []
+    for clip, language, task, prompt_text in cases:
         samples = audio[clip]
         windows = [samples[i : i + 30 * SR] for i in range(0, samples.size, 30 * SR)]
         tokens_all: list[int] = []
@@ -259,7 +273,7 @@ def main() -> None:
             lang = language
             if lang is None:
                 lang, margin = detect(model, features, sot)
-                detected = lang
+                detected = detected or lang
                 margins.append(margin)
             prefix = []
             if prompt_text:
@@ -268,7 +282,7 @@ def main() -> None:
             tokens, margin = greedy(model, features, prompt, eot)
             margins.append(margin)
             tokens_all.extend(tokens)
-        cases.append(
+        results.append(
             {
                 "clip": clip,
                 "language": language,
@@ -280,8 +294,20 @@ def main() -> None:
                 "min_logit_margin": round(min(margins), 6),
             }
         )
-        print(clip, language, task, detected, len(tokens_all), f"margin {min(margins):.4f}")
+        print(name, clip, language, task, detected, len(tokens_all), f"margin {min(margins):.4f}")
+    return {"n_mels": n_mels, "languages": n_languages, "cases": results}
 
+
+def main() -> None:
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    OUT.mkdir(parents=True)
+    audio = read_clips()
+    features_out: dict[str, np.ndarray] = {}
+    models = {
+        name: make_model(name, n_mels, n_languages, cases, audio, features_out)
+        for name, (n_mels, n_languages, cases) in MODELS.items()
+    }
     np.savez_compressed(OUT / "features.npz", **features_out)
     (OUT / "expected.json").write_text(
         json.dumps(
@@ -289,7 +315,7 @@ def main() -> None:
                 "describe": "tests/reference/whisper_ct2/make_fixtures.py (torch 2.13.0, transformers 5.23.0)",
                 "max_new_tokens": MAX_NEW_TOKENS,
                 "long40": {"source": "long.wav", "seconds": LONG_REPEAT_SECONDS},
-                "cases": cases,
+                "models": models,
             },
             indent=1,
         )
