@@ -56,3 +56,28 @@ def test_task_is_refused_for_a_family_without_it(tmp_path: Path, capsys: pytest.
     code, _ = run_cli("transcribe", str(wav), "--model", str(demo), "--task", "translate")
     assert code == 2
     assert "does not take --task" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_context_from_the_command_line_is_the_initial_prompt() -> None:
+    case = next(c for c in cases("model80") if c["initial_prompt"])
+    code, out = run_cli(
+        "transcribe",
+        str(CLIP_FILES[case["clip"]]),
+        "--model",
+        str(MODEL80),
+        "--context",
+        case["initial_prompt"],
+        "--language",
+        case["language"],
+        "--request-option",
+        f"max_new_tokens={expected()['max_new_tokens']}",
+        "--session-option",
+        "compute_type=float32",
+        "--backend",
+        "cpu",
+        "--format",
+        "json",
+    )
+    assert code == 0
+    assert json.loads(out)["token_ids"] == case["token_ids"]
