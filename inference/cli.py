@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--task",
         choices=("transcribe", "translate"),
-        help="translate: the speech as English text (Whisper models only)",
+        help="translate: the speech as English text, from any spoken language (Whisper models only)",
     )
     tr.add_argument(
         "--session-option", action="append", default=[], metavar="K=V", help="engine session option"
@@ -250,18 +250,16 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
         raw_request.setdefault("language", args.language)
     if args.context is not None:
         raw_request.setdefault("context", args.context)
-    if "language" in raw_request and "language" not in spec.request_options:
-        raise UsageError(f"the {family} family does not take --language", "remove --language")
-    if "context" in raw_request and "context" not in spec.request_options:
-        raise UsageError(f"the {family} family does not take --context", "remove --context")
     if args.task is not None:
-        task_option = spec.request_options.get("task")
-        if task_option is None or args.task not in task_option.choices:
-            raise UsageError(
-                f"the {family} family cannot {args.task}",
-                "translation into English needs a Whisper model (family whisper_ct2); drop --task",
-            )
         raw_request.setdefault("task", args.task)
+    for name in ("language", "context", "task"):
+        if name in raw_request and not _takes_option(spec, name):
+            if name == "task":
+                raise UsageError(
+                    f"the {family} family does not take --task: it cannot {raw_request['task']}",
+                    "translation into English needs a Whisper model (family whisper_ct2); drop --task",
+                )
+            raise UsageError(f"the {family} family does not take --{name}", f"remove --{name}")
     request_options = spec.validate_request_options(raw_request)
     # Files are read before the model loads, so a bad file fails fast; stdin streams as it arrives.
     audio = None if args.audio == "-" and args.mode == "streaming" else _read_input_audio(args, stdin)
@@ -321,6 +319,11 @@ def _load_progress_printer() -> Any:
             sys.stderr.write(f"captioneer: {event.message}\n")
 
     return show
+
+
+def _takes_option(spec: Any, name: str) -> bool:
+    """Whether the family has request option ``name``, under its own name or as an alias."""
+    return any(name == option.name or name in option.aliases for option in spec.request_options.values())
 
 
 def _run_offline(engine: Any, audio: Any, request_options: dict[str, Any]) -> Any:

@@ -8,7 +8,7 @@ from pathlib import Path
 from inference.errors import ModelError
 from inference.models.layout import locate_model
 
-KNOWN_FAMILIES = ("parakeet_tdt", "confucius4_r2t2")
+KNOWN_FAMILIES = ("parakeet_tdt", "confucius4_r2t2", "whisper_ct2")
 
 
 def detect_family(model_path: Path) -> str:
@@ -29,6 +29,15 @@ def detect_family(model_path: Path) -> str:
             return "parakeet_tdt"
         if model_type in ("qwen3_asr", "confucius4_r2t2") or "thinker_config" in config:
             return "confucius4_r2t2"
+        if _is_ct2_whisper(config_path.parent, config):
+            return "whisper_ct2"
+        if model_type == "whisper":
+            raise ModelError(
+                f"{config_path.parent} is a Hugging Face Transformers Whisper checkpoint, which Captioneer "
+                "runs in the CTranslate2 layout",
+                "convert it with ct2-transformers-converter (--copy_files tokenizer.json "
+                "preprocessor_config.json), or use a Systran/faster-whisper-* model",
+            )
         raise ModelError(
             f"{config_path} has model_type {model_type!r}, which no Captioneer family handles",
             f"use a checkpoint of one of: {', '.join(KNOWN_FAMILIES)}",
@@ -36,6 +45,11 @@ def detect_family(model_path: Path) -> str:
     raise ModelError(
         f"{model_path} holds neither config.json nor a .gguf file", "point --model at a model directory"
     )
+
+
+def _is_ct2_whisper(folder: Path, config: dict) -> bool:
+    """A CTranslate2 Whisper folder: model.bin beside a config.json with the converter's Whisper keys."""
+    return (folder / "model.bin").is_file() and "suppress_ids" in config and "suppress_ids_begin" in config
 
 
 def _family_from_gguf(path: Path) -> str:

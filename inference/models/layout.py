@@ -6,7 +6,8 @@ Every loader (both families, the thinker converter, family detection, the store'
 The rule, for a path that exists:
 
 * a ``.gguf`` file is an audio.cpp package (self-contained: config and tokenizer are embedded);
-* ``config.json``, a ``*.safetensors`` file or a ``model.safetensors.index.json`` stands for its folder;
+* ``config.json``, a ``*.safetensors`` file, a ``model.safetensors.index.json`` or a CTranslate2 ``model.bin``
+  stands for its folder;
 * a folder holding exactly one ``.gguf`` is that package, whatever else lies beside it (a package copied into
   a checkpoint folder is the model the user meant); several ``.gguf`` files are ambiguous and refused;
 * otherwise the folder is a Hugging Face checkpoint: the shards listed by ``model.safetensors.index.json``
@@ -29,6 +30,7 @@ from inference.errors import ModelError
 
 CONFIG_FILE = "config.json"
 SHARD_INDEX = "model.safetensors.index.json"
+CT2_WEIGHTS = "model.bin"  # CTranslate2 models (whisper_ct2), which the family reads itself
 GGUF_SUFFIX = ".gguf"
 SAFETENSORS_SUFFIX = ".safetensors"
 
@@ -69,7 +71,7 @@ def locate_model(path: str | Path) -> ModelLocation:
     if path.is_file():
         if path.suffix == GGUF_SUFFIX:
             return ModelLocation(path.parent, "gguf", (path,))
-        if path.name in (CONFIG_FILE, SHARD_INDEX) or path.suffix == SAFETENSORS_SUFFIX:
+        if path.name in (CONFIG_FILE, SHARD_INDEX, CT2_WEIGHTS) or path.suffix == SAFETENSORS_SUFFIX:
             return _folder(path.parent)
         if path.suffix == ".nemo" or _is_tar(path):
             raise nemo_error(path)

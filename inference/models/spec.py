@@ -11,7 +11,8 @@ Schema (version 1; what a model can do is reported by the loaded engine, ``contr
     OPTION  = {"type": "int"|"float"|"bool"|"string"|"enum", "default": value, "description": str,
                optional "min"/"max" (numbers), "min_exclusive"/"max_exclusive" (bool),
                "choices" (enum), "aliases" [str], "nullable" (bool), "max_bytes" (string)}
-    PACKAGE = {"id": str, "name": str, "format": "gguf"|"safetensors"|"phonon2-archive"|"nemo"|"bundled",
+    PACKAGE = {"id": str, "name": str,
+               "format": "gguf"|"safetensors"|"ctranslate2"|"phonon2-archive"|"nemo"|"bundled",
                "files": [FILE], "size_bytes": int,
                optional "hf_repo", "revision", "default", "quantization", "languages", "license",
                "strip_prefix", "target_dir", "bundled_path", "size_is_estimate", "notes"}
@@ -35,7 +36,7 @@ from inference.errors import ModelError, UsageError
 from inference.paths import model_specs_dir
 
 OPTION_TYPES = ("int", "float", "bool", "string", "enum")
-PACKAGE_FORMATS = ("gguf", "safetensors", "phonon2-archive", "nemo", "bundled")
+PACKAGE_FORMATS = ("gguf", "safetensors", "ctranslate2", "phonon2-archive", "nemo", "bundled")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
