@@ -123,6 +123,27 @@ def test_translation_is_offered_only_for_models_that_translate(qtbot, window) ->
     assert window.panel.caption_text() == f"{FIRST}\n{SECOND}"
 
 
+def test_a_whisper_model_captions_translated_when_asked(qtbot, window) -> None:  # type: ignore[no-untyped-def]
+    import io
+
+    from inference.cli import main as cli_main
+    from tests.whisper_ct2.whisper_fixtures import MODEL80
+
+    assert cli_main(["models", "import", str(MODEL80), "--id", "tiny_whisper"], out=io.StringIO()) == 0
+    window.models.fill()
+    combo = window.panel.model_combo
+    combo.setCurrentIndex(next(i for i in range(combo.count()) if combo.itemData(i).family == "whisper_ct2"))
+    action = window.view_menu.translate_action
+    assert action.isEnabled() and "Whisper models only" not in action.text()
+    action.trigger()
+    started: list = []
+    start = window.controller.start
+    window.controller.start = lambda choice, source: (started.append(choice), start(choice, source))
+    run_session(qtbot, window)
+    assert ("task", "translate") in started[0].request_options  # the live segments are translated
+    assert window.controller.state == "idle"
+
+
 def test_provisional_text_is_styled_apart_and_replaced_in_place(qtbot, window) -> None:  # type: ignore[no-untyped-def]
     session = window.controller.session
     window.captions.bind(session)
