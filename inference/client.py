@@ -756,6 +756,13 @@ class WorkerClient:
         )
         loaded = self.request(message, progress=progress, cancel=cancel, timeout=timeout)
         assert isinstance(loaded, p.Loaded)
+        log.info(
+            "loaded %s (%s) in %.1f s%s",
+            model_path,
+            loaded.family,
+            loaded.load_s,
+            f" on {loaded.native}" if loaded.native else "",
+        )
         record = _EngineRecord(message, loaded.family, loaded.caps)
         with self._lock:
             self._engines[engine_id] = record

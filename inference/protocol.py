@@ -128,6 +128,7 @@ class Loaded:
     family: str
     capabilities: dict[str, Any]
     load_s: float
+    native: str = ""  # the native build the engine runs on (ggml's CPU backend variant), for the app's log
 
     @property
     def caps(self) -> Capabilities:

@@ -14,6 +14,7 @@ import logging
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -213,6 +214,7 @@ class Worker:
                 engine.family,
                 engine.capabilities.to_json(),
                 time.perf_counter() - started,
+                native_build(),
             )
         )
 
@@ -303,6 +305,20 @@ class Worker:
                 resume,
             )
         )
+
+
+def native_build() -> str:
+    """ggml's version and CPU backend variant when this process loaded ggml (not for engines that do not)."""
+    if "inference.native.lib" not in sys.modules:
+        return ""
+    from inference.native.lib import load_ggml_libraries  # already loaded: cached
+
+    try:
+        libs = load_ggml_libraries()
+    except CaptioneerError:
+        return ""
+    variant = "libggml-cpu (a single build)" if libs.cpu_variant == "single" else libs.cpu_variant
+    return f"ggml {libs.ggml_version}, CPU backend {variant}"
 
 
 def worker_main(conn: Connection, log_level: int = logging.WARNING) -> None:

@@ -514,3 +514,12 @@ def test_a_frozen_worker_behind_a_full_pipe_is_found_and_replaced() -> None:
         assert engine.transcribe(np.zeros(SAMPLE_RATE, np.float32), timeout=30).text.startswith(
             "16000 samples"
         )
+
+
+def test_the_client_logs_the_native_build_a_model_runs_on(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="captioneer.client"), WorkerClient(FAST) as client:
+        client.load(str(REPO_ROOT / "resources" / "demo_model"))
+    loaded = [r.getMessage() for r in caplog.records if r.getMessage().startswith("loaded ")]
+    assert loaded and "(parakeet_tdt)" in loaded[0] and "CPU backend" in loaded[0], loaded
