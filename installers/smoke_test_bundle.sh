@@ -21,8 +21,11 @@ if [[ -z ${DISPLAY:-} && -z ${WAYLAND_DISPLAY:-} ]]; then export QT_QPA_PLATFORM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 normalise() { tr '[:upper:]' '[:lower:]' | tr -cd 'a-z0-9 \n' | tr -s ' '; }
 
-version=$("$bundle/captioneer" --version)
+version=$("$bundle/captioneer" --version 2>"$work/version.err")
 echo "$version"
+if grep -q "load_backend" "$work/version.err"; then
+    fail "ggml's backend-loading chatter reached stderr: $(cat "$work/version.err")"
+fi
 grep -q "ggml CPU backend: .*($bundle/_internal/llama_cpp/lib)" <<<"$version" \
     || fail "ggml was not loaded from inside the bundle"
 

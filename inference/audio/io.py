@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import soxr
 
-from inference.audio.decoder_chatter import decoder_output_logged
 from inference.contract import SAMPLE_RATE
 from inference.errors import InputFileError, UsageError
+from inference.native_stderr import DECODER_LINES, native_output_logged
 
 TARGET_RATE = SAMPLE_RATE
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ def decode_with_soundfile(
     ``max_seconds``: refuse longer audio from the header, or as soon as decoding passes it (a compressed file
     may hold far more audio than its size suggests). ``mono``: average the channels block by block, so memory
     follows the mono length, not the channel count."""
-    with decoder_output_logged():
+    with native_output_logged(DECODER_LINES):
         return _decode_with_soundfile(data, name, max_seconds, mono)
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inference.errors import BackendError
+from inference.native_stderr import GGML_LINES, native_output_logged
 
 log = logging.getLogger(__name__)
 PINNED_LLAMA_CPP_VERSION = "0.3.36"
@@ -154,7 +155,8 @@ def _register_backend_modules(ggml: ctypes.CDLL, lib_dir: Path) -> None:
     if count() == 0:
         load_all = ggml["ggml_backend_load_all_from_path"]
         load_all.restype, load_all.argtypes = None, [ctypes.c_char_p]
-        load_all(os.fsencode(lib_dir))
+        with native_output_logged(GGML_LINES):  # "load_backend: loaded CPU backend from ..."
+            load_all(os.fsencode(lib_dir))
 
 
 def _open_cpu_variant(lib_dir: Path) -> tuple[ctypes.CDLL, str]:

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from inference.audio.decoder_chatter import decoder_output_logged
+from inference.native_stderr import DECODER_LINES, native_output_logged
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="fd 2 is redirected on POSIX only")
@@ -45,10 +45,10 @@ def test_an_mp3_decodes_without_libmpg123_lines_on_stderr(tmp_path) -> None:  # 
 
 
 def test_decoder_lines_are_logged_and_other_lines_pass_through(caplog, capfd) -> None:  # type: ignore[no-untyped-def]
-    with caplog.at_level(logging.DEBUG, logger="captioneer.audio"), decoder_output_logged():
+    with caplog.at_level(logging.DEBUG, logger="captioneer.native"), native_output_logged(DECODER_LINES):
         os.write(2, b"[src/libmpg123/layer3.c:INT123_do_layer3():1774] error: part2_3_length too large\n")
         os.write(2, b"another thread's warning\n")
-        with decoder_output_logged():  # an overlapping decode shares the redirection
+        with native_output_logged(DECODER_LINES):  # an overlapping decode shares the redirection
             os.write(2, b"[src/libmpg123/parse.c:1] note\n")
     err = capfd.readouterr().err
     assert err == "another thread's warning\n"

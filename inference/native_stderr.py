@@ -1,7 +1,7 @@
-"""Keeps native decoders' stderr chatter out of the user's terminal: libmpg123 prints frame warnings
-("part2_3_length too large ...") straight to file descriptor 2 while libsndfile decodes an MP3.
+"""Keeps native libraries' stderr chatter out of the user's terminal: libmpg123 prints frame warnings while
+libsndfile decodes an MP3, ggml prints "load_backend: loaded CPU backend from ..." when it loads a backend.
 
-While a decode runs, fd 2 points at a temporary file; afterwards the decoder's lines go to the log (debug) and
+While such a call runs, fd 2 points at a temporary file; afterwards the library's lines go to the debug log and
 anything else written meanwhile (another thread's log line) is written back to the real stderr, late but whole.
 """
 
@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
-log = logging.getLogger("captioneer.audio")
-DECODER_LINE = re.compile(r"^\[src/lib(mpg123|sndfile|FLAC|ogg|vorbis|opus)[^\]]*\]|mpg123", re.IGNORECASE)
+log = logging.getLogger("captioneer.native")
+DECODER_LINES = re.compile(r"^\[src/lib(mpg123|sndfile|FLAC|ogg|vorbis|opus)[^\]]*\]|mpg123", re.IGNORECASE)
+GGML_LINES = re.compile(r"^(load_backend|register_backend|ggml_\w+):")
 
 
 class _Redirect:
@@ -45,7 +46,7 @@ class _Redirect:
             self._users += 1
             return True
 
-    def leave(self) -> None:
+    def leave(self, chatter: re.Pattern[str]) -> None:
         with self._lock:
             self._users -= 1
             if self._users or self._capture is None:
@@ -58,8 +59,8 @@ class _Redirect:
         capture.close()
         passthrough = []
         for line in text.splitlines(keepends=True):
-            if DECODER_LINE.search(line):
-                log.debug("decoder: %s", line.strip())
+            if chatter.search(line):
+                log.debug("native: %s", line.strip())
             else:
                 passthrough.append(line)
         if passthrough:
@@ -71,11 +72,11 @@ _REDIRECT = _Redirect()  # wraps the process's fd 2, itself a per-process resour
 
 
 @contextmanager
-def decoder_output_logged() -> Iterator[None]:
-    """Run a native decode with its stderr lines sent to the log (POSIX; elsewhere a no-op)."""
+def native_output_logged(chatter: re.Pattern[str]) -> Iterator[None]:
+    """Run a native call with its stderr lines matching ``chatter`` sent to the log (POSIX; elsewhere a no-op)."""
     entered = os.name == "posix" and _REDIRECT.enter()
     try:
         yield
     finally:
         if entered:
-            _REDIRECT.leave()
+            _REDIRECT.leave(chatter)
