@@ -20,8 +20,8 @@ timestamps, no prompt carried between windows). The table's "tokens" column is t
 Each side runs in its own worker process (peak RSS per side); rounds are interleaved and medians reported.
 Columns: wall seconds, RTF (wall / audio seconds, lower is faster), speed against torch and against faster-whisper
 with the same compute type (> 1 is faster) measured in the same run, CPU-seconds per wall-second, peak RSS,
-tokens decoded and whether the ids equal the torch reference's (random weights leave tiny argmax margins, so
-float32 ids may differ after a near tie; int8 ids differ).
+tokens decoded and whether the ids equal the torch reference's (random weights may leave tiny argmax margins, so
+a near tie can flip; the count, hence the work, is what must be equal).
 """
 
 from __future__ import annotations
