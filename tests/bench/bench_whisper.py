@@ -98,7 +98,9 @@ def create_model(out: Path, threads: int) -> None:
         WhisperFeatureExtractor(feature_size=128).save_pretrained(hf_dir)
         tokenizer.save(str(hf_dir / "tokenizer.json"))
         PreTrainedTokenizerFast(
-            tokenizer_file=str(hf_dir / "tokenizer.json"), eos_token="<|endoftext|>", bos_token="<|endoftext|>"
+            tokenizer_file=str(hf_dir / "tokenizer.json"),
+            eos_token="<|endoftext|>",
+            bos_token="<|endoftext|>",
         ).save_pretrained(hf_dir)
         converter = ctranslate2.converters.TransformersConverter(
             str(hf_dir), copy_files=["tokenizer.json", "preprocessor_config.json"]
@@ -143,13 +145,18 @@ def turbo_model(tokenizer):  # type: ignore[no-untyped-def]
     torch.manual_seed(0)
     model = WhisperForConditionalGeneration(config).eval()
     with torch.no_grad():
-        model.model.decoder.embed_tokens.weight[eot] = 0.0  # logit 0: never the argmax, so no side stops early
+        model.model.decoder.embed_tokens.weight[eot] = (
+            0.0  # logit 0: never the argmax, so no side stops early
+        )
     languages = list(LANGUAGES)[:N_LANGUAGES]
     model.generation_config = GenerationConfig(
         decoder_start_token_id=ids["<|startoftranscript|>"],
         eos_token_id=eot,
         pad_token_id=eot,
-        suppress_tokens=[ids["<|startoftranscript|>"], *range(ids["<|translate|>"], ids["<|nocaptions|>"] + 1)],
+        suppress_tokens=[
+            ids["<|startoftranscript|>"],
+            *range(ids["<|translate|>"], ids["<|nocaptions|>"] + 1),
+        ],
         begin_suppress_tokens=[ids["Ġ"], eot],
         lang_to_id={f"<|{c}|>": ids[f"<|{c}|>"] for c in languages},
         task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
@@ -181,7 +188,9 @@ def worker(kind: str, model: Path, threads: int, tokens: int) -> None:
         from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration
 
         effective = machine.pin_torch_threads(threads)
-        net = WhisperForConditionalGeneration.from_pretrained(model / TRANSFORMERS_DIR, dtype=torch.float32).eval()
+        net = WhisperForConditionalGeneration.from_pretrained(
+            model / TRANSFORMERS_DIR, dtype=torch.float32
+        ).eval()
         extractor = WhisperFeatureExtractor.from_pretrained(model / TRANSFORMERS_DIR)
 
         def run(audio: np.ndarray) -> list[int]:
@@ -200,14 +209,18 @@ def worker(kind: str, model: Path, threads: int, tokens: int) -> None:
                     )
                 sequence = ids[0].tolist() if not hasattr(ids, "sequences") else ids.sequences[0].tolist()
                 # transformers 5 returns the new tokens only; older versions put the 4 prompt tokens first
-                out += sequence[4:] if sequence[0] == net.generation_config.decoder_start_token_id else sequence
+                out += (
+                    sequence[4:] if sequence[0] == net.generation_config.decoder_start_token_id else sequence
+                )
             return out
 
     elif side == "faster-whisper":
         import ctranslate2
         from faster_whisper import WhisperModel
 
-        fw = WhisperModel(str(model), device="cpu", compute_type=compute_type, cpu_threads=threads, num_workers=1)
+        fw = WhisperModel(
+            str(model), device="cpu", compute_type=compute_type, cpu_threads=threads, num_workers=1
+        )
         effective = ct2_threads(threads, ctranslate2.__version__)
 
         def run(audio: np.ndarray) -> list[int]:
@@ -231,11 +244,15 @@ def worker(kind: str, model: Path, threads: int, tokens: int) -> None:
 
         from inference.engine import load_engine
 
-        engine = load_engine(model, "whisper_ct2", {"compute_type": compute_type}, backend="cpu", threads=threads)
+        engine = load_engine(
+            model, "whisper_ct2", {"compute_type": compute_type}, backend="cpu", threads=threads
+        )
         effective = ct2_threads(threads, ctranslate2.__version__)
 
         def run(audio: np.ndarray) -> list[int]:
-            return list(engine.transcribe(audio, language="en", task="transcribe", max_new_tokens=tokens).token_ids)
+            return list(
+                engine.transcribe(audio, language="en", task="transcribe", max_new_tokens=tokens).token_ids
+            )
 
     machine.serve_timed_runs(effective, np.load, run)
 
@@ -305,15 +322,21 @@ def faster_whisper_python(option: str | None) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--clips", default="10,60", help="clip lengths in seconds")
     parser.add_argument("--types", default="float32,int8", help="CTranslate2 compute types")
-    parser.add_argument("--tokens", type=int, default=100, help="tokens decoded per 30 s window on every side")
+    parser.add_argument(
+        "--tokens", type=int, default=100, help="tokens decoded per 30 s window on every side"
+    )
     parser.add_argument("--no-torch", action="store_true", help="leave the torch side out")
     parser.add_argument("--cache", type=Path, default=None, help=f"model folder (default ${CACHE_ENV})")
-    parser.add_argument("--faster-whisper-python", default=None, help=f"python with faster-whisper (${FW_ENV})")
+    parser.add_argument(
+        "--faster-whisper-python", default=None, help=f"python with faster-whisper (${FW_ENV})"
+    )
     machine.add_reference_option(parser)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
