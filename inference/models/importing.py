@@ -15,7 +15,7 @@ from inference.models.downloads import PlannedFile
 from inference.models.fsops import copy_hashing, remove_tree, walk_files
 from inference.models.identify import detect_family
 from inference.models.layout import locate_model
-from inference.models.marker import INSTALL_MARKER, InstallMarker, write_marker
+from inference.models.marker import INSTALL_MARKER, InstallMarker, converted_import_fields, write_marker
 from inference.models.nemo_importing import NemoImporter
 from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter
 from inference.models.spec import PackageFile, PackageSpec
@@ -188,15 +188,7 @@ class StoreImporter(NemoImporter):
                 tracker,
                 cancel,
                 converter,
-                marker_fields={
-                    "source": "import",
-                    "origin": str(source),
-                    "linked": False,
-                    "hf_repo": None,
-                    "revision": None,
-                    "commit": None,
-                    "sidecars_origin": str(sidecars) if sidecars is not None else None,
-                },
+                marker_fields=converted_import_fields(source, sidecars),
             )
             tracker.emit("done", message=str(path), force=True)
             return path

@@ -185,3 +185,16 @@ def write_marker(package_dir: Path, marker: InstallMarker) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, package_dir / INSTALL_MARKER)
+
+
+def converted_import_fields(source: Path, sidecars: Path | None) -> dict[str, Any]:
+    """The marker fields of a package converted from a local file (a Phonon-2 source, a NeMo .nemo)."""
+    return {
+        "source": "import",
+        "origin": str(source),
+        "linked": False,
+        "hf_repo": None,
+        "revision": None,
+        "commit": None,
+        "sidecars_origin": str(sidecars) if sidecars is not None else None,
+    }

@@ -11,7 +11,7 @@ from inference.families.parakeet_tdt.phonon_source import parse_sha256
 from inference.models import nemo
 from inference.models.assembly import StoreInstaller
 from inference.models.hashing import sha256_file
-from inference.models.marker import INSTALL_MARKER
+from inference.models.marker import INSTALL_MARKER, converted_import_fields
 from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter
 from inference.models.spec import PackageSpec
 from inference.models.store_layout import DISK_RESERVE_BYTES, PACKAGE_ID, slug
@@ -110,15 +110,7 @@ class NemoImporter(StoreInstaller):
                 tracker,
                 cancel,
                 converter,
-                marker_fields={
-                    "source": "import",
-                    "origin": str(source),
-                    "linked": False,
-                    "hf_repo": None,
-                    "revision": None,
-                    "commit": None,
-                    "sidecars_origin": str(sidecars) if sidecars is not None else None,
-                },
+                marker_fields=converted_import_fields(source, sidecars),
             )
             tracker.emit("done", message=str(path), force=True)
             return path
