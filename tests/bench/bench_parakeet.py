@@ -225,7 +225,7 @@ def worker(kind: str, model: Path, threads: int, backend: str = "cpu") -> None:
     machine.serve_timed_runs(effective, np.load, run)
 
 
-class Worker:
+class Worker(machine.WorkerProcess):
     def __init__(self, kind: str, model: Path, threads: int, python: str, backend: str = "cpu") -> None:
         self._start(
             kind,
@@ -243,35 +243,6 @@ class Worker:
             ],
             threads,
         )
-
-    def _start(self, kind: str, command: list[str], threads: int) -> None:
-        """Start a worker process with pinned threads and check what it reports it uses."""
-        self.kind = kind
-        self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=machine.thread_env(threads)
-        )
-        ready = self._read()
-        if not ready.get("ready"):
-            raise RuntimeError(f"worker {kind} failed to start")
-        print(machine.check_threads(kind, threads, ready["threads"]), flush=True)
-
-    def _read(self) -> dict:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"worker {self.kind} died (exit {self.proc.wait()})")
-        return json.loads(line)
-
-    def run(self, clip: Path) -> dict:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(f"{clip}\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def close(self) -> None:
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=60)
 
 
 def main() -> None:

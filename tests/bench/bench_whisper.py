@@ -27,7 +27,6 @@ a near tie can flip; the count, hence the work, is what must be equal).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -262,40 +261,12 @@ def ct2_threads(threads: int, version: str) -> dict:
     return {"ct2_intra_threads": threads, "ctranslate2": version, "pools": machine.blas_threads()}
 
 
-class Worker:
+class Worker(machine.WorkerProcess):
+    close_timeout_s = 120.0  # a 3 GB model to release
+
     def __init__(self, kind: str, model: Path, threads: int, tokens: int, python: str) -> None:
-        self.kind = kind
         command = [python, __file__, "--worker", kind, "--model", str(model), "--threads", str(threads)]
-        self.proc = subprocess.Popen(
-            [*command, "--tokens", str(tokens)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=machine.thread_env(threads),
-        )
-        ready = self._read()
-        if not ready.get("ready"):
-            raise RuntimeError(f"worker {kind} failed to start")
-        self.effective = ready["threads"]
-        print(machine.check_threads(kind, threads, ready["threads"]), flush=True)
-
-    def _read(self) -> dict:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"worker {self.kind} died (exit {self.proc.wait()})")
-        return json.loads(line)
-
-    def run(self, clip: Path) -> dict:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(f"{clip}\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def close(self) -> None:
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        self.proc.wait(timeout=120)
+        self._start(kind, [*command, "--tokens", str(tokens)], threads)
 
 
 def faster_whisper_python(option: str | None) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 import subprocess
@@ -406,7 +407,6 @@ def serve_timed_runs(
     """A benchmark worker's loop: say it is ready (with the thread counts in effect), then for every clip path
     read from stdin, time ``run(load(path))`` and answer one JSON line: wall and CPU seconds, the token ids and
     the process's peak RSS so far."""
-    import json
     import resource
 
     print(json.dumps({"ready": True, "threads": effective}), flush=True)
@@ -432,3 +432,39 @@ def rss_mib() -> float:
     except OSError:
         pass
     return float("nan")
+
+
+class WorkerProcess:
+    """One side of a benchmark in its own process, speaking the bench worker protocol: a ready line with the
+    threads it really uses, then one JSON result line per clip path written to its stdin."""
+
+    close_timeout_s = 60.0
+
+    def _start(self, kind: str, command: list[str], threads: int) -> None:
+        """Start a worker process with pinned threads and check what it reports it uses."""
+        self.kind = kind
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=thread_env(threads)
+        )
+        ready = self._read()
+        if not ready.get("ready"):
+            raise RuntimeError(f"worker {kind} failed to start")
+        print(check_threads(kind, threads, ready["threads"]), flush=True)
+
+    def _read(self) -> dict:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker {self.kind} died (exit {self.proc.wait()})")
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    def run(self, clip: Path) -> dict:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{clip}\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=self.close_timeout_s)
