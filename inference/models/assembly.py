@@ -15,7 +15,7 @@ from typing import Any
 from inference.errors import ModelError, NotImplementedFamilyError, UsageError
 from inference.models.conversion import FORMATS_NEEDING_CONVERSION, ConversionContext
 from inference.models.downloads import PlannedFile, StoreDownloads
-from inference.models.marker import InstallMarker, OtherSource, write_marker
+from inference.models.marker import InstallMarker, OtherSource, converted_import_fields, write_marker
 from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter, check_cancel
 from inference.models.spec import PackageSpec
 from inference.models.store_layout import PARTIAL_DIR, default_model_path
@@ -66,6 +66,22 @@ class StoreInstaller(StoreDownloads):
             path = self._assemble(pkg, planned, tracker, cancel, converter)
             tracker.emit("done", message=str(path), force=True)
             return path
+
+    def _assemble_converted(
+        self,
+        pkg: PackageSpec,
+        planned: list[PlannedFile],
+        tracker: ProgressTracker,
+        cancel: threading.Event | None,
+        converter: Any,
+        source: Path,
+        sidecars: Path | None,
+    ) -> Path:
+        """Assemble a package converted from a local file (a Phonon-2 source, a .nemo) and report it done."""
+        fields = converted_import_fields(source, sidecars)
+        path = self._assemble(pkg, planned, tracker, cancel, converter, marker_fields=fields)
+        tracker.emit("done", message=str(path), force=True)
+        return path
 
     def _assemble(
         self,

@@ -15,7 +15,7 @@ from inference.models.downloads import PlannedFile
 from inference.models.fsops import copy_hashing, remove_tree, walk_files
 from inference.models.identify import detect_family
 from inference.models.layout import locate_model
-from inference.models.marker import INSTALL_MARKER, InstallMarker, converted_import_fields, write_marker
+from inference.models.marker import INSTALL_MARKER, InstallMarker, write_marker
 from inference.models.nemo_importing import NemoImporter
 from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter
 from inference.models.spec import PackageFile, PackageSpec
@@ -182,16 +182,7 @@ class StoreImporter(NemoImporter):
                 self._download_all(pkg, planned, tracker, cancel)
                 self._verify_downloads(planned, tracker, cancel)
             converter = phonon.import_converter(source, sidecars)
-            path = self._assemble(
-                pkg,
-                planned,
-                tracker,
-                cancel,
-                converter,
-                marker_fields=converted_import_fields(source, sidecars),
-            )
-            tracker.emit("done", message=str(path), force=True)
-            return path
+            return self._assemble_converted(pkg, planned, tracker, cancel, converter, source, sidecars)
 
     def _import_locked(
         self,

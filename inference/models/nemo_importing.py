@@ -11,7 +11,7 @@ from inference.families.parakeet_tdt.phonon_source import parse_sha256
 from inference.models import nemo
 from inference.models.assembly import StoreInstaller
 from inference.models.hashing import sha256_file
-from inference.models.marker import INSTALL_MARKER, converted_import_fields
+from inference.models.marker import INSTALL_MARKER
 from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter
 from inference.models.spec import PackageSpec
 from inference.models.store_layout import DISK_RESERVE_BYTES, PACKAGE_ID, slug
@@ -104,13 +104,4 @@ class NemoImporter(StoreInstaller):
                 NEMO_FLOAT32_FACTOR * total + total + DISK_RESERVE_BYTES, f"to import {source.name}"
             )
             converter = nemo.import_converter(source, sidecars, stock, provenance)
-            path = self._assemble(
-                pkg,
-                [],
-                tracker,
-                cancel,
-                converter,
-                marker_fields=converted_import_fields(source, sidecars),
-            )
-            tracker.emit("done", message=str(path), force=True)
-            return path
+            return self._assemble_converted(pkg, [], tracker, cancel, converter, source, sidecars)
