@@ -56,7 +56,7 @@ class Settings:
     dictation_trailing: str = "space"  # space | newline | none
     dictation_model: str | None = None  # None = the captions model
     # Parakeet-TDT weights: "native" (the checkpoint's own, f32) or "int8" (on the CPU backend: the fastest type,
-    # ~1.7x f32 and WER-equal on held-out speech; README "CPU speed"). Applies from the next model load.
+    # ~1.7x f32 and WER-equal on held-out speech; docs/models.md §6). Applies from the next model load.
     parakeet_weights: str = "native"
     model_offer_dismissed: bool = False  # the first-run banner ("download a real model") was dismissed
     extra: dict[str, Any] = field(default_factory=dict)  # keys from other versions, kept verbatim

@@ -1,4 +1,4 @@
-"""Renders the app's windows under X11 and saves them as PNGs for the README (docs/screenshots/).
+"""Renders the app's windows under X11 and saves them as PNGs for the README and docs/app.md (docs/screenshots/).
 
     .venv/bin/python docs/screenshots/make_screenshots.py [--out DIR]
 

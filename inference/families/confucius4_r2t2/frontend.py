@@ -1,23 +1,22 @@
 """Whisper-style log-mel frontend for Qwen3-ASR, identical to transformers' ``Qwen3ASRFeatureExtractor``.
 
-The steps are docs/families/confucius4_r2t2.md §2. It follows the reference (docs/reference_parity.md §2.3) where
-audio.cpp differs: a **periodic** Hann window (not the symmetric ``/399`` form) and **no peak normalisation**
-(samples go in as they are). The mel time axis is right-padded to a multiple of ``2*n_window`` frames with a mask
-of the valid ones, as the reference processor does.
+The steps are docs/families/confucius4_r2t2.md §2, computed by :mod:`inference.audio.whisper_mel`. It follows the
+reference (docs/reference_parity.md §2.3) where audio.cpp differs: a **periodic** Hann window (not the symmetric
+``/399`` form) and **no peak normalisation** (samples go in as they are). Input shorter than 8000 samples is
+zero-padded to 8000; the mel time axis is right-padded to a multiple of ``2*n_window`` frames with a mask of the
+valid ones, as the reference processor does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 
-from inference.audio.mel import slaney_filterbank
-from inference.contract import SAMPLE_RATE
+from inference.audio import whisper_mel
 
-N_FFT = 400
-HOP_LENGTH = 160
+N_FFT = whisper_mel.N_FFT
+HOP_LENGTH = whisper_mel.HOP_LENGTH
 MIN_SAMPLES = 8000
 CHUNK_FRAMES = 100  # 2 * n_window; the audio tower's conv chunk
 TOKENS_PER_CHUNK = 13  # tokens a full 100-frame chunk leaves after three stride-2 convolutions
@@ -33,32 +32,13 @@ class MelFeatures:
         return int(self.mask.sum())
 
 
-def mel_filterbank(num_mel_bins: int = 128, n_fft: int = N_FFT, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
-    """Slaney-scale, Slaney-normalised triangular filters, shape (n_fft//2 + 1, num_mel_bins), 0-8000 Hz."""
-    return slaney_filterbank(n_fft, num_mel_bins, sample_rate, 8000.0)
-
-
-@cache
-def _periodic_hann(length: int) -> np.ndarray:
-    window = 0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(length) / length)
-    window.setflags(write=False)
-    return window
-
-
 def log_mel(samples: np.ndarray, num_mel_bins: int = 128, pad_multiple: int = CHUNK_FRAMES) -> MelFeatures:
     """Features of one utterance of float mono 16 kHz samples (see the module doc for every step)."""
     audio = np.asarray(samples, dtype=np.float32).reshape(-1)
     if audio.shape[0] < MIN_SAMPLES:
         audio = np.pad(audio, (0, MIN_SAMPLES - audio.shape[0]))
-    frames = audio.shape[0] // HOP_LENGTH  # STFT gives one more; the reference drops the last frame
-    padded = np.pad(audio.astype(np.float64), N_FFT // 2, mode="reflect")
-    strided = np.lib.stride_tricks.sliding_window_view(padded, N_FFT)[::HOP_LENGTH][:frames]
-    spectrum = np.fft.rfft(strided * _periodic_hann(N_FFT), axis=-1)
-    power = spectrum.real**2 + spectrum.imag**2  # (frames, bins)
-    mel = mel_filterbank(num_mel_bins).T @ power.T  # (mels, frames)
-    log_spec = np.log10(np.maximum(mel, 1e-10))
-    log_spec = np.maximum(log_spec, log_spec.max() - 8.0)
-    values = ((log_spec + 4.0) / 4.0).astype(np.float32)
+    values = whisper_mel.log_mel(audio, num_mel_bins)
+    frames = values.shape[1]
     padding = (-frames) % pad_multiple if pad_multiple > 1 else 0
     values = np.pad(values, ((0, 0), (0, padding)))
     mask = np.concatenate([np.ones(frames, dtype=np.int8), np.zeros(padding, dtype=np.int8)])

@@ -1,4 +1,4 @@
-"""The log-mel frontend of a growing stream, frame-stable and incremental (same math as ``frontend.log_mel``).
+"""The log-mel frontend of a growing stream, frame-stable and incremental (the math of ``frontend.log_mel``).
 
 NumPy's FFT may round a frame differently when the batch size changes, which would defeat the tower's
 bit-identical window cache. So frames are computed in blocks of ``BLOCK`` aligned to the stream start, every block
@@ -10,14 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from inference.families.confucius4_r2t2.frontend import (
-    HOP_LENGTH,
-    MIN_SAMPLES,
-    N_FFT,
-    _periodic_hann,
-    log_mel,
-    mel_filterbank,
-)
+from inference.audio import whisper_mel
+from inference.families.confucius4_r2t2.frontend import HOP_LENGTH, MIN_SAMPLES, N_FFT, log_mel
 
 BLOCK = 32  # frames per cached block
 
@@ -28,11 +22,7 @@ def _log10_mel(audio: np.ndarray, first: int, last: int, num_mel_bins: int) -> n
     index = np.arange(first * HOP_LENGTH - N_FFT // 2, (last - 1) * HOP_LENGTH + N_FFT // 2)
     index = np.where(index < 0, -index, index)  # reflect padding, as np.pad(mode="reflect")
     index = np.where(index >= n, 2 * (n - 1) - index, index)
-    segment = audio[index].astype(np.float64)
-    frames = np.lib.stride_tricks.sliding_window_view(segment, N_FFT)[::HOP_LENGTH][: last - first]
-    spectrum = np.fft.rfft(frames * _periodic_hann(N_FFT), axis=-1)
-    power = spectrum.real**2 + spectrum.imag**2
-    return np.log10(np.maximum(mel_filterbank(num_mel_bins).T @ power.T, 1e-10))
+    return whisper_mel.log10_mel_of_padded(audio[index].astype(np.float64), last - first, num_mel_bins)
 
 
 class StreamingLogMel:
@@ -61,6 +51,4 @@ class StreamingLogMel:
             self._blocks = parts
         if blocks * BLOCK < frames:
             parts = [*parts, _log10_mel(samples, blocks * BLOCK, frames, self.num_mel_bins)]
-        log_spec = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
-        log_spec = np.maximum(log_spec, log_spec.max() - 8.0)
-        return ((log_spec + 4.0) / 4.0).astype(np.float32)
+        return whisper_mel.scaled(np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0])
