@@ -1,4 +1,5 @@
-"""The Starlette application: routes, the API key check and OpenAI-shaped errors for everything."""
+"""The Starlette application: routes, the checks every request passes (Host, origin, API key, shutdown, body
+rate) and OpenAI-shaped errors for everything."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from inference.errors import CaptioneerError
-from inference.server.config import ServerConfig, bracketed
+from inference.server.body_rate import BodyRateLimit, BodyRateMiddleware
+from inference.server.browser_guard import CrossSiteMiddleware, LoopbackHostMiddleware
+from inference.server.config import ServerConfig
 from inference.server.errors import ApiError, from_captioneer
 from inference.server.live import live
 from inference.server.registry import ModelRegistry
@@ -74,46 +78,6 @@ class DrainingMiddleware:
         await self.app(scope, receive, send)
 
 
-class LoopbackHostMiddleware:
-    """Without an API key the server trusts whoever reaches it on loopback, so it must also know it was meant:
-    a web page that rebinds its own DNS name to 127.0.0.1 reaches the port with its own name in ``Host``.
-    Only loopback names (and the bound host) are answered; others get 421."""
-
-    def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
-        self.app = app
-        self.enabled = config.api_key is None
-        self.allowed = {
-            "127.0.0.1",
-            "localhost",
-            "[::1]",
-            config.host.lower(),
-            bracketed(config.host.lower()),
-        }
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.enabled:
-            await self.app(scope, receive, send)
-            return
-        host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1").strip().lower()
-        if host and _host_name(host) not in self.allowed:
-            error = ApiError(
-                421,
-                f"this server answers only to loopback host names, not {host[:100]!r} (without an "
-                "API key it must not be reachable from web pages under other names)",
-                "invalid_host",
-            )
-            await error.response()(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-
-def _host_name(host: str) -> str:
-    """A Host header without its port: ``localhost:8488`` -> ``localhost``, ``[::1]:8488`` -> ``[::1]``."""
-    if host.startswith("["):
-        return host[: host.find("]") + 1] if "]" in host else host
-    return host.split(":", 1)[0]
-
-
 async def _api_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     return exc.response()
@@ -167,4 +131,13 @@ def create_app(config: ServerConfig, registry: ModelRegistry, shutdown: Shutdown
     app.state.config = config
     app.state.registry = registry
     app.state.shutdown = shutdown = shutdown or ShutdownState()
-    return LoopbackHostMiddleware(ApiKeyMiddleware(DrainingMiddleware(app, shutdown), config.api_key), config)
+    inner: ASGIApp = BodyRateMiddleware(app, BodyRateLimit(config.min_body_bytes_per_s, config.body_window_s))
+    inner = ApiKeyMiddleware(DrainingMiddleware(inner, shutdown), config.api_key)
+    if config.allow_origins:  # a local web UI there may read the answers (and send JSON: a preflight)
+        inner = CORSMiddleware(
+            inner,
+            allow_origins=list(config.allow_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type"],
+        )
+    return LoopbackHostMiddleware(CrossSiteMiddleware(inner, config), config)

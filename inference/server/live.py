@@ -129,13 +129,10 @@ async def live(request: Request) -> Response:
     except UsageError as exc:
         raise ApiError(400, str(exc), "invalid_value") from None
 
-    await model.acquire_within(wait_s)
-    pipe = EventPipe()
-    try:
+    async with model.slot(wait_s) as slot:
+        pipe = EventPipe()
         stream = await open_stream(model, pipe, options)
-    except BaseException:
-        model.release()
-        raise
+        release = slot.hand_over()
     frame_bytes = (2 if sample_format == "s16le" else 4) * channels
 
     shutdown = request.app.state.shutdown
@@ -144,7 +141,7 @@ async def live(request: Request) -> Response:
         await feed_body(pipe, stream, body, first, decoder, frame_bytes, limits, rate, shutdown)
 
     frames = sse_frames(pipe, EventTranslator(), feed, shutdown)
-    return SSEResponse(frames, on_close=closer(stream, model))  # type: ignore[return-value]
+    return SSEResponse(frames, on_close=closer(stream, release))  # type: ignore[return-value]
 
 
 async def _next(
