@@ -105,7 +105,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 async def _unexpected(_request: Request, exc: Exception) -> Response:
     log.exception("unexpected failure in a request", exc_info=exc)
     return ApiError(
-        500, f"internal error: {type(exc).__name__}: {exc}; see the server log", "internal_error"
+        500, f"internal error ({type(exc).__name__}); the server log has the details", "internal_error"
     ).response()
 
 
