@@ -98,6 +98,7 @@ def guarded_protocol(limits: ConnectionLimits) -> type:
     class GuardedH11(H11Protocol):
         _address: str | None = None
         _header_timer: asyncio.TimerHandle | None = None
+        _linger_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -110,6 +111,9 @@ def guarded_protocol(limits: ConnectionLimits) -> type:
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm_header_timer()
+            if self._linger_timer is not None:
+                self._linger_timer.cancel()
+                self._linger_timer = None
             if self._address is not None:
                 counts.leave(self._address)
                 self._address = None
@@ -120,8 +124,23 @@ def guarded_protocol(limits: ConnectionLimits) -> type:
             if self.conn.their_state is h11.IDLE:
                 self._arm_header_timer()
             super().data_received(data)
-            if self.conn.their_state is not h11.IDLE:
+            if self.conn.their_state is h11.IDLE:  # the next request (kept alive, or pipelined) is timed too
+                self._arm_header_timer()
+            else:
                 self._disarm_header_timer()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            # Answered before its body ended (a 408, 413, or a live stream cut off): the rest is never read,
+            # and a trickle would hold the connection forever (each byte resets uvicorn's keep-alive timer).
+            # The client gets the keep-alive time to finish or stop, then the connection is closed.
+            if self.conn.their_state is h11.SEND_BODY and self._linger_timer is None:
+                self._linger_timer = self.loop.call_later(self.timeout_keep_alive, self._close_unfinished)
+
+        def _close_unfinished(self) -> None:
+            self._linger_timer = None
+            if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
+                self.transport.close()
 
         def send_400_response(self, msg: str) -> None:
             self._close_with(unreadable)
@@ -138,11 +157,13 @@ def guarded_protocol(limits: ConnectionLimits) -> type:
         def _headers_too_slow(self) -> None:
             self._header_timer = None
             if self.conn.their_state is h11.IDLE:
-                self._close_with(too_slow)
+                # No byte of a next request: an idle connection, closed without an answer.
+                self._close_with(too_slow if self.conn.trailing_data[0] else b"")
 
         def _close_with(self, answer: bytes) -> None:
             if not self.transport.is_closing():
-                self.transport.write(answer)
+                if answer:
+                    self.transport.write(answer)
                 self.transport.close()
 
     GuardedH11.counts = counts  # type: ignore[attr-defined]  # for tests and the load script
