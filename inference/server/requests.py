@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -151,7 +152,7 @@ async def read_transcription_request(
     content_type = media_type(request)
     if content_type == "application/json":  # parsing and decoding run off the event loop
         return await anyio.to_thread.run_sync(_from_json, body, registry, config, details)
-    if content_type == "multipart/form-data":  # the only form that carries a file
+    if content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
         return await _from_form(request, registry, details)
     raise ApiError(
         415,
@@ -288,13 +289,18 @@ def read_allowed_file(config: ServerConfig, value: Any, key: str) -> bytes:
         )
     root = config.audio_dir.resolve()
     name = shown(value)
-    try:  # resolve() follows links and ".." (a link loop raises), and an absolute value replaces root
-        path = (root / value).resolve()
+    try:  # resolve() follows links and ".." (strictly: a link loop is an error on every Python version)
+        path = (root / value).resolve(strict=True)
         inside = path.is_relative_to(root)
         is_file = inside and path.is_file()
         size = path.stat().st_size if is_file else 0
+    except FileNotFoundError:
+        raise ApiError(
+            400, f"no file {name} in the server's --audio-dir", "file_not_found", param=key
+        ) from None
     except (OSError, RuntimeError) as exc:  # a name too long, a link loop, no permission
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "a symbolic link loop"
+        loop = isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP
+        why = "a symbolic link loop" if loop else getattr(exc, "strerror", None) or "it cannot be opened"
         raise ApiError(
             400, f"cannot open {name} in the server's --audio-dir: {why}", "file_not_readable", param=key
         ) from None
