@@ -118,6 +118,8 @@ class DrainingServer:
     def __init__(self, config: Any, shutdown: ShutdownState) -> None:
         import uvicorn
 
+        draining = self.draining = threading.Event()  # set once uvicorn's own shutdown has begun
+
         class _Server(uvicorn.Server):
             def handle_exit(self, sig: int, frame: Any) -> None:
                 shutdown.begin()
@@ -126,6 +128,13 @@ class DrainingServer:
             async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
                 # uvicorn stops listening at once, so new clients would meet a refused connection; while
                 # requests are in flight (within the grace) it keeps listening and they get the 503.
+                draining.set()
+                if self.server_state.tasks:
+                    log.warning(
+                        "stopping: %d request(s) in flight get up to %.0f s; new ones get 503",
+                        len(self.server_state.tasks),
+                        shutdown.grace_left(),
+                    )
                 while self.server_state.tasks and shutdown.grace_left() > 0 and not self.force_exit:
                     await asyncio.sleep(POLL_S)
                 await super().shutdown(sockets)
