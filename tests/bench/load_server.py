@@ -3,7 +3,7 @@
 
 * live: each of 8 clients streams a speech clip (two bundled samples, ~10 s) as s16le in 0.1 s chunks at
   real-time pace, again and again; latency = from the end of its upload to ``transcript.text.done``;
-* files: at the start of every minute, 32 clients post a 5 s WAV at once (multipart, no busy_timeout_ms);
+* files: at the start of every minute, 32 clients post a 5 s WAV at once (multipart, ``--busy-timeout-ms``);
   latency = request to answer; refusals counted as 429;
 * slow: 2 ``/live`` tricklers (2 bytes every 20 s) and 2 slowloris clients (a header line every 5 s), each
   reconnecting when dropped; reported: how long the server let each hold on;
@@ -147,7 +147,7 @@ def live_client(url: str, pieces: list[bytes], tally: Tally, stop: threading.Eve
             stop.wait(1.0)
 
 
-def file_burst(url: str, wav: bytes, tally: Tally) -> None:
+def file_burst(url: str, wav: bytes, busy_timeout_ms: int, tally: Tally) -> None:
     import httpx
 
     gate = threading.Barrier(BURST)
@@ -157,7 +157,11 @@ def file_burst(url: str, wav: bytes, tally: Tally) -> None:
             gate.wait()
             started = time.monotonic()
             try:
-                response = http.post("/v1/audio/transcriptions", files={"file": ("talk.wav", wav)})
+                response = http.post(
+                    "/v1/audio/transcriptions",
+                    files={"file": ("talk.wav", wav)},
+                    data={"busy_timeout_ms": str(busy_timeout_ms)},
+                )
             except httpx.HTTPError:
                 tally.note("files", 0)
                 return
@@ -244,6 +248,12 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--max-concurrent", type=int, default=4, help="the server's (default: its own, 4)")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads of the model's worker")
+    parser.add_argument(
+        "--busy-timeout-ms",
+        type=int,
+        default=0,
+        help="how long file requests wait for a slot (default 0: 429)",
+    )
     args = parser.parse_args()
     print_machine_header(args.threads)
     pieces = split(s16le(two_sentences()), int(16000 * LIVE_CHUNK_S) * 2)
@@ -268,7 +278,9 @@ def main() -> None:
             minute = 0
             print(f"server pid {process.pid} on {url}; {args.minutes:g} minutes", flush=True)
             while time.monotonic() - began < args.minutes * 60:
-                burst = threading.Thread(target=file_burst, args=(url, wav, tally), daemon=True)
+                burst = threading.Thread(
+                    target=file_burst, args=(url, wav, args.busy_timeout_ms, tally), daemon=True
+                )
                 burst.start()
                 next_report = began + (minute + 1) * 60
                 while time.monotonic() < min(next_report, began + args.minutes * 60):
