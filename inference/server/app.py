@@ -13,11 +13,12 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Scope
 
 from inference.errors import CaptioneerError
 from inference.server.body_rate import BodyRateLimit, BodyRateMiddleware
-from inference.server.browser_guard import CrossSiteMiddleware, LoopbackHostMiddleware
+from inference.server.browser_guard import cross_site_check, loopback_host_check
+from inference.server.checks import Check, CheckMiddleware, header
 from inference.server.config import ServerConfig
 from inference.server.errors import ApiError, from_captioneer
 from inference.server.live import live
@@ -35,47 +36,28 @@ from inference.server.shutdown import ShutdownState
 log = logging.getLogger("captioneer.server")
 
 
-class ApiKeyMiddleware:
+def api_key_check(api_key: str) -> Check:
     """With an API key configured, every request needs ``Authorization: Bearer <key>`` (401 otherwise)."""
 
-    def __init__(self, app: ASGIApp, api_key: str | None) -> None:
-        self.app = app
-        self.api_key = api_key
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.api_key is None:
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers") or [])
-        given = headers.get(b"authorization", b"").decode("latin-1")
+    def check(scope: Scope) -> ApiError | None:
+        given = header(scope, b"authorization") or ""
         scheme, _, token = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            token.strip().encode(), self.api_key.encode()
-        ):
-            problem = "missing" if not given else "wrong"
-            error = ApiError(
-                401,
-                f"the API key is {problem}: send 'Authorization: Bearer <key>' with the key "
-                "the server was started with",
-                "invalid_api_key",
-            )
-            await error.response()(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), api_key.encode()):
+            return None
+        problem = "missing" if not given else "wrong"
+        return ApiError(
+            401,
+            f"the API key is {problem}: send 'Authorization: Bearer <key>' with the key "
+            "the server was started with",
+            "invalid_api_key",
+        )
+
+    return check
 
 
-class DrainingMiddleware:
+def draining_check(shutdown: ShutdownState) -> Check:
     """While the server shuts down, new requests get a 503 at once (those in flight finish)."""
-
-    def __init__(self, app: ASGIApp, shutdown: ShutdownState) -> None:
-        self.app = app
-        self.shutdown = shutdown
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.shutdown.draining:
-            await self.shutdown.refusal().response()(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+    return lambda _scope: shutdown.refusal() if shutdown.draining else None
 
 
 async def _api_error(_request: Request, exc: Exception) -> Response:
@@ -132,12 +114,18 @@ def create_app(config: ServerConfig, registry: ModelRegistry, shutdown: Shutdown
     app.state.registry = registry
     app.state.shutdown = shutdown = shutdown or ShutdownState()
     inner: ASGIApp = BodyRateMiddleware(app, BodyRateLimit(config.min_body_bytes_per_s, config.body_window_s))
-    inner = ApiKeyMiddleware(DrainingMiddleware(inner, shutdown), config.api_key)
-    if config.allow_origins:  # a local web UI there may read the answers (and send JSON: a preflight)
+    inner = CheckMiddleware(inner, draining_check(shutdown))
+    if config.api_key is not None:
+        inner = CheckMiddleware(inner, api_key_check(config.api_key))
+    if (
+        config.allow_origins
+    ):  # a web UI there may read the answers and send JSON (a preflight, before the key)
         inner = CORSMiddleware(
             inner,
             allow_origins=list(config.allow_origins),
             allow_methods=["GET", "POST"],
             allow_headers=["authorization", "content-type"],
         )
-    return LoopbackHostMiddleware(CrossSiteMiddleware(inner, config), config)
+    if config.api_key is None:  # without a key: no pages of other sites, no other host names
+        inner = CheckMiddleware(CheckMiddleware(inner, cross_site_check(config)), loopback_host_check(config))
+    return inner

@@ -12,45 +12,32 @@ With an API key neither applies: a page cannot send the key's header without the
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
+from inference.server.checks import Check, header
 from inference.server.config import ServerConfig, bracketed, is_loopback, normalized_origin, split_host
 from inference.server.errors import ApiError
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers") or []:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
+def loopback_host_check(config: ServerConfig) -> Check:
+    """Only loopback host names (and the bound host) are answered; others get 421."""
+    allowed = LOOPBACK_NAMES | {config.host.lower(), bracketed(config.host.lower())}
 
-
-class LoopbackHostMiddleware:
-    """Only loopback host names (and the bound host) are answered without an API key; others get 421."""
-
-    def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
-        self.app = app
-        self.enabled = config.api_key is None
-        self.allowed = LOOPBACK_NAMES | {config.host.lower(), bracketed(config.host.lower())}
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.enabled:
-            await self.app(scope, receive, send)
-            return
-        host = _header(scope, b"host")
+    def check(scope: Scope) -> ApiError | None:
+        host = header(scope, b"host")
         parsed = split_host(host) if host else None
-        if host and (parsed is None or parsed[0] not in self.allowed):
-            error = ApiError(
-                421,
-                f"this server answers only to loopback host names, not {host.strip()[:100]!r} (without an "
-                "API key it must not be reachable from web pages under other names)",
-                "invalid_host",
-            )
-            await error.response()(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+        if not host or (parsed is not None and parsed[0] in allowed):
+            return None
+        return ApiError(
+            421,
+            f"this server answers only to loopback host names, not {host.strip()[:100]!r} (without an "
+            "API key it must not be reachable from web pages under other names)",
+            "invalid_host",
+        )
+
+    return check
 
 
 def is_loopback_origin(origin: str) -> bool:
@@ -61,18 +48,16 @@ def is_loopback_origin(origin: str) -> bool:
     return parsed is not None and is_loopback(parsed[0])
 
 
-class CrossSiteMiddleware:
-    """Without an API key, requests from web pages of other origins get 403 (``Origin`` decides when sent;
-    without it, ``Sec-Fetch-Site: cross-site`` does). ``allow_origins`` names a local web UI's origin."""
+def cross_site_check(config: ServerConfig) -> Check:
+    """Requests from web pages of other origins get 403 (``Origin`` decides when sent; without it,
+    ``Sec-Fetch-Site: cross-site`` does). ``allow_origins`` names a local web UI's origin."""
+    allowed = {normalized_origin(o) for o in config.allow_origins}
 
-    def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
-        self.app = app
-        self.enabled = config.api_key is None
-        self.allowed = {normalized_origin(o) for o in config.allow_origins}
-
-    def _refusal(self, origin: str | None, fetch_site: str | None) -> ApiError | None:
+    def check(scope: Scope) -> ApiError | None:
+        origin = header(scope, b"origin")
+        fetch_site = header(scope, b"sec-fetch-site")
         if origin is not None:
-            if is_loopback_origin(origin) or normalized_origin(origin) in self.allowed:
+            if is_loopback_origin(origin) or normalized_origin(origin) in allowed:
                 return None
             sender = f"the web page at {origin.strip()[:100]!r}"
         elif fetch_site is not None and fetch_site.strip().lower() == "cross-site":
@@ -82,15 +67,9 @@ class CrossSiteMiddleware:
         return ApiError(
             403,
             f"{sender} may not use this server: without an API key it answers only programs on this "
-            "machine and loopback web pages",
+            "machine and loopback web pages; to allow a local web UI, start the server with "
+            "--allow-origin ORIGIN",
             "cross_site_request",
         )
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.enabled:
-            error = self._refusal(_header(scope, b"origin"), _header(scope, b"sec-fetch-site"))
-            if error is not None:
-                error.message += "; to allow a local web UI, start the server with --allow-origin ORIGIN"
-                await error.response()(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+    return check

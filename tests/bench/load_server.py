@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from inference.audio.io import load_audio_file  # noqa: E402
-from tests.bench.machine import print_machine_header  # noqa: E402
+from tests.bench.machine import _descendants, print_machine_header  # noqa: E402
 from tests.server.harness import SAMPLE_1, s16le, two_sentences, wav_bytes  # noqa: E402
 from tests.server.live_client import post_live, split  # noqa: E402
 
@@ -99,20 +99,7 @@ def _line(latencies: dict[str, list[float]], statuses: dict[str, dict[int, int]]
 
 
 def _process_tree(pid: int) -> list[int]:
-    children: dict[int, list[int]] = defaultdict(list)
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children[ppid].append(int(entry.name))
-    tree, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        tree.append(current)
-        todo.extend(children.get(current, []))
-    return tree
+    return [pid, *sorted(_descendants(pid))]
 
 
 def _rss_mb(pid: int) -> float:
