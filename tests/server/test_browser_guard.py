@@ -139,3 +139,18 @@ def test_file_routes_refuse_text_plain(http: httpx.Client) -> None:
     for route in ("/v1/audio/transcriptions", "/v1/audio/translations", "/v1/audio/transcriptions/details"):
         response = http.post(route, content=b'{"model": "demo"}', headers={"content-type": "text/plain"})
         openai_error(response, 415, "unsupported_media_type")
+
+
+def test_serve_flags_for_origins_and_slow_clients_are_checked(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from inference.cli import main
+
+    monkeypatch.delenv("CAPTIONEER_API_KEY", raising=False)
+    assert main(["serve", "--allow-origin", "localhost:3000"]) == 2
+    assert "not a web origin" in capsys.readouterr().err
+    for flag in ("--min-body-rate", "--header-timeout-s", "--body-window-s"):
+        assert main(["serve", flag, "0"]) == 2
+        assert "positive finite" in capsys.readouterr().err
+    assert main(["serve", "--max-connections-per-client", "0"]) == 2
+    assert "at least 1" in capsys.readouterr().err

@@ -135,7 +135,7 @@ def test_1000_half_open_sockets_and_4_tricklers_leave_health_and_a_transcription
         tricklers = [Trickler(url, "127.0.0.30", every_s=0.5).start() for _ in range(4)]
         try:
             health = http.get("/health")
-            assert health.status_code == 200 and health.json()["status"] == "ok"
+            assert health.status_code == 200 and "models" in health.json()
             wav = base64.b64encode(wav_bytes(load_audio_file(SAMPLE_1))).decode()
             # The tricklers that took the model's slots are dropped by the body rate; this waits for a slot.
             answer = http.post(
