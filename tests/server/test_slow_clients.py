@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from inference.audio.io import load_audio_file
+from inference.protocol import Transcribe
 from inference.server.body_rate import BodyRate, BodyRateLimit
 from inference.server.config import ServerConfig
 from inference.server.connections import ClientCounts
@@ -243,14 +244,23 @@ def test_a_client_that_leaves_frees_its_slot_and_the_worker(base_url: str, regis
         b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
     )
+    client = faulty.client
+    assert client is not None
+
+    def transcribing() -> bool:  # the job has reached the worker
+        return any(isinstance(job.message, Transcribe) for job in list(client._pending.values()))
+
     deadline = time.monotonic() + DEADLINE_S
-    while faulty.active == 0:
-        assert time.monotonic() < deadline, "the request never took its slot"
+    while not transcribing():
+        assert time.monotonic() < deadline, "the request never reached the worker"
         time.sleep(0.01)
     sock.close()
     deadline = time.monotonic() + 30  # far less than the 300 s the abandoned request would run
     while faulty.active:
         assert time.monotonic() < deadline, "the slot of a client that left was not freed"
+        time.sleep(0.01)
+    while transcribing():  # the worker answered the abandoned job (Cancelled): it was told to stop
+        assert time.monotonic() < deadline, "the abandoned job still runs in the worker"
         time.sleep(0.01)
     quick = {"model": "faulty", "audio": base64.b64encode(wav_bytes(np.zeros(16000, np.float32))).decode()}
     with httpx.Client(base_url=base_url, timeout=60) as http:  # the worker stopped the abandoned job
