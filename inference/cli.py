@@ -202,6 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--body-window-s", type=float, default=20.0, help="see --min-body-rate (default 20)")
     serve.add_argument(
+        "--send-timeout-s",
+        type=float,
+        default=30.0,
+        help="a client that reads nothing of its answer for this long is dropped (default 30)",
+    )
+    serve.add_argument(
         "--max-connections-per-client",
         type=int,
         default=64,
@@ -594,6 +600,7 @@ def cmd_serve(args: argparse.Namespace, paths: AppPaths) -> int:
         max_connections_per_client=args.max_connections_per_client,
         min_body_bytes_per_s=args.min_body_rate,
         body_window_s=args.body_window_s,
+        send_timeout_s=args.send_timeout_s,
         allow_origins=tuple(args.allow_origin),
     )
     return serve(config, args.model, paths, backend=args.backend, threads=args.threads)

@@ -32,6 +32,7 @@ from inference.server.routes import (
     translations,
 )
 from inference.server.shutdown import ShutdownState
+from inference.server.slow_readers import SendTimeoutMiddleware
 
 log = logging.getLogger("captioneer.server")
 
@@ -114,6 +115,7 @@ def create_app(config: ServerConfig, registry: ModelRegistry, shutdown: Shutdown
     app.state.registry = registry
     app.state.shutdown = shutdown = shutdown or ShutdownState()
     inner: ASGIApp = BodyRateMiddleware(app, BodyRateLimit(config.min_body_bytes_per_s, config.body_window_s))
+    inner = SendTimeoutMiddleware(inner, config.send_timeout_s)
     inner = CheckMiddleware(inner, draining_check(shutdown))
     if config.api_key is not None:
         inner = CheckMiddleware(inner, api_key_check(config.api_key))

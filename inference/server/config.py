@@ -41,6 +41,7 @@ class ServerConfig:
     max_connections_per_client: int = 64  # open connections from one remote address
     min_body_bytes_per_s: float = 1024.0  # a body slower than this over body_window_s is abandoned (408)
     body_window_s: float = 20.0
+    send_timeout_s: float = 30.0  # one write to a client that reads nothing of its answer may wait this long
     allow_origins: tuple[str, ...] = ()  # web origins besides loopback ones that may call the server (CORS)
 
     def __post_init__(self) -> None:
@@ -59,10 +60,11 @@ class ServerConfig:
             0 < self.header_timeout_s < math.inf
             and 0 < self.body_window_s < math.inf
             and 0 < self.min_body_bytes_per_s < math.inf
+            and 0 < self.send_timeout_s < math.inf
         ):
             raise UsageError(
-                "the header timeout, body rate and body window must be positive finite numbers",
-                "e.g. --header-timeout-s 10 --min-body-rate 1024 --body-window-s 20",
+                "the header and send timeouts, body rate and body window must be positive finite numbers",
+                "e.g. --header-timeout-s 10 --send-timeout-s 30 --min-body-rate 1024 --body-window-s 20",
             )
         if self.max_connections_per_client < 1:
             raise UsageError(

@@ -149,7 +149,7 @@ def test_serve_flags_for_origins_and_slow_clients_are_checked(
     monkeypatch.delenv("CAPTIONEER_API_KEY", raising=False)
     assert main(["serve", "--allow-origin", "localhost:3000"]) == 2
     assert "not a web origin" in capsys.readouterr().err
-    for flag in ("--min-body-rate", "--header-timeout-s", "--body-window-s"):
+    for flag in ("--min-body-rate", "--header-timeout-s", "--body-window-s", "--send-timeout-s"):
         assert main(["serve", flag, "0"]) == 2
         assert "positive finite" in capsys.readouterr().err
     assert main(["serve", "--max-connections-per-client", "0"]) == 2
