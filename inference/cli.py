@@ -187,6 +187,40 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="let JSON requests name files under DIR in 'audio_path' (default: off)",
     )
+    serve.add_argument(
+        "--header-timeout-s",
+        type=float,
+        default=10.0,
+        help="a request's headers must arrive within this many seconds (default 10)",
+    )
+    serve.add_argument(
+        "--min-body-rate",
+        type=float,
+        default=1024.0,
+        metavar="BYTES_PER_S",
+        help="a request body slower than this over --body-window-s is abandoned with 408 (default 1024)",
+    )
+    serve.add_argument("--body-window-s", type=float, default=20.0, help="see --min-body-rate (default 20)")
+    serve.add_argument(
+        "--send-timeout-s",
+        type=float,
+        default=30.0,
+        help="a client that reads nothing of its answer for this long is dropped (default 30)",
+    )
+    serve.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=64,
+        help="open connections one remote address may hold (default 64)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web origin (e.g. http://localhost:3000) whose pages may call the server without an API key, "
+        "besides loopback ones (repeatable)",
+    )
     serve.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
     serve.add_argument("--threads", type=int, help="CPU threads per model (default: physical cores)")
     return parser
@@ -562,6 +596,12 @@ def cmd_serve(args: argparse.Namespace, paths: AppPaths) -> int:
         request_timeout_s=args.request_timeout_s,
         audio_dir=args.audio_dir,
         grace_s=args.grace_s,
+        header_timeout_s=args.header_timeout_s,
+        max_connections_per_client=args.max_connections_per_client,
+        min_body_bytes_per_s=args.min_body_rate,
+        body_window_s=args.body_window_s,
+        send_timeout_s=args.send_timeout_s,
+        allow_origins=tuple(args.allow_origin),
     )
     return serve(config, args.model, paths, backend=args.backend, threads=args.threads)
 

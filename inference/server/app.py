@@ -1,4 +1,5 @@
-"""The Starlette application: routes, the API key check and OpenAI-shaped errors for everything."""
+"""The Starlette application: routes, the checks every request passes (Host, origin, API key, shutdown, body
+rate) and OpenAI-shaped errors for everything."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Scope
 
 from inference.errors import CaptioneerError
-from inference.server.config import ServerConfig, bracketed
+from inference.server.body_rate import BodyRateLimit, BodyRateMiddleware
+from inference.server.browser_guard import cross_site_check, loopback_host_check
+from inference.server.checks import Check, CheckMiddleware, header
+from inference.server.config import ServerConfig
 from inference.server.errors import ApiError, from_captioneer
 from inference.server.live import live
 from inference.server.registry import ModelRegistry
@@ -27,91 +32,33 @@ from inference.server.routes import (
     translations,
 )
 from inference.server.shutdown import ShutdownState
+from inference.server.slow_readers import SendTimeoutMiddleware
 
 log = logging.getLogger("captioneer.server")
 
 
-class ApiKeyMiddleware:
+def api_key_check(api_key: str) -> Check:
     """With an API key configured, every request needs ``Authorization: Bearer <key>`` (401 otherwise)."""
 
-    def __init__(self, app: ASGIApp, api_key: str | None) -> None:
-        self.app = app
-        self.api_key = api_key
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.api_key is None:
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers") or [])
-        given = headers.get(b"authorization", b"").decode("latin-1")
+    def check(scope: Scope) -> ApiError | None:
+        given = header(scope, b"authorization") or ""
         scheme, _, token = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            token.strip().encode(), self.api_key.encode()
-        ):
-            problem = "missing" if not given else "wrong"
-            error = ApiError(
-                401,
-                f"the API key is {problem}: send 'Authorization: Bearer <key>' with the key "
-                "the server was started with",
-                "invalid_api_key",
-            )
-            await error.response()(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), api_key.encode()):
+            return None
+        problem = "missing" if not given else "wrong"
+        return ApiError(
+            401,
+            f"the API key is {problem}: send 'Authorization: Bearer <key>' with the key "
+            "the server was started with",
+            "invalid_api_key",
+        )
+
+    return check
 
 
-class DrainingMiddleware:
+def draining_check(shutdown: ShutdownState) -> Check:
     """While the server shuts down, new requests get a 503 at once (those in flight finish)."""
-
-    def __init__(self, app: ASGIApp, shutdown: ShutdownState) -> None:
-        self.app = app
-        self.shutdown = shutdown
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.shutdown.draining:
-            await self.shutdown.refusal().response()(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-
-class LoopbackHostMiddleware:
-    """Without an API key the server trusts whoever reaches it on loopback, so it must also know it was meant:
-    a web page that rebinds its own DNS name to 127.0.0.1 reaches the port with its own name in ``Host``.
-    Only loopback names (and the bound host) are answered; others get 421."""
-
-    def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
-        self.app = app
-        self.enabled = config.api_key is None
-        self.allowed = {
-            "127.0.0.1",
-            "localhost",
-            "[::1]",
-            config.host.lower(),
-            bracketed(config.host.lower()),
-        }
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.enabled:
-            await self.app(scope, receive, send)
-            return
-        host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1").strip().lower()
-        if host and _host_name(host) not in self.allowed:
-            error = ApiError(
-                421,
-                f"this server answers only to loopback host names, not {host[:100]!r} (without an "
-                "API key it must not be reachable from web pages under other names)",
-                "invalid_host",
-            )
-            await error.response()(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-
-def _host_name(host: str) -> str:
-    """A Host header without its port: ``localhost:8488`` -> ``localhost``, ``[::1]:8488`` -> ``[::1]``."""
-    if host.startswith("["):
-        return host[: host.find("]") + 1] if "]" in host else host
-    return host.split(":", 1)[0]
+    return lambda _scope: shutdown.refusal() if shutdown.draining else None
 
 
 async def _api_error(_request: Request, exc: Exception) -> Response:
@@ -141,7 +88,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 async def _unexpected(_request: Request, exc: Exception) -> Response:
     log.exception("unexpected failure in a request", exc_info=exc)
     return ApiError(
-        500, f"internal error: {type(exc).__name__}: {exc}; see the server log", "internal_error"
+        500, f"internal error ({type(exc).__name__}); the server log has the details", "internal_error"
     ).response()
 
 
@@ -167,4 +114,20 @@ def create_app(config: ServerConfig, registry: ModelRegistry, shutdown: Shutdown
     app.state.config = config
     app.state.registry = registry
     app.state.shutdown = shutdown = shutdown or ShutdownState()
-    return LoopbackHostMiddleware(ApiKeyMiddleware(DrainingMiddleware(app, shutdown), config.api_key), config)
+    inner: ASGIApp = BodyRateMiddleware(app, BodyRateLimit(config.min_body_bytes_per_s, config.body_window_s))
+    inner = SendTimeoutMiddleware(inner, config.send_timeout_s)
+    inner = CheckMiddleware(inner, draining_check(shutdown))
+    if config.api_key is not None:
+        inner = CheckMiddleware(inner, api_key_check(config.api_key))
+    if (
+        config.allow_origins
+    ):  # a web UI there may read the answers and send JSON (a preflight, before the key)
+        inner = CORSMiddleware(
+            inner,
+            allow_origins=list(config.allow_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type"],
+        )
+    if config.api_key is None:  # without a key: no pages of other sites, no other host names
+        inner = CheckMiddleware(CheckMiddleware(inner, cross_site_check(config)), loopback_host_check(config))
+    return inner

@@ -37,6 +37,12 @@ class ServerConfig:
     live: LiveLimits = field(default_factory=LiveLimits)
     audio_dir: Path | None = None  # the JSON form's audio_path may name files under it (off when None)
     grace_s: float = 10.0  # on shutdown, how long requests in flight may still finish
+    header_timeout_s: float = 10.0  # a request's head must arrive within this of its first byte
+    max_connections_per_client: int = 64  # open connections from one remote address
+    min_body_bytes_per_s: float = 1024.0  # a body slower than this over body_window_s is abandoned (408)
+    body_window_s: float = 20.0
+    send_timeout_s: float = 30.0  # one write to a client that reads nothing of its answer may wait this long
+    allow_origins: tuple[str, ...] = ()  # web origins besides loopback ones that may call the server (CORS)
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -50,6 +56,26 @@ class ServerConfig:
                 "upload, duration and timeout limits must be positive finite numbers",
                 "e.g. --max-audio-s 3600 --request-timeout-s 600",
             )
+        if not (
+            0 < self.header_timeout_s < math.inf
+            and 0 < self.body_window_s < math.inf
+            and 0 < self.min_body_bytes_per_s < math.inf
+            and 0 < self.send_timeout_s < math.inf
+        ):
+            raise UsageError(
+                "the header and send timeouts, body rate and body window must be positive finite numbers",
+                "e.g. --header-timeout-s 10 --send-timeout-s 30 --min-body-rate 1024 --body-window-s 20",
+            )
+        if self.max_connections_per_client < 1:
+            raise UsageError(
+                f"--max-connections-per-client must be at least 1, got {self.max_connections_per_client}"
+            )
+        for origin in self.allow_origins:
+            if normalized_origin(origin) is None:
+                raise UsageError(
+                    f"--allow-origin {origin!r} is not a web origin",
+                    "write it as a browser sends it: scheme://host[:port], e.g. http://localhost:3000",
+                )
         if not 0 <= self.grace_s < math.inf:
             raise UsageError(f"--grace-s must be a finite number of seconds >= 0, got {self.grace_s}")
         if self.api_key is not None and not self.api_key.strip():
@@ -67,6 +93,46 @@ class ServerConfig:
                 f"refusing to serve on {self.host} without an API key: anyone who can reach it could use it",
                 f"pass --api-key KEY (or set {API_KEY_ENV}), or keep the default --host {DEFAULT_HOST}",
             )
+
+
+def normalized_origin(origin: str) -> str | None:
+    """``scheme://host[:port]`` in lower case with the scheme's default port left out, as browsers send
+    ``Origin``; None for anything else (a path, credentials, "null")."""
+    scheme, sep, rest = origin.strip().lower().partition("://")
+    if not sep or scheme not in ("http", "https") or not rest or any(c in rest for c in "/?#@ \\"):
+        return None
+    parsed = split_host(rest)
+    if parsed is None:
+        return None
+    name, port = parsed
+    default = "80" if scheme == "http" else "443"
+    return f"{scheme}://{name}" + (f":{port}" if port is not None and port != default else "")
+
+
+def split_host(value: str) -> tuple[str, str | None] | None:
+    """A Host header (or an origin's authority) as (name, port), strictly: ``name``, ``name:digits``,
+    ``[v6]`` or ``[v6]:digits``; None for anything else (``localhost:evil.com``, ``[::1]evil.com``)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        name, rest = value[: end + 1], value[end + 1 :]
+        try:
+            ipaddress.IPv6Address(name[1:-1])
+        except ValueError:
+            return None
+    else:
+        name, colon, port_text = value.partition(":")
+        rest = colon + port_text
+        if not name or not all(c.isalnum() or c in "-." for c in name) or not name.isascii():
+            return None
+    if not rest:
+        return name, None
+    port = rest[1:]
+    if not rest.startswith(":") or not (port.isascii() and port.isdigit()) or len(port) > 5:
+        return None
+    return name, port
 
 
 def bracketed(host: str) -> str:

@@ -25,7 +25,7 @@ from inference.server.config import LiveLimits, ServerConfig
 from inference.server.errors import ApiError
 from inference.server.events import EventTranslator, SSEResponse
 from inference.server.registry import ModelRegistry
-from inference.server.requests import busy_timeout_s, request_options
+from inference.server.requests import busy_timeout_s, check_live_content_type, request_options, shown
 from inference.server.routes import closer
 from inference.server.shutdown import ShutdownState
 from inference.server.transcribe import EventPipe, finish_into, open_stream, sse_frames
@@ -43,7 +43,7 @@ def _int(query: Any, name: str, default: int, low: int, high: int) -> int:
         value = int(raw)
     except ValueError:
         raise ApiError(
-            400, f"'{name}' must be an integer, got {raw!r}", "invalid_value", param=name
+            400, f"'{name}' must be an integer, got {shown(raw)}", "invalid_value", param=name
         ) from None
     if not low <= value <= high:
         raise ApiError(400, f"'{name}' must be in [{low}, {high}], got {value}", "invalid_value", param=name)
@@ -97,6 +97,7 @@ async def live(request: Request) -> Response:
             "unknown_parameter",
             param=unknown[0],
         )
+    check_live_content_type(request)
     model = registry.get(query.get("model"))  # may be left out when the server has one model
     rate = _int(query, "sample_rate", SAMPLE_RATE, 1000, 384000)
     channels = _int(query, "channels", 1, 1, 16)
@@ -129,13 +130,10 @@ async def live(request: Request) -> Response:
     except UsageError as exc:
         raise ApiError(400, str(exc), "invalid_value") from None
 
-    await model.acquire_within(wait_s)
-    pipe = EventPipe()
-    try:
+    async with model.slot(wait_s) as slot:
+        pipe = EventPipe()
         stream = await open_stream(model, pipe, options)
-    except BaseException:
-        model.release()
-        raise
+        release = slot.hand_over()
     frame_bytes = (2 if sample_format == "s16le" else 4) * channels
 
     shutdown = request.app.state.shutdown
@@ -144,7 +142,7 @@ async def live(request: Request) -> Response:
         await feed_body(pipe, stream, body, first, decoder, frame_bytes, limits, rate, shutdown)
 
     frames = sse_frames(pipe, EventTranslator(), feed, shutdown)
-    return SSEResponse(frames, on_close=closer(stream, model))  # type: ignore[return-value]
+    return SSEResponse(frames, on_close=closer(stream, release))  # type: ignore[return-value]
 
 
 async def _next(

@@ -13,12 +13,14 @@ pressure, a driver reset — never needs the server restarted by hand.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import random
 import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -226,6 +228,18 @@ class ServedModel:
         with self._lock:
             self._active = max(0, self._active - 1)
 
+    @contextlib.asynccontextmanager
+    async def slot(self, busy_timeout_s: float = 0.0) -> AsyncIterator[Slot]:
+        """One of the model's slots for the block (429 when none frees up within ``busy_timeout_s``); freed
+        when the block ends, however it ends, unless the block handed it over (a streamed answer keeps it)."""
+        await self.acquire_within(busy_timeout_s)
+        held = Slot(self.release)
+        try:
+            yield held
+        finally:
+            if not held.handed_over:
+                held.release()
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -235,6 +249,24 @@ class ServedModel:
             "family": self.family,
             "aliases": list(self.aliases),
         }
+
+
+class Slot:
+    """A slot taken by ``ServedModel.slot``: released once, by the block or by whoever it was handed to."""
+
+    def __init__(self, release: Callable[[], None]) -> None:
+        self._release: Callable[[], None] | None = release
+        self.handed_over = False
+
+    def release(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+    def hand_over(self) -> Callable[[], None]:
+        """The slot outlives the block (a streamed answer): the returned function frees it, once."""
+        self.handed_over = True
+        return self.release
 
 
 class ModelRegistry:

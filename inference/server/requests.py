@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,6 +104,26 @@ async def read_body(request: Request, limit: int) -> bytes:
     return body
 
 
+LIVE_CONTENT_TYPES = ("application/octet-stream", "audio/pcm", "audio/l16")
+
+
+def media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def check_live_content_type(request: Request) -> None:
+    """``/live`` takes raw PCM: no Content-Type or a binary one. ``text/plain`` (what a web page may send
+    without asking first) and the form types are refused with 415."""
+    kind = media_type(request)
+    if kind and kind not in LIVE_CONTENT_TYPES:
+        raise ApiError(
+            415,
+            f"unsupported Content-Type {shown(kind)} for the live route: send raw PCM as "
+            f"{' or '.join(LIVE_CONTENT_TYPES)} (or without a Content-Type)",
+            "unsupported_media_type",
+        )
+
+
 def _too_large(size: int, limit: int) -> ApiError:
     return ApiError(
         413,
@@ -120,7 +141,7 @@ def parse_bool(value: Any, name: str) -> bool:
         return True
     if text in ("0", "false", "no", "off", ""):
         return False
-    raise ApiError(400, f"'{name}' must be true or false, got {value!r}", "invalid_value", param=name)
+    raise ApiError(400, f"'{name}' must be true or false, got {shown(value)}", "invalid_value", param=name)
 
 
 async def read_transcription_request(
@@ -128,14 +149,14 @@ async def read_transcription_request(
 ) -> TranscriptionRequest:
     """A multipart form (``file`` and fields) or a JSON object (``audio`` in base64 and ``options``)."""
     body = await read_body(request, config.max_upload_bytes)
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    content_type = media_type(request)
     if content_type == "application/json":  # parsing and decoding run off the event loop
         return await anyio.to_thread.run_sync(_from_json, body, registry, config, details)
     if content_type in ("multipart/form-data", "application/x-www-form-urlencoded"):
         return await _from_form(request, registry, details)
     raise ApiError(
         415,
-        f"unsupported Content-Type {content_type or '(none)'!r}: send multipart/form-data with "
+        f"unsupported Content-Type {shown(content_type or '(none)')}: send multipart/form-data with "
         "a 'file' field, or application/json with base64 'audio'",
         "unsupported_media_type",
     )
@@ -193,6 +214,10 @@ def _from_json(
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(400, f"the body is not valid JSON: {exc}", "invalid_json") from None
+    except ValueError:  # a number past Python's 4300-digit limit for int()
+        raise ApiError(
+            400, "the JSON body holds a number of more than 4300 digits; no field takes one", "invalid_json"
+        ) from None
     except RecursionError:
         raise ApiError(
             400, "the JSON body is nested too deeply; requests are a flat object", "invalid_json"
@@ -263,36 +288,52 @@ def read_allowed_file(config: ServerConfig, value: Any, key: str) -> bytes:
             400, f"'{key}' must be a file path (text without NUL characters)", "invalid_value", param=key
         )
     root = config.audio_dir.resolve()
-    path = (root / value).resolve()  # an absolute value replaces root; resolve() follows links and ".."
-    if not path.is_relative_to(root):
+    name = shown(value)
+    try:  # resolve() follows links and ".." (strictly: a link loop is an error on every Python version)
+        path = (root / value).resolve(strict=True)
+        inside = path.is_relative_to(root)
+        is_file = inside and path.is_file()
+        size = path.stat().st_size if is_file else 0
+    except FileNotFoundError:
+        raise ApiError(
+            400, f"no file {name} in the server's --audio-dir", "file_not_found", param=key
+        ) from None
+    except (OSError, RuntimeError) as exc:  # a name too long, a link loop, no permission
+        loop = isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP
+        why = "a symbolic link loop" if loop else getattr(exc, "strerror", None) or "it cannot be opened"
+        raise ApiError(
+            400, f"cannot open {name} in the server's --audio-dir: {why}", "file_not_readable", param=key
+        ) from None
+    if not inside:
         raise ApiError(
             403, f"'{key}' must name a file inside the server's --audio-dir", "path_not_allowed", param=key
         )
-    if not path.is_file():
-        raise ApiError(400, f"no file {value!r} in the server's --audio-dir", "file_not_found", param=key)
-    size = path.stat().st_size
+    if not is_file:
+        raise ApiError(400, f"no file {name} in the server's --audio-dir", "file_not_found", param=key)
     if size > config.max_upload_bytes:
         raise _too_large(size, config.max_upload_bytes)
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise ApiError(
-            400, f"cannot read {value!r}: {exc.strerror}", "file_not_readable", param=key
-        ) from None
+        raise ApiError(400, f"cannot read {name}: {exc.strerror}", "file_not_readable", param=key) from None
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A client's value quoted in an error message, cut short: a 5000-digit number is not echoed back."""
+    text = repr(value if isinstance(value, str) else str(value))
+    return text if len(text) <= limit else f"{text[: limit - 5]}...' ({len(str(value))} characters)"
 
 
 def busy_timeout_s(value: Any) -> float:
     """``busy_timeout_ms``: how long a request may wait for a busy model (default: not at all)."""
     if value is None or value == "":
         return 0.0
-    try:
-        millis = int(str(value))
-    except ValueError:
-        millis = -1
+    text = str(value).strip()
+    millis = int(text) if text.isascii() and text.isdigit() and len(text) <= 7 else -1
     if not 0 <= millis <= MAX_BUSY_TIMEOUT_MS:
         raise ApiError(
             400,
-            f"'busy_timeout_ms' must be an integer in [0, {MAX_BUSY_TIMEOUT_MS}], got {value!r}",
+            f"'busy_timeout_ms' must be an integer in [0, {MAX_BUSY_TIMEOUT_MS}], got {shown(value)}",
             "invalid_value",
             param="busy_timeout_ms",
         )
@@ -336,6 +377,14 @@ def _form_extra(form: Any) -> dict[str, Any]:
             raise ApiError(
                 400,
                 f"'options' is not valid JSON: {exc.msg} at character {exc.pos}",
+                "invalid_value",
+                param="options",
+            ) from None
+        except (RecursionError, ValueError):  # nested too deeply, or a number past int()'s digit limit
+            raise ApiError(
+                400,
+                "'options' is nested too deeply or holds a number too long to read; it is a flat object of "
+                "the model family's request options",
                 "invalid_value",
                 param="options",
             ) from None
@@ -417,7 +466,7 @@ def _response_format(value: Any, details: bool) -> str:
     if text not in RESPONSE_FORMATS:
         raise ApiError(
             400,
-            f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, got {text!r}",
+            f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, got {shown(text)}",
             "invalid_value",
             param="response_format",
         )
@@ -446,5 +495,5 @@ def _number(value: Any, name: str) -> float:
         return float(str(value))
     except ValueError:
         raise ApiError(
-            400, f"'{name}' must be a number, got {value!r}", "invalid_value", param=name
+            400, f"'{name}' must be a number, got {shown(value)}", "invalid_value", param=name
         ) from None

@@ -15,9 +15,10 @@ from inference.audio.vad import needs_speech_stretches, speech_stretches
 from inference.contract import SAMPLE_RATE, Segment, Transcript
 from inference.formats import build_cues, render
 from inference.server.config import ServerConfig
+from inference.server.disconnect import unless_disconnected
 from inference.server.errors import ApiError
 from inference.server.events import EventTranslator, SSEResponse
-from inference.server.registry import ModelRegistry, ServedModel
+from inference.server.registry import ModelRegistry
 from inference.server.requests import TranscriptionRequest, checked_task, read_transcription_request
 from inference.server.shutdown import ShutdownState
 from inference.server.transcribe import EventPipe, feed_file, open_stream, sse_frames, transcribe_file
@@ -80,22 +81,22 @@ async def _transcribe(request: Request, *, details: bool, task: str | None = Non
             param="stream",
         )
     headers = {"x-captioneer-notes": "; ".join(job.notes)} if job.notes else {}
-    await job.model.acquire_within(job.busy_timeout_s)
-    try:  # decoding in the slot: concurrent uploads cannot all expand in memory at once
-        await job.decode(config.max_audio_s)
-    except BaseException:
-        job.model.release()
-        raise
+    shutdown = shutdown_of(request)
     if job.stream:
-        return await _stream(job, headers, config.request_timeout_s, shutdown_of(request))
-    try:
-        started = time.monotonic()
-        work = transcribe_file(job.model, job.audio, job.options, config.request_timeout_s)
-        transcript = await shutdown_of(request).bounded(work)
-        wall_s = time.monotonic() - started
-        job.model.note_duration(wall_s)
-    finally:
-        job.model.release()
+        return await _stream(job, headers, config, shutdown)
+
+    async def run() -> tuple[Transcript, float]:
+        async with job.model.slot(job.busy_timeout_s):
+            # Decoding in the slot: concurrent uploads cannot all expand in memory at once.
+            await job.decode(config.max_audio_s)
+            started = time.monotonic()
+            work = transcribe_file(job.model, job.audio, job.options, config.request_timeout_s)
+            transcript = await shutdown.bounded(work)
+            wall_s = time.monotonic() - started
+            job.model.note_duration(wall_s)
+            return transcript, wall_s
+
+    transcript, wall_s = await unless_disconnected(request.receive, run())
     if needs_speech_stretches(
         len(transcript.words), job.response_format
     ):  # off the event loop: ~1 s per minute
@@ -104,22 +105,25 @@ async def _transcribe(request: Request, *, details: bool, task: str | None = Non
 
 
 async def _stream(
-    job: TranscriptionRequest, headers: dict[str, str], timeout_s: float, shutdown: ShutdownState
+    job: TranscriptionRequest, headers: dict[str, str], config: ServerConfig, shutdown: ShutdownState
 ) -> Response:
-    """``stream=true``: the file goes through the model's live path and its events come back as SSE."""
-    pipe = EventPipe()
-    try:
+    """``stream=true``: the file goes through the model's live path and its events come back as SSE; the
+    answer holds the slot until it ends."""
+    async with job.model.slot(job.busy_timeout_s) as slot:
+        await job.decode(config.max_audio_s)
+        pipe = EventPipe()
         stream = await open_stream(job.model, pipe, job.options)
-    except BaseException:
-        job.model.release()
-        raise
-    frames = sse_frames(
-        pipe, EventTranslator(), lambda: feed_file(stream, job.audio, pipe, timeout_s), shutdown
-    )
-    return SSEResponse(frames, headers, on_close=closer(stream, job.model), watch_disconnect=True)  # type: ignore[return-value]
+        frames = sse_frames(
+            pipe,
+            EventTranslator(),
+            lambda: feed_file(stream, job.audio, pipe, config.request_timeout_s),
+            shutdown,
+        )
+        on_close = closer(stream, slot.hand_over())
+    return SSEResponse(frames, headers, on_close=on_close, watch_disconnect=True)  # type: ignore[return-value]
 
 
-def closer(stream: Any, model: ServedModel) -> Callable[[], None]:
+def closer(stream: Any, release: Callable[[], None]) -> Callable[[], None]:
     """Whatever happened to the response: the worker stream is dropped (if unfinished), the slot freed once."""
     done = False
 
@@ -128,7 +132,7 @@ def closer(stream: Any, model: ServedModel) -> Callable[[], None]:
         if not done:
             done = True
             stream.cancel()
-            model.release()
+            release()
 
     return close
 

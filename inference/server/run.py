@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import json
 import logging
 import math
 import signal
@@ -16,7 +16,7 @@ from typing import IO, Any
 from inference.errors import UsageError
 from inference.paths import AppPaths
 from inference.server.config import ServerConfig, bracketed
-from inference.server.shutdown import ShutdownState
+from inference.server.shutdown import POLL_S, ShutdownState
 
 log = logging.getLogger("captioneer.server")
 
@@ -45,7 +45,8 @@ def serve(
         shutdown = ShutdownState(config.grace_s)
         app = create_app(config, registry, shutdown)
         # uvicorn's own grace is longer: requests end themselves (with an error) when ours is over.
-        server = DrainingServer(uvicorn_config(app, config.grace_s), shutdown)
+        raise_fd_limit()
+        server = DrainingServer(uvicorn_config(app, config.grace_s, config), shutdown)
         port = sock.getsockname()[1]
         names = ", ".join(m.id for m in registry.models)
         err.write(
@@ -62,50 +63,35 @@ def serve(
     return 0
 
 
-def uvicorn_config(app: Any, grace_s: float) -> Any:
+def uvicorn_config(app: Any, grace_s: float, config: ServerConfig | None = None) -> Any:
     """uvicorn's settings for our app: its own grace is longer than ours (requests end themselves, with an
-    error, when ours is over), and requests it cannot parse get an OpenAI-shaped JSON error too."""
+    error, when ours is over), and its protocol is ours (header timeout, per-client limit, JSON errors)."""
     import uvicorn
 
+    from inference.server.connections import ConnectionLimits, guarded_protocol
+
+    config = config or ServerConfig()
+    limits = ConnectionLimits(config.header_timeout_s, config.max_connections_per_client)
     return uvicorn.Config(
         app,
         log_level="warning",
         timeout_graceful_shutdown=math.ceil(grace_s) + 3,
-        http=_json_error_protocol(),
+        http=guarded_protocol(limits),
     )
 
 
-def _json_error_protocol() -> type:
-    """uvicorn's h11 protocol, answering unreadable requests (bad syntax, headers past h11's 16 KB) with JSON."""
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    from inference.server.errors import ApiError
-
-    body = json.dumps(
-        ApiError(
-            400,
-            "the request could not be read as HTTP/1.1: malformed, or its headers are larger than 16 KB",
-            "malformed_request",
-        ).body()
-    ).encode()
-
-    class JsonErrorsH11(H11Protocol):
-        def send_400_response(self, msg: str) -> None:
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"connection", b"close"),
-                (b"content-length", str(len(body)).encode()),
-            ]
-            for event in (
-                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
-                h11.Data(data=body),
-                h11.EndOfMessage(),
-            ):
-                self.transport.write(self.conn.send(event))
-            self.transport.close()
-
-    return JsonErrorsH11
+def raise_fd_limit() -> None:
+    """Open files up to the hard limit: each connection is one, and the soft default (often 1024, or 256)
+    is what a burst of clients meets first; the header timeout and the per-client limit do the rest."""
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -132,10 +118,26 @@ class DrainingServer:
     def __init__(self, config: Any, shutdown: ShutdownState) -> None:
         import uvicorn
 
+        draining = self.draining = threading.Event()  # set once uvicorn's own shutdown has begun
+
         class _Server(uvicorn.Server):
             def handle_exit(self, sig: int, frame: Any) -> None:
                 shutdown.begin()
                 super().handle_exit(sig, frame)
+
+            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+                # uvicorn stops listening at once, so new clients would meet a refused connection; while
+                # requests are in flight (within the grace) it keeps listening and they get the 503.
+                draining.set()
+                if self.server_state.tasks:
+                    log.warning(
+                        "stopping: %d request(s) in flight get up to %.0f s; new ones get 503",
+                        len(self.server_state.tasks),
+                        shutdown.grace_left(),
+                    )
+                while self.server_state.tasks and shutdown.grace_left() > 0 and not self.force_exit:
+                    await asyncio.sleep(POLL_S)
+                await super().shutdown(sockets)
 
         self._server = _Server(config)
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Awaitable
 from typing import TypeVar
 
+from inference.server.disconnect import unless
 from inference.server.errors import ApiError
 
 T = TypeVar("T")
@@ -63,16 +64,7 @@ class ShutdownState:
 
     async def bounded(self, work: Awaitable[T]) -> T:
         """``work``, unless the server stops and its grace runs out first: then a 503 (``cut_off``)."""
-        task = asyncio.ensure_future(work)
-        over = asyncio.ensure_future(self.wait_grace_over())
-        try:
-            await asyncio.wait({task, over}, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            task.cancel()
-            raise
-        finally:
-            over.cancel()
-        if task.done():
-            return task.result()
-        task.cancel()
-        raise self.cut_off()
+        result = await unless(work, self.wait_grace_over())
+        if result is None:
+            raise self.cut_off()
+        return result[0]

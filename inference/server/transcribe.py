@@ -53,8 +53,11 @@ async def transcribe_file(
         finally:
             timer.cancel()
 
-    try:
-        return await anyio.to_thread.run_sync(run)
+    try:  # a cancelled request (its client left) does not wait for the worker: the token stops it there
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except asyncio.CancelledError:
+        cancel.cancel()
+        raise
     except Cancelled:
         if timed_out.is_set():
             raise _timeout(timeout_s) from None

@@ -37,7 +37,7 @@ def running_server(config: ServerConfig, registry: ModelRegistry) -> Iterator[st
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn_config(create_app(config, registry), grace_s=0)
+        uvicorn_config(create_app(config, registry), grace_s=0, config=config)
     )  # as `captioneer serve` runs it
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="test-uvicorn", daemon=True)
     thread.start()

@@ -1,0 +1,293 @@
+"""Slow and vanishing clients against `captioneer serve`: half-sent requests, trickled bodies, too many
+connections from one address, a client that leaves while its file is transcribed. The server must keep
+answering everyone else, close what it will never finish, and free model slots.
+
+Clients other than the one checking the server connect from other loopback addresses (127.0.0.2, ...), as
+clients on other machines would: the per-address limit is then what it is in production."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import resource
+import select
+import socket
+import threading
+import time
+from urllib.parse import urlsplit
+
+import httpx
+import numpy as np
+import pytest
+
+from inference.audio.io import load_audio_file
+from inference.protocol import Transcribe
+from inference.server.body_rate import BodyRate, BodyRateLimit
+from inference.server.config import ServerConfig
+from inference.server.connections import ClientCounts
+from inference.server.registry import ModelRegistry
+from tests.server.harness import SAMPLE_1, TEXT_1, running_server, wav_bytes
+
+DEADLINE_S = 120.0  # generous: the machine may be busy; nothing here waits on time, only on conditions
+
+
+def _address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    return parts.hostname, parts.port
+
+
+def _connect(url: str, source: str) -> socket.socket:
+    try:
+        return socket.create_connection(_address(url), timeout=DEADLINE_S, source_address=(source, 0))
+    except OSError as exc:
+        pytest.skip(f"cannot connect from {source} ({exc}): the test needs the whole 127.0.0.0/8 on loopback")
+
+
+def _raise_fd_limit(needed: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        if hard != resource.RLIM_INFINITY and hard < needed:
+            pytest.skip(f"needs {needed} open files; the hard limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+
+
+def _half_open(url: str, count: int, per_address: int) -> list[socket.socket]:
+    """``count`` connections that send the start of a request head and never finish it."""
+    sockets = []
+    for index in range(count):
+        sock = _connect(url, f"127.0.0.{2 + index // per_address}")
+        sock.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
+        sockets.append(sock)
+    return sockets
+
+
+def _readable(sock: socket.socket, timeout_s: float) -> bool:
+    """Whether ``sock`` has data or its end (poll, not select: these descriptors pass select's 1024)."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(timeout_s * 1000))
+
+
+def _read_until_closed(sock: socket.socket, deadline: float) -> bytes | None:
+    """What the server sent before closing the connection; None if it was still open at ``deadline``."""
+    received = b""
+    while time.monotonic() < deadline:
+        if _readable(sock, max(0.0, min(1.0, deadline - time.monotonic()))):
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                return received
+            if not chunk:
+                return received
+            received += chunk
+    return None
+
+
+class Trickler:
+    """A live upload that sends a first piece, then 2 bytes every ``every_s``: it keeps "sending" forever."""
+
+    def __init__(self, url: str, source: str, every_s: float) -> None:
+        self.sock = _connect(url, source)
+        self.every_s = every_s
+        self.answer = b""
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Trickler:
+        head = (
+            "POST /v1/audio/transcriptions/live?model=demo&sample_rate=16000 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            "Transfer-Encoding: chunked\r\nContent-Type: application/octet-stream\r\n\r\n"
+        )
+        self.sock.sendall(head.encode() + b"40\r\n" + bytes(64) + b"\r\n")
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline and b"[DONE]" not in self.answer and not self.stopped.is_set():
+            if _readable(self.sock, self.every_s):
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return
+                self.answer += chunk
+                continue
+            try:
+                self.sock.sendall(b"2\r\n\x00\x00\r\n")
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join(DEADLINE_S)
+        self.sock.close()
+
+
+def test_1000_half_open_sockets_and_4_tricklers_leave_health_and_a_transcription_answered(
+    registry: ModelRegistry,
+) -> None:
+    _raise_fd_limit(4096)  # both ends of every connection live in this process
+    demo = registry.get("demo")
+    # The header timeout is long here, so that every half-open socket is still held while the server answers.
+    config = ServerConfig(header_timeout_s=3600, min_body_bytes_per_s=1024, body_window_s=2)
+    with running_server(config, registry) as url, httpx.Client(base_url=url, timeout=DEADLINE_S) as http:
+        held = _half_open(url, 1000, per_address=50)  # 20 addresses, under the per-client limit
+        tricklers = [Trickler(url, "127.0.0.30", every_s=0.5).start() for _ in range(4)]
+        try:
+            health = http.get("/health")
+            assert health.status_code == 200 and "models" in health.json()
+            wav = base64.b64encode(wav_bytes(load_audio_file(SAMPLE_1))).decode()
+            # The tricklers that took the model's slots are dropped by the body rate; this waits for a slot.
+            answer = http.post(
+                "/v1/audio/transcriptions", json={"model": "demo", "audio": wav, "busy_timeout_ms": 600000}
+            )
+            assert answer.status_code == 200 and answer.json()["text"].startswith(TEXT_1)
+            still_open = [s for s in held if not _readable(s, 0)]
+            assert len(still_open) == 1000  # answered while all of them were held
+        finally:
+            for trickler in tricklers:
+                trickler.close()
+            for sock in held:
+                sock.close()
+    answers = [t.answer for t in tricklers]
+    slow = [a for a in answers if b'"code": "body_too_slow"' in a]
+    assert slow, answers  # the ones that held a slot were cut off by the rate, not by an idle timeout
+    assert all(b"body_too_slow" in a or b"too_many_requests" in a for a in answers), answers
+    assert demo.active == 0
+
+
+def test_half_sent_and_silent_connections_are_closed_after_the_header_timeout(
+    registry: ModelRegistry,
+) -> None:
+    _raise_fd_limit(4096)
+    with running_server(ServerConfig(header_timeout_s=1), registry) as url:
+        held = _half_open(url, 1000, per_address=50)
+        silent = [_connect(url, "127.0.0.40") for _ in range(10)]  # never send a byte
+        try:
+            deadline = time.monotonic() + DEADLINE_S
+            answers = [_read_until_closed(sock, deadline) for sock in held]
+            assert all(a is not None for a in answers), "some half-sent requests were never closed"
+            head, _, body = (answers[0] or b"").partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 408") and json.loads(body)["error"]["code"] == "header_timeout"
+            assert all(a == answers[0] for a in answers)
+            assert all(_read_until_closed(sock, deadline) == b"" for sock in silent)
+            with httpx.Client(base_url=url, timeout=DEADLINE_S) as http:
+                assert http.get("/health").status_code == 200
+        finally:
+            for sock in held + silent:
+                sock.close()
+
+
+def test_one_address_may_hold_only_its_connection_limit(registry: ModelRegistry) -> None:
+    config = ServerConfig(max_connections_per_client=8, header_timeout_s=3600)
+    with running_server(config, registry) as url, httpx.Client(base_url=url, timeout=DEADLINE_S) as http:
+        held = [_connect(url, "127.0.0.50") for _ in range(8)]
+        extra = _connect(url, "127.0.0.50")
+        try:
+            answer = _read_until_closed(extra, time.monotonic() + DEADLINE_S)
+            assert answer is not None
+            head, _, body = answer.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 429") and b"retry-after: 1" in head.lower()
+            assert json.loads(body)["error"]["code"] == "too_many_connections"
+            assert http.get("/health").status_code == 200  # other addresses are not affected
+            held.pop().close()
+            deadline = time.monotonic() + DEADLINE_S
+            while True:  # the freed place is taken again once the server has seen the close
+                again = _connect(url, "127.0.0.50")
+                again.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                reply = _read_until_closed(again, deadline) or b""
+                again.close()
+                if reply.startswith(b"HTTP/1.1 200") or time.monotonic() > deadline:
+                    break
+            assert reply.startswith(b"HTTP/1.1 200"), reply
+        finally:
+            for sock in held:
+                sock.close()
+            extra.close()
+
+
+def test_a_trickled_file_upload_is_abandoned_with_a_408(registry: ModelRegistry) -> None:
+    with running_server(ServerConfig(min_body_bytes_per_s=1024, body_window_s=1), registry) as url:
+        sock = _connect(url, "127.0.0.60")
+        sock.sendall(
+            b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+        )
+        received = b""
+        deadline = time.monotonic() + DEADLINE_S
+        with contextlib.closing(sock):
+            while b"\r\n\r\n" not in received and time.monotonic() < deadline:
+                if _readable(sock, 0.2):
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    received += chunk
+                else:
+                    sock.sendall(b" " * 10)
+        head, _, body = received.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408") and b"connection: close" in head.lower()
+        assert b"body_too_slow" in body
+
+
+def test_a_client_that_leaves_frees_its_slot_and_the_worker(base_url: str, registry: ModelRegistry) -> None:
+    faulty = registry.get("faulty")
+    # 60 s of audio at 5 s of "inference" per second: 300 s unless the request is cancelled.
+    slow = {
+        "model": "faulty",
+        "audio": base64.b64encode(wav_bytes(np.full(16000 * 60, 0.01, np.float32))).decode(),
+        "options": {"delay_s": 5.0},
+    }
+    body = json.dumps(slow).encode()
+    sock = socket.create_connection(_address(base_url), timeout=DEADLINE_S)
+    sock.sendall(
+        b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    client = faulty.client
+    assert client is not None
+
+    def transcribing() -> bool:  # the job has reached the worker
+        return any(isinstance(job.message, Transcribe) for job in list(client._pending.values()))
+
+    deadline = time.monotonic() + DEADLINE_S
+    while not transcribing():
+        assert time.monotonic() < deadline, "the request never reached the worker"
+        time.sleep(0.01)
+    sock.close()
+    deadline = time.monotonic() + 30  # far less than the 300 s the abandoned request would run
+    while faulty.active:
+        assert time.monotonic() < deadline, "the slot of a client that left was not freed"
+        time.sleep(0.01)
+    while transcribing():  # the worker answered the abandoned job (Cancelled): it was told to stop
+        assert time.monotonic() < deadline, "the abandoned job still runs in the worker"
+        time.sleep(0.01)
+    quick = {"model": "faulty", "audio": base64.b64encode(wav_bytes(np.zeros(16000, np.float32))).decode()}
+    with httpx.Client(base_url=base_url, timeout=60) as http:  # the worker stopped the abandoned job
+        response = http.post("/v1/audio/transcriptions", json={**quick, "options": {"delay_s": 0.0}})
+    assert response.status_code == 200, response.text
+
+
+def test_the_body_rate_counts_bytes_over_a_window_of_waiting() -> None:
+    rate = BodyRate(BodyRateLimit(min_bytes_per_s=100, window_s=10))
+    assert rate.allowance_s() == 10  # the first window is granted in full
+    rate.waited_s = 4
+    rate.record(1000)  # the window's whole quota, at 4 s
+    assert rate.allowance_s() == 10  # those bytes carry the rate until 4 + 10 = 14 s
+    rate.waited_s = 12
+    assert rate.allowance_s() == 2  # the 1000 bytes at 4 s carry the rate until 14 s
+    rate.record(2)  # a trickle does not
+    assert rate.allowance_s() == 2
+    rate.waited_s = 14
+    rate.record(2)
+    assert rate.allowance_s() <= 0
+
+
+def test_client_counts_refuse_past_the_limit_and_forget_closed_connections() -> None:
+    counts = ClientCounts(2)
+    assert counts.enter("a") and counts.enter("a") and not counts.enter("a")
+    assert counts.enter("b")
+    counts.leave("a")
+    assert counts.enter("a") and counts.open_from("a") == 2
+    counts.leave("b")
+    assert counts.open_from("b") == 0
