@@ -15,12 +15,10 @@ import os
 import re
 import shutil
 import struct
-import tarfile
 import threading
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -28,6 +26,7 @@ import numpy as np
 from inference.errors import Cancelled, ModelError, UsageError
 from inference.families.parakeet_tdt import nemo_config
 from inference.families.parakeet_tdt.sentencepiece_model import parse_model, tokenizer_json
+from inference.models import tar_members
 from inference.models.torch_zip import open_torch_state_dict
 
 CONFIG_MEMBER = "model_config.yaml"
@@ -80,47 +79,57 @@ class NemoImport:
 # ------------------------------------------------------------------------------------------ archive
 
 
-def extract_members(archive: Path, into: Path, cancel: threading.Event | None = None) -> dict[str, Path]:
+def extract_members(
+    archive: Path,
+    into: Path,
+    cancel: threading.Event | None = None,
+    free: tar_members.FreeBytes = tar_members.free_bytes,
+) -> dict[str, Path]:
     """The config, the weights and every ``*.model`` file of the tar, by base name, into ``into`` (one pass,
-    nothing else written; member paths are never used as output paths)."""
+    nothing else written; member paths are never used as output paths).
+
+    Every member must be a regular file or directory at a safe relative path, each path once, and each needed
+    base name once; sizes are checked against the bytes present and the free disk before anything is written
+    (:mod:`inference.models.tar_members`). Refusals name the archive and the member."""
     found: dict[str, Path] = {}
+    source = archive.name
+    seen: set[str] = set()
+    archive_bytes = archive.stat().st_size
     try:
-        with tarfile.open(archive, mode="r|*") as tar:
+        with tar_members.open_archive(archive, source) as (tar, compressed):
             for member in tar:
-                base = Path(member.name).name
+                path = tar_members.member_path(member, source)
+                if path is None:
+                    continue  # a directory: nothing to write
+                if path in seen:
+                    raise ModelError(
+                        f"{source} holds the member {path[:200]!r} twice",
+                        "use the archive as it was published",
+                    )
+                seen.add(path)
+                base = PurePosixPath(path).name
                 wanted = base in (CONFIG_MEMBER, WEIGHTS_MEMBER) or base.endswith(TOKENIZER_SUFFIX)
-                if not wanted or not member.isfile() or base in found:
+                limit = None if base == WEIGHTS_MEMBER else _MAX_SMALL_MEMBER
+                tar_members.check_size(member, source, compressed, archive_bytes, limit if wanted else None)
+                if not wanted:
                     continue
-                if base != WEIGHTS_MEMBER and member.size > _MAX_SMALL_MEMBER:
+                if base in found:
                     raise ModelError(
-                        f"{archive.name}: {member.name} is {member.size} bytes, too large",
-                        "check the .nemo file",
+                        f"{source} holds two members named {base[:200]!r}",
+                        "use the archive as it was published",
                     )
-                stream = tar.extractfile(member)
-                assert stream is not None
                 target = into / f"member-{len(found)}"
-                with target.open("wb") as out:
-                    while block := stream.read(1 << 20):
-                        if cancel is not None and cancel.is_set():
-                            raise Cancelled("the .nemo import was cancelled")
-                        out.write(block)
-                if target.stat().st_size != member.size:
-                    raise ModelError(
-                        f"{archive.name} is truncated inside {member.name}",
-                        "copy or download the .nemo again",
-                    )
+                tar_members.copy_member(tar, member, target, source, free, cancel)
                 found[base] = target
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-        if isinstance(exc, OSError) and exc.errno is not None:
-            raise  # the disk, not the archive (decompressors raise OSError without an errno)
-        raise ModelError(
-            f"{archive.name} is damaged or truncated, or not a .nemo archive: {exc}",
-            "copy or download the .nemo again",
-        ) from None
+    except tar_members.DAMAGE as exc:
+        error = tar_members.damage_error(source, exc)
+        if error is None:
+            raise
+        raise error from None
     for required in (CONFIG_MEMBER, WEIGHTS_MEMBER):
         if required not in found:
             raise ModelError(
-                f"{archive.name} has no {required}; it is not a NeMo model archive", "check the .nemo file"
+                f"{source} has no {required}; it is not a NeMo model archive", "check the .nemo file"
             )
     return found
 
@@ -229,7 +238,7 @@ def write_weights(
     from inference.families.parakeet_tdt.config import parse_config
 
     wanted = expected_tensors(parse_config(config, None, "config.json"))
-    with open_torch_state_dict(weights) as state:
+    with open_torch_state_dict(weights, f"{source}:{WEIGHTS_MEMBER}") as state:
         mapping: dict[str, str] = {}
         for nemo_name, ref in state.tensors.items():
             name = dense_name(nemo_name)
@@ -264,19 +273,23 @@ def write_weights(
                     "check the .nemo file",
                 )
             mapping[name] = nemo_name
-        made: dict[str, np.ndarray] = {}
+        missing = [
+            name
+            for name in wanted
+            if name not in mapping and not (fused_batch_norm and _RUNNING_STATS.search(name))
+        ]
+        if missing:
+            raise ModelError(
+                f"{source} lacks {len(missing)} tensor(s) the engine needs, e.g. {missing[0]!r}",
+                "the .nemo is incomplete or not a Parakeet-TDT model",
+            )
+        made: dict[str, np.ndarray] = {}  # after the check: their shapes are only as large as stored tensors'
         if fused_batch_norm:
             for name, shape in wanted.items():
                 if name.endswith(".conv.norm.running_mean"):
                     made[name] = np.zeros(shape, dtype=np.float32)
                 elif name.endswith(".conv.norm.running_var"):
                     made[name] = np.full(shape, UNIT_VARIANCE, dtype=np.float32)
-        missing = [name for name in wanted if name not in mapping and name not in made]
-        if missing:
-            raise ModelError(
-                f"{source} lacks {len(missing)} tensor(s) the engine needs, e.g. {missing[0]!r}",
-                "the .nemo is incomplete or not a Parakeet-TDT model",
-            )
         names = list(wanted)
         header: dict[str, Any] = {}
         offset = 0
