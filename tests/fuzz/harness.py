@@ -92,6 +92,7 @@ class Outcome:
     exit_code: int | None = None  # a refusal's CaptioneerError.exit_code
     extra_rss_bytes: int = 0  # peak RSS above the zygote's
     disk_left_bytes: int = 0
+    left: tuple[str, ...] = ()  # what the case left in its scratch folder besides the input (up to 50 paths)
     seconds: float = 0.0
 
 
@@ -329,12 +330,13 @@ def _run_child(
         os.close(read_end)
     seconds = time.monotonic() - started
     extra_rss = max(0, usage.ru_maxrss * 1024 - own_rss)
-    left_bytes = sum(p.stat().st_size for p in scratch.rglob("*") if p.is_file() and not p.is_symlink())
-    left_bytes -= (scratch / input_name).stat().st_size if (scratch / input_name).is_file() else 0
+    entries = sorted(p for p in scratch.rglob("*") if p != scratch / input_name)
+    left_bytes = sum(p.lstat().st_size for p in entries if p.is_file() and not p.is_symlink())
+    left = tuple(p.relative_to(scratch).as_posix() for p in entries[:50])
 
     def measured(outcome: Outcome) -> Outcome:
         return dataclasses.replace(
-            outcome, extra_rss_bytes=extra_rss, disk_left_bytes=max(0, left_bytes), seconds=seconds
+            outcome, extra_rss_bytes=extra_rss, disk_left_bytes=left_bytes, left=left, seconds=seconds
         )
 
     if timed_out:
