@@ -168,8 +168,8 @@ def copy_member(
     room = free(target.parent) - DISK_MARGIN
     if member.size > room:
         raise DiskSpaceError(
-            f"{source}: its member {member.name[:200]!r} unpacks to {member.size} bytes, but only "
-            f"{max(0, room)} are free in {target.parent.parent}",
+            f"{source}: its member {member.name[:200]!r} unpacks to {member.size} bytes, but the model folder's "
+            f"disk has only {max(0, room)} bytes to spare",
             "free some space (a real archive unpacks to about its own size; a much larger claim means a damaged "
             "or hostile file)",
         )

@@ -309,12 +309,12 @@ def _run_child(
         deadline = started + limits.seconds
         open_fds = [pidfd, read_end]
         while pidfd in open_fds:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 timed_out = True
                 os.kill(pid, signal.SIGKILL)
                 break
-            ready, _, _ = select.select(open_fds, [], [], left)
+            ready, _, _ = select.select(open_fds, [], [], remaining)
             if read_end in ready:
                 chunk = os.read(read_end, 1 << 16)
                 chunks.append(chunk)
