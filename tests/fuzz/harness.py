@@ -207,7 +207,10 @@ class Fuzzer:
         self._process.start()
         child.close()
         self._conn = parent
-        ready = parent.recv()  # the zygote imported the target (or says why it could not)
+        try:
+            ready = parent.recv()  # the zygote imported the target (or says why it could not)
+        except EOFError:
+            ready = "the zygote process ended before it was ready"
         if ready != "ready":
             self.close()
             raise RuntimeError(f"the fuzz target {self.target} did not load: {ready}")

@@ -27,13 +27,14 @@ def read_checkpoint(path: Path, scratch: Path) -> dict[str, tuple[str, tuple[int
         return out
 
 
-def safetensors_digests(path: Path) -> dict[str, str]:
+def safetensors_tensors(path: Path) -> dict[str, bytes]:
+    """The raw bytes of every tensor of a safetensors file, by name."""
     data = path.read_bytes()
     size = struct.unpack("<Q", data[:8])[0]
     header = json.loads(data[8 : 8 + size])
     body = data[8 + size :]
     return {
-        name: hashlib.sha256(body[entry["data_offsets"][0] : entry["data_offsets"][1]]).hexdigest()
+        name: body[entry["data_offsets"][0] : entry["data_offsets"][1]]
         for name, entry in header.items()
         if name != "__metadata__"
     }
@@ -42,12 +43,14 @@ def safetensors_digests(path: Path) -> dict[str, str]:
 def convert(path: Path, scratch: Path) -> dict[str, str]:
     """The family converter alone: the written tensors' sha256 by name."""
     convert_nemo(path, scratch / "model")
-    return safetensors_digests(scratch / "model" / "model.safetensors")
+    tensors = safetensors_tensors(scratch / "model" / "model.safetensors")
+    return {name: hashlib.sha256(blob).hexdigest() for name, blob in tensors.items()}
 
 
-def store_import(path: Path, scratch: Path) -> dict[str, str]:
-    """``captioneer models import`` as the store runs it (hash, lock, temporary folder, convert, swap)."""
+def store_import(path: Path, scratch: Path) -> dict[str, bytes]:
+    """``captioneer models import`` as the store runs it (hash, lock, temporary folder, convert, swap): the
+    installed tensors' bytes by name."""
     home = scratch / "home"
     store = ModelStore(AppPaths.from_environment({"CAPTIONEER_HOME": str(home)}))
     model = store.import_local(path, package_id=PACKAGE, license_text="fuzz")
-    return safetensors_digests(Path(model) / "model.safetensors")
+    return safetensors_tensors(Path(model) / "model.safetensors")

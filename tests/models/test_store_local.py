@@ -221,4 +221,6 @@ def test_a_package_busy_in_another_process_is_left_alone(app_paths, hub):
     finally:
         holder.communicate("")
     assert store.install("tiny_gguf").read_bytes() == GGUF_BYTES
-    assert not stale_tmp.exists()  # no longer busy: the install (holding the lock) took its dead predecessor's
+    assert (
+        not stale_tmp.exists()
+    )  # no longer busy: the install (holding the lock) took its dead predecessor's

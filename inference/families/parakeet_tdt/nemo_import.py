@@ -141,8 +141,19 @@ def read_yaml(path: Path, source: str) -> Any:
         raise ModelError("reading a .nemo config needs the PyYAML package", "pip install pyyaml") from None
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))  # safe_load: plain data only, no object tags
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{source} is not valid YAML: {exc}", "copy or download the .nemo again") from None
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+        raise ModelError(
+            f"{source} is not valid YAML: {_yaml_problem(exc)}", "copy or download the .nemo again"
+        ) from None
+
+
+def _yaml_problem(exc: BaseException) -> str:
+    """One line for a YAML error: its problem and where (PyYAML's own text spans several lines)."""
+    problem = getattr(exc, "problem", None) or type(exc).__name__
+    mark = getattr(exc, "problem_mark", None)
+    return (
+        f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(problem)
+    )
 
 
 # ------------------------------------------------------------------------------------------ sidecars
