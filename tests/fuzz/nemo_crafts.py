@@ -15,6 +15,7 @@ import struct
 import sys
 import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,6 +170,17 @@ def with_header_size(tar: bytes, base: str, size: int) -> bytes:
             return bytes(out)
         at += 512 + (old + 511) // 512 * 512
     raise KeyError(base)
+
+
+def edit_pickle(nemo: bytes, edit: Callable[[bytes], bytes]) -> bytes:
+    """The .nemo with its checkpoint's data.pkl replaced by ``edit(data.pkl)``."""
+    return _in_member(WEIGHTS, _in_pickle(lambda data, _rng: edit(data)))(nemo, random.Random(0))
+
+
+def build_after_first_tensor(data: bytes, build: bytes) -> bytes:
+    """``build`` inserted right after the first tensor of a pickle that nemo_package.torch_zip wrote."""
+    at = data.index(b")RtR") + 4  # the metadata OrderedDict, the argument tuple, the tensor's REDUCE
+    return data[:at] + build + data[at:]
 
 
 # ------------------------------------------------------------------------------------------ mutators
