@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO / "tests" / "bench"))
 
 from machine import machine_header  # noqa: E402
 
+from tests.fuzz import harness  # noqa: E402
 from tests.fuzz.nemo_fuzz import run_slice  # noqa: E402
 
 
@@ -33,7 +34,12 @@ def main() -> int:
     args = parser.parse_args()
     print(machine_header(threads=1))
     started = time.monotonic()
-    report = run_slice(args.seed, args.count, args.start)
+
+    def progress(report: harness.Report) -> None:
+        took = time.monotonic() - started
+        print(f"  {len(report.outcomes)} cases, {took:.0f} s: {report.counts()}", flush=True)
+
+    report = run_slice(args.seed, args.count, args.start, progress)
     print(
         f"seed {args.seed}, cases {args.start}..{args.start + args.count - 1}, {time.monotonic() - started:.0f} s"
     )

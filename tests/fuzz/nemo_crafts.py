@@ -22,11 +22,12 @@ from pathlib import Path
 from tests.fuzz.harness import GENERIC, Mutator, named
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "parakeet_tdt"))
-from nemo_package import build_nemo  # noqa: E402
+from nemo_package import TOKENIZER_MEMBER, build_nemo  # noqa: E402
 from parakeet_fixtures import model_dir  # noqa: E402
 
 WEIGHTS = "model_weights.ckpt"
 CONFIG = "model_config.yaml"
+TOKENIZER = TOKENIZER_MEMBER
 
 
 def tiny_nemo(out: Path) -> Path:
@@ -357,8 +358,9 @@ def tar_member(data: bytes, rng: random.Random) -> bytes:
 
 
 def nemo_mutators() -> list[Mutator]:
-    """Everything the .nemo fuzz slice cycles through: generic mutations of the whole file and of each member,
-    pickle opcodes and BUILDs, zip structure, zip methods, tar headers and tar member kinds and paths."""
+    """Everything the .nemo fuzz slice cycles through: generic mutations of the whole file, of the pickle, the
+    config and the tokenizer; pickle opcodes and BUILDs; zip structure and methods; tar headers and tar member
+    kinds, paths and sizes."""
     inside_pickle = _in_member(WEIGHTS, _in_pickle(pickle_opcode))
     builds = _in_member(WEIGHTS, _in_pickle(pickle_build))
     return [
@@ -373,4 +375,6 @@ def nemo_mutators() -> list[Mutator]:
         named("tar_member", tar_member),
         named("config_flip", _in_member(CONFIG, GENERIC[0])),
         named("config_splice", _in_member(CONFIG, GENERIC[3])),
+        named("tokenizer_flip", _in_member(TOKENIZER, GENERIC[0])),
+        named("tokenizer_extreme_field", _in_member(TOKENIZER, GENERIC[1])),
     ]

@@ -5,6 +5,7 @@ refusal that names the user's file and leaves nothing behind."""
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.fuzz import harness
@@ -61,11 +62,22 @@ class NemoJudge:
         return None
 
 
-def run_slice(seed: int, count: int, start: int = 0) -> harness.Report:
+def run_slice(
+    seed: int, count: int, start: int = 0, progress: Callable[[harness.Report], None] | None = None
+) -> harness.Report:
+    """Cases ``start`` .. ``start + count - 1``; ``progress`` sees the report after every 250 cases."""
     original = original_nemo()
+    report = harness.Report()
     with harness.Fuzzer(TARGET, INPUT, LIMITS) as fuzzer:
         baseline = fuzzer.run_case(harness.Case(-1, "original", original))
         if baseline.kind != harness.RESULT:
             raise RuntimeError(f"the unmutated .nemo does not import: {baseline}")
         judge = NemoJudge(baseline.value)
-        return fuzzer.run(harness.cases(seed, count, original, nemo_mutators(), start), judge)
+        for first in range(start, start + count, 250):
+            size = min(250, start + count - first)
+            part = fuzzer.run(harness.cases(seed, size, original, nemo_mutators(), first), judge)
+            report.outcomes += part.outcomes
+            report.problems += part.problems
+            if progress is not None:
+                progress(report)
+    return report

@@ -15,6 +15,7 @@ import pytest
 
 from tests.fuzz import harness
 from tests.fuzz.nemo_crafts import (
+    TOKENIZER,
     WEIGHTS,
     Tensor,
     build_op,
@@ -22,6 +23,7 @@ from tests.fuzz.nemo_crafts import (
     members,
     odd_member,
     pack,
+    replace_member,
     set_declared_size,
     tiny_nemo,
     with_header_size,
@@ -242,3 +244,19 @@ def test_a_compressed_member_claiming_more_than_the_free_disk_is_refused_before_
         converter, gzip.compress(body, compresslevel=1), f"'./{WEIGHTS}'", "unpacks to 1125899906842624"
     )
     assert "free" in message or "spare" in message
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    assert len(payload) < 128
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+def test_a_tokenizer_piece_that_is_not_utf8_is_refused_naming_the_member(
+    converter: harness.Fuzzer, nemo: bytes
+) -> None:
+    model = _field(
+        1, _field(1, b"\xff\xfe")
+    )  # one piece whose text is not UTF-8 (the old reader: UnicodeDecodeError)
+    refused(
+        converter, replace_member(nemo, TOKENIZER, model), f"model.nemo:{TOKENIZER}", "piece 0 is not UTF-8"
+    )

@@ -27,6 +27,7 @@ from inference.errors import Cancelled, ModelError, UsageError
 from inference.families.parakeet_tdt import nemo_config
 from inference.families.parakeet_tdt.sentencepiece_model import parse_model, tokenizer_json
 from inference.models import tar_members
+from inference.models.errors import DiskSpaceError
 from inference.models.torch_zip import open_torch_state_dict
 
 CONFIG_MEMBER = "model_config.yaml"
@@ -34,7 +35,10 @@ WEIGHTS_MEMBER = "model_weights.ckpt"
 TOKENIZER_SUFFIX = ".model"
 SIDECARS = ("config.json", "tokenizer.json", "processor_config.json")
 PROVENANCE_FILE = "nemo_import.json"
-_MAX_SMALL_MEMBER = 64 << 20  # config and tokenizer files are a few MB at most
+# Sizes past which a member is refused unread: a config is tens of KB and a tokenizer a few MB; more would only
+# make the YAML and protobuf parsers build gigabytes of objects.
+_MEMBER_LIMITS = {CONFIG_MEMBER: 4 << 20}
+_MAX_TOKENIZER_BYTES = 16 << 20
 Progress = Callable[[int, int | None, str], None]
 
 # NeMo name → this family's (transformers') name, applied in order (docs/reference_parity.md §1.2).
@@ -109,7 +113,7 @@ def extract_members(
                 seen.add(path)
                 base = PurePosixPath(path).name
                 wanted = base in (CONFIG_MEMBER, WEIGHTS_MEMBER) or base.endswith(TOKENIZER_SUFFIX)
-                limit = None if base == WEIGHTS_MEMBER else _MAX_SMALL_MEMBER
+                limit = None if base == WEIGHTS_MEMBER else _MEMBER_LIMITS.get(base, _MAX_TOKENIZER_BYTES)
                 tar_members.check_size(member, source, compressed, archive_bytes, limit if wanted else None)
                 if not wanted:
                     continue
@@ -141,7 +145,7 @@ def read_yaml(path: Path, source: str) -> Any:
         raise ModelError("reading a .nemo config needs the PyYAML package", "pip install pyyaml") from None
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))  # safe_load: plain data only, no object tags
-    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError, MemoryError) as exc:
         raise ModelError(
             f"{source} is not valid YAML: {_yaml_problem(exc)}", "copy or download the .nemo again"
         ) from None
@@ -314,6 +318,7 @@ def write_weights(
             offset += size
         encoded = json.dumps(header, separators=(",", ":")).encode()
         encoded += b" " * (-len(encoded) % 8)
+        _require_room(out, 8 + len(encoded) + offset, source)
         with out.open("wb") as fh:
             fh.write(struct.pack("<Q", len(encoded)))
             fh.write(encoded)
@@ -330,6 +335,17 @@ def write_weights(
                 if progress is not None:
                     progress(i + 1, len(names), f"converting {label}")
     return len(names)
+
+
+def _require_room(out: Path, size: int, source: str) -> None:
+    """Refuse before writing ``size`` bytes to ``out`` when its disk has not got them (and a margin)."""
+    free = tar_members.free_bytes(out.parent) - tar_members.DISK_MARGIN
+    if size > free:
+        raise DiskSpaceError(
+            f"{source}: its weights convert to {size} bytes of float32, but the model folder's disk has only "
+            f"{max(0, free)} bytes to spare",
+            "free some space, or move the model folder to a larger disk with CAPTIONEER_MODELS_DIR",
+        )
 
 
 # ------------------------------------------------------------------------------------------ entry point
