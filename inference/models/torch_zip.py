@@ -7,7 +7,7 @@ globals a state dict needs (``collections.OrderedDict``, ``torch._utils._rebuild
 and refuses every other global with :class:`UnsafeCheckpointError`. Tensors stay lazy
 (:class:`TensorRef`) until :meth:`TorchStateDict.read` copies one out of its storage entry.
 
-Nothing the file says is trusted (docs/models.md, "Hostile files"): the objects the pickle builds refuse a later
+Nothing the file says is trusted (docs/families/parakeet_tdt.md §1.1): the objects the pickle builds refuse a later
 BUILD (a pickle could otherwise rewrite a validated stride or offset), and every tensor's shape, stride and offset
 is checked again where it is read, against the bytes its entry really holds, before numpy sees them. Entries are
 read streamed and only as far as the tensor reaches; a compressed entry must be deflate (the one method that
