@@ -8,6 +8,7 @@ broadcast stride or a compressed storage exactly where it wants one.
 
 from __future__ import annotations
 
+import gzip
 import io
 import pickletools
 import random
@@ -311,6 +312,15 @@ def recompress(ckpt: bytes, rng: random.Random) -> bytes:
     return buffer.getvalue()
 
 
+def _gzipped(mutate: Mutator) -> Mutator:
+    """``mutate`` on the gzip-compressed archive (old NeMo versions wrote ``.nemo`` files as tar.gz)."""
+
+    def apply(data: bytes, rng: random.Random) -> bytes:
+        return mutate(gzip.compress(data, compresslevel=1, mtime=0), rng)
+
+    return apply
+
+
 def tar_header(data: bytes, rng: random.Random) -> bytes:
     """A generic mutation inside one of the outer tar's 512-byte header blocks."""
     starts = []
@@ -358,8 +368,8 @@ def tar_member(data: bytes, rng: random.Random) -> bytes:
 
 
 def nemo_mutators() -> list[Mutator]:
-    """Everything the .nemo fuzz slice cycles through: generic mutations of the whole file, of the pickle, the
-    config and the tokenizer; pickle opcodes and BUILDs; zip structure and methods; tar headers and tar member
+    """Everything the .nemo fuzz slice cycles through: generic mutations of the whole file (also gzipped), of the
+    pickle, the config and the tokenizer; pickle opcodes and BUILDs; zip structure and methods; tar headers and tar member
     kinds, paths and sizes."""
     inside_pickle = _in_member(WEIGHTS, _in_pickle(pickle_opcode))
     builds = _in_member(WEIGHTS, _in_pickle(pickle_build))
@@ -375,6 +385,8 @@ def nemo_mutators() -> list[Mutator]:
         named("tar_member", tar_member),
         named("config_flip", _in_member(CONFIG, GENERIC[0])),
         named("config_splice", _in_member(CONFIG, GENERIC[3])),
+        named("gzip_flip_bytes", _gzipped(GENERIC[0])),
+        named("gzip_truncate", _gzipped(GENERIC[2])),
         named("tokenizer_flip", _in_member(TOKENIZER, GENERIC[0])),
         named("tokenizer_extreme_field", _in_member(TOKENIZER, GENERIC[1])),
     ]

@@ -1,5 +1,5 @@
-"""A fixed slice of the ``.nemo`` fuzz run (tests/fuzz/nemo_fuzz.py): seed 37, the first 120 mutations, six for
-each mutator (generic ones on the whole file and on the checkpoint's pickle, pickle opcodes and BUILDs, zip
+"""A fixed slice of the ``.nemo`` fuzz run (tests/fuzz/nemo_fuzz.py): seed 37, the first 132 mutations, six for
+each mutator (generic ones on the whole file, gzipped or not, and on the checkpoint's pickle, pickle opcodes and BUILDs, zip
 structure and methods, tar headers, member kinds and paths, config edits). The long run is
 ``tests/bench/fuzz_long.py``."""
 
