@@ -197,7 +197,7 @@ def damage_error(source: str, exc: BaseException) -> ModelError | None:
     """The refusal for what tarfile or a decompressor raised on a damaged archive; None for a disk error."""
     if isinstance(exc, OSError) and exc.errno is not None and not isinstance(exc, tarfile.TarError):
         return None  # the disk, not the archive (decompressors raise OSError without an errno)
-    text = str(exc).strip()[:200] or type(exc).__name__
+    text = " ".join(str(exc).split())[:200] or type(exc).__name__
     return ModelError(
         f"{source} is damaged or truncated, or not a tar archive: {text}", "copy or download it again"
     )

@@ -314,7 +314,7 @@ class TorchStateDict:
 
 def _plain(exc: BaseException) -> str:
     """An exception as a short phrase for a message (its text, else its kind)."""
-    text = str(exc).strip()
+    text = " ".join(str(exc).split())  # one line: a message never spans several
     return text[:200] if text else type(exc).__name__
 
 

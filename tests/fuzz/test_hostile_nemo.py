@@ -260,3 +260,9 @@ def test_a_tokenizer_piece_that_is_not_utf8_is_refused_naming_the_member(
     refused(
         converter, replace_member(nemo, TOKENIZER, model), f"model.nemo:{TOKENIZER}", "piece 0 is not UTF-8"
     )
+
+
+def test_a_refusal_quoting_the_pickle_stays_one_line(reader: harness.Fuzzer) -> None:
+    pickled = b"\x80\x02ctorch\nFloatStorage\nFloatStorage\nF1.0\n."  # FLOAT reads a bad line (found by the fuzz run)
+    message = refused(reader, checkpoint([PLAIN], {"0": VALUES.tobytes()}, pickled=pickled), "data.pkl")
+    assert "\n" not in message
