@@ -140,7 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
     verify = msub.add_parser("verify", help="recompute sizes and checksums of an installed package")
     verify.add_argument("id")
     cleanup = msub.add_parser("cleanup", help="delete leftover partial downloads and temporary folders")
-    cleanup.add_argument("--all", action="store_true", help="also recent ones (no install may be running)")
+    cleanup.add_argument(
+        "--all",
+        action="store_true",
+        help="also recent partial downloads (temporary folders of dead imports go anyway)",
+    )
 
     serve = sub.add_parser("serve", help="a local HTTP transcription server with OpenAI-compatible routes")
     serve.add_argument(

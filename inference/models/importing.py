@@ -166,6 +166,7 @@ class StoreImporter(NemoImporter):
                 raise UsageError(
                     f"{pid} is already installed", "remove it first or choose another id with --id"
                 )
+            self.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
             tracker = ProgressTracker(pid, ThrottledReporter(progress))
             checked = source if source.is_file() else source / phonon.CONTAINER
             total = checked.stat().st_size
@@ -196,6 +197,7 @@ class StoreImporter(NemoImporter):
     ) -> Path:
         if (self.root / pid / INSTALL_MARKER).exists():
             raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
+        self.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
         tracker = ProgressTracker(pid, ThrottledReporter(progress))
         sources = [source] if source.is_file() else list(walk_files(source, skip_dirs=SKIP_IMPORT_DIRS))
         total = sum(p.stat().st_size for p in sources)

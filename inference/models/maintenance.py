@@ -17,8 +17,8 @@ from inference.models.progress import ProgressCallback, ProgressTracker, Throttl
 from inference.models.spec import PackageSpec
 from inference.models.store_base import StoreBase
 from inference.models.store_layout import (
-    DAY_S,
     DERIVED_DIR,
+    LOCK_DIR,
     PARTIAL_DIR,
     PARTIAL_MAX_AGE_S,
     TMP_PREFIX,
@@ -138,34 +138,41 @@ class StoreMaintenance(StoreBase):
 
     def cleanup(
         self,
-        max_age_s: float = DAY_S,
         partial_max_age_s: float = PARTIAL_MAX_AGE_S,
         everything: bool = False,
         keep: str | None = None,
     ) -> list[Path]:
-        """Delete leftover ``.tmp-*`` directories (untouched for ``max_age_s``) and partial downloads
-        (untouched for ``partial_max_age_s``; longer, since a paused multi-GB download is worth keeping).
+        """Delete leftover ``.tmp-*`` folders, partial downloads (untouched for ``partial_max_age_s``; a paused
+        multi-GB download is worth keeping) and lock files nobody holds.
 
-        ``keep`` spares the partial download of the package about to be resumed (its caller holds that
-        package's lock). Leftovers of packages another process is busy with are never touched;
-        ``everything=True`` (on demand) removes all other leftovers regardless of age.
+        A ``.tmp-*`` folder is only ever written under its package's lock, so one whose lock is free belongs to
+        a process that died (a SIGKILLed import) and goes at once, whatever its age. ``keep`` spares the partial download of the package about to be resumed (its
+        caller holds that package's lock). Leftovers of packages another process is busy with are never
+        touched; ``everything=True`` (on demand) removes all other partial downloads regardless of age.
         """
         removed: list[Path] = []
         if not self.root.is_dir():
             return removed
         now = self.clock()
-        candidates = [(p, max_age_s) for p in self.root.iterdir() if p.name.startswith(TMP_PREFIX)]
+        candidates: list[tuple[Path, float | None]] = [
+            (p, None) for p in self.root.iterdir() if p.name.startswith(TMP_PREFIX)
+        ]
         partial_root = self.root / PARTIAL_DIR
         if partial_root.is_dir():
             candidates += [(p, partial_max_age_s) for p in partial_root.iterdir() if p.name != keep]
         for path, age in candidates:
-            if not (everything or now - newest_mtime(path) > age):
+            if not (everything or age is None or now - newest_mtime(path) > age):
                 continue
             owner = owner_id(path)
             if owner != keep and self.is_busy(owner):
                 continue  # a running install/import/removal is using it, however old its files look
             remove_tree(path)
             removed.append(path)
+        lock_dir = self.root / LOCK_DIR
+        if lock_dir.is_dir():
+            for lock_file in lock_dir.glob("*.lock"):
+                if lock_file.stem != keep:
+                    self.is_busy(lock_file.stem)  # removes the file when nobody holds it
         return removed
 
     def partial_bytes(self, package_id: str) -> int:

@@ -100,6 +100,7 @@ class NemoImporter(StoreInstaller):
                 raise UsageError(
                     f"{pid} is already installed", "remove it first or choose another id with --id"
                 )
+            self.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
             self._require_space(
                 NEMO_FLOAT32_FACTOR * total + total + DISK_RESERVE_BYTES, f"to import {source.name}"
             )

@@ -79,10 +79,11 @@ class StoreBase:
         try:
             yield
         finally:
-            lock.release()
+            _release_and_remove(lock)
 
     def is_busy(self, package_id: str) -> bool:
-        """Whether some process holds ``package_id``'s lock (an install, import or removal is running)."""
+        """Whether some process holds ``package_id``'s lock (an install, import or removal is running); a lock
+        file nobody holds (left by a killed process) is removed."""
         if not (self.root / LOCK_DIR / f"{package_id}.lock").exists():
             return False
         lock = self._lock_for(package_id)
@@ -90,7 +91,7 @@ class StoreBase:
             lock.acquire()
         except Timeout:
             return True
-        lock.release()
+        _release_and_remove(lock)
         return False
 
     def _require_space(self, needed: int, purpose: str) -> None:
@@ -137,3 +138,13 @@ class StoreBase:
                 digest = sha256_file(path, hash_reporter(tracker, "finishing", 0, None, rel), cancel)
             files.append(MarkerFile(rel, path.stat().st_size, digest))
         return tuple(files)
+
+
+def _release_and_remove(lock: FileLock) -> None:
+    """Release ``lock`` and delete its file, so no ``.locks/<id>.lock`` outlives its holder. The file is unlinked
+    while still held: a process that opened it meanwhile gets a deleted inode, which filelock sees and does not
+    count as acquired (with timeout 0 it reports the package busy), so two holders are impossible. Windows
+    refuses to unlink an open file; filelock deletes it there on release."""
+    with contextlib.suppress(OSError):
+        Path(lock.lock_file).unlink()
+    lock.release()

@@ -67,7 +67,11 @@ def test_import_then_list_and_cleanup(app_paths, tmp_path):
     assert code == 0 and text.startswith("imported as My_Model: ")
     code, text = run("models", "list")
     assert "My_Model" in text and "confucius4_r2t2" in text
-    (app_paths.models / ".tmp-x-1").mkdir()
+    (app_paths.models / ".tmp-x-1").mkdir()  # nobody holds x's lock: its writer died, however recent it is
+    assert run("models", "cleanup")[1] == "removed 1 leftover item(s)\n"
+    (app_paths.models / ".partial" / "x").mkdir(
+        parents=True
+    )  # a recent partial download is kept for resuming
     assert run("models", "cleanup")[1] == "removed 0 leftover item(s)\n"
     assert run("models", "cleanup", "--all")[1] == "removed 1 leftover item(s)\n"
 

@@ -15,12 +15,10 @@ import os
 import re
 import shutil
 import struct
-import tarfile
 import threading
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -28,6 +26,8 @@ import numpy as np
 from inference.errors import Cancelled, ModelError, UsageError
 from inference.families.parakeet_tdt import nemo_config
 from inference.families.parakeet_tdt.sentencepiece_model import parse_model, tokenizer_json
+from inference.models import tar_members
+from inference.models.errors import DiskSpaceError
 from inference.models.torch_zip import open_torch_state_dict
 
 CONFIG_MEMBER = "model_config.yaml"
@@ -35,7 +35,10 @@ WEIGHTS_MEMBER = "model_weights.ckpt"
 TOKENIZER_SUFFIX = ".model"
 SIDECARS = ("config.json", "tokenizer.json", "processor_config.json")
 PROVENANCE_FILE = "nemo_import.json"
-_MAX_SMALL_MEMBER = 64 << 20  # config and tokenizer files are a few MB at most
+# Sizes past which a member is refused unread: a config is tens of KB and a tokenizer a few MB; more would only
+# make the YAML and protobuf parsers build gigabytes of objects.
+_MEMBER_LIMITS = {CONFIG_MEMBER: 4 << 20}
+_MAX_TOKENIZER_BYTES = 16 << 20
 Progress = Callable[[int, int | None, str], None]
 
 # NeMo name → this family's (transformers') name, applied in order (docs/reference_parity.md §1.2).
@@ -80,47 +83,57 @@ class NemoImport:
 # ------------------------------------------------------------------------------------------ archive
 
 
-def extract_members(archive: Path, into: Path, cancel: threading.Event | None = None) -> dict[str, Path]:
+def extract_members(
+    archive: Path,
+    into: Path,
+    cancel: threading.Event | None = None,
+    free: tar_members.FreeBytes = tar_members.free_bytes,
+) -> dict[str, Path]:
     """The config, the weights and every ``*.model`` file of the tar, by base name, into ``into`` (one pass,
-    nothing else written; member paths are never used as output paths)."""
+    nothing else written; member paths are never used as output paths).
+
+    Every member must be a regular file or directory at a safe relative path, each path once, and each needed
+    base name once; sizes are checked against the bytes present and the free disk before anything is written
+    (:mod:`inference.models.tar_members`). Refusals name the archive and the member."""
     found: dict[str, Path] = {}
+    source = archive.name
+    seen: set[str] = set()
+    archive_bytes = archive.stat().st_size
     try:
-        with tarfile.open(archive, mode="r|*") as tar:
+        with tar_members.open_archive(archive, source) as (tar, compressed):
             for member in tar:
-                base = Path(member.name).name
+                path = tar_members.member_path(member, source)
+                if path is None:
+                    continue  # a directory: nothing to write
+                if path in seen:
+                    raise ModelError(
+                        f"{source} holds the member {path[:200]!r} twice",
+                        "use the archive as it was published",
+                    )
+                seen.add(path)
+                base = PurePosixPath(path).name
                 wanted = base in (CONFIG_MEMBER, WEIGHTS_MEMBER) or base.endswith(TOKENIZER_SUFFIX)
-                if not wanted or not member.isfile() or base in found:
+                limit = None if base == WEIGHTS_MEMBER else _MEMBER_LIMITS.get(base, _MAX_TOKENIZER_BYTES)
+                tar_members.check_size(member, source, compressed, archive_bytes, limit if wanted else None)
+                if not wanted:
                     continue
-                if base != WEIGHTS_MEMBER and member.size > _MAX_SMALL_MEMBER:
+                if base in found:
                     raise ModelError(
-                        f"{archive.name}: {member.name} is {member.size} bytes, too large",
-                        "check the .nemo file",
+                        f"{source} holds two members named {base[:200]!r}",
+                        "use the archive as it was published",
                     )
-                stream = tar.extractfile(member)
-                assert stream is not None
                 target = into / f"member-{len(found)}"
-                with target.open("wb") as out:
-                    while block := stream.read(1 << 20):
-                        if cancel is not None and cancel.is_set():
-                            raise Cancelled("the .nemo import was cancelled")
-                        out.write(block)
-                if target.stat().st_size != member.size:
-                    raise ModelError(
-                        f"{archive.name} is truncated inside {member.name}",
-                        "copy or download the .nemo again",
-                    )
+                tar_members.copy_member(tar, member, target, source, free, cancel)
                 found[base] = target
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-        if isinstance(exc, OSError) and exc.errno is not None:
-            raise  # the disk, not the archive (decompressors raise OSError without an errno)
-        raise ModelError(
-            f"{archive.name} is damaged or truncated, or not a .nemo archive: {exc}",
-            "copy or download the .nemo again",
-        ) from None
+    except tar_members.DAMAGE as exc:
+        error = tar_members.damage_error(source, exc)
+        if error is None:
+            raise
+        raise error from None
     for required in (CONFIG_MEMBER, WEIGHTS_MEMBER):
         if required not in found:
             raise ModelError(
-                f"{archive.name} has no {required}; it is not a NeMo model archive", "check the .nemo file"
+                f"{source} has no {required}; it is not a NeMo model archive", "check the .nemo file"
             )
     return found
 
@@ -132,8 +145,19 @@ def read_yaml(path: Path, source: str) -> Any:
         raise ModelError("reading a .nemo config needs the PyYAML package", "pip install pyyaml") from None
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))  # safe_load: plain data only, no object tags
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{source} is not valid YAML: {exc}", "copy or download the .nemo again") from None
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError, MemoryError) as exc:
+        raise ModelError(
+            f"{source} is not valid YAML: {_yaml_problem(exc)}", "copy or download the .nemo again"
+        ) from None
+
+
+def _yaml_problem(exc: BaseException) -> str:
+    """One line for a YAML error: its problem and where (PyYAML's own text spans several lines)."""
+    problem = getattr(exc, "problem", None) or type(exc).__name__
+    mark = getattr(exc, "problem_mark", None)
+    return (
+        f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(problem)
+    )
 
 
 # ------------------------------------------------------------------------------------------ sidecars
@@ -229,7 +253,7 @@ def write_weights(
     from inference.families.parakeet_tdt.config import parse_config
 
     wanted = expected_tensors(parse_config(config, None, "config.json"))
-    with open_torch_state_dict(weights) as state:
+    with open_torch_state_dict(weights, f"{source}:{WEIGHTS_MEMBER}") as state:
         mapping: dict[str, str] = {}
         for nemo_name, ref in state.tensors.items():
             name = dense_name(nemo_name)
@@ -264,19 +288,23 @@ def write_weights(
                     "check the .nemo file",
                 )
             mapping[name] = nemo_name
-        made: dict[str, np.ndarray] = {}
+        missing = [
+            name
+            for name in wanted
+            if name not in mapping and not (fused_batch_norm and _RUNNING_STATS.search(name))
+        ]
+        if missing:
+            raise ModelError(
+                f"{source} lacks {len(missing)} tensor(s) the engine needs, e.g. {missing[0]!r}",
+                "the .nemo is incomplete or not a Parakeet-TDT model",
+            )
+        made: dict[str, np.ndarray] = {}  # after the check: their shapes are only as large as stored tensors'
         if fused_batch_norm:
             for name, shape in wanted.items():
                 if name.endswith(".conv.norm.running_mean"):
                     made[name] = np.zeros(shape, dtype=np.float32)
                 elif name.endswith(".conv.norm.running_var"):
                     made[name] = np.full(shape, UNIT_VARIANCE, dtype=np.float32)
-        missing = [name for name in wanted if name not in mapping and name not in made]
-        if missing:
-            raise ModelError(
-                f"{source} lacks {len(missing)} tensor(s) the engine needs, e.g. {missing[0]!r}",
-                "the .nemo is incomplete or not a Parakeet-TDT model",
-            )
         names = list(wanted)
         header: dict[str, Any] = {}
         offset = 0
@@ -290,6 +318,7 @@ def write_weights(
             offset += size
         encoded = json.dumps(header, separators=(",", ":")).encode()
         encoded += b" " * (-len(encoded) % 8)
+        _require_room(out, 8 + len(encoded) + offset, source)
         with out.open("wb") as fh:
             fh.write(struct.pack("<Q", len(encoded)))
             fh.write(encoded)
@@ -306,6 +335,17 @@ def write_weights(
                 if progress is not None:
                     progress(i + 1, len(names), f"converting {label}")
     return len(names)
+
+
+def _require_room(out: Path, size: int, source: str) -> None:
+    """Refuse before writing ``size`` bytes to ``out`` when its disk has not got them (and a margin)."""
+    free = tar_members.free_bytes(out.parent) - tar_members.DISK_MARGIN
+    if size > free:
+        raise DiskSpaceError(
+            f"{source}: its weights convert to {size} bytes of float32, but the model folder's disk has only "
+            f"{max(0, free)} bytes to spare",
+            "free some space, or move the model folder to a larger disk with CAPTIONEER_MODELS_DIR",
+        )
 
 
 # ------------------------------------------------------------------------------------------ entry point

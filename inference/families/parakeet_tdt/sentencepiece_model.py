@@ -22,6 +22,10 @@ WORD_MARK = "\u2581"
 BLANK = "<blank>"
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 BPE_MODEL = 2
+# The file is untrusted: more pieces than any real vocabulary (v3 has 8192) or pieces so long that regenerating
+# the merges (every split of every piece) would run for hours are refused.
+MAX_PIECES = 1 << 20
+MAX_SPLIT_WORK = 64 << 20  # the sum of the pieces' squared lengths
 
 
 @dataclass(frozen=True)
@@ -94,8 +98,14 @@ def parse_model(data: bytes, source: str) -> SentencePieceModel:
             text, score, kind = None, 0.0, NORMAL
             for sub, item in _fields(value, source):
                 if sub == 1 and isinstance(item, bytes):
-                    text = item.decode("utf-8", "strict")
-                elif sub == 2 and isinstance(item, int):
+                    try:
+                        text = item.decode("utf-8", "strict")
+                    except UnicodeDecodeError:
+                        raise ModelError(
+                            f"{source}: piece {len(pieces)} is not UTF-8 text",
+                            "use the .nemo's own tokenizer.model",
+                        ) from None
+                elif sub == 2 and isinstance(item, int) and item < 1 << 32:
                     score = struct.unpack("<f", item.to_bytes(4, "little"))[0]
                 elif sub == 3 and isinstance(item, int):
                     kind = item
@@ -104,6 +114,11 @@ def parse_model(data: bytes, source: str) -> SentencePieceModel:
                     f"{source}: piece {len(pieces)} has no text", "use the .nemo's own tokenizer.model"
                 )
             pieces.append(Piece(text, score, kind))
+            if len(pieces) > MAX_PIECES:
+                raise ModelError(
+                    f"{source} holds more than {MAX_PIECES} pieces, more than any SentencePiece vocabulary",
+                    "use the .nemo's own tokenizer.model",
+                )
         elif number == 2 and isinstance(value, bytes):
             model_type = next((v for n, v in _fields(value, source) if n == 3 and isinstance(v, int)), 1)
         elif number == 3 and isinstance(value, bytes):
@@ -113,6 +128,11 @@ def parse_model(data: bytes, source: str) -> SentencePieceModel:
     if not pieces:
         raise ModelError(
             f"{source} holds no pieces; it is not a SentencePiece model",
+            "use the .nemo's own tokenizer.model",
+        )
+    if sum(len(p.text) ** 2 for p in pieces) > MAX_SPLIT_WORK:
+        raise ModelError(
+            f"{source} has pieces too long for a SentencePiece vocabulary",
             "use the .nemo's own tokenizer.model",
         )
     return SentencePieceModel(tuple(pieces), model_type, charsmap, dummy_prefix)
