@@ -300,17 +300,17 @@ def busy_timeout_s(value: Any) -> float:
 
 
 def decode_audio(data: bytes, name: str, max_audio_s: float) -> np.ndarray:
-    from inference.audio.io import AudioTooLong, decode_audio_bytes, to_mono_16k
+    """The upload as mono 16 kHz, decoded block by block: its rate, channels and length are checked from the
+    header and its length again while decoding, so memory follows the limit, not what the file claims."""
+    from inference.audio.decoding import decode_mono_16k
+    from inference.audio.limits import AudioLimits, AudioTooLong
 
     if not data:
         raise ApiError(400, f"the audio {name!r} is empty", "invalid_audio", param="file")
     try:
-        decoded = decode_audio_bytes(data, name, max_seconds=max_audio_s, mono=True)
-        audio = to_mono_16k(decoded.samples, decoded.sample_rate)
+        audio = decode_mono_16k(data, AudioLimits(max_audio_s), name)
     except AudioTooLong as exc:
-        lasts = (
-            f"{exc.seconds:.1f} s" if exc.seconds > exc.limit_s * 1.0001 else f"more than {exc.limit_s:g} s"
-        )
+        lasts = f"{exc.seconds:.1f} s" if exc.exact else f"more than {max_audio_s:g} s"
         raise ApiError(
             413,
             f"the audio lasts {lasts}, more than this server's limit of {max_audio_s:g} s; split it",
