@@ -43,6 +43,10 @@ class SoundfileReader:
             raise InputFileError(
                 f"{name} is not an audio file Captioneer can read ({self._why(exc)})", unreadable_fix(head)
             ) from exc
+        # soundfile seeks to "where it read up to" after every read of a seekable file; in a FLAC that states no
+        # length that seek fails at the end and the last block is lost. Reads here are sequential, so say it is
+        # not seekable: soundfile then just reads.
+        self._file.seekable = lambda: False
         self.rate, self.channels = int(self._file.samplerate), int(self._file.channels)
         frames = int(self._file.frames)
         self.declared_frames: int | None = frames if 0 < frames < _UNKNOWN_LENGTH else None
