@@ -10,7 +10,7 @@ import numpy as np
 import soxr
 
 from inference.audio.decoding import decode_mono_16k, downmix_counting
-from inference.audio.limits import MAX_CHANNELS, MAX_RATE, MIN_RATE, AudioLimits
+from inference.audio.limits import DEFAULT_FILE_SECONDS, MAX_CHANNELS, MAX_RATE, MIN_RATE, AudioLimits
 from inference.contract import SAMPLE_RATE
 from inference.errors import UsageError
 
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 # Files read by library callers (tests, benches, tools); the CLI and the app pass limits the user can raise.
 DEFAULT_FILE_LIMITS = AudioLimits(
-    4 * 3600.0, "pass a larger limit (`captioneer transcribe --max-audio-s`), or split the file"
+    DEFAULT_FILE_SECONDS, "pass a larger limit (`captioneer transcribe --max-audio-s`), or split the file"
 )
 
 

@@ -17,6 +17,9 @@ from inference.errors import InputFileError, UsageError
 MIN_RATE = 1000  # the same range as raw PCM on stdin and /live
 MAX_RATE = 384000
 MAX_CHANNELS = 16
+# A long lecture or meeting; the CLI (--max-audio-s) and the app (max_file_audio_s) let the user raise it.
+# Decoded, it is 4 x 3600 x 16000 x 4 bytes = 0.9 GB of mono float32.
+DEFAULT_FILE_SECONDS = 4 * 3600.0
 _RESAMPLE_FIX = "convert it, e.g. `ffmpeg -i INPUT -ar 16000 -ac 1 output.wav`"
 
 
