@@ -279,7 +279,7 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
     if args.task is not None:
         raw_request.setdefault("task", args.task)
     for name in ("language", "context", "task"):
-        if name in raw_request and not _takes_option(spec, name):
+        if name in raw_request and not spec.takes_request_option(name):
             if name == "task":
                 raise UsageError(
                     f"the {family} family does not take --task: it cannot {raw_request['task']}",
@@ -345,11 +345,6 @@ def _load_progress_printer() -> Any:
             sys.stderr.write(f"captioneer: {event.message}\n")
 
     return show
-
-
-def _takes_option(spec: Any, name: str) -> bool:
-    """Whether the family has request option ``name``, under its own name or as an alias."""
-    return any(name == option.name or name in option.aliases for option in spec.request_options.values())
 
 
 def _run_offline(engine: Any, audio: Any, request_options: dict[str, Any]) -> Any:

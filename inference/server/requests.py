@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect, Request
 
 from inference.contract import SAMPLE_RATE
 from inference.errors import CaptioneerError, UsageError
+from inference.languages import language_code
 from inference.server.config import ServerConfig
 from inference.server.errors import ApiError, from_captioneer
 from inference.server.registry import ModelRegistry, ServedModel
@@ -385,29 +386,35 @@ def request_options(
     raw.update(extra)
     spec = model.spec
     if language:
-        if spec is not None and "language" in spec.request_options:
+        option = spec.request_options.get("language") if spec is not None else None
+        known = model.languages or (spec.languages if spec is not None else ())
+        if option is None or option.language_code:  # checked here, before the request reaches the model
+            language = _known_language(model, language, known)
+        if option is not None:
             raw["language"] = language
-        elif model.languages and language.lower() not in model.languages:
-            raise ApiError(
-                400,
-                f"model {model.id!r} does not transcribe language {language!r}; it knows "
-                f"{', '.join(model.languages)}",
-                "unsupported_language",
-                param="language",
-            )
         # otherwise: the model finds the language itself, and this one is among those it knows
     if context:
-        if spec is not None and "context" not in spec.request_options:
+        if spec is not None and not spec.takes_request_option("context"):
             raise ApiError(
                 400, f"model {model.id!r} takes no prompt (context)", "unsupported_parameter", param="prompt"
             )
-        raw["context"] = context
+        raw["context"] = context  # the family's own option for it takes "context" as a name or an alias
     if spec is None:
         return raw
     try:
         return spec.validate_request_options(raw)
     except UsageError as exc:
         raise ApiError(400, str(exc), "invalid_option", param="options") from None
+
+
+def _known_language(model: ServedModel, language: str, known: tuple[str, ...]) -> str:
+    """The code of ``language`` (a code or an English name) among the model's languages, else a 400."""
+    if not known:
+        return language
+    try:
+        return language_code(language, known, f"model {model.id!r}")
+    except UsageError as exc:
+        raise ApiError(400, f"{exc.message}; {exc.fix}", "unsupported_language", param="language") from None
 
 
 def _response_format(value: Any, details: bool) -> str:
