@@ -74,7 +74,7 @@ def test_the_prompt_field_reaches_a_translation_too(url: str) -> None:
     options = {**request_options(case), "task": "translate", "language": "de"}
     with load_engine(
         MODEL80, session_options={"compute_type": "float32"}, backend="cpu", threads=1
-    ) as engine:
+    ) as engine:  # type: ignore[attr-defined]
         offline = engine.transcribe(clip(case["clip"]), **options)
     with CLIP_FILES[case["clip"]].open("rb") as audio:
         answer = httpx.post(
