@@ -3,7 +3,7 @@
 The work and memory of decoding follow rate x channels x seconds, not the file's size: a small FLAC can declare
 655 350 Hz, a 7 KB WAV 1 Hz (3500 s once resampled). So a file must keep its rate and channel count within the
 ranges below and its length within ``max_seconds``, checked from the header first and again while decoding.
-The decoded result (mono float32 at ``SAMPLE_RATE``) is then at most ``max_output_bytes``.
+The decoded result (mono float32 at ``SAMPLE_RATE``) is then at most 4 x ``max_output_samples`` bytes.
 """
 
 from __future__ import annotations
@@ -40,10 +40,6 @@ class AudioLimits:
     @property
     def max_output_samples(self) -> int:
         return math.ceil(self.max_seconds * SAMPLE_RATE)
-
-    @property
-    def max_output_bytes(self) -> int:
-        return 4 * self.max_output_samples
 
     def max_frames(self, rate: int) -> int:
         """The most frames a file at ``rate`` may hold."""

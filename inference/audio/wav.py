@@ -30,6 +30,8 @@ _KSDATAFORMAT_GUID_TAIL = bytes.fromhex("000000001000800000aa00389b71")
 # Streaming writers that cannot seek back leave the data size at its maximum.
 _UNKNOWN_CHUNK_SIZE = 0xFFFFFFFF
 _FMT_BYTES_READ = 40  # the extensible layout's end; a longer format chunk's tail is not needed
+# Real files have a handful of chunks (fmt, data, LIST, cue, ...); a file of millions of empty ones is not audio.
+_MAX_CHUNKS = 1024
 
 
 def is_wav(head: bytes) -> bool:
@@ -113,7 +115,15 @@ def _scan_chunks(handle: BinaryIO, size: int, name: str) -> tuple[WavFormat, int
     pos = 12
     fmt: WavFormat | None = None
     data: tuple[int, int, int] | None = None
+    chunks = 0
     while pos + 8 <= size and (fmt is None or data is None):
+        chunks += 1
+        if chunks > _MAX_CHUNKS:
+            raise InputFileError(
+                f"{name} has more than {_MAX_CHUNKS} RIFF chunks before its audio; it is not a WAV file Captioneer "
+                "can read",
+                CONVERT_FIX,
+            )
         handle.seek(pos)
         chunk_id, chunk_size = struct.unpack("<4sI", handle.read(8))
         if chunk_id == b"fmt ":

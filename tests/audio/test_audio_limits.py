@@ -88,6 +88,17 @@ def test_a_wav_shorter_than_its_data_chunk_claims_is_sized_by_the_bytes_present(
     assert decode_mono_16k(data, AudioLimits(2), "short.wav").shape == (16000,)
 
 
+def test_a_wav_of_endless_empty_chunks_is_refused_without_walking_them_all() -> None:
+    junk = chunk(b"JUNK", b"") * 200_000  # 1.6 MB of 8-byte chunks before the format
+    data = riff(junk, chunk(b"fmt ", fmt_body(PCM, 1, 16000, 16)), chunk(b"data", b"\0\0"))
+    with pytest.raises(InputFileError, match="junk.wav has more than 1024 RIFF chunks"):
+        decode_mono_16k(data, AudioLimits(60), "junk.wav")
+    few = riff(
+        chunk(b"JUNK", b"") * 100, chunk(b"fmt ", fmt_body(PCM, 1, 16000, 16)), chunk(b"data", b"\0\0")
+    )
+    assert decode_mono_16k(few, AudioLimits(60), "few.wav").shape == (1,)
+
+
 @pytest.mark.parametrize("container", ["WAV", "FLAC"])
 def test_decoding_holds_one_block_plus_the_mono_output(tmp_path: Path, container: str) -> None:
     rate, channels, seconds = 48000, 4, 40.0

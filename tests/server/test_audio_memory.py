@@ -23,6 +23,7 @@ from tests.audio.test_audio_limits import flac, without_length
 from tests.audio.wav_builders import PCM, chunk, fmt_body, riff
 from tests.server.harness import REPO, SAMPLE_1
 
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads the server's RSS from /proc")
 CLIENTS = ServerConfig().max_concurrent
 MAX_AUDIO_S = 120  # keeps the over-limit case short; the default limit is checked the same way
 PEAK_BOUND_MB = 300
