@@ -90,7 +90,7 @@ def _send_at_once(url: str, name: str, data: bytes) -> list[httpx.Response]:
 
 def _settled_rss(pid: int, idle_mb: float) -> float:
     """The server's RSS once it is back within the margin of idle (or whatever it is at the deadline)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while (now := _status_mb(pid, "VmRSS")) > idle_mb + IDLE_MARGIN_MB and time.monotonic() < deadline:
         time.sleep(0.1)
     return now
@@ -122,7 +122,10 @@ def test_hostile_audio_is_refused_or_decoded_in_bounded_memory_that_is_given_bac
     warm_up = flac(48000, 2.0, channels=2)  # loads soundfile and soxr once, as any first FLAC does
     assert _send_at_once(url, "warm.flac", warm_up)[0].status_code == 200
     assert (
-        httpx.post(f"{url}/v1/audio/transcriptions", files={"file": SAMPLE_1.read_bytes()}).status_code == 200
+        httpx.post(
+            f"{url}/v1/audio/transcriptions", files={"file": SAMPLE_1.read_bytes()}, timeout=300
+        ).status_code
+        == 200
     )
     idle = _settled_rss(pid, _status_mb(pid, "VmRSS"))
     figures = []
