@@ -53,7 +53,8 @@ AudioInput = Path | bytes
 @contextlib.contextmanager
 def open_audio(source: AudioInput, name: str | None = None) -> Iterator[BlockReader]:
     """A reader for a file on disk or a file's bytes (an upload), chosen by content, not by name. Errors name
-    ``name`` (default: the path, or "audio")."""
+    ``name`` (default: the path, or "audio"). While a file libsndfile reads is open, fd 2 is filtered so its
+    decoders' chatter goes to the debug log (``native_stderr``); other stderr lines come out when it closes."""
     label = name if name is not None else str(source) if isinstance(source, Path) else "audio"
     with _binary(source, label) as (handle, size):
         if size == 0:
