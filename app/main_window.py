@@ -20,7 +20,7 @@ from app.views.session_figures import SessionFigures
 from app.views.tray import make_tray
 from app.window.captions import LiveCaptions
 from app.window.file_menu import FileMenu
-from app.window.inputs import InputPicker, SourceFactory, default_source
+from app.window.inputs import InputPicker, SourceFactory, source_factory_for
 from app.window.models import ModelPicker
 from app.window.push_to_talk import PushToTalk
 from app.window.recordings import RecordingProgress, Recordings, dropped_file
@@ -35,7 +35,7 @@ class MainWindow(QMainWindow):
         state: AppState,
         settings_store: SettingsStore | None = None,
         controller: LiveController | None = None,
-        source_factory: SourceFactory = default_source,
+        source_factory: SourceFactory | None = None,  # default: recordings and sound cards, as settings say
         input_file: Path | None = None,
     ) -> None:
         super().__init__()
@@ -56,7 +56,7 @@ class MainWindow(QMainWindow):
         self.overlay = CaptionOverlay(settings)
         self._closed = False
 
-        self.inputs = InputPicker(self.panel, settings, source_factory)
+        self.inputs = InputPicker(self.panel, settings, source_factory or source_factory_for(settings))
         self.models = ModelPicker(self, state, settings, store, self.panel)
         self.captions = LiveCaptions(
             self,

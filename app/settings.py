@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from inference.audio.limits import DEFAULT_FILE_SECONDS
 from inference.paths import AppPaths
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,9 @@ class Settings:
     # Parakeet-TDT weights: "native" (the checkpoint's own, f32) or "int8" (on the CPU backend: the fastest type,
     # ~1.7x f32 and WER-equal on held-out speech; docs/models.md §6). Applies from the next model load.
     parakeet_weights: str = "native"
+    max_file_audio_s: float = (
+        DEFAULT_FILE_SECONDS  # longest recording opened in the window (decoded mono: 64 KB/s)
+    )
     model_offer_dismissed: bool = False  # the first-run banner ("download a real model") was dismissed
     extra: dict[str, Any] = field(default_factory=dict)  # keys from other versions, kept verbatim
 

@@ -20,6 +20,7 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
+from inference.audio.limits import DEFAULT_FILE_SECONDS as DEFAULT_TRANSCRIBE_MAX_AUDIO_S
 from inference.audio.vad import needs_speech_stretches, speech_stretches
 from inference.contract import BACKEND_NAMES
 from inference.errors import CaptioneerError, UsageError
@@ -87,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --mode streaming, text prints committed text as it grows, then the final text",
     )
     tr.add_argument("--output", "-o", help="write the result to this file instead of stdout")
+    tr.add_argument(
+        "--max-audio-s",
+        type=float,
+        default=DEFAULT_TRANSCRIBE_MAX_AUDIO_S,
+        metavar="SECONDS",
+        help="longest audio to read, checked from the file's header and while decoding "
+        f"(default {DEFAULT_TRANSCRIBE_MAX_AUDIO_S:g}, 4 hours)",
+    )
     tr.add_argument("--input-format", choices=("s16le", "f32le"), default="s16le")
     tr.add_argument("--input-rate", type=int, default=16000)
     tr.add_argument("--input-channels", type=int, default=1)
@@ -243,14 +252,31 @@ def _parse_kv(items: Sequence[str], flag: str) -> dict[str, str]:
 def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
     from inference.audio.io import decode_raw_pcm, load_audio_file, to_mono_16k
 
+    limits = _transcribe_limits(args)
     if args.audio == "-":
         if args.input_rate < 1000 or args.input_rate > 384000:
             raise UsageError(f"--input-rate must be in [1000, 384000], got {args.input_rate}")
         if not 1 <= args.input_channels <= 16:
             raise UsageError(f"--input-channels must be in [1, 16], got {args.input_channels}")
-        raw = decode_raw_pcm(stdin.read(), args.input_format, args.input_channels)
+        frame_bytes = (2 if args.input_format == "s16le" else 4) * args.input_channels
+        most = limits.max_frames(args.input_rate) * frame_bytes
+        data = stdin.read(most + 1)
+        if len(data) > most:
+            raise UsageError(
+                f"the audio on stdin lasts more than the limit of {limits.max_seconds:g} s",
+                limits.how_to_raise,
+            )
+        raw = decode_raw_pcm(data, args.input_format, args.input_channels)
         return to_mono_16k(raw, args.input_rate)
-    return load_audio_file(Path(args.audio))
+    return load_audio_file(Path(args.audio), limits)
+
+
+def _transcribe_limits(args: argparse.Namespace) -> Any:
+    from inference.audio.limits import AudioLimits
+
+    if not 0 < args.max_audio_s < float("inf"):
+        raise UsageError(f"--max-audio-s must be a positive number of seconds, got {args.max_audio_s:g}")
+    return AudioLimits(args.max_audio_s, "raise the limit with --max-audio-s SECONDS, or split the file")
 
 
 def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdin: IO[bytes]) -> int:
@@ -291,7 +317,7 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
     if args.task is not None:
         raw_request.setdefault("task", args.task)
     for name in ("language", "context", "task"):
-        if name in raw_request and not _takes_option(spec, name):
+        if name in raw_request and not spec.takes_request_option(name):
             if name == "task":
                 raise UsageError(
                     f"the {family} family does not take --task: it cannot {raw_request['task']}",
@@ -357,11 +383,6 @@ def _load_progress_printer() -> Any:
             sys.stderr.write(f"captioneer: {event.message}\n")
 
     return show
-
-
-def _takes_option(spec: Any, name: str) -> bool:
-    """Whether the family has request option ``name``, under its own name or as an alias."""
-    return any(name == option.name or name in option.aliases for option in spec.request_options.values())
 
 
 def _run_offline(engine: Any, audio: Any, request_options: dict[str, Any]) -> Any:

@@ -20,6 +20,9 @@ from typing import IO
 log = logging.getLogger("captioneer.native")
 DECODER_LINES = re.compile(r"^\[src/lib(mpg123|sndfile|FLAC|ogg|vorbis|opus)[^\]]*\]|mpg123", re.IGNORECASE)
 GGML_LINES = re.compile(r"^(load_backend|register_backend|ggml_\w+):")
+# CTranslate2's spdlog notices, e.g. that a float16 model runs as float32 on a CPU ("[<time>] [ctranslate2]
+# [thread N] [warning] The compute type inferred from the saved model is float16, ..."); its errors pass through.
+CTRANSLATE2_LINES = re.compile(r"^\[[^\]]*\] \[ctranslate2\] \[thread \d+\] \[(info|warning)\]")
 
 
 class _Redirect:

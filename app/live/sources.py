@@ -19,8 +19,9 @@ from typing import Any, Protocol
 import numpy as np
 import soxr
 
+from inference.audio.limits import DEFAULT_FILE_SECONDS, AudioLimits
 from inference.contract import SAMPLE_RATE
-from inference.errors import CaptioneerError, InputFileError
+from inference.errors import CaptioneerError, InputFileError, UsageError
 
 log = logging.getLogger("captioneer.app.audio")
 Sink = Callable[[np.ndarray], None]
@@ -219,10 +220,19 @@ class FileSource(ArraySource):
     """A recording played in real time (``captioneer --input-file talk.wav``), or faster (``speed`` > 1): then it
     is paced by the model (``paced_by_model``), never dropping audio."""
 
-    def __init__(self, path: Path, speed: float = 1.0) -> None:
+    def __init__(self, path: Path, speed: float = 1.0, max_audio_s: float = DEFAULT_FILE_SECONDS) -> None:
         from inference.audio.io import load_audio_file
 
         path = Path(path)
         if not path.is_file():
             raise InputFileError(f"input file not found: {path}", "check the path")
-        super().__init__(load_audio_file(path), path.name, speed)
+        if not 0 < max_audio_s < float("inf"):
+            raise UsageError(
+                f'"max_file_audio_s" in settings.json must be a positive number of seconds, got {max_audio_s}',
+                "correct it, or remove it to use the default",
+            )
+        limits = AudioLimits(
+            max_audio_s,
+            'raise "max_file_audio_s" (seconds) in Captioneer\'s settings.json, or split the file',
+        )
+        super().__init__(load_audio_file(path, limits), path.name, speed)

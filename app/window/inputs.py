@@ -12,6 +12,7 @@ from pathlib import Path
 from app.live.sources import AudioSource, AudioSourceError, DeviceSource, FileSource, list_input_devices
 from app.settings import Settings
 from app.views.caption_panel import CaptionPanel
+from inference.audio.limits import DEFAULT_FILE_SECONDS
 
 SourceFactory = Callable[[str | None], AudioSource]
 FILE_ITEM = "file:"
@@ -19,12 +20,17 @@ FAST_FILE_ITEM = "fastfile:"
 FAST_SPEED = 1000.0  # "as fast as the model goes": the model paces the recording (block backlog)
 
 
-def default_source(device: str | None) -> AudioSource:
+def default_source(device: str | None, max_file_audio_s: float = DEFAULT_FILE_SECONDS) -> AudioSource:
     if device is not None and device.startswith(FAST_FILE_ITEM):
-        return FileSource(Path(device[len(FAST_FILE_ITEM) :]), speed=FAST_SPEED)
+        return FileSource(Path(device[len(FAST_FILE_ITEM) :]), FAST_SPEED, max_file_audio_s)
     if device is not None and device.startswith(FILE_ITEM):
-        return FileSource(Path(device[len(FILE_ITEM) :]))
+        return FileSource(Path(device[len(FILE_ITEM) :]), max_audio_s=max_file_audio_s)
     return DeviceSource(device)
+
+
+def source_factory_for(settings: Settings) -> SourceFactory:
+    """``default_source`` with the recording length limit the settings hold when the source opens."""
+    return lambda device: default_source(device, settings.max_file_audio_s)
 
 
 class InputPicker:

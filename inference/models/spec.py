@@ -10,7 +10,9 @@ Schema (version 1; what a model can do is reported by the loaded engine, ``contr
     }
     OPTION  = {"type": "int"|"float"|"bool"|"string"|"enum", "default": value, "description": str,
                optional "min"/"max" (numbers), "min_exclusive"/"max_exclusive" (bool),
-               "choices" (enum), "aliases" [str], "nullable" (bool), "max_bytes" (string)}
+               "choices" (enum), "aliases" [str], "nullable" (bool), "max_bytes" (string),
+               "language_code" (string: one of the family's ``languages``, given as the code or its English
+               name, validated to the code)}
     PACKAGE = {"id": str, "name": str,
                "format": "gguf"|"safetensors"|"ctranslate2"|"phonon2-archive"|"nemo"|"bundled",
                "files": [FILE], "size_bytes": int,
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from inference.errors import ModelError, UsageError
+from inference.languages import language_code
 from inference.paths import model_specs_dir
 
 OPTION_TYPES = ("int", "float", "bool", "string", "enum")
@@ -55,6 +58,7 @@ class OptionSpec:
     aliases: tuple[str, ...] = ()
     nullable: bool = False
     max_bytes: int | None = None
+    language_code: bool = False
 
     def allowed(self) -> str:
         if self.type == "enum":
@@ -168,7 +172,15 @@ class FamilySpec:
         return _validate(self.family, "session", self.session_options, raw)
 
     def validate_request_options(self, raw: dict[str, Any]) -> dict[str, Any]:
-        return _validate(self.family, "request", self.request_options, raw)
+        out = _validate(self.family, "request", self.request_options, raw)
+        for name, value in out.items():
+            if self.request_options[name].language_code and value:
+                out[name] = language_code(value, self.languages, f"the {self.family} family")
+        return out
+
+    def takes_request_option(self, name: str) -> bool:
+        """Whether ``name`` is one of the request options, under its own name or as an alias."""
+        return any(name == option.name or name in option.aliases for option in self.request_options.values())
 
     def defaults(self, kind: str) -> dict[str, Any]:
         options = self.session_options if kind == "session" else self.request_options
@@ -218,6 +230,7 @@ def _option(name: str, data: dict[str, Any], where: str) -> OptionSpec:
         aliases=tuple(data.get("aliases", ())),
         nullable=bool(data.get("nullable", False)),
         max_bytes=data.get("max_bytes"),
+        language_code=bool(data.get("language_code", False)),
     )
     if spec.default is not None:
         try:

@@ -20,6 +20,7 @@ from starlette.requests import ClientDisconnect, Request
 
 from inference.contract import SAMPLE_RATE
 from inference.errors import CaptioneerError, UsageError
+from inference.languages import language_code
 from inference.server.config import ServerConfig
 from inference.server.errors import ApiError, from_captioneer
 from inference.server.registry import ModelRegistry, ServedModel
@@ -341,17 +342,17 @@ def busy_timeout_s(value: Any) -> float:
 
 
 def decode_audio(data: bytes, name: str, max_audio_s: float) -> np.ndarray:
-    from inference.audio.io import AudioTooLong, decode_audio_bytes, to_mono_16k
+    """The upload as mono 16 kHz, decoded block by block: its rate, channels and length are checked from the
+    header and its length again while decoding, so memory follows the limit, not what the file claims."""
+    from inference.audio.decoding import decode_mono_16k
+    from inference.audio.limits import AudioLimits, AudioTooLong
 
     if not data:
         raise ApiError(400, f"the audio {name!r} is empty", "invalid_audio", param="file")
     try:
-        decoded = decode_audio_bytes(data, name, max_seconds=max_audio_s, mono=True)
-        audio = to_mono_16k(decoded.samples, decoded.sample_rate)
+        audio = decode_mono_16k(data, AudioLimits(max_audio_s), name)
     except AudioTooLong as exc:
-        lasts = (
-            f"{exc.seconds:.1f} s" if exc.seconds > exc.limit_s * 1.0001 else f"more than {exc.limit_s:g} s"
-        )
+        lasts = f"{exc.seconds:.1f} s" if exc.exact else f"more than {max_audio_s:g} s"
         raise ApiError(
             413,
             f"the audio lasts {lasts}, more than this server's limit of {max_audio_s:g} s; split it",
@@ -434,29 +435,35 @@ def request_options(
     raw.update(extra)
     spec = model.spec
     if language:
-        if spec is not None and "language" in spec.request_options:
+        option = spec.request_options.get("language") if spec is not None else None
+        known = model.languages or (spec.languages if spec is not None else ())
+        if option is None or option.language_code:  # checked here, before the request reaches the model
+            language = _known_language(model, language, known)
+        if option is not None:
             raw["language"] = language
-        elif model.languages and language.lower() not in model.languages:
-            raise ApiError(
-                400,
-                f"model {model.id!r} does not transcribe language {language!r}; it knows "
-                f"{', '.join(model.languages)}",
-                "unsupported_language",
-                param="language",
-            )
         # otherwise: the model finds the language itself, and this one is among those it knows
     if context:
-        if spec is not None and "context" not in spec.request_options:
+        if spec is not None and not spec.takes_request_option("context"):
             raise ApiError(
                 400, f"model {model.id!r} takes no prompt (context)", "unsupported_parameter", param="prompt"
             )
-        raw["context"] = context
+        raw["context"] = context  # the family's own option for it takes "context" as a name or an alias
     if spec is None:
         return raw
     try:
         return spec.validate_request_options(raw)
     except UsageError as exc:
         raise ApiError(400, str(exc), "invalid_option", param="options") from None
+
+
+def _known_language(model: ServedModel, language: str, known: tuple[str, ...]) -> str:
+    """The code of ``language`` (a code or an English name) among the model's languages, else a 400."""
+    if not known:
+        return language
+    try:
+        return language_code(language, known, f"model {model.id!r}")
+    except UsageError as exc:
+        raise ApiError(400, f"{exc.message}; {exc.fix}", "unsupported_language", param="language") from None
 
 
 def _response_format(value: Any, details: bool) -> str:

@@ -181,7 +181,7 @@ def segments_of(transcript: Transcript) -> list[Segment]:
 def verbose_json(job: TranscriptionRequest, transcript: Transcript, timing: dict[str, Any]) -> dict[str, Any]:
     """OpenAI's verbose_json: words and segments with times in seconds."""
     return {
-        "task": "transcribe",
+        "task": job.options.get("task", "transcribe"),  # "translate" on /v1/audio/translations
         "language": _language(job, transcript),
         "duration": round(job.duration_s, 3),
         "text": transcript.text.strip(),

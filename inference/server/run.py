@@ -32,9 +32,11 @@ def serve(
 ) -> int:
 
     from inference.server.app import create_app
+    from inference.server.memory import return_large_blocks_when_freed
     from inference.server.registry import ModelRegistry, resolve_models
 
     err = err or sys.stderr
+    return_large_blocks_when_freed()  # a long-running server keeps its idle size after large requests
     registry = ModelRegistry(resolve_models(model_names, paths, config.max_concurrent))
     sock = bind(
         config.host, config.port

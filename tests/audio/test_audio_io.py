@@ -8,27 +8,37 @@ import shutil
 import subprocess
 import sys
 import wave
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile
 
-from inference.audio.io import (
-    TARGET_RATE,
-    decode_audio_bytes,
-    decode_raw_pcm,
-    load_audio_file,
-    parse_wav,
-    read_audio_file,
-    to_mono_16k,
-)
+from inference.audio.decoding import BLOCK_BYTES, AudioInput, open_audio
+from inference.audio.io import TARGET_RATE, decode_raw_pcm, load_audio_file, to_mono_16k
+from inference.audio.wav import UndecodableWavEncoding, WavReader
 from inference.errors import InputFileError, UsageError
 from tests.audio import wav_builders as _wav
 
 EXTENSIBLE, IEEE_FLOAT, PCM = _wav.EXTENSIBLE, _wav.IEEE_FLOAT, _wav.PCM
 chunk, dominant_frequency, encode, fmt_body = _wav.chunk, _wav.dominant_frequency, _wav.encode, _wav.fmt_body
 riff, sine, wav_bytes = _wav.riff, _wav.sine, _wav.wav_bytes
+
+
+@dataclass(frozen=True)
+class Native:
+    samples: np.ndarray  # float32 (frames, channels) at the file's own rate
+    sample_rate: int
+    truncated: bool
+
+
+def read_native(source: AudioInput, name: str = "audio") -> Native:
+    """What the file's reader yields, all blocks joined: the samples before downmixing and resampling."""
+    with open_audio(source, name) as reader:
+        blocks = list(reader.blocks(BLOCK_BYTES))
+        samples = np.concatenate(blocks) if blocks else np.zeros((0, reader.channels), np.float32)
+        return Native(samples, reader.rate, reader.truncated)
 
 
 def write(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -57,7 +67,7 @@ FORMATS = [
 def test_wav_sample_formats_decode_to_the_written_values(bits, as_float, extensible, tolerance):
     rng = np.random.default_rng(bits)
     stereo = rng.uniform(-0.99, 0.99, size=(1000, 2))
-    decoded = parse_wav(wav_bytes(stereo, 16000, bits, as_float=as_float, extensible=extensible))
+    decoded = read_native(wav_bytes(stereo, 16000, bits, as_float=as_float, extensible=extensible))
     assert decoded.samples.dtype == np.float32
     assert decoded.samples.shape == (1000, 2)
     assert decoded.sample_rate == 16000
@@ -81,9 +91,9 @@ def test_full_scale_integer_extremes():
     data = riff(
         chunk(b"fmt ", fmt_body(PCM, 1, 8000, 16)), chunk(b"data", np.array([-32768, 32767], "<i2").tobytes())
     )
-    np.testing.assert_allclose(parse_wav(data).samples[:, 0], [-1.0, 32767 / 32768])
+    np.testing.assert_allclose(read_native(data).samples[:, 0], [-1.0, 32767 / 32768])
     data8 = riff(chunk(b"fmt ", fmt_body(PCM, 1, 8000, 8)), chunk(b"data", bytes([0, 128, 255])))
-    np.testing.assert_allclose(parse_wav(data8).samples[:, 0], [-1.0, 0.0, 127 / 128])
+    np.testing.assert_allclose(read_native(data8).samples[:, 0], [-1.0, 0.0, 127 / 128])
 
 
 @pytest.mark.parametrize("rate", [8000, 11025, 22050, 44100, 48000, 96000])
@@ -125,7 +135,7 @@ def test_header_only_wav_is_empty_audio(tmp_path):
     path = write(
         tmp_path, "header.wav", riff(chunk(b"fmt ", fmt_body(PCM, 2, 44100, 16)), chunk(b"data", b""))
     )
-    assert read_audio_file(path).samples.shape == (0, 2)
+    assert read_native(path).samples.shape == (0, 2)
     audio = load_audio_file(path)
     assert audio.dtype == np.float32 and audio.size == 0
 
@@ -145,7 +155,7 @@ def test_nan_and_inf_become_silence_with_a_warning(tmp_path, caplog):
     samples = sine(0.1, 16000)
     samples[[5, 50, 500]] = [np.nan, np.inf, -np.inf]
     path = write(tmp_path, "nan.wav", wav_bytes(samples, 16000, 32, as_float=True))
-    with caplog.at_level(logging.WARNING, logger="inference.audio.io"):
+    with caplog.at_level(logging.WARNING, logger="inference.audio"):
         audio = load_audio_file(path)
     assert np.all(np.isfinite(audio))
     assert audio[[5, 50, 500]].tolist() == [0.0, 0.0, 0.0]
@@ -164,8 +174,8 @@ def test_truncated_data_chunk_uses_complete_frames(tmp_path, caplog):
     stereo = np.random.default_rng(0).uniform(-0.5, 0.5, (100, 2))
     full = wav_bytes(stereo, 16000, 24)
     cut = full[:-7]  # 100 frames of 6 bytes; 7 bytes short leaves 98 complete frames + 5 bytes
-    with caplog.at_level(logging.WARNING, logger="inference.audio.io"):
-        decoded = parse_wav(cut, "cut.wav")
+    with caplog.at_level(logging.WARNING, logger="inference.audio"):
+        decoded = read_native(cut, "cut.wav")
     assert decoded.truncated
     assert decoded.samples.shape == (98, 2)
     np.testing.assert_allclose(decoded.samples, stereo[:98], atol=1 / (1 << 23) + 1e-7)
@@ -175,8 +185,8 @@ def test_truncated_data_chunk_uses_complete_frames(tmp_path, caplog):
 def test_streamed_wav_with_unknown_data_size_is_not_flagged(caplog):
     body = encode(sine(0.01, 16000)[:, None], 16, as_float=False)
     data = riff(chunk(b"fmt ", fmt_body(PCM, 1, 16000, 16)), chunk(b"data", body, declared_size=0xFFFFFFFF))
-    with caplog.at_level(logging.WARNING, logger="inference.audio.io"):
-        decoded = parse_wav(data)
+    with caplog.at_level(logging.WARNING, logger="inference.audio"):
+        decoded = read_native(data)
     assert decoded.samples.shape == (160, 1) and not decoded.truncated
     assert "truncated" not in caplog.text
 
@@ -184,7 +194,7 @@ def test_streamed_wav_with_unknown_data_size_is_not_flagged(caplog):
 def test_odd_sized_and_unknown_chunks_before_fmt_are_skipped():
     tone = sine(0.01, 16000)[:, None]
     junk = chunk(b"JUNK", b"abc") + chunk(b"LIST", b"INFOISFT\x05\x00\x00\x00hello")  # odd sizes, pad bytes
-    decoded = parse_wav(wav_bytes(tone, 16000, 16, before_fmt=junk))
+    decoded = read_native(wav_bytes(tone, 16000, 16, before_fmt=junk))
     assert decoded.samples.shape == (160, 1)
     np.testing.assert_allclose(decoded.samples, tone, atol=1 / 32768)
 
@@ -196,12 +206,12 @@ def test_odd_sized_data_chunk_followed_by_another_chunk():
         chunk(b"data", bytes([128, 192, 64])),
         chunk(b"cue ", b"1234"),
     )
-    np.testing.assert_allclose(parse_wav(data).samples[:, 0], [0.0, 0.5, -0.5])
+    np.testing.assert_allclose(read_native(data).samples[:, 0], [0.0, 0.5, -0.5])
 
 
 def test_data_chunk_before_fmt_chunk():
     body = encode(np.array([[0.25], [-0.25]]), 16, as_float=False)
-    decoded = parse_wav(riff(chunk(b"data", body), chunk(b"fmt ", fmt_body(PCM, 1, 16000, 16))))
+    decoded = read_native(riff(chunk(b"data", body), chunk(b"fmt ", fmt_body(PCM, 1, 16000, 16))))
     np.testing.assert_allclose(decoded.samples[:, 0], [0.25, -0.25])
 
 
@@ -216,7 +226,7 @@ def test_data_chunk_before_fmt_chunk():
 )
 def test_broken_wav_structure_is_a_clear_error(data, message):
     with pytest.raises(InputFileError, match=message) as info:
-        decode_audio_bytes(data, "broken.wav")
+        read_native(data, "broken.wav")
     assert info.value.fix
 
 
@@ -225,7 +235,7 @@ def test_inconsistent_block_align_is_rejected():
 
     fmt = struct.pack("<HHIIHH", PCM, 2, 16000, 16000 * 4, 6, 16)  # 6-byte frames for 2 x 16 bit
     with pytest.raises(InputFileError, match="6-byte frames"):
-        parse_wav(riff(chunk(b"fmt ", fmt), chunk(b"data", b"\0" * 12)))
+        read_native(riff(chunk(b"fmt ", fmt), chunk(b"data", b"\0" * 12)))
 
 
 def test_text_file_renamed_wav_is_a_clear_error(tmp_path):
@@ -238,7 +248,7 @@ def test_text_file_renamed_wav_is_a_clear_error(tmp_path):
 def test_m4a_gets_a_conversion_hint():
     fake_m4a = b"\x00\x00\x00\x20ftypM4A \x00\x00\x02\x00M4A isommp42" + b"\0" * 200
     with pytest.raises(InputFileError) as info:
-        decode_audio_bytes(fake_m4a, "song.m4a")
+        read_native(fake_m4a, "song.m4a")
     assert "M4A" in info.value.fix and "ffmpeg" in info.value.fix
 
 
@@ -268,7 +278,7 @@ def test_compressed_containers_decode(container, subtype, exact_tolerance):
     stereo = np.stack([tone, tone], axis=1)
     buffer = io.BytesIO()
     soundfile.write(buffer, stereo, rate, format=container, subtype=subtype)
-    decoded = decode_audio_bytes(buffer.getvalue(), f"tone.{container.lower()}")
+    decoded = read_native(buffer.getvalue(), f"tone.{container.lower()}")
     assert decoded.sample_rate == rate
     assert decoded.samples.shape[1] == 2
     assert abs(decoded.samples.shape[0] - rate) < rate * 0.01
@@ -284,8 +294,8 @@ def test_truncated_flac_keeps_the_decoded_part(caplog):
     buffer = io.BytesIO()
     soundfile.write(buffer, sine(4.0, 16000, 300.0), 16000, format="FLAC", subtype="PCM_16")
     data = buffer.getvalue()
-    with caplog.at_level(logging.WARNING, logger="inference.audio.io"):
-        decoded = decode_audio_bytes(data[: len(data) // 2], "cut.flac")
+    with caplog.at_level(logging.WARNING, logger="inference.audio"):
+        decoded = read_native(data[: len(data) // 2], "cut.flac")
     assert decoded.truncated
     assert 0 < decoded.samples.shape[0] < 4 * 16000
     assert "truncated" in caplog.text
@@ -295,7 +305,7 @@ def test_mulaw_wav_falls_back_to_soundfile():
     buffer = io.BytesIO()
     tone = sine(0.5, 8000, 400.0)
     soundfile.write(buffer, tone, 8000, format="WAV", subtype="ULAW")
-    decoded = decode_audio_bytes(buffer.getvalue(), "phone.wav")
+    decoded = read_native(buffer.getvalue(), "phone.wav")
     assert decoded.sample_rate == 8000
     np.testing.assert_allclose(decoded.samples[:, 0], tone, atol=0.02)
 
@@ -304,22 +314,24 @@ def test_unknown_extensible_subformat_is_not_misread():
     fmt = fmt_body(EXTENSIBLE, 1, 16000, 16)
     fmt = fmt[:26] + b"\xff" * 14  # a vendor GUID, not KSDATAFORMAT_SUBTYPE_*
     data = riff(chunk(b"fmt ", fmt), chunk(b"data", b"\0" * 64))
-    with pytest.raises(InputFileError, match="EXTENSIBLE sub-format"):
-        parse_wav(data)
+    with pytest.raises(UndecodableWavEncoding, match="EXTENSIBLE sub-format"):
+        WavReader(io.BytesIO(data), len(data), "vendor.wav")
+    with pytest.raises(InputFileError, match="vendor.wav is not an audio file Captioneer can read"):
+        read_native(data, "vendor.wav")  # libsndfile, tried next, refuses it too
 
 
 def test_missing_soundfile_names_the_fix(monkeypatch):
     monkeypatch.setitem(sys.modules, "soundfile", None)  # makes `import soundfile` raise ImportError
     with pytest.raises(InputFileError) as info:
-        decode_audio_bytes(b"fLaC" + b"\0" * 100, "song.flac")
+        read_native(b"fLaC" + b"\0" * 100, "song.flac")
     assert "pip install soundfile" in info.value.fix and "ffmpeg" in info.value.fix
     # WAV still works without it.
-    assert parse_wav(wav_bytes(np.zeros(10), 16000)).samples.shape == (10, 1)
+    assert read_native(wav_bytes(np.zeros(10), 16000)).samples.shape == (10, 1)
 
 
 def test_float_format_tag_is_recognised_without_extensible():
     body = np.array([0.5, -0.5], "<f4").tobytes()
-    decoded = parse_wav(riff(chunk(b"fmt ", fmt_body(IEEE_FLOAT, 1, 16000, 32)), chunk(b"data", body)))
+    decoded = read_native(riff(chunk(b"fmt ", fmt_body(IEEE_FLOAT, 1, 16000, 32)), chunk(b"data", body)))
     np.testing.assert_array_equal(decoded.samples[:, 0], [0.5, -0.5])
 
 

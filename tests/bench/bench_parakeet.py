@@ -165,10 +165,10 @@ def make_clip(seconds: float, path: Path) -> Path:
     raw = subprocess.run(
         ["espeak-ng", "--stdout", "-v", "en-us", "-s", "160", text], check=True, capture_output=True
     ).stdout
-    from inference.audio.io import parse_wav, to_mono_16k
+    from inference.audio.decoding import decode_mono_16k
+    from inference.audio.io import DEFAULT_FILE_LIMITS
 
-    decoded = parse_wav(raw, "espeak")
-    speech = to_mono_16k(decoded.samples, decoded.sample_rate)
+    speech = decode_mono_16k(raw, DEFAULT_FILE_LIMITS, "espeak")
     pause = np.zeros(int(0.6 * SR), np.float32)
     unit = np.concatenate([speech, pause])
     audio = np.tile(unit, int(np.ceil(seconds * SR / unit.size)))[: int(seconds * SR)]

@@ -77,14 +77,14 @@ def test_a_decompression_bomb_is_refused_from_its_header_without_decoding(regist
 
 
 def test_audio_longer_than_its_header_says_is_stopped_while_decoding() -> None:
-    from inference.audio.io import AudioTooLong, decode_with_soundfile
+    from inference.audio.decoding import decode_mono_16k
+    from inference.audio.limits import AudioLimits, AudioTooLong
 
     data = bomb(minutes=1.0, rate=16000, channels=1)
     with pytest.raises(AudioTooLong) as refused:
-        decode_with_soundfile(data, "long.flac", max_seconds=20)
-    assert refused.value.seconds == pytest.approx(60.0)
-    decoded = decode_with_soundfile(data, "long.flac", max_seconds=90, mono=True)
-    assert decoded.samples.shape == (60 * 16000, 1)
+        decode_mono_16k(data, AudioLimits(20), "long.flac")
+    assert refused.value.seconds == pytest.approx(60.0) and refused.value.exact
+    assert decode_mono_16k(data, AudioLimits(90), "long.flac").shape == (60 * 16000,)
 
 
 def test_hostile_bodies_are_4xx_openai_errors(http: httpx.Client) -> None:

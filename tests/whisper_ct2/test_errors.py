@@ -99,7 +99,7 @@ def test_an_int8_model_loads_and_decodes() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"language": "xx"}, "unknown language 'xx'"),
+        ({"language": "xx"}, "does not know the language 'xx'"),
         ({"task": "summarise"}, "task"),
         ({"beam_size": 0}, "beam_size"),
         ({"temperature": 1.0}, "unknown request option"),

@@ -35,6 +35,7 @@ from inference.families.whisper_ct2.frontend import log_mel_window
 from inference.families.whisper_ct2.options import RequestSettings, SessionSettings
 from inference.families.whisper_ct2.tokenizer import WhisperTokenizer
 from inference.families.whisper_ct2.words import SPACELESS_LANGUAGES, aligned_words
+from inference.native_stderr import CTRANSLATE2_LINES, native_output_logged
 
 log = logging.getLogger(__name__)
 
@@ -282,9 +283,10 @@ def create_engine(request: EngineRequest) -> WhisperEngine:
             )
     tokenizer = WhisperTokenizer(folder.tokenizer_path, folder.lang_ids)
     try:
-        model = ctranslate2.models.Whisper(
-            str(folder.root), device=device, compute_type=compute_type, intra_threads=request.threads or 0
-        )
+        with native_output_logged(CTRANSLATE2_LINES):  # a float16 model on a CPU: the conversion notice
+            model = ctranslate2.models.Whisper(
+                str(folder.root), device=device, compute_type=compute_type, intra_threads=request.threads or 0
+            )
     except (RuntimeError, ValueError) as exc:
         raise ModelError(f"CTranslate2 cannot load {folder.root}: {exc}", "re-download the model") from exc
     if model.n_mels != folder.features.n_mels:

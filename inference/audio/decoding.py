@@ -1,0 +1,154 @@
+"""One way to turn an audio file into mono float32 at ``SAMPLE_RATE``, for the server, the CLI and the app alike:
+block by block, within ``AudioLimits``.
+
+The reader (``WavReader`` for WAV, ``SoundfileReader`` for everything else) yields at most ``BLOCK_BYTES`` of
+float32 samples at a time; each block is downmixed and fed to one soxr ``ResampleStream``, so memory holds one
+input block plus the mono 16 kHz output, whatever the file's rate, channel count or compression. The header's
+rate, channels and length are checked before the first block, and the length again as blocks decode (a header
+may under-declare it or not state it at all).
+
+``mono_16k_blocks`` is the streaming form (windows can be transcribed as they come); ``decode_mono_16k`` collects
+it into one array that grows in place (``ndarray.resize``: realloc, i.e. mremap for large buffers, not a copy).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+import numpy as np
+import soxr
+
+from inference.audio.limits import AudioLimits, AudioTooLong
+from inference.audio.soundfile_reader import SoundfileReader
+from inference.audio.wav import UndecodableWavEncoding, WavReader, is_wav
+from inference.contract import SAMPLE_RATE
+from inference.errors import InputFileError
+from inference.native_stderr import DECODER_LINES, native_output_logged
+
+log = logging.getLogger(__name__)
+
+BLOCK_BYTES = 1 << 20  # float32 input samples decoded at once
+_GROW_SAMPLES = 1 << 20  # the output's first capacity when the header states no length
+
+
+class BlockReader(Protocol):
+    name: str
+    rate: int
+    channels: int
+    declared_frames: int | None  # None: the header does not say
+    truncated: bool  # set once the blocks are read
+
+    def blocks(self, block_bytes: int) -> Iterator[np.ndarray]: ...
+
+
+AudioInput = Path | bytes
+
+
+@contextlib.contextmanager
+def open_audio(source: AudioInput, name: str | None = None) -> Iterator[BlockReader]:
+    """A reader for a file on disk or a file's bytes (an upload), chosen by content, not by name. Errors name
+    ``name`` (default: the path, or "audio"). While a file libsndfile reads is open, fd 2 is filtered so its
+    decoders' chatter goes to the debug log (``native_stderr``); other stderr lines come out when it closes."""
+    label = name if name is not None else str(source) if isinstance(source, Path) else "audio"
+    with _binary(source, label) as (handle, size):
+        if size == 0:
+            raise InputFileError(f"{label} is empty (0 bytes)", "record or export the audio again")
+        head = handle.read(12)
+        wav = None
+        if is_wav(head):
+            with contextlib.suppress(UndecodableWavEncoding):  # A-law, mu-law, ADPCM, ...: libsndfile's
+                wav = WavReader(handle, size, label)
+        if wav is not None:
+            yield wav
+            return
+        handle.seek(0)
+        with native_output_logged(DECODER_LINES):
+            reader = SoundfileReader(handle, label, head)
+            try:
+                yield reader
+            finally:
+                reader.close()
+
+
+@contextlib.contextmanager
+def _binary(source: AudioInput, label: str) -> Iterator[tuple[BinaryIO, int]]:
+    if isinstance(source, bytes):
+        yield io.BytesIO(source), len(source)  # BytesIO shares the bytes: no copy
+        return
+    path = Path(source)
+    if path.is_dir():
+        raise InputFileError(f"{label} is a directory, not an audio file")
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise InputFileError(f"audio file not found: {label}", "check the path") from None
+    except OSError as exc:
+        raise InputFileError(f"cannot read {label}: {exc.strerror}") from None
+    with handle:
+        yield handle, path.stat().st_size
+
+
+def mono_16k_blocks(reader: BlockReader, limits: AudioLimits) -> Iterator[np.ndarray]:
+    """The file as mono float32 blocks at ``SAMPLE_RATE``; refused (``AudioTooLong``, ``InputFileError``) before
+    the first block when the header is out of range, and as soon as decoding passes the length limit."""
+    rate, name = reader.rate, reader.name
+    limits.check_layout(name, rate, reader.channels)
+    most = limits.max_frames(rate)
+    if reader.declared_frames is not None and reader.declared_frames > most:
+        raise AudioTooLong(name, reader.declared_frames / rate, limits)
+    resampler = (
+        soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="float32", quality="VHQ")
+        if rate != SAMPLE_RATE
+        else None
+    )
+    decoded = replaced = 0
+    for block in reader.blocks(BLOCK_BYTES):
+        decoded += len(block)
+        if decoded > most:  # the header under-declared the length, or did not state it
+            raise AudioTooLong(name, decoded / rate, limits, exact=False)
+        mono, bad = downmix_counting(block)
+        replaced += bad
+        yield mono if resampler is None else resampler.resample_chunk(mono)
+    if resampler is not None:
+        yield resampler.resample_chunk(np.zeros(0, np.float32), last=True)
+    if replaced:
+        log.warning("%s: replaced %d non-finite samples (NaN/Inf) with silence", name, replaced)
+
+
+def decode_mono_16k(source: AudioInput, limits: AudioLimits, name: str | None = None) -> np.ndarray:
+    """The whole file as one mono float32 array at ``SAMPLE_RATE`` (empty for a header-only WAV)."""
+    with open_audio(source, name) as reader:
+        expected = (
+            math.ceil(reader.declared_frames * SAMPLE_RATE / reader.rate) + 64
+            if reader.declared_frames is not None and reader.rate > 0
+            else _GROW_SAMPLES
+        )
+        most = limits.max_output_samples + 64
+        out = np.empty(min(expected, most), np.float32)
+        size = 0
+        for block in mono_16k_blocks(reader, limits):
+            if size + block.size > out.size:
+                out.resize(max(min(2 * out.size, most), size + block.size), refcheck=False)
+            out[size : size + block.size] = block
+            size += block.size
+        out.resize(size, refcheck=False)
+        return out
+
+
+def downmix_counting(samples: np.ndarray) -> tuple[np.ndarray, int]:
+    """Mono float32 by averaging channels, and how many non-finite samples became 0 first (before the average,
+    so one bad channel does not poison the others)."""
+    samples = np.asarray(samples)
+    bad = ~np.isfinite(samples)
+    count = int(bad.sum())
+    if count:
+        samples = np.where(bad, np.float32(0.0), samples)
+    if samples.ndim == 2 and samples.shape[1] > 1:
+        return samples.mean(axis=1, dtype=np.float64).astype(np.float32), count
+    return np.ascontiguousarray(samples.reshape(-1), dtype=np.float32), count
