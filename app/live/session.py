@@ -6,7 +6,8 @@ status changed), so a view can append or replace exactly what it shows instead o
 
 Rules (``inference.contract``): a ``Delta`` appends committed text to its segment and drops that
 segment's snapshot; a ``Snapshot`` replaces the segment's provisional text; a ``SpeechEnd`` closes the
-segment, its text being authoritative (it replaces what the deltas had added up to when they differ).
+segment, its text being authoritative (it replaces what the deltas had added up to when they differ); a
+worker restart drops every snapshot (the dead stream's guesses; the resumed stream publishes its own).
 """
 
 from __future__ import annotations
@@ -147,7 +148,12 @@ class SessionModel:
                 event.kind, "failed" if event.fatal else "running"
             )
             self.status = replace(self.status, worker=worker, message=event.message)
-            return SessionChange(status=True)
+            # The dead worker's provisional text is no one's guess any more: the new stream renumbers its
+            # segments and replays the audio, so its own snapshots take over from nothing, not from a ghost.
+            dropped = event.kind == "worker_restarted" and bool(self.provisional)
+            if dropped:
+                self.provisional.clear()
+            return SessionChange(status=True, provisional=dropped)
         if isinstance(event, Stats):
             self.status = replace(
                 self.status, rtf=event.rtf if event.audio_s else None, backlog_s=event.backlog_s
