@@ -110,6 +110,5 @@ class DictationService:
                 self.on_state("failed", str(exc))
                 continue
             latency = self.clock() - utterance.released_at
+            # Not "done" here: the text is not in yet. Whoever inserts it (``on_result``) reports the outcome.
             self.on_result(DictationResult(text, audio_s, latency))
-            if not self.recorder.recording:
-                self.on_state("done", f"{latency * 1000:.0f} ms" if text else "no speech heard")
