@@ -36,6 +36,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 AUDIO_FILES = "WAV, FLAC, OGG Vorbis/Opus, MP3, AIFF or RF64"  # what inference.audio.io decodes
+BACKEND_HELP = "ggml backend (default auto: a GPU if any)"
 GUI_DESCRIPTION = "Open the caption window (what `captioneer` without a command does)."
 DICTATE_DESCRIPTION = (
     "Start or stop push-to-talk dictation in the running app. Bind `captioneer dictate --toggle` to a desktop "
@@ -113,9 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--session-option", action="append", default=[], metavar="K=V", help="engine session option"
     )
     tr.add_argument("--request-option", action="append", default=[], metavar="K=V", help="per-request option")
-    tr.add_argument(
-        "--backend", choices=BACKEND_NAMES, default="auto", help="ggml backend (default auto: a GPU if any)"
-    )
+    tr.add_argument("--backend", choices=BACKEND_NAMES, default="auto", help=BACKEND_HELP)
     tr.add_argument("--threads", type=int, help="CPU threads (default: physical cores)")
     tr.add_argument(
         "--format",
@@ -234,9 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="let JSON requests name files under DIR in 'audio_path' (default: off)",
     )
-    serve.add_argument(
-        "--backend", choices=BACKEND_NAMES, default="auto", help="ggml backend (default auto: a GPU if any)"
-    )
+    serve.add_argument("--backend", choices=BACKEND_NAMES, default="auto", help=BACKEND_HELP)
     serve.add_argument("--threads", type=int, help="CPU threads per model (default: physical cores)")
     return parser
 
