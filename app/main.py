@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 
 def parse_gui_args(argv: Sequence[str]) -> argparse.Namespace:
-    from inference.cli import GUI_DESCRIPTION, add_gui_arguments
+    from inference.app_commands import GUI_DESCRIPTION, add_gui_arguments
 
     parser = argparse.ArgumentParser(prog="captioneer gui", description=GUI_DESCRIPTION)
     add_gui_arguments(parser)  # the same options `captioneer --help` lists

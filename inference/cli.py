@@ -20,6 +20,13 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
+from inference.app_commands import (
+    AUDIO_FILES,
+    DICTATE_DESCRIPTION,
+    GUI_DESCRIPTION,
+    add_dictate_arguments,
+    add_gui_arguments,
+)
 from inference.audio.vad import needs_speech_stretches, speech_stretches
 from inference.contract import BACKEND_NAMES
 from inference.errors import CaptioneerError, UsageError
@@ -35,28 +42,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, f"see `{self.prog} --help`")
 
 
-AUDIO_FILES = "WAV, FLAC, OGG Vorbis/Opus, MP3, AIFF or RF64"  # what inference.audio.io decodes
 BACKEND_HELP = "ggml backend (default auto: a GPU if any)"
-GUI_DESCRIPTION = "Open the caption window (what `captioneer` without a command does)."
-DICTATE_DESCRIPTION = (
-    "Start or stop push-to-talk dictation in the running app. Bind `captioneer dictate --toggle` to a desktop "
-    "shortcut where apps cannot watch the keyboard (Wayland)."
-)
-
-
-def add_gui_arguments(parser: argparse.ArgumentParser) -> None:
-    """``captioneer gui``'s options: here for the command list, parsed by the app (``app.main``)."""
-    parser.add_argument(
-        "--input-file",
-        type=Path,
-        metavar="PATH",
-        help=f"caption this recording ({AUDIO_FILES}), played in real time",
-    )
-
-
-def add_dictate_arguments(parser: argparse.ArgumentParser) -> None:
-    """``captioneer dictate``'s options: here for the command list, parsed by the app (``app.dictation.command``)."""
-    parser.add_argument("--toggle", action="store_true", help="start dictating, or stop and insert the text")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str]) -> int:
-    from inference.cli import DICTATE_DESCRIPTION, add_dictate_arguments
+    from inference.app_commands import DICTATE_DESCRIPTION, add_dictate_arguments
 
     parser = argparse.ArgumentParser(prog="captioneer dictate", description=DICTATE_DESCRIPTION)
     add_dictate_arguments(parser)  # the same options `captioneer --help` lists
