@@ -3,6 +3,7 @@ and a whole dictation through the worker with the bundled demo model."""
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -367,6 +368,60 @@ def test_a_dictation_through_the_worker_with_the_demo_model() -> None:
     assert 0 < result.latency_s < 10
     # The service never says "done": the text is not in before whoever inserts it reports the outcome.
     assert states == ["listening", "transcribing"]
+
+
+class Watched:
+    """The real engine, with a note of each transcription it was asked for (the test kills the worker then)."""
+
+    def __init__(self, engine) -> None:  # type: ignore[no-untyped-def]
+        self.engine = engine
+        self.calls = 0
+        self.asked = threading.Event()
+
+    def transcribe(self, audio, **options):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        self.asked.set()
+        return self.engine.transcribe(audio, **options)
+
+
+def test_a_dictation_the_worker_dies_under_is_transcribed_again_by_the_next_one() -> None:
+    import os
+    import signal
+
+    from app.dictation.service import DictationResult, DictationService
+    from inference.client import WorkerClient, WorkerPolicy
+    from tests.worker.test_worker import FAULTY
+
+    with WorkerClient(WorkerPolicy(ping_interval_s=0.2, ping_timeout_s=30.0, backoff_s=(0.0,))) as client:
+        watched = Watched(client.load("unused", factory=FAULTY))
+        results: list[DictationResult] = []
+        got = threading.Event()
+        states: list[tuple[str, str]] = []
+        service = DictationService(
+            lambda: watched,  # type: ignore[arg-type,return-value]
+            HotkeyStateMachine("hold"),
+            CaptureSettings(),
+            lambda state, detail: states.append((state, detail)),
+            lambda result: (results.append(result), got.set()),  # type: ignore[func-returns-value]
+            {"delay_s": 0.5},  # half a second of "inference" per second of audio: the kill lands inside it
+        )
+        speech = np.random.default_rng(1).uniform(-0.3, 0.3, 2 * SAMPLE_RATE).astype(np.float32)
+        service.feed(np.zeros(SAMPLE_RATE, np.float32))
+        service.key_pressed()
+        service.feed(speech)
+        service.key_released()
+        service.feed(np.zeros(SAMPLE_RATE, np.float32))
+        assert watched.asked.wait(60)
+        first = client.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        assert got.wait(120)
+        service.close()
+    (result,) = results
+    assert not result.error and re.fullmatch(r"\d+ samples, sum -?\d+\.\d{6}", result.text), result
+    assert int(result.text.split()[0]) == round(result.audio_s * SAMPLE_RATE)  # the whole utterance, once
+    assert watched.calls == 2 and client.generation == 2
+    assert ("transcribing", "the inference worker restarted; transcribing again…") in states
 
 
 def test_dictation_in_the_window_toggled_from_the_command_line_tool(qtbot) -> None:  # type: ignore[no-untyped-def]
