@@ -188,6 +188,11 @@ class LiveController(QObject):
             return
         self._set_state("running", f"captioning {source.name} with {choice.label}")
 
+    @property
+    def client(self) -> WorkerClient | None:
+        """The shared worker client, once a model was loaded (its ``pid`` and ``generation`` say which process)."""
+        return self._client
+
     def engine_for(self, choice: ModelChoice) -> RemoteEngine:
         """The loaded engine for ``choice`` in the shared worker (loading it on first use; call off the GUI thread)."""
         return self._engine(choice)

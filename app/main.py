@@ -7,12 +7,13 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 
 def parse_gui_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="captioneer", description="Live captions (the window).")
-    parser.add_argument("--input-file", type=Path, help="caption this recording, played in real time")
+    from inference.app_commands import GUI_DESCRIPTION, add_gui_arguments
+
+    parser = argparse.ArgumentParser(prog="captioneer gui", description=GUI_DESCRIPTION)
+    add_gui_arguments(parser)  # the same options `captioneer --help` lists
     return parser.parse_args(list(argv))
 
 

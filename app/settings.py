@@ -44,6 +44,7 @@ class Settings:
     overlay_provisional_color: str = "#b0b0b0"
     overlay_background: str = "#000000"
     overlay_hold_s: float = 6.0  # captions fade this long after the last new text
+    overlay_after_fade: str = "new"  # back after a fade: new (what follows) | last_line (and the line before)
     overlay_position: str = "bottom"  # bottom | top | custom
     overlay_custom_positions: dict[str, list[int]] = field(default_factory=dict)  # screen name -> [x, y]
     push_to_talk_hotkey: str = "<ctrl>+<alt>+<space>"

@@ -20,6 +20,13 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
+from inference.app_commands import (
+    AUDIO_FILES,
+    DICTATE_DESCRIPTION,
+    GUI_DESCRIPTION,
+    add_dictate_arguments,
+    add_gui_arguments,
+)
 from inference.audio.limits import DEFAULT_FILE_SECONDS as DEFAULT_TRANSCRIBE_MAX_AUDIO_S
 from inference.audio.vad import needs_speech_stretches, speech_stretches
 from inference.contract import BACKEND_NAMES
@@ -36,15 +43,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, f"see `{self.prog} --help`")
 
 
+BACKEND_HELP = "ggml backend (default auto: a GPU if any)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="captioneer",
         description="Local live captions and dictation. Without a command, opens the caption window.",
-        epilog="The window and dictation:\n"
-        "  captioneer [gui] [--input-file PATH]   open the caption window (and caption PATH in real time)\n"
-        "  captioneer dictate --toggle            start dictating, or stop and insert the text (bind it to a "
-        "shortcut)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--verbose", "-v", action="store_true", help="show details and tracebacks on errors")
     parser.add_argument(
@@ -52,15 +57,32 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the version, the native build and the CPU backend variant in use",
     )
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND", title="commands")
+    # gui and dictate run in the app (app.launcher takes them before this parser); they are listed here so that
+    # `captioneer --help` names every command.
+    add_gui_arguments(
+        sub.add_parser("gui", help="open the caption window (the default)", description=GUI_DESCRIPTION)
+    )
+    add_dictate_arguments(
+        sub.add_parser(
+            "dictate",
+            help="start or stop dictation in the running app (for a desktop shortcut)",
+            description=DICTATE_DESCRIPTION,
+        )
+    )
 
     tr = sub.add_parser("transcribe", help="transcribe an audio file (or raw PCM on stdin with '-')")
-    tr.add_argument("audio", help="WAV file, or '-' for raw PCM on stdin (see --input-*)")
+    tr.add_argument("audio", help=f"audio file ({AUDIO_FILES}), or '-' for raw PCM on stdin (see --input-*)")
     tr.add_argument(
         "--model", help="model directory, .gguf file or installed package id (default: installed model)"
     )
     tr.add_argument("--family", help="model family (default: inferred from the checkpoint)")
-    tr.add_argument("--mode", choices=("offline", "streaming"), default="offline")
+    tr.add_argument(
+        "--mode",
+        choices=("offline", "streaming"),
+        default="offline",
+        help="offline: the whole file at once (default); streaming: fed as live audio, 0.32 s at a time",
+    )
     tr.add_argument(
         "--stream-mode",
         choices=("auto", "native", "segmented"),
@@ -79,13 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--session-option", action="append", default=[], metavar="K=V", help="engine session option"
     )
     tr.add_argument("--request-option", action="append", default=[], metavar="K=V", help="per-request option")
-    tr.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
+    tr.add_argument("--backend", choices=BACKEND_NAMES, default="auto", help=BACKEND_HELP)
     tr.add_argument("--threads", type=int, help="CPU threads (default: physical cores)")
     tr.add_argument(
         "--format",
         choices=FORMATS,
         default="text",
-        help="with --mode streaming, text prints committed text as it grows, then the final text",
+        help="output format (default text); with --mode streaming, text prints committed text as it grows, "
+        "then the final text, and jsonl prints every event",
     )
     tr.add_argument("--output", "-o", help="write the result to this file instead of stdout")
     tr.add_argument(
@@ -96,30 +119,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="longest audio to read, checked from the file's header and while decoding "
         f"(default {DEFAULT_TRANSCRIBE_MAX_AUDIO_S:g}, 4 hours)",
     )
-    tr.add_argument("--input-format", choices=("s16le", "f32le"), default="s16le")
-    tr.add_argument("--input-rate", type=int, default=16000)
-    tr.add_argument("--input-channels", type=int, default=1)
+    tr.add_argument(
+        "--input-format",
+        choices=("s16le", "f32le"),
+        default="s16le",
+        help="stdin PCM sample type (default s16le)",
+    )
+    tr.add_argument(
+        "--input-rate", type=int, default=16000, help="stdin PCM sample rate in Hz (default 16000)"
+    )
+    tr.add_argument(
+        "--input-channels", type=int, default=1, help="stdin PCM channels, interleaved (default 1)"
+    )
 
     models = sub.add_parser("models", help="list, install, import, verify and remove model packages")
     msub = models.add_subparsers(dest="models_command", parser_class=_Parser)
     mlist = msub.add_parser("list", help="all packages with size and installed state")
     mlist.add_argument("--json", action="store_true", help="machine-readable output")
     info = msub.add_parser("info", help="details of one package")
-    info.add_argument("id")
+    info.add_argument("id", help="package id (see `captioneer models list`)")
     msub.add_parser("path", help="print the model store directory")
     install = msub.add_parser(
         "install", help="download and install a package (resumes an interrupted download; token: HF_TOKEN)"
     )
-    install.add_argument("id")
+    install.add_argument("id", help="package id (see `captioneer models list`)")
     install.add_argument("--force", action="store_true", help="reinstall even if already installed")
     remove = msub.add_parser("remove", help="delete an installed package")
-    remove.add_argument("id")
+    remove.add_argument("id", help="installed package id")
     mimport = msub.add_parser(
         "import",
         help="add a local model folder or .gguf file to the store, or convert a NeMo Parakeet-TDT checkpoint "
         "(.nemo) or a Phonon-2 archive (.tar.zst) or unpacked folder (model.fermion + config.json)",
     )
-    mimport.add_argument("path")
+    mimport.add_argument("path", help="the model folder, .gguf, .nemo or .tar.zst file")
     mimport.add_argument(
         "--id",
         dest="package_id",
@@ -147,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=".nemo: the licence to record with the imported model (default: the catalog's, when it knows the file)",
     )
     verify = msub.add_parser("verify", help="recompute sizes and checksums of an installed package")
-    verify.add_argument("id")
+    verify.add_argument("id", help="installed package id")
     cleanup = msub.add_parser("cleanup", help="delete leftover partial downloads and temporary folders")
     cleanup.add_argument(
         "--all",
@@ -161,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="127.0.0.1",
         help="address to listen on (default 127.0.0.1; any other needs --api-key)",
     )
-    serve.add_argument("--port", type=int, default=8488)
+    serve.add_argument("--port", type=int, default=8488, help="TCP port (default 8488)")
     serve.add_argument(
         "--model",
         action="append",
@@ -234,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a web origin (e.g. http://localhost:3000) whose pages may call the server without an API key, "
         "besides loopback ones (repeatable)",
     )
-    serve.add_argument("--backend", choices=BACKEND_NAMES, default="auto")
+    serve.add_argument("--backend", choices=BACKEND_NAMES, default="auto", help=BACKEND_HELP)
     serve.add_argument("--threads", type=int, help="CPU threads per model (default: physical cores)")
     return parser
 
@@ -672,6 +704,8 @@ def main(
             return cmd_models(args, paths, out)
         if args.command == "serve":
             return cmd_serve(args, paths)
+        if args.command in ("gui", "dictate"):  # only reached as `python -m inference.cli`
+            raise UsageError(f"`{args.command}` runs in the app", f"run `captioneer {args.command}`")
         parser.print_help(out)
         return 0
     except CaptioneerError as exc:

@@ -80,6 +80,8 @@ class StreamContinuity:
                 changes["start_s"] = event.start_s + self._time_offset_s
             if event.end_s is not None:
                 changes["end_s"] = event.end_s + self._time_offset_s
+            if event.speech_start_s is not None:
+                changes["speech_start_s"] = event.speech_start_s + self._time_offset_s
             event = dataclasses.replace(event, **changes)  # type: ignore[arg-type]
         if isinstance(event, Delta | Snapshot | SpeechEnd):
             self._max_id = max(self._max_id, event.segment_id)

@@ -159,6 +159,12 @@ class Transcript:
 # ------------------------------------------------------------------------------------------ events
 
 
+# ``speech_start_s`` (Delta, Snapshot, SpeechEnd): where the segment's speech begins, after the audio a VAD keeps
+# before it (the pre-roll, which ``start_s`` includes so a soft first word reaches the model). Displays and
+# subtitles use it: a pause is measured from the end of one segment's speech to the start of the next one's.
+# None: the stream does not know, and ``start_s`` is the best start there is. ``end_s`` is the speech's end already.
+
+
 @dataclass(frozen=True)
 class Delta:
     """Committed text of ``segment_id``: append-only, never revised (include its leading space)."""
@@ -169,6 +175,7 @@ class Delta:
     start_s: float | None = None
     end_s: float | None = None
     language: str | None = None
+    speech_start_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,7 @@ class Snapshot:
     start_s: float | None = None
     end_s: float | None = None
     language: str | None = None
+    speech_start_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -193,6 +201,7 @@ class SpeechEnd:
     end_s: float
     text: str = ""
     language: str | None = None
+    speech_start_s: float | None = None
 
 
 @dataclass(frozen=True)

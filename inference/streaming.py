@@ -90,6 +90,7 @@ class SegmentedStream:
         self._segment_vad = self.vad.snapshot()  # the VAD's state before the open segment's first frame
         self._segment: list[np.ndarray] | None = None  # frames of the open segment
         self._segment_start = 0  # sample index of the open segment's first sample
+        self._speech_start = 0  # sample index of its first voiced frame (after the pre-roll)
         self._voiced_frames = 0
         self._voiced_end = 0  # sample index just after the open segment's last voiced frame
         self._silent_run = 0
@@ -169,6 +170,7 @@ class SegmentedStream:
                 pre_roll = self._pre_roll
                 self._segment = [*pre_roll, frame]
                 self._segment_start = frame_start - len(pre_roll) * FRAME_SAMPLES
+                self._speech_start = frame_start
                 self._segment_vad = self._pre_roll_vad[0] if pre_roll else vad_before
                 self._voiced_frames, self._silent_run = 1, 0
                 self._snapshot_at_s = 0.0
@@ -208,8 +210,9 @@ class SegmentedStream:
         text = result.text.strip()
         if not text:
             return []
-        start_s = self._segment_start / SAMPLE_RATE
-        return [Snapshot(text, self._segment_id, start_s, self._voiced_end / SAMPLE_RATE, result.language)]
+        start_s, speech_s = self._segment_start / SAMPLE_RATE, self._speech_start / SAMPLE_RATE
+        end_s = self._voiced_end / SAMPLE_RATE
+        return [Snapshot(text, self._segment_id, start_s, end_s, result.language, speech_s)]
 
     def _close_segment(self) -> list[StreamEvent]:
         assert self._segment is not None
@@ -225,18 +228,19 @@ class SegmentedStream:
         text = result.text.strip()
         # The segment's audio runs on through the closing silence; its speech ends with the last voiced frame.
         start_s, end_s = start / SAMPLE_RATE, min(self._voiced_end, start + audio.size) / SAMPLE_RATE
+        speech_s = self._speech_start / SAMPLE_RATE
         segment_id = self._segment_id
         self._segment_id += 1
         if result.language:
             self._language = result.language
         if not text:
-            return [SpeechEnd(segment_id, start_s, end_s, "", result.language)]
+            return [SpeechEnd(segment_id, start_s, end_s, "", result.language, speech_s)]
         piece = (" " if self._committed else "") + text
         self._committed.append(piece)
         words = tuple(w.shifted(start_s) for w in result.words)
         self._words.extend(words)
         self._segments.append(Segment(text, start_s, end_s, words))
         return [
-            Delta(piece, segment_id, start_s, end_s, result.language),
-            SpeechEnd(segment_id, start_s, end_s, text, result.language),
+            Delta(piece, segment_id, start_s, end_s, result.language, speech_s),
+            SpeechEnd(segment_id, start_s, end_s, text, result.language, speech_s),
         ]

@@ -9,8 +9,10 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="captioneer dictate", description=__doc__)
-    parser.add_argument("--toggle", action="store_true", help="start dictating, or stop and insert the text")
+    from inference.app_commands import DICTATE_DESCRIPTION, add_dictate_arguments
+
+    parser = argparse.ArgumentParser(prog="captioneer dictate", description=DICTATE_DESCRIPTION)
+    add_dictate_arguments(parser)  # the same options `captioneer --help` lists
     args = parser.parse_args(list(argv))
     if not args.toggle:
         parser.print_help()

@@ -23,6 +23,7 @@ from app.live.sources import AudioSource
 from inference.client import RemoteEngine
 
 log = logging.getLogger("captioneer.app.dictation")
+INSERTING = {"paste": "pasting", "type": "typing", "copy": "copying"}  # output mode → state until it is in
 
 
 def command_server_name() -> str:
@@ -45,7 +46,8 @@ def send_toggle(timeout_ms: int = 2000) -> bool:
 
 
 class DictationController(QObject):
-    state_changed = Signal(str, str)  # listening / transcribing / done / failed / idle, detail
+    # listening / transcribing / inserting (until the outcome is known) / done / copied / nothing / failed / idle
+    state_changed = Signal(str, str)  # state, detail
     result_ready = Signal(object)  # DictationResult, after the text was inserted
     _result = Signal(object)
 
@@ -125,12 +127,12 @@ class DictationController(QObject):
 
     @Slot(object)
     def _insert(self, result: DictationResult) -> None:
-        if result.error:
+        text = style_text(result.text, self.style)
+        if result.error or not text:
             self._delivered(result, "", "")
             return
-        self.output.deliver(
-            style_text(result.text, self.style), lambda how, error: self._delivered(result, how, error)
-        )
+        self._show(INSERTING[self.output.mode], f"{len(text.split())} words")
+        self.output.deliver(text, lambda how, error: self._delivered(result, how, error))
 
     def _delivered(self, result: DictationResult, how: str, error: str) -> None:
         """The text is in (or could not be inserted: the text is kept in the history, with the reason)."""
@@ -139,15 +141,22 @@ class DictationController(QObject):
         self.history.appendleft(result)
         self.result_ready.emit(result)
         if how == LEFT_ON_CLIPBOARD:
-            self.state_changed.emit(
+            self._show(
                 "copied",
                 "the window did not take the paste; the text is on the clipboard: "
                 "paste it yourself (Ctrl+Shift+V in a terminal, Ctrl+V elsewhere)",
             )
         elif how and not error:
-            self.state_changed.emit("done", f"{how} · {result.latency_s * 1000:.0f} ms after release")
+            self._show("done", f"{how} · {result.latency_s * 1000:.0f} ms after release")
         elif error and result.text:
-            self.state_changed.emit("failed", error)
+            self._show("failed", error)
+        elif not result.error and not result.text.strip():
+            self._show("nothing", "no speech heard")
+
+    def _show(self, state: str, detail: str) -> None:
+        """An outcome of an earlier dictation does not cover "listening" while the next one is recorded."""
+        if not self.service.recorder.recording:
+            self.state_changed.emit(state, detail)
 
     def _listen(self) -> None:
         server = QLocalServer(self)

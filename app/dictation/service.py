@@ -2,8 +2,9 @@
 
 Audio comes from the same source as live captions (or a source of its own when captions are off); the
 utterance is transcribed offline by the dictation model, which may differ from the captions model, in the
-same worker process. Utterances are transcribed one after the other, in the order they were spoken, on a
-thread of their own, so a new recording can start while the previous one is still being transcribed.
+same worker process; when that process dies under an utterance, the restarted one transcribes it again (once).
+Utterances are transcribed one after the other, in the order they were spoken, on a thread of their own, so a
+new recording can start while the previous one is still being transcribed.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from app.dictation.capture import CaptureSettings, Utterance, UtteranceRecorder
 from app.dictation.hotkey import HotkeyDecision, HotkeyStateMachine
 from inference.client import RemoteEngine
 from inference.contract import SAMPLE_RATE
-from inference.errors import CaptioneerError
+from inference.errors import CaptioneerError, WorkerError
 
 log = logging.getLogger("captioneer.app.dictation")
 
@@ -104,12 +105,21 @@ class DictationService:
                 return
             audio_s = utterance.audio.size / SAMPLE_RATE
             try:
-                text = self._engine().transcribe(utterance.audio, **self.request_options).text.strip()
+                text = self._transcribe(utterance)
             except CaptioneerError as exc:
                 self.on_result(DictationResult("", audio_s, self.clock() - utterance.released_at, str(exc)))
                 self.on_state("failed", str(exc))
                 continue
             latency = self.clock() - utterance.released_at
+            # Not "done" here: the text is not in yet. Whoever inserts it (``on_result``) reports the outcome.
             self.on_result(DictationResult(text, audio_s, latency))
-            if not self.recorder.recording:
-                self.on_state("done", f"{latency * 1000:.0f} ms" if text else "no speech heard")
+
+    def _transcribe(self, utterance: Utterance) -> str:
+        """The utterance's text. The recording is still here when the worker dies under it (a crash, a kill):
+        it is transcribed again, once, by the restarted worker; audio that kills that one too is given up."""
+        try:
+            return self._engine().transcribe(utterance.audio, **self.request_options).text.strip()
+        except WorkerError as exc:
+            log.warning("dictation lost to the worker (%s); transcribing it again", exc)
+            self.on_state("transcribing", "the inference worker restarted; transcribing again…")
+        return self._engine().transcribe(utterance.audio, **self.request_options).text.strip()

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from app.live.session import SessionModel
+from app.live.session import SessionModel, speech_start
 from inference.contract import Delta, SpeechEnd, StreamEvent
 
 log = logging.getLogger("captioneer.app.journal")
@@ -83,7 +83,7 @@ class SessionJournal:
                         "type": "delta",
                         "segment_id": event.segment_id,
                         "text": event.text,
-                        "start_s": event.start_s,
+                        "start_s": speech_start(event),
                         "end_s": event.end_s,
                         "at": self.clock(),
                     }
@@ -94,7 +94,7 @@ class SessionJournal:
                         "type": "speech_end",
                         "segment_id": event.segment_id,
                         "text": event.text,
-                        "start_s": event.start_s,
+                        "start_s": speech_start(event),
                         "end_s": event.end_s,
                         "at": self.clock(),
                     },

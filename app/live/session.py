@@ -6,7 +6,8 @@ status changed), so a view can append or replace exactly what it shows instead o
 
 Rules (``inference.contract``): a ``Delta`` appends committed text to its segment and drops that
 segment's snapshot; a ``Snapshot`` replaces the segment's provisional text; a ``SpeechEnd`` closes the
-segment, its text being authoritative (it replaces what the deltas had added up to when they differ).
+segment, its text being authoritative (it replaces what the deltas had added up to when they differ); a
+worker restart drops every snapshot (the dead stream's guesses; the resumed stream publishes its own).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from inference.contract import (
 
 @dataclass
 class SessionSegment:
-    """Committed text of one segment with audio-relative (stream) and wall-clock times."""
+    """Committed text of one segment with audio-relative (stream) and wall-clock times; ``start_s`` is where its
+    speech begins (the event's ``speech_start_s`` where the stream knows it: no VAD pre-roll)."""
 
     segment_id: int
     text: str = ""
@@ -113,7 +115,7 @@ class SessionModel:
                 event_text = event.text
             segment.text += event_text
             segment.committed_at = now
-            segment.start_s = event.start_s if segment.start_s is None else segment.start_s
+            segment.start_s = speech_start(event) if segment.start_s is None else segment.start_s
             segment.end_s = event.end_s if event.end_s is not None else segment.end_s
             segment.language = event.language or segment.language
             dropped = self.provisional.pop(event.segment_id, None) is not None
@@ -127,7 +129,7 @@ class SessionModel:
             if existing is None and not event.text:
                 return SessionChange(provisional=dropped)
             segment = existing or self._segment(event.segment_id, now)
-            segment.start_s, segment.end_s, segment.closed = event.start_s, event.end_s, True
+            segment.start_s, segment.end_s, segment.closed = speech_start(event), event.end_s, True
             segment.language = event.language or segment.language
             if event.text and event.text.strip() != segment.text.strip():
                 appended = not segment.text  # only the speech end carried this segment's text
@@ -147,7 +149,12 @@ class SessionModel:
                 event.kind, "failed" if event.fatal else "running"
             )
             self.status = replace(self.status, worker=worker, message=event.message)
-            return SessionChange(status=True)
+            # The dead worker's provisional text is no one's guess any more: the new stream renumbers its
+            # segments and replays the audio, so its own snapshots take over from nothing, not from a ghost.
+            dropped = event.kind == "worker_restarted" and bool(self.provisional)
+            if dropped:
+                self.provisional.clear()
+            return SessionChange(status=True, provisional=dropped)
         if isinstance(event, Stats):
             self.status = replace(
                 self.status, rtf=event.rtf if event.audio_s else None, backlog_s=event.backlog_s
@@ -220,6 +227,11 @@ class SessionModel:
             words = list(self.final.words)  # live deltas carry no word times; the final transcript does
         languages = [s.language for s in self.segments if s.language]
         return Transcript(self.committed_text.strip(), languages[-1] if languages else None, words, segments)
+
+
+def speech_start(event: Delta | SpeechEnd) -> float | None:
+    """Where the segment's speech begins: displays and pauses are measured from there, not from the pre-roll."""
+    return event.speech_start_s if event.speech_start_s is not None else event.start_s
 
 
 def _keep_lead(old: str, new: str) -> str:

@@ -12,12 +12,14 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QStyle,
     QVBoxLayout,
     QWidget,
 )
 
 from app.settings import Settings
 from app.views.caption_view import CaptionView
+from app.views.elided_combo import ElidedComboBox
 from app.views.level_meter import LevelMeter
 from app.views.model_banner import ModelBanner
 
@@ -30,6 +32,14 @@ START_LABELS = {
 }
 
 
+def fit_placeholder(edit: QLineEdit) -> None:
+    """At least as wide as its placeholder, so the hint is read whole (it was cut to "context: n…")."""
+    margins = edit.textMargins()
+    frame = 2 * edit.style().pixelMetric(QStyle.PixelMetric.PM_DefaultFrameWidth, None, edit)
+    text = edit.fontMetrics().horizontalAdvance(edit.placeholderText())
+    edit.setMinimumWidth(text + margins.left() + margins.right() + frame + 12)  # 12: QLineEdit's own padding
+
+
 class CaptionPanel(QWidget):
     def __init__(self, parent: QWidget, settings: Settings, model_summary: str) -> None:
         super().__init__(parent)
@@ -39,24 +49,27 @@ class CaptionPanel(QWidget):
         bar = QHBoxLayout()
         self.start_button = QPushButton("Start", self)
         self.start_button.setObjectName("startButton")
-        self.device_combo = QComboBox(self)
+        self.device_combo = ElidedComboBox(self, "Audio input")
         self.device_combo.setObjectName("deviceCombo")
         self.device_combo.setToolTip("Audio input")
-        self.model_combo = QComboBox(self)
+        self.model_combo = ElidedComboBox(self, "Model")
         self.model_combo.setObjectName("modelCombo")
         self.model_combo.setToolTip("Model (File → Models… installs more)")
         self.language_edit = QLineEdit(self)
         self.language_edit.setPlaceholderText("language (auto)")
-        self.language_edit.setMaximumWidth(130)
+        self.language_edit.setToolTip("Language of the speech (empty: detected), for models that take it")
         self.context_edit = QLineEdit(self)
         self.context_edit.setPlaceholderText("context: names, terms")
+        self.context_edit.setToolTip("Names and terms the model should expect, for models that take context")
+        for edit in (self.language_edit, self.context_edit):
+            fit_placeholder(edit)
+        self.language_edit.setMaximumWidth(self.language_edit.minimumWidth())
         self.level_meter = LevelMeter(self)
-        # The input and model names get the room (a recording's name, a long package name); their tooltips carry
-        # the whole name when it is cut.
-        for combo, what in ((self.device_combo, "Audio input"), (self.model_combo, "Model")):
+        # The input and model names get the room left (a recording's name, a long package name): a name too long
+        # is elided in the middle, and the tooltip carries all of it.
+        for combo in (self.device_combo, self.model_combo):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setMinimumContentsLength(18)
-            combo.currentTextChanged.connect(lambda text, c=combo, w=what: c.setToolTip(f"{w}: {text}"))
+            combo.setMinimumContentsLength(12)
         for widget, stretch in (
             (self.start_button, 0),
             (self.device_combo, 3),

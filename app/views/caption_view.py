@@ -1,8 +1,9 @@
 """The caption text in the window: a thin view over the session model.
 
 Committed text is plain, provisional text grey italics after it and replaced in place (no redraw, no flicker).
-A segment that starts after a pause begins a new paragraph; with timestamps on, each paragraph starts with its
-time. Auto-scroll follows new text unless the reader scrolled back. Text size and theme come from settings.
+A segment that starts after a pause begins a new paragraph (``app.live.paragraphs``), and so does provisional
+text after a pause, at once; with timestamps on, each paragraph starts with its time. Auto-scroll follows new
+text unless the reader scrolled back. Text size and theme come from settings.
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextEdit, QWidget
 
+from app.live.paragraphs import (
+    provisional_opens_segment,
+    provisional_start_s,
+    provisional_starts_paragraph,
+    starts_paragraph,
+)
 from app.live.session import SessionChange, SessionModel
 
-PARAGRAPH_PAUSE_S = 1.0  # a closed segment followed by this much silence ends a paragraph
 THEMES = {
     "system": "",
     "dark": "QTextEdit#captionText { background: #1e1e1e; color: #e8e8e8; }",
@@ -27,18 +33,6 @@ PROVISIONAL_COLOURS = {
     "dark": Qt.GlobalColor.gray,
     "high_contrast": Qt.GlobalColor.cyan,
 }
-
-
-def starts_paragraph(session: SessionModel, index: int) -> bool:
-    """Segment ``index`` begins a paragraph: the one before it is closed and a pause (or unknown times) lies between."""
-    if index <= 0:
-        return False
-    before, segment = session.segments[index - 1], session.segments[index]
-    if not before.closed:
-        return False
-    if before.end_s is None or segment.start_s is None:
-        return True
-    return segment.start_s - before.end_s >= PARAGRAPH_PAUSE_S
 
 
 class CaptionView(QTextEdit):
@@ -130,10 +124,20 @@ class CaptionView(QTextEdit):
         self._provisional_start = cursor.position()
         if session is None or not session.provisional_text:
             return
+        # Provisional text of a segment of its own is laid out as that segment will be once committed.
+        new_segment = provisional_opens_segment(session)
+        paragraph = (
+            cursor.position() > 0
+            and new_segment
+            and (self.timestamps or provisional_starts_paragraph(session))
+        )
+        lead = "\n" if paragraph else (" " if cursor.position() else "")
+        if self.timestamps and new_segment and (paragraph or not cursor.position()):
+            lead += f"[{_clock(provisional_start_s(session))}] "
         styled = QTextCharFormat()
         styled.setFontItalic(True)
         styled.setForeground(PROVISIONAL_COLOURS[self.theme])
-        cursor.insertText((" " if cursor.position() else "") + session.provisional_text, styled)
+        cursor.insertText(lead + session.provisional_text, styled)
 
     @contextlib.contextmanager
     def _keeping_scroll(self) -> Iterator[None]:

@@ -1,7 +1,9 @@
 """The caption overlay: frameless, always on top, never takes keyboard focus, optionally click-through.
 
 A thin view over the session model: it shows the last ``lines`` lines of committed text, then the
-provisional text in another colour, and fades out ``hold_s`` seconds after the last new text.
+provisional text in another colour, and fades out ``hold_s`` seconds after the last new text. Back after a
+fade it shows only what was said since (or, by ``overlay_after_fade``, the last line before it too): the
+sentences before the pause are not replayed (``app.live.overlay_text``).
 
 Platform notes (shown in the settings): on X11, Windows and macOS the overlay stays on top and
 click-through works. On Wayland, compositors decide stacking and placement: "always on top" and
@@ -18,6 +20,7 @@ from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QFont, QFontMetrics, QGuiApplication, QMouseEvent
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from app.live.overlay_text import FadeMark, split_at_mark
 from app.live.session import SessionChange, SessionModel
 from app.settings import Settings
 
@@ -56,6 +59,7 @@ class CaptionOverlay(QWidget):
         self._drag_from: QPoint | None = None
         self._enabled = False  # shown from the View menu (it may be faded for the moment)
         self._faded = False
+        self._fade_mark: FadeMark | None = None  # how far the committed text reached at the last fade
         self.settings = settings
         self.apply_settings(settings)
 
@@ -114,6 +118,7 @@ class CaptionOverlay(QWidget):
         if callable(self._unsubscribe):
             self._unsubscribe()
         self._session = session
+        self._fade_mark = None
         self._unsubscribe = session.subscribe(self._on_change)
         self.refresh_text()
 
@@ -132,6 +137,8 @@ class CaptionOverlay(QWidget):
         """Show the overlay (enabled from the View menu): captions appear, and fade after the hold time."""
         self._enabled = True
         self._faded = False
+        self._fade_mark = None  # asked for: the latest lines, whenever they were said
+        self.refresh_text()
         self.place()
         self.show()
         self.fade_timer.start()
@@ -150,15 +157,21 @@ class CaptionOverlay(QWidget):
             self.fade_timer.start()
 
     def refresh_text(self) -> None:
-        committed = self._session.committed_text.strip() if self._session else ""
-        provisional = self._session.provisional_text if self._session else ""
         metrics = QFontMetrics(self.label.font())
         width = max(80, self.width() - 2 * 16 - 2 * 8 - 4)  # the layout's and the label's margins and padding
+
+        def fits(line: str) -> bool:
+            return metrics.horizontalAdvance(line) <= width
+
+        committed, provisional = "", ""
+        if self._session is not None:
+            before, committed = split_at_mark(self._session, self._fade_mark)
+            if before.strip() and self.settings.overlay_after_fade == "last_line":
+                last_line, _ = _last_lines(before, "", 1, fits=fits)
+                committed = f"{last_line} {committed}"
+            committed, provisional = committed.strip(), self._session.provisional_text
         committed_lines, provisional_lines = _last_lines(
-            committed,
-            provisional,
-            self.settings.overlay_lines,
-            fits=lambda line: metrics.horizontalAdvance(line) <= width,
+            committed, provisional, self.settings.overlay_lines, fits=fits
         )
         parts = [html.escape(committed_lines)]
         if provisional_lines:
@@ -177,6 +190,8 @@ class CaptionOverlay(QWidget):
         # screen. The next caption maps it again where it was, without taking the focus.
         if self._enabled:
             self._faded = True
+            if self._session is not None:
+                self._fade_mark = FadeMark.of(self._session)
             self.hide()
 
     # ------------------------------------------------------------------ dragging (custom position)

@@ -1,4 +1,5 @@
-"""Overlay settings (thin view): opacity, font, colours, lines, hold time, position, click-through.
+"""Overlay settings (thin view): opacity, font, colours, lines, hold time, what shows after a fade, position,
+click-through.
 
 Changes apply to the overlay at once (so the user sees them) and are saved when the dialog is accepted;
 Cancel restores what was there before.
@@ -26,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.live.overlay_text import AFTER_FADE
 from app.settings import Settings
 from app.views.overlay import wayland_note
 
@@ -64,6 +66,11 @@ class OverlaySettingsDialog(QDialog):
         self.hold.setSuffix(" s")
         self.hold.setValue(settings.overlay_hold_s)
         form.addRow("Fade after", self.hold)
+        self.after_fade = QComboBox()
+        for key, label in AFTER_FADE.items():
+            self.after_fade.addItem(label, key)
+        self.after_fade.setCurrentIndex(max(0, self.after_fade.findData(settings.overlay_after_fade)))
+        form.addRow("Back after a fade", self.after_fade)
         self.position = QComboBox()
         for key, label in POSITIONS.items():
             self.position.addItem(label, key)
@@ -98,6 +105,7 @@ class OverlaySettingsDialog(QDialog):
             self.font_size.valueChanged,
             self.lines.valueChanged,
             self.hold.valueChanged,
+            self.after_fade.currentIndexChanged,
             self.position.currentIndexChanged,
             self.click_through.toggled,
             self.font_family.currentFontChanged,
@@ -120,6 +128,7 @@ class OverlaySettingsDialog(QDialog):
         s.overlay_font_size = self.font_size.value()
         s.overlay_lines = self.lines.value()
         s.overlay_hold_s = float(self.hold.value())
+        s.overlay_after_fade = str(self.after_fade.currentData())
         s.overlay_position = str(self.position.currentData())
         s.overlay_click_through = self.click_through.isChecked()
         for key, button in self.colour_buttons.items():

@@ -12,6 +12,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QFileDialog, QProgressBar, QWidget
 
 from app.controller import LiveController
+from app.live.time_left import TimeLeftEstimate
 from app.views.caption_panel import CaptionPanel
 from app.window.inputs import InputPicker
 from inference.contract import SAMPLE_RATE
@@ -20,40 +21,45 @@ AUDIO_FILTER = "Audio (*.wav *.flac *.ogg *.oga *.opus *.mp3 *.aif *.aiff *.w64 
 
 
 class RecordingProgress:
-    """A recording's progress bar (hidden for live input) and, once the rate is known, the time left."""
+    """A recording's progress bar (hidden for live input): how much of it was captioned, and the time left at the
+    rate measured since audio began to flow (``TimeLeftEstimate``)."""
 
-    def __init__(self, parent: QWidget, controller: LiveController) -> None:
+    def __init__(
+        self, parent: QWidget, controller: LiveController, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.controller = controller
+        self.clock = clock
         self.bar = QProgressBar(parent)
         self.bar.setTextVisible(True)
         self.bar.hide()
-        self._started = 0.0
+        self.estimate: TimeLeftEstimate | None = None
         self.timer = QTimer(parent)
         self.timer.setInterval(250)
         self.timer.timeout.connect(self.update)  # runs while a recording is captioned
 
     def follow(self, source: object) -> None:
-        """Captions just started on ``source``: time it from now, and tick while it is a recording."""
-        self._started = time.monotonic()
-        if getattr(source, "total_samples", 0):
+        """Captions just started on ``source``: tick while it is a recording."""
+        total = int(getattr(source, "total_samples", 0))
+        self.estimate = TimeLeftEstimate(total, self.clock) if total else None
+        if total:
             self.timer.start()
 
     def update(self) -> None:
         pipeline = self.controller.pipeline
-        source = pipeline.source if pipeline is not None else None
-        total = getattr(source, "total_samples", 0)
         if self.controller.state == "loading":
             return  # the pipeline (and its source) exists once the model is loaded
-        if not total or self.controller.state not in ("running", "stopping"):
+        estimate = self.estimate
+        if estimate is None or pipeline is None or self.controller.state not in ("running", "stopping"):
             self.finish()
             return
-        played = getattr(source, "played_samples", 0)
-        self.bar.setMaximum(total)
-        self.bar.setValue(played)
-        elapsed = time.monotonic() - self._started
-        rate = played / elapsed if elapsed > 0.5 else 0.0  # samples a second, as it really goes (from Start)
-        left = f" · about {max(0.0, (total - played) / rate):.0f} s left" if rate > 0 else ""
-        self.bar.setFormat(f"{played / SAMPLE_RATE:.0f} of {total / SAMPLE_RATE:.0f} s{left}")
+        # What the model has captioned, not what the source has read ahead into the backlog.
+        stream = pipeline.stream
+        done = round(stream.stats().audio_s * SAMPLE_RATE) if stream is not None else 0
+        done = max(0, min(done, estimate.total_samples))
+        estimate.observe(done)
+        self.bar.setMaximum(estimate.total_samples)
+        self.bar.setValue(done)
+        self.bar.setFormat(estimate.describe())
         self.bar.show()
 
     def finish(self) -> None:

@@ -110,7 +110,7 @@ def shoot(out: Path, home: Path) -> None:
     settings.show_timestamps = True
     store.save(settings)
     window = MainWindow(AppState.load(paths), store)
-    window.setGeometry(40, 40, 940, 500)
+    window.move(40, 40)  # at its default size: the controls must fit their text there
     window.models.offer_on_first_run()  # as a fresh install shows it: only the demo model
     window.show()
     settle(1.0)
@@ -143,7 +143,7 @@ def shoot(out: Path, home: Path) -> None:
     indicator.show_state("listening", "")
     settle(0.5)
     save(indicator, "dictation_listening.png")
-    indicator.show_state("done", "pasted · 0.4 s")
+    indicator.show_state("done", "pasted · 403 ms after release")
     settle(0.5)
     save(indicator, "dictation_done.png")
     indicator.close()

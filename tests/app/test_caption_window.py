@@ -163,6 +163,35 @@ def test_provisional_text_is_styled_apart_and_replaced_in_place(qtbot, window) -
     assert session.provisional == {}
 
 
+def test_the_controls_fit_their_text_at_the_default_window_size(qtbot, window) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtWidgets import QStyle, QStyleOptionComboBox
+
+    panel = window.panel
+    panel.model_combo.addItem("Demo: synthetic English only (bundled) with a very long package name", None)
+    panel.model_combo.setCurrentIndex(panel.model_combo.count() - 1)
+    qtbot.waitUntil(lambda: panel.context_edit.width() > 0 and window.isVisible())
+    assert (window.width(), window.height()) == (820, 480)  # the default size
+    for edit in (panel.language_edit, panel.context_edit):  # the hint is read whole, not "context: n…"
+        hint = edit.fontMetrics().horizontalAdvance(edit.placeholderText())
+        assert edit.width() >= hint + 8, (edit.placeholderText(), edit.width(), hint)
+    for combo in (panel.device_combo, panel.model_combo):
+        option = QStyleOptionComboBox()
+        combo.initStyleOption(option)
+        field = combo.style().subControlRect(
+            QStyle.ComplexControl.CC_ComboBox, option, QStyle.SubControl.SC_ComboBoxEditField, combo
+        )
+        shown = combo.shown_text()
+        assert combo.fontMetrics().horizontalAdvance(shown) <= field.width(), shown
+        if shown != combo.currentText():  # too long: elided in the middle, its start and end kept whole
+            head, tail = shown.split("…")
+            assert combo.currentText().startswith(head) and combo.currentText().endswith(tail), shown
+            assert combo.currentText() in combo.toolTip()
+    name = "Demo: synthetic English only (bundled) with a very long package name"
+    assert panel.model_combo.shown_text() != name and panel.model_combo.toolTip() == f"Model: {name}"
+    button = panel.start_button
+    assert button.fontMetrics().horizontalAdvance("Loading…") < button.width()  # its longest label
+
+
 def test_autoscroll_pauses_while_the_user_reads_back(qtbot, window) -> None:  # type: ignore[no-untyped-def]
     session = window.controller.session
     window.captions.bind(session)

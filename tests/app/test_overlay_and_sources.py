@@ -7,6 +7,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
+from app.live.overlay_text import FadeMark, split_at_mark
 from app.live.pipeline import LivePipeline, level_dbfs
 from app.live.session import SessionModel
 from app.live.sources import ArraySource, AudioSourceError, DeviceSource
@@ -72,6 +73,54 @@ def test_overlay_shows_the_last_lines_and_fades(qtbot, overlay) -> None:  # type
     overlay.hide_captions()
     session.apply([Delta(" more", 3)])
     assert not overlay.isVisible()  # switched off stays off
+
+
+def test_back_after_a_fade_the_overlay_shows_only_what_was_said_since(qtbot, overlay) -> None:  # type: ignore[no-untyped-def]
+    session = SessionModel()
+    overlay.bind(session)
+    overlay.show_captions()
+    session.apply(
+        [Delta("said before the pause", 0, 0.0, 2.0), SpeechEnd(0, 0.0, 2.0, "said before the pause")]
+    )
+    assert "before the pause" in overlay.displayed_text()
+    qtbot.waitUntil(lambda: overlay.faded, timeout=5000)
+    session.apply([Snapshot(" and now", 1, 5.0)])  # provisional text brings it back: only the new words
+    assert overlay.isVisible() and "and now" in overlay.displayed_text()
+    assert "pause" not in overlay.displayed_text()
+    session.apply([Delta(" and now this", 1, 5.0, 6.0)])
+    assert overlay.displayed_text() == "and now this"
+    session.apply(
+        [SpeechEnd(0, 0.0, 2.0, "said before the pause, corrected")]
+    )  # old text rewritten: not news
+    assert overlay.displayed_text() == "and now this"
+    overlay.hide_captions()
+    overlay.show_captions()  # switched on from the menu: the latest lines, whenever they were said
+    assert "pause" in overlay.displayed_text() and "and now this" in overlay.displayed_text()
+
+
+def test_by_the_setting_the_overlay_keeps_the_last_line_before_a_fade(qtbot, overlay) -> None:  # type: ignore[no-untyped-def]
+    overlay.apply_settings(Settings(overlay_lines=3, overlay_hold_s=0.5, overlay_after_fade="last_line"))
+    session = SessionModel()
+    overlay.bind(session)
+    overlay.show_captions()
+    old = " ".join(f"old{i}" for i in range(200))
+    session.apply([Delta(old, 0, 0.0, 60.0)])  # an open segment that goes on after the fade
+    qtbot.waitUntil(lambda: overlay.faded, timeout=5000)
+    session.apply([Delta(" new words", 0, 60.0, 61.0)])
+    shown = overlay.displayed_text()
+    assert shown.endswith("old199 new words") and "old150 " not in shown  # one line of the old text
+    assert (
+        overlay.label.heightForWidth(overlay.label.width()) <= 2.5 * overlay.label.fontMetrics().lineSpacing()
+    )
+
+
+def test_the_fade_mark_splits_an_open_segment_and_keeps_closed_ones_whole() -> None:
+    session = SessionModel()
+    session.apply([Delta("one", 0), SpeechEnd(0, 0.0, 1.0, "one"), Delta(" two", 1)])
+    mark = FadeMark.of(session)
+    session.apply([Delta(" more", 1), SpeechEnd(0, 0.0, 1.0, "one, fixed"), Delta(" three", 2)])
+    assert split_at_mark(session, mark) == ("one, fixed two", " more three")
+    assert split_at_mark(session, None) == ("", "one, fixed two more three")
 
 
 def test_last_lines_keeps_whole_words() -> None:

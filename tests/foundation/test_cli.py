@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import subprocess
 import sys
 import wave
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -209,11 +211,50 @@ def test_console_script_runs_as_a_process(tmp_path: Path) -> None:
     assert proc.stderr.strip().startswith("captioneer: error: audio file not found")
 
 
-def test_help_names_the_window_and_dictation() -> None:
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """``parser`` and every subcommand's parser under it, depth first."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                yield from _parsers(child)
+
+
+def test_help_lists_every_command_and_explains_every_option_without_markup() -> None:
     from inference.cli import build_parser
 
-    text = build_parser().format_help()
-    assert "captioneer [gui] [--input-file PATH]" in text and "captioneer dictate --toggle" in text
+    parser = build_parser()
+    top = parser.format_help()
+    commands = top[top.index("commands:") :]
+    for command in ("gui", "dictate", "transcribe", "models", "serve"):
+        assert f"\n    {command} " in commands, command  # in the command list, with its help line
+    walked = list(_parsers(parser))
+    assert len(walked) >= 13  # the top, 5 commands, 7 models subcommands
+    for each in walked:
+        text = each.format_help()
+        assert "``" not in text, each.prog  # reST markup reads as noise in a terminal
+        for action in each._actions:
+            if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+                continue
+            assert action.help and action.help != argparse.SUPPRESS, (each.prog, action.dest)
+    transcribe = next(p for p in walked if p.prog == "captioneer transcribe").format_help()
+    assert "WAV file" not in transcribe and all(name in transcribe for name in ("WAV", "FLAC", "OGG", "MP3"))
+
+
+@pytest.mark.parametrize("command", ["gui", "dictate"])
+def test_the_app_s_commands_print_the_help_the_command_list_gives(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.launcher import main as launcher_main
+    from inference.cli import build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        launcher_main([command, "--help"])
+    assert exited.value.code == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"usage: captioneer {command} ") and "``" not in text
+    listed = next(p for p in _parsers(build_parser()) if p.prog == f"captioneer {command}").format_help()
+    assert text.split("options:")[1] == listed.split("options:")[1]  # one definition of the options
 
 
 def test_an_unwritable_output_is_refused_before_transcribing(
