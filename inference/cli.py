@@ -54,7 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     tr = sub.add_parser("transcribe", help="transcribe an audio file (or raw PCM on stdin with '-')")
-    tr.add_argument("audio", help="WAV file, or '-' for raw PCM on stdin (see --input-*)")
+    tr.add_argument("audio", nargs="?", help="WAV file, or '-' for raw PCM on stdin (see --input-*)")
+    tr.add_argument(
+        "--input",
+        metavar="ID",
+        help="caption a live input until Ctrl-C (with --mode streaming): an id from `captioneer devices`, "
+        "'mic' (the default microphone) or 'system' (what this computer plays)",
+    )
     tr.add_argument(
         "--model", help="model directory, .gguf file or installed package id (default: installed model)"
     )
@@ -90,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--input-format", choices=("s16le", "f32le"), default="s16le")
     tr.add_argument("--input-rate", type=int, default=16000)
     tr.add_argument("--input-channels", type=int, default=1)
+
+    sub.add_parser(
+        "devices", help="list the audio inputs (microphones, system audio) with the ids --input takes"
+    )
 
     models = sub.add_parser("models", help="list, install, import, verify and remove model packages")
     msub = models.add_subparsers(dest="models_command", parser_class=_Parser)
@@ -223,7 +233,8 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
 
     if args.family is not None and args.family not in KNOWN_FAMILIES:
         raise UsageError(f"unknown family {args.family!r}", f"choose one of: {', '.join(KNOWN_FAMILIES)}")
-    if args.audio != "-" and not Path(args.audio).exists():
+    _check_live_input(args)
+    if args.audio is not None and args.audio != "-" and not Path(args.audio).exists():
         from inference.errors import InputFileError
 
         raise InputFileError(f"audio file not found: {args.audio}", "check the path")
@@ -262,7 +273,8 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
             raise UsageError(f"the {family} family does not take --{name}", f"remove --{name}")
     request_options = spec.validate_request_options(raw_request)
     # Files are read before the model loads, so a bad file fails fast; stdin streams as it arrives.
-    audio = None if args.audio == "-" and args.mode == "streaming" else _read_input_audio(args, stdin)
+    live = args.audio is None or (args.audio == "-" and args.mode == "streaming")
+    audio = None if live else _read_input_audio(args, stdin)
 
     from inference.client import WorkerClient, WorkerPolicy
 
@@ -293,6 +305,25 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
             ) from None
     else:
         out.write(rendered)
+    return 0
+
+
+def _check_live_input(args: argparse.Namespace) -> None:
+    """``--input`` captions a device live: it needs --mode streaming and takes no file."""
+    if args.input is None:
+        if args.audio is None:
+            raise UsageError("transcribe needs an audio file, '-' for stdin, or --input ID", "see --help")
+        return
+    if args.audio is not None:
+        raise UsageError(f"give either a file ({args.audio}) or --input, not both", "drop one of them")
+    if args.mode != "streaming":
+        raise UsageError("--input captions a live device", "add --mode streaming")
+
+
+def cmd_devices(out: IO[str]) -> int:
+    from inference.audio.devices import list_inputs, render_listing
+
+    out.write(render_listing(list_inputs()))
     return 0
 
 
@@ -375,13 +406,28 @@ def _run_stream(
                     out.flush()
                     printed.append(event.text)
 
-    # A file or a pipe can wait for the model: block instead of refusing audio.
+    # A file or a pipe can wait for the model: block instead of refusing audio. A live device cannot wait:
+    # its audio queues (bounded), as in the window.
+    backlog = (
+        BacklogPolicy("coalesce", max_in_flight=2, max_backlog_s=30.0)
+        if args.input
+        else BacklogPolicy("block")
+    )
     stream = engine.open_stream(
-        on_events=print_events, backlog=BacklogPolicy("block"), mode=args.stream_mode, **request_options
+        on_events=print_events, backlog=backlog, mode=args.stream_mode, **request_options
     )
     step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
     try:
-        if audio is not None:
+        if args.input is not None:
+            from inference.audio.devices.feed import feed_until_interrupted
+
+            feed_until_interrupted(
+                lambda chunk: _push_live(stream, chunk),
+                args.input,
+                step,
+                lambda note: sys.stderr.write(f"captioneer: {note}\n"),
+            )
+        elif audio is not None:
             for start in range(0, audio.size, step):
                 stream.push(audio[start : start + step])
         else:
@@ -402,6 +448,16 @@ def _run_stream(
     if printed:
         out.write("\n")
     return final
+
+
+def _push_live(stream: Any, chunk: np.ndarray) -> None:
+    """A live chunk the model has no room for is dropped with a note (the device cannot wait)."""
+    from inference.client import BacklogFull
+
+    try:
+        stream.push(chunk)
+    except BacklogFull as exc:
+        sys.stderr.write(f"captioneer: {exc}\n")
 
 
 def _read_some(stdin: IO[bytes], size: int) -> bytes:
@@ -603,6 +659,8 @@ def main(
             return 0
         if args.command == "transcribe":
             return cmd_transcribe(args, paths, out, stdin)
+        if args.command == "devices":
+            return cmd_devices(out)
         if args.command == "models":
             return cmd_models(args, paths, out)
         if args.command == "serve":
