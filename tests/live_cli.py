@@ -1,0 +1,98 @@
+"""``captioneer transcribe --input ID --mode streaming --format jsonl`` in a child process, read as it runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEADLINE_S = 240.0  # generous: model load and transcription on two busy cores
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z']+", text.lower())
+
+
+class LiveCli:
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "inference.cli", *args],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.events: list[dict[str, object]] = []
+        self.notes: list[str] = []
+        self._changed = threading.Condition()
+        self._readers = [
+            threading.Thread(target=self._read_events, daemon=True),
+            threading.Thread(target=self._read_notes, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read_events(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            with self._changed:
+                self.events.append(json.loads(line))
+                self._changed.notify_all()
+
+    def _read_notes(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            with self._changed:
+                self.notes.append(line.rstrip("\n"))
+                self._changed.notify_all()
+
+    def committed(self) -> str:
+        with self._changed:
+            return "".join(str(e.get("text", "")) for e in self.events if e.get("type") == "delta")
+
+    def wait_for(self, what: str, condition: Callable[[], bool], deadline_s: float = DEADLINE_S) -> None:
+        end = time.monotonic() + deadline_s
+        with self._changed:
+            while not condition():
+                if self.process.poll() is not None and not any(r.is_alive() for r in self._readers):
+                    raise AssertionError(f"captioneer exited before {what}: {self.notes}")
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no {what} within {deadline_s:g} s; notes: {self.notes}")
+                self._changed.wait(min(left, 1.0))
+
+    def wait_note(self, fragment: str) -> str:
+        self.wait_for(repr(fragment), lambda: any(fragment in note for note in self.notes))
+        return next(note for note in self.notes if fragment in note)
+
+    def wait_words(self, sentence: str, share: float) -> None:
+        """Until the committed text holds ``share`` of the sentence's words (a speech model is not exact)."""
+        expected = set(words(sentence))
+
+        def enough() -> bool:
+            return len(expected & set(words(self.committed()))) >= share * len(expected)
+
+        self.wait_for(f"committed text with {share:.0%} of {sentence!r}", enough)
+
+    def interrupt(self) -> dict[str, object]:
+        """Ctrl-C: the final transcript (the ``done`` event)."""
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=DEADLINE_S)
+        for reader in self._readers:
+            reader.join(timeout=60)
+        done = [e for e in self.events if e.get("type") == "done"]
+        assert done, f"no final transcript after Ctrl-C: {self.notes}"
+        return done[-1]
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=60)
