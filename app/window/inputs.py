@@ -1,7 +1,10 @@
-"""The audio input picker: the sound cards, the recordings opened in the window, and the source each one opens.
+"""The audio input picker: microphones and system audio, the recordings opened in the window, and the source
+each one opens.
 
-An item's data names its input: a device name, ``file:PATH`` (a recording played in real time) or
-``fastfile:PATH`` (a recording played as fast as the model goes).
+An item's data names its input: an input id from ``inference.audio.devices`` (``pulse:source:NAME``,
+``system:default``, ...), a PortAudio device name where no sound server answers, ``file:PATH`` (a recording
+played in real time) or ``fastfile:PATH`` (a recording played as fast as the model goes). Group headings
+(*Microphones*, *System audio*) are disabled items with no data.
 """
 
 from __future__ import annotations
@@ -9,9 +12,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from PySide6.QtGui import QStandardItemModel
+
 from app.live.sources import AudioSource, AudioSourceError, DeviceSource, FileSource, list_input_devices
 from app.settings import Settings
 from app.views.caption_panel import CaptionPanel
+from inference.audio.devices import (
+    MICROPHONES,
+    SYSTEM_AUDIO,
+    InputChoice,
+    InputDeviceError,
+    SoundServerCapture,
+    fallback_for,
+    find_choice,
+    is_input_id,
+    list_inputs,
+)
 
 SourceFactory = Callable[[str | None], AudioSource]
 FILE_ITEM = "file:"
@@ -24,6 +40,8 @@ def default_source(device: str | None) -> AudioSource:
         return FileSource(Path(device[len(FAST_FILE_ITEM) :]), speed=FAST_SPEED)
     if device is not None and device.startswith(FILE_ITEM):
         return FileSource(Path(device[len(FILE_ITEM) :]))
+    if device is not None and is_input_id(device):
+        return SoundServerCapture(device)
     return DeviceSource(device)
 
 
@@ -35,10 +53,17 @@ class InputPicker:
         self.source_factory = source_factory
 
     def fill(self, input_file: Path | None) -> None:
-        """The recording given on the command line first, then the sound cards (the remembered one chosen)."""
+        """The recording given on the command line first, then the inputs (the remembered one chosen)."""
         self.combo.clear()
         if input_file is not None:
             self.combo.addItem(f"Recording: {input_file.name}", FILE_ITEM + str(input_file))
+        try:
+            choices = list_inputs()
+        except InputDeviceError as exc:  # no sound server: PortAudio's devices, as before
+            self.panel.status_label.setToolTip(f"{exc.message} — {exc.fix}")
+        else:
+            self._fill_choices(choices, input_file)
+            return
         try:
             devices = list_input_devices()
         except AudioSourceError as exc:
@@ -54,6 +79,59 @@ class InputPicker:
             index = self.combo.findData(self.settings.input_device)
             if index >= 0 and input_file is None:
                 self.combo.setCurrentIndex(index)
+
+    def _fill_choices(self, choices: list[InputChoice], input_file: Path | None) -> None:
+        """Grouped under headings; the remembered id chosen, or, when it is gone, the default of its kind
+        with a sentence saying so."""
+        for group in (MICROPHONES, SYSTEM_AUDIO):
+            members = [choice for choice in choices if choice.group == group]
+            if not members:
+                continue
+            self._add_heading(group)
+            for choice in members:
+                label = choice.label + (" (default)" if choice.is_default and group == MICROPHONES else "")
+                self.combo.addItem("    " + label, choice.id)
+        if not choices and input_file is None:
+            self.combo.addItem("(no audio input found)", None)
+            return
+        remembered = self.settings.input_device
+        wanted = remembered if remembered and find_choice(choices, remembered) else None
+        if remembered and wanted is None and input_file is None:
+            fallback = self._default_of_kind(choices, fallback_for(remembered))
+            gone = remembered.removeprefix("pulse:source:")
+            if fallback is not None:
+                self.panel.status_label.setText(
+                    f"The input you used last ({gone}) is not there; using {fallback.label}"
+                )
+                wanted = fallback.id
+        if wanted is None:
+            default_mic = self._default_of_kind(choices, "mic:default")
+            wanted = default_mic.id if default_mic is not None else None
+        if input_file is None and wanted is not None:
+            self.combo.setCurrentIndex(self.combo.findData(wanted))
+        elif input_file is None:
+            self._select_first_input()
+
+    @staticmethod
+    def _default_of_kind(choices: list[InputChoice], default_id: str) -> InputChoice | None:
+        """The default microphone, or "What this computer plays", from the list."""
+        group = SYSTEM_AUDIO if default_id == "system:default" else MICROPHONES
+        members = [choice for choice in choices if choice.group == group]
+        return next((c for c in members if c.is_default), members[0] if members else None)
+
+    def _add_heading(self, text: str) -> None:
+        self.combo.addItem(text, None)
+        model = self.combo.model()
+        if isinstance(model, QStandardItemModel):
+            item = model.item(self.combo.count() - 1)
+            if item is not None:
+                item.setEnabled(False)  # a heading, not an input
+
+    def _select_first_input(self) -> None:
+        for index in range(self.combo.count()):
+            if self.combo.itemData(index) is not None:
+                self.combo.setCurrentIndex(index)
+                return
 
     def current(self) -> str | None:
         return self.combo.currentData()
