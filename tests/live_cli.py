@@ -1,4 +1,5 @@
-"""``captioneer transcribe --input ID --mode streaming --format jsonl`` in a child process, read as it runs."""
+"""Child processes that report in JSON lines, read as they run: ``captioneer transcribe --input ID --mode
+streaming --format jsonl`` (LiveCli) and the caption window driven over stdin (tests/app/sound_window_child.py)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,20 @@ def words(text: str) -> list[str]:
     return re.findall(r"[a-z']+", text.lower())
 
 
-class LiveCli:
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+def share_of_words(sentence: str, text: str) -> float:
+    expected = set(words(sentence))
+    return len(expected & set(words(text))) / len(expected)
+
+
+class JsonLinesChild:
+    """``argv`` run with JSON objects a line on stdout (``events``) and sentences on stderr (``notes``)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "inference.cli", *args],
+            argv,
             cwd=REPO_ROOT,
             env=env,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -54,9 +63,10 @@ class LiveCli:
                 self.notes.append(line.rstrip("\n"))
                 self._changed.notify_all()
 
-    def committed(self) -> str:
-        with self._changed:
-            return "".join(str(e.get("text", "")) for e in self.events if e.get("type") == "delta")
+    def send(self, command: dict[str, object]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
 
     def wait_for(self, what: str, condition: Callable[[], bool], deadline_s: float = DEADLINE_S) -> None:
         end = time.monotonic() + deadline_s
@@ -73,14 +83,37 @@ class LiveCli:
         self.wait_for(repr(fragment), lambda: any(fragment in note for note in self.notes))
         return next(note for note in self.notes if fragment in note)
 
+    def wait_event(self, condition: Callable[[dict[str, object]], bool], what: str) -> dict[str, object]:
+        """The first event (since the start) that meets ``condition``."""
+        found: list[dict[str, object]] = []
+
+        def seen() -> bool:
+            found[:] = [event for event in self.events if condition(event)][:1]
+            return bool(found)
+
+        self.wait_for(what, seen)
+        return found[0]
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=60)
+
+
+class LiveCli(JsonLinesChild):
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        super().__init__([sys.executable, "-m", "inference.cli", *args], env)
+
+    def committed(self) -> str:
+        with self._changed:
+            return "".join(str(e.get("text", "")) for e in self.events if e.get("type") == "delta")
+
     def wait_words(self, sentence: str, share: float) -> None:
         """Until the committed text holds ``share`` of the sentence's words (a speech model is not exact)."""
-        expected = set(words(sentence))
-
-        def enough() -> bool:
-            return len(expected & set(words(self.committed()))) >= share * len(expected)
-
-        self.wait_for(f"committed text with {share:.0%} of {sentence!r}", enough)
+        self.wait_for(
+            f"committed text with {share:.0%} of {sentence!r}",
+            lambda: share_of_words(sentence, self.committed()) >= share,
+        )
 
     def interrupt(self) -> dict[str, object]:
         """Ctrl-C: the final transcript (the ``done`` event)."""
@@ -91,8 +124,3 @@ class LiveCli:
         done = [e for e in self.events if e.get("type") == "done"]
         assert done, f"no final transcript after Ctrl-C: {self.notes}"
         return done[-1]
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=60)
