@@ -52,8 +52,10 @@ class JsonLinesChild:
     def _read_events(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
+            event = json.loads(line)
+            event["_at"] = time.monotonic()  # when it arrived (latency benchmarks)
             with self._changed:
-                self.events.append(json.loads(line))
+                self.events.append(event)
                 self._changed.notify_all()
 
     def _read_notes(self) -> None:
@@ -111,7 +113,7 @@ class LiveCli(JsonLinesChild):
     def wait_words(self, sentence: str, share: float) -> None:
         """Until the committed text holds ``share`` of the sentence's words (a speech model is not exact)."""
         self.wait_for(
-            f"committed text with {share:.0%} of {sentence!r}",
+            f"committed text with {share:.0%} of {sentence!r} (so far: {self.committed()!r})",
             lambda: share_of_words(sentence, self.committed()) >= share,
         )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QStandardItemModel
 
 from app.live.sources import AudioSource, AudioSourceError, DeviceSource, FileSource, list_input_devices
@@ -28,6 +29,8 @@ from inference.audio.devices import (
     is_input_id,
     list_inputs,
 )
+from inference.audio.devices.listing import uses_pulse
+from inference.audio.devices.pulse import PulseWatcher
 
 SourceFactory = Callable[[str | None], AudioSource]
 FILE_ITEM = "file:"
@@ -45,12 +48,29 @@ def default_source(device: str | None) -> AudioSource:
     return DeviceSource(device)
 
 
+class _ServerChanged(QObject):
+    """Hops the sound server's change events (the watcher's thread) to the GUI thread."""
+
+    changed = Signal()
+
+    def __init__(self, refresh: Callable[[], None]) -> None:
+        super().__init__()
+        self._refresh = refresh
+        self.changed.connect(self._on_changed)
+
+    @Slot()
+    def _on_changed(self) -> None:
+        self._refresh()
+
+
 class InputPicker:
     def __init__(self, panel: CaptionPanel, settings: Settings, source_factory: SourceFactory) -> None:
         self.panel = panel
         self.combo = panel.device_combo
         self.settings = settings
         self.source_factory = source_factory
+        self._bridge = _ServerChanged(self.refresh)
+        self._watcher: PulseWatcher | None = None
 
     def fill(self, input_file: Path | None) -> None:
         """The recording given on the command line first, then the inputs (the remembered one chosen)."""
@@ -63,6 +83,7 @@ class InputPicker:
             self.panel.status_label.setToolTip(f"{exc.message} — {exc.fix}")
         else:
             self._fill_choices(choices, input_file)
+            self._watch()
             return
         try:
             devices = list_input_devices()
@@ -80,7 +101,51 @@ class InputPicker:
             if index >= 0 and input_file is None:
                 self.combo.setCurrentIndex(index)
 
-    def _fill_choices(self, choices: list[InputChoice], input_file: Path | None) -> None:
+    def _watch(self) -> None:
+        """Keep the list current while the window is open: a device plugged in or removed, a new default."""
+        if self._watcher is not None or not uses_pulse():
+            return
+        watcher = PulseWatcher(lambda _state: self._bridge.changed.emit())
+        try:
+            watcher.start()
+        except InputDeviceError:
+            return
+        self._watcher = watcher
+
+    def refresh(self) -> None:
+        """The sound server's inputs listed again; the recordings and the current choice are kept (a choice that
+        is gone gives way to the default of its kind; a running session says so itself)."""
+        try:
+            choices = list_inputs()
+        except InputDeviceError:
+            return
+        current = self.current()
+        recordings = [
+            (self.combo.itemText(i), self.combo.itemData(i))
+            for i in range(self.combo.count())
+            if str(self.combo.itemData(i)).startswith((FILE_ITEM, FAST_FILE_ITEM))
+        ]
+        self.combo.blockSignals(True)
+        self.combo.clear()
+        for text, data in recordings:
+            self.combo.addItem(text, data)
+        self._fill_choices(choices, None, announce=False)
+        if current is not None and self.combo.findData(current) >= 0:
+            self.combo.setCurrentIndex(self.combo.findData(current))
+        elif current is not None and is_input_id(current):
+            fallback = self._default_of_kind(choices, fallback_for(current))
+            if fallback is not None:
+                self.combo.setCurrentIndex(self.combo.findData(fallback.id))
+        self.combo.blockSignals(False)
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
+    def _fill_choices(
+        self, choices: list[InputChoice], input_file: Path | None, announce: bool = True
+    ) -> None:
         """Grouped under headings; the remembered id chosen, or, when it is gone, the default of its kind
         with a sentence saying so."""
         for group in (MICROPHONES, SYSTEM_AUDIO):
@@ -96,7 +161,7 @@ class InputPicker:
             return
         remembered = self.settings.input_device
         wanted = remembered if remembered and find_choice(choices, remembered) else None
-        if remembered and wanted is None and input_file is None:
+        if remembered and wanted is None and input_file is None and announce:
             fallback = self._default_of_kind(choices, fallback_for(remembered))
             gone = remembered.removeprefix("pulse:source:")
             if fallback is not None:

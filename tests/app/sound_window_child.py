@@ -40,15 +40,18 @@ def main() -> None:
     window.show()
     combo = window.panel.device_combo
     commands: queue.Queue[dict[str, str] | None] = queue.Queue()
-    seen = {"text": "", "peak": -100.0}
+    seen = {"text": "", "peak": -100.0, "items": []}
 
     def read_commands() -> None:
         for line in sys.stdin:
             commands.put(json.loads(line))
         commands.put(None)
 
+    def listed() -> list[tuple[str, object]]:
+        return [(combo.itemText(i), combo.itemData(i)) for i in range(combo.count())]
+
     def report_inputs() -> None:
-        items = [(combo.itemText(i), combo.itemData(i)) for i in range(combo.count())]
+        items = seen["items"] = listed()
         report("inputs", items=items, current=combo.currentData(), status=window.panel.status_label.text())
 
     def on_level(dbfs: float) -> None:
@@ -61,6 +64,8 @@ def main() -> None:
         if text != seen["text"]:
             seen["text"] = text
             report("captions", text=text)
+        if listed() != seen["items"]:  # the list changed by itself: a device plugged in or removed
+            report_inputs()
         while True:
             try:
                 command = commands.get_nowait()

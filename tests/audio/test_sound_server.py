@@ -14,9 +14,9 @@ from tests.live_cli import REPO_ROOT, LiveCli, words
 from tests.sound_server import MIC_FEED, SPEAKERS, SoundServer, speech_wav
 from tests.text_metrics import word_edits
 
-FOX = "The quick brown fox jumps over the lazy dog."
-STELLA = "Please call Stella and ask her to bring these things with her from the store."
-SHARE = 0.6  # the demo model is synthetic-English only: most words, not all, come out right
+EMMA = "Emma quickly closed the early bottle and sang."
+HEARTS = "There are twenty hearts in the garden."
+SHARE = 0.8  # the demo model knows these words (its own samples' sentences); leave room for one slip
 
 
 @pytest.fixture
@@ -57,10 +57,10 @@ def test_cli_captions_what_the_computer_plays(
 ) -> None:
     cli = start_cli(live_cli, sound_server, "system")
     assert "What this computer plays (Speakers)" in cli.notes[-1]
-    sound_server.play(speech_wav(tmp_path, "fox", FOX), SPEAKERS)
-    cli.wait_words(FOX, SHARE)
+    sound_server.play(speech_wav(tmp_path, "emma", EMMA), SPEAKERS)
+    cli.wait_words(EMMA, SHARE)
     final = cli.interrupt()
-    assert word_edits(" ".join(words(str(final["text"]))), " ".join(words(FOX))) <= 4, final["text"]
+    assert word_edits(" ".join(words(str(final["text"]))), " ".join(words(EMMA))) <= 1, final["text"]
 
 
 def test_cli_captions_the_default_microphone(
@@ -68,12 +68,12 @@ def test_cli_captions_the_default_microphone(
 ) -> None:
     cli = start_cli(live_cli, sound_server, "mic")
     assert "Virtual-microphone" in cli.notes[-1]
-    sound_server.play(speech_wav(tmp_path, "stella", STELLA), MIC_FEED)
-    cli.wait_words(STELLA, SHARE)
-    speakers_only = speech_wav(tmp_path, "fox", FOX)
+    sound_server.play(speech_wav(tmp_path, "hearts", HEARTS), MIC_FEED)
+    cli.wait_words(HEARTS, SHARE)
+    speakers_only = speech_wav(tmp_path, "emma", EMMA)
     sound_server.play(speakers_only, SPEAKERS)  # what the computer plays is not the microphone
     final = cli.interrupt()
-    assert not {"quick", "brown", "jumps", "lazy"} & set(words(str(final["text"]))), final["text"]
+    assert not {"emma", "quickly", "bottle", "sang"} & set(words(str(final["text"]))), final["text"]
 
 
 def test_an_unplugged_input_is_announced_and_captioning_goes_on(
@@ -82,20 +82,20 @@ def test_an_unplugged_input_is_announced_and_captioning_goes_on(
     module = sound_server.add_output("usb", "USB-headset")
     cli = start_cli(live_cli, sound_server, "pulse:source:usb.monitor")
     assert "USB-headset" in cli.notes[-1]
-    sound_server.play(speech_wav(tmp_path, "fox", FOX), "usb")
-    cli.wait_words(FOX, SHARE)
+    sound_server.play(speech_wav(tmp_path, "emma", EMMA), "usb")
+    cli.wait_words(EMMA, SHARE)
 
     sound_server.remove_module(module)  # unplugged mid-session
     note = cli.wait_note("now listening on")
     assert "'USB-headset' was unplugged or removed" in note
     assert "What this computer plays (Speakers)" in note
-    sound_server.play(speech_wav(tmp_path, "stella", STELLA), SPEAKERS)  # the session goes on, on the default
-    cli.wait_words(FOX + " " + STELLA, SHARE)
+    sound_server.play(speech_wav(tmp_path, "hearts", HEARTS), SPEAKERS)  # the session goes on, on the default
+    cli.wait_words(EMMA + " " + HEARTS, SHARE)
 
     sound_server.add_output("usb", "USB-headset")  # plugged back in: listed again, the session undisturbed
     assert "usb.monitor" in sound_server.pactl("list", "short", "sources")
     final = cli.interrupt()
-    assert {"quick", "brown", "please", "call"} <= set(words(str(final["text"]))), final["text"]
+    assert {"emma", "quickly", "twenty", "hearts"} <= set(words(str(final["text"]))), final["text"]
 
 
 def test_a_changed_default_output_is_followed(
@@ -105,6 +105,6 @@ def test_a_changed_default_output_is_followed(
     sound_server.pactl("set-default-sink", MIC_FEED)
     note = cli.wait_note("now listening on")
     assert "the default output changed" in note and "Mic-feed" in note
-    sound_server.play(speech_wav(tmp_path, "fox", FOX), MIC_FEED)
-    cli.wait_words(FOX, SHARE)
+    sound_server.play(speech_wav(tmp_path, "emma", EMMA), MIC_FEED)
+    cli.wait_words(EMMA, SHARE)
     cli.interrupt()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from inference.audio.devices.capture import SoundServerCapture
-from inference.audio.devices.choices import fallback_for
+from inference.audio.devices.choices import InputDeviceError, fallback_for
 
 WAIT_S = 0.2  # how often the loop looks up from an empty queue (for Ctrl-C), not a pause in the audio
 
@@ -41,15 +41,22 @@ def feed_until_interrupted(
                 continue
             if isinstance(item, str):
                 capture.stop()
-                capture = open_capture(fallback_for(capture.input_id))
-                capture.start(blocks.put, lambda reason: blocks.put(reason or "the input ended"))
+                try:
+                    capture = open_capture(fallback_for(capture.input_id))
+                    capture.start(blocks.put, lambda reason: blocks.put(reason or "the input ended"))
+                except InputDeviceError as exc:  # nothing to continue on: finish what was said
+                    notify(
+                        f"{item}; no other input could be opened ({exc.message}); finishing the transcript"
+                    )
+                    return
                 notify(f"{item}; now listening on {capture.name}")
                 continue
             pending.append(item)
             pending_samples += item.size
             if pending_samples >= chunk_samples:
-                push(np.concatenate(pending))
-                pending, pending_samples = [], 0
+                chunk = np.concatenate(pending)
+                pending, pending_samples = [], 0  # before the push: Ctrl-C inside it must not send it twice
+                push(chunk)
     finally:
         capture.stop()
         if pending:
