@@ -14,7 +14,7 @@ import os
 import select
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -421,12 +421,13 @@ def _run_stream(
         if args.input is not None:
             from inference.audio.devices.feed import feed_until_interrupted
 
-            feed_until_interrupted(
-                lambda chunk: _push_live(stream, chunk),
-                args.input,
-                step,
-                lambda note: sys.stderr.write(f"captioneer: {note}\n"),
-            )
+            with _sigterm_finishes():
+                feed_until_interrupted(
+                    lambda chunk: _push_live(stream, chunk),
+                    args.input,
+                    step,
+                    lambda note: sys.stderr.write(f"captioneer: {note}\n"),
+                )
         elif audio is not None:
             for start in range(0, audio.size, step):
                 stream.push(audio[start : start + step])
@@ -448,6 +449,22 @@ def _run_stream(
     if printed:
         out.write("\n")
     return final
+
+
+@contextlib.contextmanager
+def _sigterm_finishes() -> Iterator[None]:
+    """``kill PID`` finishes a live caption like Ctrl-C: a script (or a background job, where the shell ignores
+    SIGINT) can stop it and still get the final transcript."""
+    import signal
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _push_live(stream: Any, chunk: np.ndarray) -> None:

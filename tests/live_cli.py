@@ -38,6 +38,8 @@ class JsonLinesChild:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            # Ctrl-C must reach the child even when this test runs as a background job (which ignores SIGINT).
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.events: list[dict[str, object]] = []
         self.notes: list[str] = []
@@ -117,9 +119,9 @@ class LiveCli(JsonLinesChild):
             lambda: share_of_words(sentence, self.committed()) >= share,
         )
 
-    def interrupt(self) -> dict[str, object]:
-        """Ctrl-C: the final transcript (the ``done`` event)."""
-        self.process.send_signal(signal.SIGINT)
+    def interrupt(self, how: signal.Signals = signal.SIGINT) -> dict[str, object]:
+        """Ctrl-C (or ``kill``): the final transcript (the ``done`` event)."""
+        self.process.send_signal(how)
         self.process.wait(timeout=DEADLINE_S)
         for reader in self._readers:
             reader.join(timeout=60)
