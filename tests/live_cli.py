@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.sound_server import die_with_parent
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEADLINE_S = 240.0  # generous: model load and transcription on two busy cores
 
@@ -38,8 +40,7 @@ class JsonLinesChild:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            # Ctrl-C must reach the child even when this test runs as a background job (which ignores SIGINT).
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            preexec_fn=die_with_parent,
         )
         self.events: list[dict[str, object]] = []
         self.notes: list[str] = []

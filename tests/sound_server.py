@@ -7,8 +7,10 @@ processes reach it through ``env``. Speech is made with espeak-ng and played wit
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -60,6 +62,14 @@ class SoundServer:
         self.pactl("unload-module", module_id)
 
 
+def die_with_parent() -> None:
+    """For ``preexec_fn``: a test's server or child ends when the test process dies, even by SIGKILL (Linux), and
+    gets Ctrl-C back when the tests run as a background job (which ignores SIGINT)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def speech_wav(folder: Path, name: str, sentence: str) -> Path:
     """espeak-ng speaking ``sentence``, with a second of silence after it (so a pause ends the segment)."""
     if shutil.which("espeak-ng") is None:
@@ -89,6 +99,7 @@ def start_sound_server(folder: Path) -> Iterator[SoundServer]:
             "source_properties=device.description=Virtual-microphone",
         ],
         env=env,
+        preexec_fn=die_with_parent,
         stdout=subprocess.DEVNULL,
         stderr=(folder / "pulseaudio.log").open("wb"),
     )  # fmt: skip
