@@ -21,7 +21,9 @@ from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot
 from app.live.journal import SessionJournal, sessions_dir
 from app.live.pipeline import LivePipeline
 from app.live.session import SessionModel
+from app.live.silence import SILENT_AFTER_S
 from app.live.sources import AudioSource, DeviceSource
+from inference.audio.devices import SoundServerCapture, fallback_for
 from inference.client import BacklogPolicy, RemoteEngine, WorkerClient
 from inference.contract import Delta, Done, ErrorEvent, SpeechEnd, StreamEvent
 from inference.errors import CaptioneerError
@@ -30,7 +32,10 @@ log = logging.getLogger("captioneer.app.controller")
 
 
 def default_reconnect(lost: AudioSource) -> AudioSource | None:
-    """A lost sound card → the system's default input (a recording that ended is not replaced)."""
+    """A lost input → the system's default of its kind: microphone for a microphone, what the computer plays
+    for system audio (a recording that ended is not replaced)."""
+    if isinstance(lost, SoundServerCapture):
+        return SoundServerCapture(fallback_for(lost.input_id))
     return DeviceSource(None) if isinstance(lost, DeviceSource) else None
 
 
@@ -60,6 +65,7 @@ class LiveController(QObject):
     session_started = Signal()
     session_finished = Signal()
     _source_ended = Signal(object)
+    _silence_changed = Signal(bool)
     _prepared = Signal(object, object)  # pipeline, journal: handed to the GUI thread before audio flows
     _state_request = Signal(str, str)
 
@@ -87,6 +93,7 @@ class LiveController(QObject):
         self.latencies: list[float] = []  # seconds from the end of speech to its text in the session model
         self.events_arrived.connect(self._apply_events)
         self._source_ended.connect(self._on_source_ended)
+        self._silence_changed.connect(self._on_silence_changed)
         self._prepared.connect(self._on_prepared)
         self._state_request.connect(self._on_state_request)
         self._busy = threading.Lock()
@@ -171,6 +178,7 @@ class LiveController(QObject):
                 self.events_arrived.emit,
                 on_level=self.level_changed.emit,
                 on_source_end=self._source_ended.emit,
+                on_silence=self._silence_changed.emit,
                 request_options=dict(choice.request_options),
                 clock=self.clock,
                 stream_mode=choice.stream_mode,
@@ -282,6 +290,20 @@ class LiveController(QObject):
             self.session.set_status("failed", str(reason))
             self._set_state("running", str(reason))
         self.stop()  # a recording that ended, or a device that is gone for good: finish what was said
+
+    @Slot(bool)
+    def _on_silence_changed(self, silent: bool) -> None:
+        """Say so when the input delivers only silence: an empty caption window should not look like a hang."""
+        pipeline = self.pipeline
+        if pipeline is None or self.state != "running":
+            return
+        name = pipeline.source.name
+        if silent:
+            message = f"no sound from {name} for {SILENT_AFTER_S:g} s — is the microphone muted, or is nothing playing?"
+        else:
+            message = f"sound from {name} again"
+        self.session.set_status("running", message)
+        self.state_changed.emit(self.state, message)
 
     def _close_journal(self) -> None:
         if self.journal is not None:

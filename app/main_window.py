@@ -121,6 +121,7 @@ class MainWindow(QMainWindow):
         self.settings_store.save(self.settings)
         self.captions.unbind()  # the session outlives the window: stop calling into it
         self.push_to_talk.close()
+        self.inputs.close()  # the sound server's change watch
         self.overlay.fade_timer.stop()
         self.overlay.unbind()
         self.overlay.close()

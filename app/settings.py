@@ -28,7 +28,9 @@ class Settings:
     backend: str = "auto"
     threads: int | None = None
     language: str | None = None
-    input_device: str | None = None  # sounddevice name; None = the system default
+    input_device: str | None = (
+        None  # an input id (pulse:source:NAME, system:default, ...); None = the default mic
+    )
     caption_font_size: int = 14
     caption_theme: str = "system"  # system | dark | high_contrast
     show_timestamps: bool = False

@@ -14,7 +14,7 @@ import os
 import select
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -72,7 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     tr = sub.add_parser("transcribe", help="transcribe an audio file (or raw PCM on stdin with '-')")
-    tr.add_argument("audio", help=f"audio file ({AUDIO_FILES}), or '-' for raw PCM on stdin (see --input-*)")
+    tr.add_argument(
+        "audio", nargs="?", help=f"audio file ({AUDIO_FILES}), or '-' for raw PCM on stdin (see --input-*)"
+    )
+    tr.add_argument(
+        "--input",
+        metavar="ID",
+        help="caption a live input until Ctrl-C (with --mode streaming): an id from 'captioneer devices', "
+        "'mic' (the default microphone) or 'system' (what this computer plays)",
+    )
     tr.add_argument(
         "--model", help="model directory, .gguf file or installed package id (default: installed model)"
     )
@@ -130,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tr.add_argument(
         "--input-channels", type=int, default=1, help="stdin PCM channels, interleaved (default 1)"
+    )
+
+    sub.add_parser(
+        "devices", help="list the audio inputs (microphones, system audio) with the ids --input takes"
     )
 
     models = sub.add_parser("models", help="list, install, import, verify and remove model packages")
@@ -319,7 +331,8 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
 
     if args.family is not None and args.family not in KNOWN_FAMILIES:
         raise UsageError(f"unknown family {args.family!r}", f"choose one of: {', '.join(KNOWN_FAMILIES)}")
-    if args.audio != "-" and not Path(args.audio).exists():
+    _check_live_input(args)
+    if args.audio is not None and args.audio != "-" and not Path(args.audio).exists():
         from inference.errors import InputFileError
 
         raise InputFileError(f"audio file not found: {args.audio}", "check the path")
@@ -358,7 +371,8 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
             raise UsageError(f"the {family} family does not take --{name}", f"remove --{name}")
     request_options = spec.validate_request_options(raw_request)
     # Files are read before the model loads, so a bad file fails fast; stdin streams as it arrives.
-    audio = None if args.audio == "-" and args.mode == "streaming" else _read_input_audio(args, stdin)
+    live = args.audio is None or (args.audio == "-" and args.mode == "streaming")
+    audio = None if live else _read_input_audio(args, stdin)
 
     from inference.client import WorkerClient, WorkerPolicy
 
@@ -389,6 +403,25 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
             ) from None
     else:
         out.write(rendered)
+    return 0
+
+
+def _check_live_input(args: argparse.Namespace) -> None:
+    """``--input`` captions a device live: it needs --mode streaming and takes no file."""
+    if args.input is None:
+        if args.audio is None:
+            raise UsageError("transcribe needs an audio file, '-' for stdin, or --input ID", "see --help")
+        return
+    if args.audio is not None:
+        raise UsageError(f"give either a file ({args.audio}) or --input, not both", "drop one of them")
+    if args.mode != "streaming":
+        raise UsageError("--input captions a live device", "add --mode streaming")
+
+
+def cmd_devices(out: IO[str]) -> int:
+    from inference.audio.devices import list_inputs, render_listing
+
+    out.write(render_listing(list_inputs()))
     return 0
 
 
@@ -466,13 +499,29 @@ def _run_stream(
                     out.flush()
                     printed.append(event.text)
 
-    # A file or a pipe can wait for the model: block instead of refusing audio.
+    # A file or a pipe can wait for the model: block instead of refusing audio. A live device cannot wait:
+    # its audio queues (bounded), as in the window.
+    backlog = (
+        BacklogPolicy("coalesce", max_in_flight=2, max_backlog_s=30.0)
+        if args.input
+        else BacklogPolicy("block")
+    )
     stream = engine.open_stream(
-        on_events=print_events, backlog=BacklogPolicy("block"), mode=args.stream_mode, **request_options
+        on_events=print_events, backlog=backlog, mode=args.stream_mode, **request_options
     )
     step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
     try:
-        if audio is not None:
+        if args.input is not None:
+            from inference.audio.devices.feed import feed_until_interrupted
+
+            with _sigterm_finishes():
+                feed_until_interrupted(
+                    lambda chunk: _push_live(stream, chunk),
+                    args.input,
+                    step,
+                    lambda note: sys.stderr.write(f"captioneer: {note}\n"),
+                )
+        elif audio is not None:
             for start in range(0, audio.size, step):
                 stream.push(audio[start : start + step])
         else:
@@ -493,6 +542,32 @@ def _run_stream(
     if printed:
         out.write("\n")
     return final
+
+
+@contextlib.contextmanager
+def _sigterm_finishes() -> Iterator[None]:
+    """``kill PID`` finishes a live caption like Ctrl-C: a script (or a background job, where the shell ignores
+    SIGINT) can stop it and still get the final transcript."""
+    import signal
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _push_live(stream: Any, chunk: np.ndarray) -> None:
+    """A live chunk the model has no room for is dropped with a note (the device cannot wait)."""
+    from inference.client import BacklogFull
+
+    try:
+        stream.push(chunk)
+    except BacklogFull as exc:
+        sys.stderr.write(f"captioneer: {exc}\n")
 
 
 def _read_some(stdin: IO[bytes], size: int) -> bytes:
@@ -700,6 +775,8 @@ def main(
             return 0
         if args.command == "transcribe":
             return cmd_transcribe(args, paths, out, stdin)
+        if args.command == "devices":
+            return cmd_devices(out)
         if args.command == "models":
             return cmd_models(args, paths, out)
         if args.command == "serve":

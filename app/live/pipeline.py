@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from app.live.silence import SilenceWatch
 from app.live.sources import AudioSource
 from inference.client import BacklogFull, BacklogPolicy, RemoteEngine, RemoteStream
 from inference.contract import SAMPLE_RATE, Done, ErrorEvent, StreamEvent
@@ -46,6 +47,7 @@ class LivePipeline:
         *,
         on_level: Callable[[float], None] | None = None,
         on_source_end: Callable[[str | None], None] | None = None,
+        on_silence: Callable[[bool], None] | None = None,
         request_options: dict[str, Any] | None = None,
         backlog: BacklogPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -56,6 +58,8 @@ class LivePipeline:
         self.deliver = deliver
         self.on_level = on_level
         self.on_source_end = on_source_end
+        self.on_silence = on_silence  # True: the input went silent for a few seconds; False: sound is back
+        self._silence = SilenceWatch()
         self.clock = clock
         self.request_options = dict(request_options or {})
         self.stream_mode = stream_mode
@@ -108,6 +112,7 @@ class LivePipeline:
         self.source.stop()
         source.start(self._on_audio, self._on_end)
         self.source = source
+        self._silence = SilenceWatch()
 
     def cancel(self) -> None:
         self.running = False
@@ -134,8 +139,12 @@ class LivePipeline:
         if not self.running or block.size == 0:
             return
         now = self.clock()
+        level = level_dbfs(block)
         if self.on_level is not None:
-            self.on_level(level_dbfs(block))
+            self.on_level(level)
+        silence = self._silence.feed(level, block.size)
+        if silence is not None and self.on_silence is not None:
+            self.on_silence(silence)
         with self._lock:
             # The block's last sample was captured now; its first one block-length earlier.
             first = self._sent_samples + self._pending_samples

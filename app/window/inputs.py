@@ -1,7 +1,10 @@
-"""The audio input picker: the sound cards, the recordings opened in the window, and the source each one opens.
+"""The audio input picker: microphones and system audio, the recordings opened in the window, and the source
+each one opens.
 
-An item's data names its input: a device name, ``file:PATH`` (a recording played in real time) or
-``fastfile:PATH`` (a recording played as fast as the model goes).
+An item's data names its input: an input id from ``inference.audio.devices`` (``pulse:source:NAME``,
+``system:default``, ...), a PortAudio device name where no sound server answers, ``file:PATH`` (a recording
+played in real time) or ``fastfile:PATH`` (a recording played as fast as the model goes). Group headings
+(*Microphones*, *System audio*) are disabled items with no data.
 """
 
 from __future__ import annotations
@@ -9,9 +12,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtGui import QStandardItemModel
+
 from app.live.sources import AudioSource, AudioSourceError, DeviceSource, FileSource, list_input_devices
 from app.settings import Settings
 from app.views.caption_panel import CaptionPanel
+from inference.audio.devices import (
+    MICROPHONES,
+    SYSTEM_AUDIO,
+    InputChoice,
+    InputDeviceError,
+    SoundServerCapture,
+    fallback_for,
+    find_choice,
+    is_input_id,
+    list_inputs,
+)
+from inference.audio.devices.listing import uses_pulse
+from inference.audio.devices.pulse import PulseWatcher
 from inference.audio.limits import DEFAULT_FILE_SECONDS
 
 SourceFactory = Callable[[str | None], AudioSource]
@@ -25,6 +44,8 @@ def default_source(device: str | None, max_file_audio_s: float = DEFAULT_FILE_SE
         return FileSource(Path(device[len(FAST_FILE_ITEM) :]), FAST_SPEED, max_file_audio_s)
     if device is not None and device.startswith(FILE_ITEM):
         return FileSource(Path(device[len(FILE_ITEM) :]), max_audio_s=max_file_audio_s)
+    if device is not None and is_input_id(device):
+        return SoundServerCapture(device)
     return DeviceSource(device)
 
 
@@ -33,18 +54,43 @@ def source_factory_for(settings: Settings) -> SourceFactory:
     return lambda device: default_source(device, settings.max_file_audio_s)
 
 
+class _ServerChanged(QObject):
+    """Hops the sound server's change events (the watcher's thread) to the GUI thread."""
+
+    changed = Signal()
+
+    def __init__(self, refresh: Callable[[], None]) -> None:
+        super().__init__()
+        self._refresh = refresh
+        self.changed.connect(self._on_changed)
+
+    @Slot()
+    def _on_changed(self) -> None:
+        self._refresh()
+
+
 class InputPicker:
     def __init__(self, panel: CaptionPanel, settings: Settings, source_factory: SourceFactory) -> None:
         self.panel = panel
         self.combo = panel.device_combo
         self.settings = settings
         self.source_factory = source_factory
+        self._bridge = _ServerChanged(self.refresh)
+        self._watcher: PulseWatcher | None = None
 
     def fill(self, input_file: Path | None) -> None:
-        """The recording given on the command line first, then the sound cards (the remembered one chosen)."""
+        """The recording given on the command line first, then the inputs (the remembered one chosen)."""
         self.combo.clear()
         if input_file is not None:
             self.combo.addItem(f"Recording: {input_file.name}", FILE_ITEM + str(input_file))
+        try:
+            choices = list_inputs()
+        except InputDeviceError as exc:  # no sound server: PortAudio's devices, as before
+            self.panel.status_label.setToolTip(f"{exc.message} — {exc.fix}")
+        else:
+            self._fill_choices(choices, input_file)
+            self._watch()
+            return
         try:
             devices = list_input_devices()
         except AudioSourceError as exc:
@@ -60,6 +106,103 @@ class InputPicker:
             index = self.combo.findData(self.settings.input_device)
             if index >= 0 and input_file is None:
                 self.combo.setCurrentIndex(index)
+
+    def _watch(self) -> None:
+        """Keep the list current while the window is open: a device plugged in or removed, a new default."""
+        if self._watcher is not None or not uses_pulse():
+            return
+        watcher = PulseWatcher(lambda _state: self._bridge.changed.emit())
+        try:
+            watcher.start()
+        except InputDeviceError:
+            return
+        self._watcher = watcher
+
+    def refresh(self) -> None:
+        """The sound server's inputs listed again; the recordings and the current choice are kept (a choice that
+        is gone gives way to the default of its kind; a running session says so itself)."""
+        try:
+            choices = list_inputs()
+        except InputDeviceError:
+            return
+        current = self.current()
+        recordings = [
+            (self.combo.itemText(i), self.combo.itemData(i))
+            for i in range(self.combo.count())
+            if str(self.combo.itemData(i)).startswith((FILE_ITEM, FAST_FILE_ITEM))
+        ]
+        self.combo.blockSignals(True)
+        self.combo.clear()
+        for text, data in recordings:
+            self.combo.addItem(text, data)
+        self._fill_choices(choices, None, announce=False)
+        if current is not None and self.combo.findData(current) >= 0:
+            self.combo.setCurrentIndex(self.combo.findData(current))
+        elif current is not None and is_input_id(current):
+            fallback = self._default_of_kind(choices, fallback_for(current))
+            if fallback is not None:
+                self.combo.setCurrentIndex(self.combo.findData(fallback.id))
+        self.combo.blockSignals(False)
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
+    def _fill_choices(
+        self, choices: list[InputChoice], input_file: Path | None, announce: bool = True
+    ) -> None:
+        """Grouped under headings; the remembered id chosen, or, when it is gone, the default of its kind
+        with a sentence saying so."""
+        for group in (MICROPHONES, SYSTEM_AUDIO):
+            members = [choice for choice in choices if choice.group == group]
+            if not members:
+                continue
+            self._add_heading(group)
+            for choice in members:
+                label = choice.label + (" (default)" if choice.is_default and group == MICROPHONES else "")
+                self.combo.addItem("    " + label, choice.id)
+        if not choices and input_file is None:
+            self.combo.addItem("(no audio input found)", None)
+            return
+        remembered = self.settings.input_device
+        wanted = remembered if remembered and find_choice(choices, remembered) else None
+        if remembered and wanted is None and input_file is None and announce:
+            fallback = self._default_of_kind(choices, fallback_for(remembered))
+            gone = remembered.removeprefix("pulse:source:")
+            if fallback is not None:
+                self.panel.status_label.setText(
+                    f"The input you used last ({gone}) is not there; using {fallback.label}"
+                )
+                wanted = fallback.id
+        if wanted is None:
+            default_mic = self._default_of_kind(choices, "mic:default")
+            wanted = default_mic.id if default_mic is not None else None
+        if input_file is None and wanted is not None:
+            self.combo.setCurrentIndex(self.combo.findData(wanted))
+        elif input_file is None:
+            self._select_first_input()
+
+    @staticmethod
+    def _default_of_kind(choices: list[InputChoice], default_id: str) -> InputChoice | None:
+        """The default microphone, or "What this computer plays", from the list."""
+        group = SYSTEM_AUDIO if default_id == "system:default" else MICROPHONES
+        members = [choice for choice in choices if choice.group == group]
+        return next((c for c in members if c.is_default), members[0] if members else None)
+
+    def _add_heading(self, text: str) -> None:
+        self.combo.addItem(text, None)
+        model = self.combo.model()
+        if isinstance(model, QStandardItemModel):
+            item = model.item(self.combo.count() - 1)
+            if item is not None:
+                item.setEnabled(False)  # a heading, not an input
+
+    def _select_first_input(self) -> None:
+        for index in range(self.combo.count()):
+            if self.combo.itemData(index) is not None:
+                self.combo.setCurrentIndex(index)
+                return
 
     def current(self) -> str | None:
         return self.combo.currentData()
