@@ -1,6 +1,8 @@
 """The Parakeet-TDT offline engine: frontend → ggml encoder → numpy TDT decoder → text and word timestamps.
 
-Modes ``full_context``, ``long_form`` and ``vad`` (docs/families/parakeet_tdt.md §6, chosen in :mod:`options`).
+Modes ``full_context``, ``long_form`` and ``vad`` (docs/families/parakeet_tdt.md §6, chosen in :mod:`options`); a
+model folder's speech gate (:mod:`speech_gate`, §6.5) either drops the words outside the VAD's speech or decodes
+VAD spans only.
 Digital silence (no audio, or every sample exactly 0; per window in long-form mode) gives an empty transcript
 without running the model: normalisation maps it to all-zero features, on which a model only hallucinates.
 Live streams (``open_stream``): stock checkpoints run the long-form windows as audio arrives (:mod:`streaming`),
@@ -58,6 +60,7 @@ from inference.families.parakeet_tdt.options import (
     choose_mode,
 )
 from inference.families.parakeet_tdt.rolling import RollingStream
+from inference.families.parakeet_tdt.speech_gate import SpeechGate, margin_samples, tokens_near_speech
 from inference.families.parakeet_tdt.streaming import BufferedStream
 from inference.families.parakeet_tdt.text import (
     ParakeetTokenizer,
@@ -131,7 +134,7 @@ class ParakeetEngine:
         # only add synchronisation (figures: tests/bench/README.md, "int8 weights on ONNX Runtime's int8 GEMM").
         self._blas = ThreadpoolController()
         self._vad: Any = None  # SileroVad, created on the first VAD request
-        self.speech_gate_span_sec = checkpoint.speech_gate_span_sec
+        self.speech_gate: SpeechGate | None = checkpoint.speech_gate
         self.capabilities = Capabilities(
             streaming=True,
             snapshots=True,
@@ -139,7 +142,7 @@ class ParakeetEngine:
             hotwords=self.is_phonon,
             context=self.is_phonon,  # the context text stands in for hotwords
             streams_per_engine=8,
-            speech_gate=self.speech_gate_span_sec is not None,
+            speech_gate=self.speech_gate is not None,
         )
 
     # ------------------------------------------------------------------------------------ public API
@@ -217,10 +220,17 @@ class ParakeetEngine:
         bias = self.token_bias(request)
         samples = _mono_16k(audio)
         limit = self.encoder.full_context_samples(self.config.features.hop_length)
-        mode = choose_mode(samples.size, self.session, request, limit, self.speech_gate_span_sec is not None)
+        # The gate applies to "auto" only; a caller whose own VAD found this speech (speech_checked) skips it.
+        gate = None if request.speech_checked or request.audio_chunk_mode != "auto" else self.speech_gate
+        mode = choose_mode(
+            samples.size, self.session, request, limit, gate is not None and gate.method == "spans"
+        )
         log.debug("parakeet_tdt: %d samples, mode %s", samples.size, mode.value)
         budget = request.max_tokens or None
-        if not samples.any():
+        speech = (
+            self._speech(samples) if gate is not None and gate.method == "words" and samples.any() else None
+        )
+        if not samples.any() or speech == []:
             spans: list[SpanDecode] = []
         elif mode is DecodeMode.VAD:
             spans = self._decode_vad(samples, request, budget, control, bias)
@@ -229,6 +239,8 @@ class ParakeetEngine:
         else:
             control.step(0, 1)
             spans = [self.decode_full_context(samples, Span(0, samples.size), budget, bias)]
+        if speech is not None and gate is not None:
+            spans = [self._near_speech(span, speech, gate) for span in spans]
         control.step(samples.size / SAMPLE_RATE, samples.size / SAMPLE_RATE)
         return Decoded(mode, spans, samples.size)
 
@@ -309,7 +321,8 @@ class ParakeetEngine:
         control: JobControl,
         bias: TokenBias | None,
     ) -> list[SpanDecode]:
-        chunk_sec = request.vad_chunk_sec or self.speech_gate_span_sec or self.session.center_sec
+        gate = self.speech_gate
+        chunk_sec = request.vad_chunk_sec or (gate.max_span_sec if gate else self.session.center_sec)
         max_full_context_sec = self.config.encoder.max_position_embeddings * self.seconds_per_frame
         if chunk_sec >= max_full_context_sec:
             raise UsageError(
@@ -317,7 +330,13 @@ class ParakeetEngine:
                 f"(the encoder attends to at most {max_full_context_sec:.0f} s)",
                 "use a shorter audio_chunk_duration_sec",
             )
-        spans = self._vad_spans(samples, chunk_sec)
+        spans = plan_vad_chunks(
+            self._speech(samples),
+            samples.size,
+            seconds_to_samples(chunk_sec),
+            merge_gap_samples=seconds_to_samples(gate.merge_gap_sec if gate else VAD_MERGE_GAP_SEC),
+            padding_samples=seconds_to_samples(gate.padding_sec if gate else VAD_PADDING_SEC),
+        )
         decoded: list[SpanDecode] = []
         for span in spans:  # each span from a fresh decoder state; the token budget spans the request
             control.step(span.start / SAMPLE_RATE, samples.size / SAMPLE_RATE)
@@ -330,20 +349,21 @@ class ParakeetEngine:
         log.debug("vad: %d spans", len(spans))
         return decoded
 
-    def _vad_spans(self, samples: np.ndarray, chunk_sec: float) -> list[Span]:
+    def _speech(self, samples: np.ndarray) -> list[Span]:
+        """The Silero VAD's speech segments of the clip (one VAD pass)."""
         from inference.audio.vad import SileroVad, speech_segments  # onnxruntime only for VAD requests
 
         if self._vad is None:
             path = Path(self.session.vad_model_path) if self.session.vad_model_path else None
             self._vad = SileroVad(path)
-        speech = speech_segments(samples, self._vad)
-        return plan_vad_chunks(
-            speech,
-            samples.size,
-            seconds_to_samples(chunk_sec),
-            merge_gap_samples=seconds_to_samples(VAD_MERGE_GAP_SEC),
-            padding_samples=seconds_to_samples(VAD_PADDING_SEC),
+        return [Span(segment.start, segment.end) for segment in speech_segments(samples, self._vad)]
+
+    def _near_speech(self, decoded: SpanDecode, speech: list[Span], gate: SpeechGate) -> SpanDecode:
+        """``decoded`` without the words that lie outside the VAD's speech (its span starts at sample 0)."""
+        kept = tokens_near_speech(
+            decoded.tokens, self.tokenizer.starts_word, speech, self.samples_per_frame, margin_samples(gate)
         )
+        return SpanDecode(decoded.span, kept)
 
     # ------------------------------------------------------------------------------------ text
     def _transcript(self, decoded: Decoded, keep_language_tags: bool) -> Transcript:
