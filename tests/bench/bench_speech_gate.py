@@ -20,10 +20,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from inference.engine import load_engine  # noqa: E402
-from tests.bench.heldout_speech import CONDITIONS, SPLITS, held_out_plans, render  # noqa: E402
+from tests.bench.heldout_speech import (  # noqa: E402
+    CONDITIONS,
+    LONG_CONDITION,
+    LONG_GROUP,
+    SPLITS,
+    HeldOutClip,
+    held_out_plans,
+    long_recording,
+    render,
+)
 from tests.bench.machine import print_machine_header  # noqa: E402
 from tests.text_metrics import word_edits  # noqa: E402
 
@@ -38,6 +49,25 @@ CANDIDATES: dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] = {
         {"method": "spans", "max_span_sec": 20, "padding_sec": 1.0, "merge_gap_sec": 2.0},
         {},
     ),
+    "spans_pad0.5_m0.5": (
+        {"method": "spans", "max_span_sec": 20, "padding_sec": 0.5, "margin_sec": 0.5},
+        {},
+    ),
+    "spans_pad1_gap1_m0.5": (
+        {"method": "spans", "max_span_sec": 20, "padding_sec": 1.0, "merge_gap_sec": 1.0, "margin_sec": 0.5},
+        {},
+    ),
+    "spans_pad1_gap1_max10_m0.5": (
+        {"method": "spans", "max_span_sec": 10, "padding_sec": 1.0, "merge_gap_sec": 1.0, "margin_sec": 0.5},
+        {},
+    ),
+    "fixed": (None, {"audio_chunk_mode": "fixed"}),
+    "windows_pad0.5": ({"method": "windows", "padding_sec": 0.5}, {}),
+    "windows_pad0.5_m0.25": ({"method": "windows", "padding_sec": 0.5, "margin_sec": 0.25}, {}),
+    "windows_pad0.75": ({"method": "windows", "padding_sec": 0.75}, {}),
+    "windows_pad1": ({"method": "windows", "padding_sec": 1.0}, {}),
+    "windows_pad2": ({"method": "windows", "padding_sec": 2.0}, {}),
+    "windows_pad1_gap1": ({"method": "windows", "padding_sec": 1.0, "merge_gap_sec": 1.0}, {}),
     "words_m0.25": ({"method": "words", "margin_sec": 0.25}, {}),
     "words_m0.5": ({"method": "words", "margin_sec": 0.5}, {}),
     "words_m1": ({"method": "words", "margin_sec": 1.0}, {}),
@@ -59,6 +89,17 @@ def model_with_gate(gate: dict[str, Any] | None, work: Path, name: str) -> Itera
     yield folder
 
 
+def recordings(clips: list[HeldOutClip], condition: str) -> Iterator[tuple[int, str, np.ndarray]]:
+    """(first clip index, reference text, audio) of each recording of a condition."""
+    if condition != LONG_CONDITION:
+        for clip in clips:
+            yield clip.index, clip.text, render(clip, condition)
+        return
+    for first in range(0, len(clips), LONG_GROUP):
+        text, audio = long_recording(clips[first : first + LONG_GROUP])
+        yield clips[first].index, text, audio
+
+
 def normalised(text: str) -> list[str]:
     return text.lower().split()
 
@@ -69,13 +110,13 @@ def main() -> None:
         "--clips-per-split", type=int, default=100, help="first N clips of each split; 0 = all"
     )
     parser.add_argument("--split", action="append", choices=SPLITS, help="default: every split")
-    parser.add_argument("--condition", action="append", choices=CONDITIONS)
+    parser.add_argument("--condition", action="append", choices=(*CONDITIONS, LONG_CONDITION))
     parser.add_argument("--candidate", action="append", choices=sorted(CANDIDATES))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json-out", type=Path, help="every clip's hypotheses")
     args = parser.parse_args()
     splits = args.split or list(SPLITS)
-    conditions = args.condition or list(CONDITIONS)
+    conditions = args.condition or [*CONDITIONS, LONG_CONDITION]
     names = args.candidate or list(CANDIDATES)
     print_machine_header(threads=args.threads)
     plans = held_out_plans()
@@ -91,11 +132,11 @@ def main() -> None:
         for split in splits:
             clips = plans[split][: args.clips_per_split or None]
             for condition in conditions:
-                for clip in clips:
-                    audio = render(clip, condition)
-                    reference = normalised(clip.text)
+                for item in recordings(clips, condition):
+                    index, text, audio = item
+                    reference = normalised(text)
                     words[split, condition] += len(reference)
-                    record: dict[str, Any] = {"split": split, "condition": condition, "index": clip.index}
+                    record: dict[str, Any] = {"split": split, "condition": condition, "index": index}
                     for name, (engine, options) in engines.items():
                         text = engine.transcribe(audio, **options).text
                         errors[split, condition, name] += word_edits(" ".join(reference), text.lower())

@@ -24,7 +24,10 @@ DATA4_COUNTS = {"test": 300, "test_structures": 400, "unseen": 400}
 DATA4_TRAIN, FRESH_COUNT = 36000, 300
 SPLITS = ("test", "test_structures", "unseen", "unseen_fresh")
 CONDITIONS = ("corpus", "clean", "noise20")
+LONG_CONDITION = "long20"  # LONG_GROUP clips of a split in one recording, 0.5-3 s apart, 20 dB noise over all
+LONG_GROUP = 8
 NOISY_SNR_DB = 20.0
+SAMPLE_RATE = 16000
 
 
 def _make_data() -> Any:
@@ -81,3 +84,20 @@ def render(clip: HeldOutClip, condition: str) -> np.ndarray:
         raise ValueError(f"unknown condition {condition!r}; use one of {CONDITIONS}")
     _job, audio = _make_data().render_clip(job)
     return audio.astype(np.float32) / 32768.0
+
+
+def long_recording(clips: list[HeldOutClip]) -> tuple[str, np.ndarray]:
+    """The clips' clean renders one after another with 0.5-3 s of silence between them, then white or pink noise
+    over the whole recording at 20 dB below the renders' level: the reference text and the audio."""
+    md = _make_data()
+    rng = np.random.default_rng(clips[0].job["seed"])
+    pieces: list[np.ndarray] = []
+    for i, clip in enumerate(clips):
+        if i:
+            pieces.append(np.zeros(int(rng.uniform(0.5, 3.0) * SAMPLE_RATE), np.float32))
+        pieces.append(render(clip, "clean"))
+    speech_rms = float(np.sqrt(np.mean(np.concatenate(pieces[::2]) ** 2))) + 1e-9
+    audio = np.concatenate(pieces)
+    noise = md.noise(rng, audio.size, "white" if clips[0].index % 2 else "pink")
+    noise *= speech_rms / (float(np.sqrt(np.mean(noise**2))) + 1e-9) / (10 ** (NOISY_SNR_DB / 20))
+    return " ".join(clip.text for clip in clips), np.clip(audio + noise, -1.0, 1.0).astype(np.float32)

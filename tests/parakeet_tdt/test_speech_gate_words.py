@@ -6,10 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from inference.audio.spans import Span
+from inference.audio.spans import Span, SpeechWindow
 from inference.errors import ModelError
 from inference.families.parakeet_tdt.decoder import TokenStep
-from inference.families.parakeet_tdt.speech_gate import SpeechGate, parse_speech_gate, tokens_near_speech
+from inference.families.parakeet_tdt.speech_gate import (
+    SpeechGate,
+    parse_speech_gate,
+    tokens_near_speech,
+    tokens_of_window,
+)
 
 FILE = Path("/models/demo/captioneer_model.json")
 FRAME = 1280  # samples per encoder frame (80 ms)
@@ -45,6 +50,19 @@ def test_a_word_that_straddles_the_speech_edge_is_kept() -> None:
 def test_tokens_before_the_first_word_start_belong_to_the_first_word() -> None:
     tokens = [TokenStep(9, 0, 1), TokenStep(1, 1, 1), TokenStep(2, 40, 1)]
     assert near(tokens, [Span(0, 3 * FRAME)], 0) == [9, 1]
+
+
+def test_a_window_keeps_only_its_own_words_near_its_speech() -> None:
+    # The window starts at frame 10 of the clip; token frames count from there.
+    window = SpeechWindow(Span(10 * FRAME, 40 * FRAME), Span(0, 28 * FRAME), Span(15 * FRAME, 25 * FRAME))
+    tokens = [
+        TokenStep(1, 0, 1),  # clip frames 10..11: in the zone but beyond the 3-frame margin
+        TokenStep(2, 6, 2),  # clip frames 16..18: speech
+        TokenStep(3, 15, 1),  # clip frames 25..26: within the margin, midpoint in the zone
+        TokenStep(4, 17, 3),  # clip frames 27..30: within the margin, but its midpoint is the next zone's
+    ]
+    kept = tokens_of_window(tokens, WORD_START.__contains__, window, FRAME, 3 * FRAME)
+    assert [t.token_id for t in kept] == [2, 3]
 
 
 def test_gate_files_old_and_new() -> None:

@@ -21,7 +21,13 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from inference.audio.spans import Span, plan_long_form_windows, plan_vad_chunks, seconds_to_samples
+from inference.audio.spans import (
+    Span,
+    plan_long_form_windows,
+    plan_speech_windows,
+    plan_vad_chunks,
+    seconds_to_samples,
+)
 from inference.contract import (
     SAMPLE_RATE,
     CancelToken,
@@ -60,7 +66,7 @@ from inference.families.parakeet_tdt.options import (
     choose_mode,
 )
 from inference.families.parakeet_tdt.rolling import RollingStream
-from inference.families.parakeet_tdt.speech_gate import SpeechGate, margin_samples, tokens_near_speech
+from inference.families.parakeet_tdt.speech_gate import SpeechGate, tokens_near_speech, tokens_of_window
 from inference.families.parakeet_tdt.streaming import BufferedStream
 from inference.families.parakeet_tdt.text import (
     ParakeetTokenizer,
@@ -223,24 +229,29 @@ class ParakeetEngine:
         # The gate applies to "auto" only; a caller whose own VAD found this speech (speech_checked) skips it.
         gate = None if request.speech_checked or request.audio_chunk_mode != "auto" else self.speech_gate
         mode = choose_mode(
-            samples.size, self.session, request, limit, gate is not None and gate.method == "spans"
+            samples.size, self.session, request, limit, gate is not None and gate.method != "words"
         )
         log.debug("parakeet_tdt: %d samples, mode %s", samples.size, mode.value)
         budget = request.max_tokens or None
+        margin = None if gate is None else gate.margin_sec
         speech = (
-            self._speech(samples) if gate is not None and gate.method == "words" and samples.any() else None
+            self._speech(samples)
+            if samples.any() and (mode is DecodeMode.VAD or margin is not None)
+            else None
         )
         if not samples.any() or speech == []:
             spans: list[SpanDecode] = []
-        elif mode is DecodeMode.VAD:
-            spans = self._decode_vad(samples, request, budget, control, bias)
+        elif gate is not None and gate.method == "windows" and speech is not None:
+            spans = self._decode_windows(samples, speech, gate, budget, control, bias)
+        elif mode is DecodeMode.VAD and speech is not None:
+            spans = self._decode_vad(samples, speech, request, budget, control, bias)
         elif mode is DecodeMode.LONG_FORM:
             spans = [self._decode_long_form(samples, budget, control, bias)]
         else:
             control.step(0, 1)
             spans = [self.decode_full_context(samples, Span(0, samples.size), budget, bias)]
-        if speech is not None and gate is not None:
-            spans = [self._near_speech(span, speech, gate) for span in spans]
+        if speech is not None and margin is not None and gate is not None and gate.method != "windows":
+            spans = [self._near_speech(span, speech, seconds_to_samples(margin)) for span in spans]
         control.step(samples.size / SAMPLE_RATE, samples.size / SAMPLE_RATE)
         return Decoded(mode, spans, samples.size)
 
@@ -316,6 +327,7 @@ class ParakeetEngine:
     def _decode_vad(
         self,
         samples: np.ndarray,
+        speech: list[Span],
         request: RequestSettings,
         budget: int | None,
         control: JobControl,
@@ -331,7 +343,7 @@ class ParakeetEngine:
                 "use a shorter audio_chunk_duration_sec",
             )
         spans = plan_vad_chunks(
-            self._speech(samples),
+            speech,
             samples.size,
             seconds_to_samples(chunk_sec),
             merge_gap_samples=seconds_to_samples(gate.merge_gap_sec if gate else VAD_MERGE_GAP_SEC),
@@ -349,6 +361,39 @@ class ParakeetEngine:
         log.debug("vad: %d spans", len(spans))
         return decoded
 
+    def _decode_windows(
+        self,
+        samples: np.ndarray,
+        speech: list[Span],
+        gate: SpeechGate,
+        budget: int | None,
+        control: JobControl,
+        bias: TokenBias | None,
+    ) -> list[SpanDecode]:
+        """Each group of speech decoded in full context with its padding; only its own words are kept."""
+        windows = plan_speech_windows(
+            speech,
+            samples.size,
+            seconds_to_samples(gate.max_span_sec),
+            merge_gap_samples=seconds_to_samples(gate.merge_gap_sec),
+            padding_samples=seconds_to_samples(gate.padding_sec),
+        )
+        margin = seconds_to_samples(gate.margin_sec or 0.0)
+        decoded: list[SpanDecode] = []
+        for window in windows:
+            control.step(window.window.start / SAMPLE_RATE, samples.size / SAMPLE_RATE)
+            if budget is not None and budget <= 0:
+                break
+            result = self.decode_full_context(samples, window.window, budget, bias)
+            kept = tokens_of_window(
+                result.tokens, self.tokenizer.starts_word, window, self.samples_per_frame, margin
+            )
+            if budget is not None:
+                budget -= len(result.tokens)
+            decoded.append(SpanDecode(window.window, kept))
+        log.debug("speech windows: %d", len(windows))
+        return decoded
+
     def _speech(self, samples: np.ndarray) -> list[Span]:
         """The Silero VAD's speech segments of the clip (one VAD pass)."""
         from inference.audio.vad import SileroVad, speech_segments  # onnxruntime only for VAD requests
@@ -358,10 +403,12 @@ class ParakeetEngine:
             self._vad = SileroVad(path)
         return [Span(segment.start, segment.end) for segment in speech_segments(samples, self._vad)]
 
-    def _near_speech(self, decoded: SpanDecode, speech: list[Span], gate: SpeechGate) -> SpanDecode:
-        """``decoded`` without the words that lie outside the VAD's speech (its span starts at sample 0)."""
+    def _near_speech(self, decoded: SpanDecode, speech: list[Span], margin: int) -> SpanDecode:
+        """``decoded`` without the words that lie more than ``margin`` samples outside the VAD's speech."""
+        offset = decoded.span.start  # token frames count from the span's start
+        local = [Span(s.start - offset, s.end - offset) for s in speech]
         kept = tokens_near_speech(
-            decoded.tokens, self.tokenizer.starts_word, speech, self.samples_per_frame, margin_samples(gate)
+            decoded.tokens, self.tokenizer.starts_word, local, self.samples_per_frame, margin
         )
         return SpanDecode(decoded.span, kept)
 

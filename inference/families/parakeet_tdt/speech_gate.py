@@ -5,8 +5,13 @@ Two methods:
 * ``words``: the clip is decoded in context exactly as without a gate, then every word that does not come within
   ``margin_sec`` of the Silero VAD's speech is dropped. Speech keeps its full-context transcript (a VAD span
   cut in noise costs no onset), and what the model invents in silence, noise or tones lies outside the speech.
+* ``windows``: each group of the VAD's speech segments (merged across gaps up to ``merge_gap_sec``, at most
+  ``max_span_sec``) is decoded with ``padding_sec`` of audio on each side, in full context from a fresh decoder;
+  a word is kept once (by its midpoint) and only within ``margin_sec`` of the group's speech. Short windows suit
+  a model trained on short clips; the padding keeps the onsets and ends that a VAD cuts in noise.
 * ``spans``: only the VAD's speech spans (padded by ``padding_sec``, merged across gaps up to ``merge_gap_sec``,
-  at most ``max_span_sec`` each) are decoded, each from a fresh decoder.
+  at most ``max_span_sec`` each) are decoded, each from a fresh decoder; with ``margin_sec``, the words of a span
+  that lie further than that outside the speech are dropped as well.
 """
 
 from __future__ import annotations
@@ -16,20 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inference.audio.spans import Span, seconds_to_samples
+from inference.audio.spans import Span, SpeechWindow
 from inference.errors import ModelError
 from inference.families.parakeet_tdt.decoder import TokenStep
 
-METHODS = ("words", "spans")
+METHODS = ("words", "windows", "spans")
+WORDS_MARGIN_SEC = 0.5  # the words method's margin when the file gives none
 
 
 @dataclass(frozen=True)
 class SpeechGate:
-    method: str  # "words" or "spans"
-    margin_sec: float = 0.5  # words: how far outside the VAD's speech a word may lie and still be kept
-    max_span_sec: float = 20.0  # spans: the cap of one decoded span
-    padding_sec: float = 0.25  # spans: added to each side of a speech segment
-    merge_gap_sec: float = 0.5  # spans: closer segments are decoded together
+    method: str  # one of METHODS
+    margin_sec: float | None = None  # how far outside the VAD's speech a word may lie and still be kept
+    max_span_sec: float = 20.0  # windows, spans: the cap of one group of speech
+    padding_sec: float = 0.25  # windows, spans: audio added to each side of the speech
+    merge_gap_sec: float = 0.5  # windows, spans: closer speech segments are decoded together
 
 
 # name -> (lowest, highest) allowed value, in seconds
@@ -70,7 +76,26 @@ def parse_speech_gate(data: Any, path: Path) -> SpeechGate | None:
                 "fix or remove the file",
             )
         values[name] = float(value)
+    if method in ("words", "windows"):
+        values.setdefault("margin_sec", WORDS_MARGIN_SEC)
     return SpeechGate(method, **values)
+
+
+def _words(
+    tokens: Sequence[TokenStep], starts_word: Callable[[int], bool], samples_per_frame: int
+) -> list[tuple[int, int, list[TokenStep]]]:
+    """(start, end, tokens) of each word in samples: from its first token's frame to the end of its last token
+    (at least one frame each); tokens before the first word-start piece belong to the first word."""
+    words: list[tuple[int, int, list[TokenStep]]] = []
+    current: list[TokenStep] = []
+    for token in [*tokens, None]:
+        if current and (token is None or starts_word(token.token_id)):
+            end = max(t.frame + max(t.duration, 1) for t in current)
+            words.append((current[0].frame * samples_per_frame, end * samples_per_frame, current))
+            current = []
+        if token is not None:
+            current.append(token)
+    return words
 
 
 def tokens_near_speech(
@@ -80,31 +105,33 @@ def tokens_near_speech(
     samples_per_frame: int,
     margin_samples: int,
 ) -> list[TokenStep]:
-    """The tokens of the words that overlap a speech span widened by ``margin_samples`` on each side.
-
-    A word runs from its first token's frame to the end of its last token (at least one frame each); tokens
-    before the first word-start piece belong to the first word. Token frames count from sample 0 of the clip.
-    """
+    """The tokens of the words that overlap a speech span widened by ``margin_samples`` on each side (token
+    frames and spans count from the same sample)."""
     near = [Span(max(0, s.start - margin_samples), s.end + margin_samples) for s in speech]
-    kept: list[TokenStep] = []
-    word: list[TokenStep] = []
-
-    def close_word() -> None:
-        if not word:
-            return
-        start = word[0].frame * samples_per_frame
-        end = max(t.frame + max(t.duration, 1) for t in word) * samples_per_frame
-        if any(start < span.end and span.start < end for span in near):
-            kept.extend(word)
-        word.clear()
-
-    for token in tokens:
-        if starts_word(token.token_id):
-            close_word()
-        word.append(token)
-    close_word()
-    return kept
+    return [
+        token
+        for start, end, word in _words(tokens, starts_word, samples_per_frame)
+        if any(start < span.end and span.start < end for span in near)
+        for token in word
+    ]
 
 
-def margin_samples(gate: SpeechGate) -> int:
-    return seconds_to_samples(gate.margin_sec)
+def tokens_of_window(
+    tokens: Sequence[TokenStep],
+    starts_word: Callable[[int], bool],
+    window: SpeechWindow,
+    samples_per_frame: int,
+    margin_samples: int,
+) -> list[TokenStep]:
+    """The tokens of a decoded speech window (frames count from ``window.window.start``) whose words have their
+    midpoint in the window's zone and come within ``margin_samples`` of its speech."""
+    offset = window.window.start
+    zone = Span(window.zone.start - offset, window.zone.end - offset)
+    speech = Span(window.speech.start - offset, window.speech.end - offset)
+    near = tokens_near_speech(tokens, starts_word, [speech], samples_per_frame, margin_samples)
+    return [
+        token
+        for start, end, word in _words(near, starts_word, samples_per_frame)
+        if zone.start <= (start + end) // 2 < zone.end
+        for token in word
+    ]
