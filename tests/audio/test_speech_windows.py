@@ -27,10 +27,12 @@ def test_close_segments_share_a_window_far_ones_do_not() -> None:
     ]
 
 
-def test_padding_is_clipped_to_the_clip_and_windows_may_overlap() -> None:
+def test_padding_stops_at_the_clip_and_at_the_zone() -> None:
+    # Padding by 1 s would reach the neighbour's speech; the windows stop where the zones meet.
     windows = plan([(1000, SR), (SR + 9000, 2 * SR)], 2 * SR + 100, pad=SR)
-    assert [w.window for w in windows] == [Span(0, 2 * SR), Span(9000, 2 * SR + 100)]
-    assert windows[0].zone.end == windows[1].zone.start == (SR + SR + 9000) // 2
+    middle = (SR + SR + 9000) // 2
+    assert [w.window for w in windows] == [Span(0, middle), Span(middle, 2 * SR + 100)]
+    assert [w.zone for w in windows] == [Span(0, middle), Span(middle, 2 * SR + 100)]
 
 
 def test_a_group_stops_at_its_cap_and_a_long_segment_is_cut() -> None:
@@ -64,6 +66,7 @@ def test_zones_tile_the_clip_and_windows_hold_their_speech(seed: int) -> None:
         assert before.zone.end == after.zone.start
         assert before.speech.end <= after.speech.start
     for w in windows:
+        assert w.zone.start <= w.window.start and w.window.end <= w.zone.end  # so windows never overlap
         assert w.window.start <= w.speech.start < w.speech.end <= w.window.end
         assert w.speech.length <= cap
         assert w.zone.start <= w.speech.start and w.speech.end <= w.zone.end

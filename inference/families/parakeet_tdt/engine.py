@@ -335,6 +335,8 @@ class ParakeetEngine:
     ) -> list[SpanDecode]:
         gate = self.speech_gate
         chunk_sec = request.vad_chunk_sec or (gate.max_span_sec if gate else self.session.center_sec)
+        if gate is not None and gate.method != "spans":
+            gate = None  # its padding and merge gap are for its own windows, not for plain VAD spans
         max_full_context_sec = self.config.encoder.max_position_embeddings * self.seconds_per_frame
         if chunk_sec >= max_full_context_sec:
             raise UsageError(
