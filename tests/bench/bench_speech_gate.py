@@ -44,38 +44,13 @@ TRAITS = "captioneer_model.json"
 CANDIDATES: dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] = {
     "full": (None, {"audio_chunk_mode": "none"}),
     "default": (None, {}),
-    "spans20": ({"method": "spans", "max_span_sec": 20}, {}),
-    "spans_pad1_gap2": (
-        {"method": "spans", "max_span_sec": 20, "padding_sec": 1.0, "merge_gap_sec": 2.0},
-        {},
-    ),
-    "spans_pad0.5_m0.5": (
-        {"method": "spans", "max_span_sec": 20, "padding_sec": 0.5, "margin_sec": 0.5},
-        {},
-    ),
-    "spans_pad1_gap1_m0.5": (
-        {"method": "spans", "max_span_sec": 20, "padding_sec": 1.0, "merge_gap_sec": 1.0, "margin_sec": 0.5},
-        {},
-    ),
-    "spans_pad1_gap1_max10_m0.5": (
-        {"method": "spans", "max_span_sec": 10, "padding_sec": 1.0, "merge_gap_sec": 1.0, "margin_sec": 0.5},
-        {},
-    ),
-    "fixed": (None, {"audio_chunk_mode": "fixed"}),
-    "windows_pad0.5": ({"method": "windows", "padding_sec": 0.5}, {}),
-    "windows_pad0.5_m0.25": ({"method": "windows", "padding_sec": 0.5, "margin_sec": 0.25}, {}),
-    "windows_pad0.75": ({"method": "windows", "padding_sec": 0.75}, {}),
-    "windows_pad0.5_gap1": ({"method": "windows", "padding_sec": 0.5, "merge_gap_sec": 1.0}, {}),
-    "windows_pad0.75_gap1": ({"method": "windows", "padding_sec": 0.75, "merge_gap_sec": 1.0}, {}),
-    "windows_pad0.5_gap1.5": ({"method": "windows", "padding_sec": 0.5, "merge_gap_sec": 1.5}, {}),
-    "windows_pad1": ({"method": "windows", "padding_sec": 1.0}, {}),
-    "windows_pad1.5": ({"method": "windows", "padding_sec": 1.5}, {}),
-    "windows_pad3": ({"method": "windows", "padding_sec": 3.0}, {}),
-    "windows_pad2": ({"method": "windows", "padding_sec": 2.0}, {}),
-    "windows_pad1_gap1": ({"method": "windows", "padding_sec": 1.0, "merge_gap_sec": 1.0}, {}),
-    "words_m0.25": ({"method": "words", "margin_sec": 0.25}, {}),
+    "fixed": (None, {"audio_chunk_mode": "fixed"}),  # long-form windows, no gate
+    "spans20": ({"method": "spans", "max_span_sec": 20}, {}),  # the gate shipped before issue 39
     "words_m0.5": ({"method": "words", "margin_sec": 0.5}, {}),
-    "words_m1": ({"method": "words", "margin_sec": 1.0}, {}),
+    "windows_pad0.5": ({"method": "windows", "padding_sec": 0.5}, {}),
+    "windows_pad0.75": ({"method": "windows", "padding_sec": 0.75}, {}),
+    "windows_pad1": ({"method": "windows", "padding_sec": 1.0}, {}),
+    "windows_pad1_gap1": ({"method": "windows", "padding_sec": 1.0, "merge_gap_sec": 1.0}, {}),  # shipped
 }
 
 
