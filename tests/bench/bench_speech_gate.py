@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from inference.contract import Engine  # noqa: E402
 from inference.engine import load_engine  # noqa: E402
 from tests.bench.heldout_speech import (  # noqa: E402
     CONDITIONS,
@@ -104,7 +105,7 @@ def main() -> None:
     words = {(s, c): 0 for s in splits for c in conditions}
     records: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as work, contextlib.ExitStack() as stack:
-        engines = {}
+        engines: dict[str, tuple[Engine, dict[str, Any]]] = {}
         for name in names:
             gate, options = CANDIDATES[name]
             folder = stack.enter_context(model_with_gate(gate, Path(work), name))

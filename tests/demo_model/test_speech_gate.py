@@ -38,7 +38,7 @@ def test_non_speech_gives_no_words_through_the_gate(engine) -> None:  # type: ig
 
 
 def test_the_gate_keeps_sentences_whole(engine) -> None:  # type: ignore[no-untyped-def]
-    # 2 s VAD spans (the option's default) cut "garden" and added a stray "gl"; gated spans reach 20 s.
+    # Explicit 2 s VAD spans (the option's default) cut "garden" and add a stray "gl"; the gate's windows do not.
     audio = load_audio_file(REPO_ROOT / "resources" / "samples" / "demo_sample_2.wav")
     cut = engine.transcribe(audio, audio_chunk_mode="vad", audio_chunk_duration_sec=2.0)
     assert cut.text == "there are twenty hearts in the gl garden"
