@@ -313,8 +313,10 @@ class Capabilities:
     ``snapshots``: its live path publishes revisable provisional text.
     ``streams_per_engine``: how many streams may be open at once on one loaded engine (they share its
     weights; each stream has its own state).
-    ``speech_gate``: the model invents words in non-speech, so only VAD speech reaches it (offline spans;
-    live streams in "auto" mode are VAD-segmented).
+    ``speech_gate``: the model invents words in non-speech, so its transcripts keep only the VAD's speech
+    (offline: the engine runs Silero itself; live streams in "auto" mode are VAD-segmented). Such an engine takes
+    the request option ``speech_checked=True`` (the caller's VAD already found this audio to be speech, as
+    ``SegmentedStream`` has) and then runs no VAD pass of its own.
     """
 
     streaming: bool = False

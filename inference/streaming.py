@@ -82,6 +82,9 @@ class SegmentedStream:
         self.vad = vad
         self.vad.reset()
         self.options = dict(request_options or {})
+        if engine.capabilities.speech_gate:
+            # This VAD has found the segment's speech already: the engine's gate need not run Silero again.
+            self.options.setdefault("speech_checked", True)
         self.settings = settings or SegmenterSettings()
         self._frames_seen = 0  # VAD frames consumed since the start of the stream
         self._pending = np.zeros(0, dtype=np.float32)  # samples not yet a whole VAD frame

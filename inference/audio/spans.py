@@ -206,3 +206,64 @@ def _place_segment(
         speech_end = min(voiced.end, chunk_end) if chunk_end > voiced.start else start
         chunks.append(_Chunk(start, chunk_end, speech_end))
         start = chunk_end
+
+
+# --- padded speech windows (Parakeet-TDT speech gate, method "windows") -----------------------------
+
+
+@dataclass(frozen=True)
+class SpeechWindow:
+    """One decode of a group of speech segments: ``window`` (the group padded on both sides, within its zone) is
+    decoded, and a word of it is kept when its midpoint lies in ``zone`` and it comes within the margin of
+    ``speech``. Zones tile the clip, meeting halfway between groups, so windows never overlap.
+    """
+
+    window: Span
+    zone: Span
+    speech: Span
+
+
+def plan_speech_windows(
+    speech: Iterable[_HasStartEnd],
+    n_samples: int,
+    max_group_samples: int,
+    *,
+    merge_gap_samples: int,
+    padding_samples: int,
+) -> list[SpeechWindow]:
+    """Group speech segments (in order) while the gap to the next one is at most ``merge_gap_samples`` and the
+    group stays within ``max_group_samples``; a longer segment is cut into pieces of that length. Each group is
+    decoded with up to ``padding_samples`` of audio on each side (not past its zone), so onsets and ends the VAD
+    cut off are heard."""
+    _require_non_negative(n_samples, "audio length")
+    _require_positive(max_group_samples, "max speech group length")
+    _require_non_negative(merge_gap_samples, "speech merge gap")
+    _require_non_negative(padding_samples, "speech padding")
+    groups: list[list[int]] = []
+    for segment in sorted((s.start, s.end) for s in speech):
+        start, end = segment
+        if not 0 <= start < end <= n_samples:
+            raise UsageError(f"speech segment [{start}, {end}) lies outside the audio (0..{n_samples})")
+        if groups and start <= groups[-1][1]:  # overlaps the group before: part of it
+            start = groups[-1][1]
+            if end <= start:
+                continue
+            if end - groups[-1][0] <= max_group_samples:
+                groups[-1][1] = end
+                continue
+        elif (
+            groups and start - groups[-1][1] <= merge_gap_samples and end - groups[-1][0] <= max_group_samples
+        ):
+            groups[-1][1] = end
+            continue
+        for piece in range(start, end, max_group_samples):
+            groups.append([piece, min(piece + max_group_samples, end)])
+    windows: list[SpeechWindow] = []
+    for i, (start, end) in enumerate(groups):
+        zone_start = 0 if i == 0 else (groups[i - 1][1] + start) // 2
+        zone_end = n_samples if i + 1 == len(groups) else (end + groups[i + 1][0]) // 2
+        # Padding stops at the zone: a window never holds a neighbour's speech, whose words would disturb the
+        # decoder's start (measured: tests/bench/bench_speech_gate.py, long recordings).
+        window = Span(max(zone_start, start - padding_samples), min(zone_end, end + padding_samples))
+        windows.append(SpeechWindow(window, Span(zone_start, zone_end), Span(start, end)))
+    return windows

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from inference.errors import InputFileError, ModelError
 from inference.families.parakeet_tdt.config import ParakeetConfig, parse_config
+from inference.families.parakeet_tdt.speech_gate import SpeechGate, parse_speech_gate
 from inference.models.layout import ModelLocation, locate_model
 from inference.native.checkpoint import Checkpoint, TensorRecord, open_checkpoint
 from inference.native.dtypes import GgmlType
@@ -40,8 +41,8 @@ class ParakeetCheckpoint:
     source: Path
     format: str  # "safetensors" or "gguf"
     # Set by a model folder's captioneer_model.json for models that invent words in non-speech (the demo):
-    # non-speech is kept out by VAD spans of at most this many seconds.
-    speech_gate_span_sec: float | None = None
+    # how the Silero VAD's speech keeps non-speech out of the transcript (speech_gate.py).
+    speech_gate: SpeechGate | None = None
 
     def close(self) -> None:
         self.tensors.close()
@@ -113,20 +114,14 @@ def _open_folder(location: ModelLocation) -> ParakeetCheckpoint:
     return ParakeetCheckpoint(config, tensors, tokenizer_json, folder, "safetensors", gate)
 
 
-def _speech_gate(path: Path) -> float | None:
-    """The VAD span cap a model folder asks for (``{"speech_gate": {"max_span_sec": 20}}``), or None."""
+def _speech_gate(path: Path) -> SpeechGate | None:
+    """The speech gate a model folder asks for (``{"speech_gate": {"method": "words", ...}}``), or None."""
     if not path.is_file():
         return None
-    gate = _read_json(path).get("speech_gate")
-    if gate is None:
-        return None
-    span = gate.get("max_span_sec") if isinstance(gate, dict) else None
-    if not isinstance(span, int | float) or isinstance(span, bool) or not 1.0 <= span <= 60.0:
-        raise ModelError(
-            f"{path}: speech_gate.max_span_sec must be a number of seconds from 1 to 60",
-            "fix or remove the file",
-        )
-    return float(span)
+    traits = _read_json(path)
+    if not isinstance(traits, dict):
+        raise ModelError(f"{path} must hold a JSON object", "fix or remove the file")
+    return parse_speech_gate(traits.get("speech_gate"), path)
 
 
 # --------------------------------------------------------------------------------------------- GGUF

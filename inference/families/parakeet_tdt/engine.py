@@ -1,6 +1,8 @@
 """The Parakeet-TDT offline engine: frontend → ggml encoder → numpy TDT decoder → text and word timestamps.
 
-Modes ``full_context``, ``long_form`` and ``vad`` (docs/families/parakeet_tdt.md §6, chosen in :mod:`options`).
+Modes ``full_context``, ``long_form`` and ``vad`` (docs/families/parakeet_tdt.md §6, chosen in :mod:`options`); a
+model folder's speech gate (:mod:`speech_gate`, §6.5) either drops the words outside the VAD's speech or decodes
+VAD spans only.
 Digital silence (no audio, or every sample exactly 0; per window in long-form mode) gives an empty transcript
 without running the model: normalisation maps it to all-zero features, on which a model only hallucinates.
 Live streams (``open_stream``): stock checkpoints run the long-form windows as audio arrives (:mod:`streaming`),
@@ -19,7 +21,13 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from inference.audio.spans import Span, plan_long_form_windows, plan_vad_chunks, seconds_to_samples
+from inference.audio.spans import (
+    Span,
+    plan_long_form_windows,
+    plan_speech_windows,
+    plan_vad_chunks,
+    seconds_to_samples,
+)
 from inference.contract import (
     SAMPLE_RATE,
     CancelToken,
@@ -58,6 +66,7 @@ from inference.families.parakeet_tdt.options import (
     choose_mode,
 )
 from inference.families.parakeet_tdt.rolling import RollingStream
+from inference.families.parakeet_tdt.speech_gate import SpeechGate, tokens_near_speech, tokens_of_window
 from inference.families.parakeet_tdt.streaming import BufferedStream
 from inference.families.parakeet_tdt.text import (
     ParakeetTokenizer,
@@ -131,7 +140,7 @@ class ParakeetEngine:
         # only add synchronisation (figures: tests/bench/README.md, "int8 weights on ONNX Runtime's int8 GEMM").
         self._blas = ThreadpoolController()
         self._vad: Any = None  # SileroVad, created on the first VAD request
-        self.speech_gate_span_sec = checkpoint.speech_gate_span_sec
+        self.speech_gate: SpeechGate | None = checkpoint.speech_gate
         self.capabilities = Capabilities(
             streaming=True,
             snapshots=True,
@@ -139,7 +148,7 @@ class ParakeetEngine:
             hotwords=self.is_phonon,
             context=self.is_phonon,  # the context text stands in for hotwords
             streams_per_engine=8,
-            speech_gate=self.speech_gate_span_sec is not None,
+            speech_gate=self.speech_gate is not None,
         )
 
     # ------------------------------------------------------------------------------------ public API
@@ -217,18 +226,32 @@ class ParakeetEngine:
         bias = self.token_bias(request)
         samples = _mono_16k(audio)
         limit = self.encoder.full_context_samples(self.config.features.hop_length)
-        mode = choose_mode(samples.size, self.session, request, limit, self.speech_gate_span_sec is not None)
+        # The gate applies to "auto" only; a caller whose own VAD found this speech (speech_checked) skips it.
+        gate = None if request.speech_checked or request.audio_chunk_mode != "auto" else self.speech_gate
+        mode = choose_mode(
+            samples.size, self.session, request, limit, gate is not None and gate.method != "words"
+        )
         log.debug("parakeet_tdt: %d samples, mode %s", samples.size, mode.value)
         budget = request.max_tokens or None
-        if not samples.any():
+        margin = None if gate is None else gate.margin_sec
+        speech = (
+            self._speech(samples)
+            if samples.any() and (mode is DecodeMode.VAD or margin is not None)
+            else None
+        )
+        if not samples.any() or speech == []:
             spans: list[SpanDecode] = []
-        elif mode is DecodeMode.VAD:
-            spans = self._decode_vad(samples, request, budget, control, bias)
+        elif gate is not None and gate.method == "windows" and speech is not None:
+            spans = self._decode_windows(samples, speech, gate, budget, control, bias)
+        elif mode is DecodeMode.VAD and speech is not None:
+            spans = self._decode_vad(samples, speech, request, budget, control, bias)
         elif mode is DecodeMode.LONG_FORM:
             spans = [self._decode_long_form(samples, budget, control, bias)]
         else:
             control.step(0, 1)
             spans = [self.decode_full_context(samples, Span(0, samples.size), budget, bias)]
+        if speech is not None and margin is not None and gate is not None and gate.method != "windows":
+            spans = [self._near_speech(span, speech, seconds_to_samples(margin)) for span in spans]
         control.step(samples.size / SAMPLE_RATE, samples.size / SAMPLE_RATE)
         return Decoded(mode, spans, samples.size)
 
@@ -304,12 +327,16 @@ class ParakeetEngine:
     def _decode_vad(
         self,
         samples: np.ndarray,
+        speech: list[Span],
         request: RequestSettings,
         budget: int | None,
         control: JobControl,
         bias: TokenBias | None,
     ) -> list[SpanDecode]:
-        chunk_sec = request.vad_chunk_sec or self.speech_gate_span_sec or self.session.center_sec
+        gate = self.speech_gate
+        chunk_sec = request.vad_chunk_sec or (gate.max_span_sec if gate else self.session.center_sec)
+        if gate is not None and gate.method != "spans":
+            gate = None  # its padding and merge gap are for its own windows, not for plain VAD spans
         max_full_context_sec = self.config.encoder.max_position_embeddings * self.seconds_per_frame
         if chunk_sec >= max_full_context_sec:
             raise UsageError(
@@ -317,7 +344,13 @@ class ParakeetEngine:
                 f"(the encoder attends to at most {max_full_context_sec:.0f} s)",
                 "use a shorter audio_chunk_duration_sec",
             )
-        spans = self._vad_spans(samples, chunk_sec)
+        spans = plan_vad_chunks(
+            speech,
+            samples.size,
+            seconds_to_samples(chunk_sec),
+            merge_gap_samples=seconds_to_samples(gate.merge_gap_sec if gate else VAD_MERGE_GAP_SEC),
+            padding_samples=seconds_to_samples(gate.padding_sec if gate else VAD_PADDING_SEC),
+        )
         decoded: list[SpanDecode] = []
         for span in spans:  # each span from a fresh decoder state; the token budget spans the request
             control.step(span.start / SAMPLE_RATE, samples.size / SAMPLE_RATE)
@@ -330,20 +363,56 @@ class ParakeetEngine:
         log.debug("vad: %d spans", len(spans))
         return decoded
 
-    def _vad_spans(self, samples: np.ndarray, chunk_sec: float) -> list[Span]:
+    def _decode_windows(
+        self,
+        samples: np.ndarray,
+        speech: list[Span],
+        gate: SpeechGate,
+        budget: int | None,
+        control: JobControl,
+        bias: TokenBias | None,
+    ) -> list[SpanDecode]:
+        """Each group of speech decoded in full context with its padding; only its own words are kept."""
+        windows = plan_speech_windows(
+            speech,
+            samples.size,
+            seconds_to_samples(gate.max_span_sec),
+            merge_gap_samples=seconds_to_samples(gate.merge_gap_sec),
+            padding_samples=seconds_to_samples(gate.padding_sec),
+        )
+        margin = seconds_to_samples(gate.margin_sec or 0.0)
+        decoded: list[SpanDecode] = []
+        for window in windows:
+            control.step(window.window.start / SAMPLE_RATE, samples.size / SAMPLE_RATE)
+            if budget is not None and budget <= 0:
+                break
+            result = self.decode_full_context(samples, window.window, budget, bias)
+            kept = tokens_of_window(
+                result.tokens, self.tokenizer.starts_word, window, self.samples_per_frame, margin
+            )
+            if budget is not None:
+                budget -= len(result.tokens)
+            decoded.append(SpanDecode(window.window, kept))
+        log.debug("speech windows: %d", len(windows))
+        return decoded
+
+    def _speech(self, samples: np.ndarray) -> list[Span]:
+        """The Silero VAD's speech segments of the clip (one VAD pass)."""
         from inference.audio.vad import SileroVad, speech_segments  # onnxruntime only for VAD requests
 
         if self._vad is None:
             path = Path(self.session.vad_model_path) if self.session.vad_model_path else None
             self._vad = SileroVad(path)
-        speech = speech_segments(samples, self._vad)
-        return plan_vad_chunks(
-            speech,
-            samples.size,
-            seconds_to_samples(chunk_sec),
-            merge_gap_samples=seconds_to_samples(VAD_MERGE_GAP_SEC),
-            padding_samples=seconds_to_samples(VAD_PADDING_SEC),
+        return [Span(segment.start, segment.end) for segment in speech_segments(samples, self._vad)]
+
+    def _near_speech(self, decoded: SpanDecode, speech: list[Span], margin: int) -> SpanDecode:
+        """``decoded`` without the words that lie more than ``margin`` samples outside the VAD's speech."""
+        offset = decoded.span.start  # token frames count from the span's start
+        local = [Span(s.start - offset, s.end - offset) for s in speech]
+        kept = tokens_near_speech(
+            decoded.tokens, self.tokenizer.starts_word, local, self.samples_per_frame, margin
         )
+        return SpanDecode(decoded.span, kept)
 
     # ------------------------------------------------------------------------------------ text
     def _transcript(self, decoded: Decoded, keep_language_tags: bool) -> Transcript:

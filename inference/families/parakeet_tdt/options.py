@@ -72,6 +72,7 @@ class RequestSettings:
     max_tokens: int  # 0: derived from the audio length
     keep_language_tags: bool
     audio_chunk_mode: str
+    speech_checked: bool  # the caller's VAD already found speech here: a speech gate runs no VAD of its own
     vad_chunk_sec: float | None  # per-request override of the VAD span cap
     hotwords: str | None  # None: not given (the context text stands in on Phonon-2)
     hotwords_score: float
@@ -87,6 +88,7 @@ class RequestSettings:
             max_tokens=int(values["max_tokens"]),
             keep_language_tags=bool(values["keep_language_tags"]),
             audio_chunk_mode=values["audio_chunk_mode"],
+            speech_checked=bool(values["speech_checked"]),
             vad_chunk_sec=None if chunk is None else float(chunk),
             hotwords=None if values["hotwords"] is None else str(values["hotwords"]),
             hotwords_score=float(values["hotwords_score"]),
@@ -100,13 +102,13 @@ def choose_mode(
     session: SessionSettings,
     request: RequestSettings,
     full_context_limit: int | None = None,
-    speech_gate: bool = False,
+    vad_spans: bool = False,
 ) -> DecodeMode:
     """The request's ``audio_chunk_mode`` wins; ``auto`` follows the session's ``offline_mode``, except that a
     clip longer than the encoder can take at once (``full_context_limit`` samples) uses long-form windows, and
-    a model with a speech gate (it invents words in noise) decodes VAD spans only."""
+    ``vad_spans`` (a model whose speech gate decodes VAD spans, speech_gate.py) makes it VAD spans."""
     chunk_mode = request.audio_chunk_mode
-    if chunk_mode == "vad" or (chunk_mode == "auto" and speech_gate):
+    if chunk_mode == "vad" or (chunk_mode == "auto" and vad_spans):
         return DecodeMode.VAD
     if chunk_mode == "fixed":
         return DecodeMode.LONG_FORM
