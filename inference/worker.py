@@ -288,6 +288,7 @@ class Worker:
         assert message.pcm is not None
         if slot is None or slot.cancelled:
             return  # cancelled or failed streams drop their queued audio without noise
+        self.send(p.Decoding(message.stream_id, message.seq))
         started = time.perf_counter()
         try:
             events = slot.stream.push(message.pcm)
