@@ -299,7 +299,11 @@ class RemoteStream:
             self.client.forget_stream(self)
         assert isinstance(result, p.Result)
         with self._lock:
-            return self._continuity.final(result.as_transcript())
+            final = self._continuity.final(result.as_transcript())
+            tail = self._continuity.unannounced_tail(final)
+        if tail is not None:  # every committed word reaches the caller as a delta, the last ones too
+            self._deliver_raw([tail])
+        return final
 
     def _drain(self, deadline: float | None) -> None:
         """Wait until a worker stream is open and has answered every push."""

@@ -20,7 +20,9 @@ class LiveLimits:
     """Limits of one ``/v1/audio/transcriptions/live`` upload (seconds and bytes)."""
 
     idle_timeout_s: float = 30.0  # no body bytes for this long: the upload is abandoned
-    total_timeout_s: float = 600.0
+    # A stream ends (with its final transcript) after this many seconds of audio; None: it may go on for as
+    # long as the client sends (a lecture, a meeting). Counted in audio, so it holds whatever the pace.
+    max_stream_s: float | None = None
     max_body_bytes: int = 512 * 1024 * 1024
     max_chunk_bytes: int = 8 * 1024 * 1024
 

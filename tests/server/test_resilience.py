@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 import pytest
 
-from inference.server.config import ServerConfig
+from inference.server.config import LiveLimits, ServerConfig
 from inference.server.registry import ModelRegistry, ServedModel
 from tests.long_speech import espeak_available, recording
 from tests.server.harness import SAMPLE_1, TEXT_1, running_server, s16le, wav_bytes
@@ -256,8 +256,11 @@ def killable() -> Iterator[tuple[str, ServedModel]]:
     )
     models = ModelRegistry([demo])
     models.start(threads=1)
+    # The kill tests hold their upload while a restart runs, which on a loaded machine can outlast the
+    # default 30 s idle limit: the limit is not what they test.
+    config = ServerConfig(live=LiveLimits(idle_timeout_s=120.0))
     try:
-        with running_server(ServerConfig(), models) as url:
+        with running_server(config, models) as url:
             yield url, demo
     finally:
         models.close()
