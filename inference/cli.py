@@ -176,6 +176,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="longest time one file may take to transcribe (default 600)",
     )
     serve.add_argument(
+        "--live-max-s",
+        type=float,
+        default=None,
+        help="end a /live stream after this many seconds of audio, with its final transcript "
+        "(default: no limit)",
+    )
+    serve.add_argument(
         "--grace-s",
         type=float,
         default=10.0,
@@ -547,7 +554,7 @@ def _cmd_models_store(args: argparse.Namespace, paths: AppPaths, catalog: Any, o
 
 
 def cmd_serve(args: argparse.Namespace, paths: AppPaths) -> int:
-    from inference.server.config import ServerConfig, api_key_from
+    from inference.server.config import LiveLimits, ServerConfig, api_key_from
     from inference.server.run import serve
 
     if args.threads is not None and args.threads < 1:
@@ -562,6 +569,7 @@ def cmd_serve(args: argparse.Namespace, paths: AppPaths) -> int:
         request_timeout_s=args.request_timeout_s,
         audio_dir=args.audio_dir,
         grace_s=args.grace_s,
+        live=LiveLimits(max_stream_s=args.live_max_s),
     )
     return serve(config, args.model, paths, backend=args.backend, threads=args.threads)
 

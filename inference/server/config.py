@@ -52,6 +52,11 @@ class ServerConfig:
                 "upload, duration and timeout limits must be positive finite numbers",
                 "e.g. --max-audio-s 3600 --request-timeout-s 600",
             )
+        if self.live.max_stream_s is not None and not 0 < self.live.max_stream_s < math.inf:
+            raise UsageError(
+                f"--live-max-s must be a positive number of seconds, got {self.live.max_stream_s}",
+                "leave it out for no limit",
+            )
         if not 0 <= self.grace_s < math.inf:
             raise UsageError(f"--grace-s must be a finite number of seconds >= 0, got {self.grace_s}")
         if self.api_key is not None and not self.api_key.strip():
