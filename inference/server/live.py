@@ -25,7 +25,7 @@ from inference.errors import UsageError
 from inference.server.config import LiveLimits, ServerConfig
 from inference.server.errors import ApiError
 from inference.server.events import EventTranslator, SSEResponse
-from inference.server.registry import ModelRegistry
+from inference.server.registry import ModelRegistry, ServedModel
 from inference.server.requests import busy_timeout_s, request_options
 from inference.server.routes import closer
 from inference.server.shutdown import ShutdownState
@@ -111,6 +111,7 @@ async def live(request: Request) -> Response:
         )
     wait_s = busy_timeout_s(query.get("busy_timeout_ms"))
     options = request_options(model, language=query.get("language"), context=query.get("prompt"), extra={})
+    refuse_unusable_prompt(model, options)
     limits = config.live
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
@@ -146,6 +147,19 @@ async def live(request: Request) -> Response:
 
     frames = sse_frames(pipe, EventTranslator(), feed, shutdown)
     return SSEResponse(frames, on_close=closer(stream, model))  # type: ignore[return-value]
+
+
+def refuse_unusable_prompt(model: ServedModel, options: dict[str, Any]) -> None:
+    """A prompt the loaded model cannot use is a 400 now, not a fatal event once the audio reaches it (the
+    family's spec may take a context that only some of its models use, as Parakeet's is Phonon-2's)."""
+    capabilities = getattr(model.engine, "capabilities", None)
+    if options.get("context") and capabilities is not None and not capabilities.context:
+        raise ApiError(
+            400,
+            f"model {model.id!r} takes no prompt (context); leave 'prompt' out for this model",
+            "unsupported_parameter",
+            param="prompt",
+        )
 
 
 async def _next(

@@ -86,3 +86,14 @@ def test_notes_carry_the_type_of_who_caused_them() -> None:
     partial = translate(ErrorEvent("partial_frame", "half a sample", "send whole frames", fatal=False))
     assert partial is not None and partial["error"]["type"] == "invalid_request_error"
     assert translate(Snapshot("x", 0)) == {"type": "transcript.text.partial", "text": "x"}
+
+
+def test_a_prompt_the_model_cannot_use_is_refused_before_the_stream_starts(base_url: str) -> None:
+    result = post_live(base_url, {**LIVE, "prompt": "Kubernetes"}, [s16le(_ends_in_speech())])
+    assert result.status == 400, result.raw_body
+    error = json.loads(result.raw_body)["error"]
+    assert (
+        error["param"] == "prompt"
+        and error["code"] == "unsupported_parameter"
+        and "'demo'" in error["message"]
+    )
