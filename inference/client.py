@@ -40,6 +40,7 @@ from inference.contract import (
     ProgressCallback,
     Stats,
     StreamEvent,
+    Timing,
     Transcript,
     event_from_json,
 )
@@ -346,6 +347,15 @@ class RemoteStream:
     def committed_text(self) -> str:
         with self._lock:
             return self._continuity.text
+
+    def heard(self) -> Transcript:
+        """What the stream committed (gap markers included) over the audio it was given: its transcript for a
+        caller that must end it after the client stopped restarting its worker (``finish`` then fails)."""
+        with self._lock:
+            return Transcript(
+                text=self._continuity.text.strip(),
+                timing=Timing(self._pushed_samples / SAMPLE_RATE, self._worker_wall),
+            )
 
     def stats(self) -> Stats:
         with self._lock:

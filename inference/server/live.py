@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from inference.audio.io import PcmStreamDecoder
 from inference.contract import SAMPLE_RATE, ErrorEvent
-from inference.errors import UsageError
+from inference.errors import UsageError, WorkerError
 from inference.server.config import LiveLimits, ServerConfig
 from inference.server.errors import ApiError
 from inference.server.events import EventTranslator, SSEResponse
@@ -270,7 +270,18 @@ async def feed_body(
         await push(decoder.feed(b"", last=True), force=True)
 
     async def fed() -> Any:
-        await run()
-        return await anyio.to_thread.run_sync(stream.finish)
+        try:
+            await run()
+            return await anyio.to_thread.run_sync(stream.finish)
+        except WorkerError as exc:
+            if getattr(getattr(stream, "client", None), "gave_up", None) is None:
+                raise
+            # The restart limit tripped: end in good order with what was transcribed (the gap is marked).
+            note(
+                "worker_failed",
+                f"{exc.message}; the stream ends with what was transcribed before",
+                "send the rest in a new stream in a moment: the next request starts a fresh worker",
+            )
+            return stream.heard()
 
     await finish_into(pipe, fed)

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
+import time
+from collections.abc import Iterator
 
 import httpx
 import numpy as np
@@ -97,3 +101,45 @@ def test_a_prompt_the_model_cannot_use_is_refused_before_the_stream_starts(base_
         and error["code"] == "unsupported_parameter"
         and "'demo'" in error["message"]
     )
+
+
+def test_past_the_restart_limit_a_stream_ends_with_what_was_heard_and_done() -> None:
+    from inference.client import WorkerPolicy
+    from inference.server.registry import ServedModel
+    from tests.server.harness import DEMO_MODEL, FAULTY_FACTORY
+
+    fragile = ServedModel(
+        "fragile",
+        DEMO_MODEL,
+        "faulty",
+        None,
+        (),
+        1,
+        factory=FAULTY_FACTORY,
+        default_request_options={"delay_s": 0.01},
+        policy=WorkerPolicy(ping_interval_s=0.2, max_restarts=0),  # the first death trips the limit
+    )
+    models = ModelRegistry([fragile])
+    models.start(threads=1)
+    pieces = split(s16le(np.full(16000 * 3, 0.01, np.float32)), 3200)  # 0.1 s pieces, 30 of them
+
+    def killing_at_10() -> Iterator[bytes]:
+        for index, piece in enumerate(pieces):
+            if index == 10:
+                os.kill(fragile.worker_pid or 0, signal.SIGKILL)
+                deadline = time.monotonic() + 30
+                while fragile.client is None or fragile.client.gave_up is None:
+                    assert time.monotonic() < deadline, "the client did not give up"
+                    time.sleep(0.02)
+            yield piece
+
+    try:
+        with running_server(ServerConfig(), models) as url:
+            result = post_live(url, {"model": "fragile"}, killing_at_10(), pace_s=0.02)
+    finally:
+        models.close()
+    done = _ended_with_done(result)
+    assert done["text"].startswith("w1") and "not transcribed …]" in done["text"]
+    assert done["text"] == _deltas(result.events).strip()  # the gap marker arrived as a delta too
+    assert not [e for e in result.of_type("error") if e["fatal"]]
+    assert result.of_type("error")[-1]["error"]["code"] == "worker_failed"
