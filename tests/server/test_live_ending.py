@@ -105,20 +105,9 @@ def test_a_prompt_the_model_cannot_use_is_refused_before_the_stream_starts(base_
 
 def test_past_the_restart_limit_a_stream_ends_with_what_was_heard_and_done() -> None:
     from inference.client import WorkerPolicy
-    from inference.server.registry import ServedModel
-    from tests.server.harness import DEMO_MODEL, FAULTY_FACTORY
+    from tests.server.harness import fragile_model
 
-    fragile = ServedModel(
-        "fragile",
-        DEMO_MODEL,
-        "faulty",
-        None,
-        (),
-        1,
-        factory=FAULTY_FACTORY,
-        default_request_options={"delay_s": 0.01},
-        policy=WorkerPolicy(ping_interval_s=0.2, max_restarts=0),  # the first death trips the limit
-    )
+    fragile = fragile_model(WorkerPolicy(ping_interval_s=0.2, max_restarts=0))  # the first death trips it
     models = ModelRegistry([fragile])
     models.start(threads=1)
     pieces = split(s16le(np.full(16000 * 3, 0.01, np.float32)), 3200)  # 0.1 s pieces, 30 of them

@@ -204,20 +204,9 @@ def test_a_worker_that_keeps_failing_is_revived_after_a_pause() -> None:
     """A client that gave up (here: at the first crash) is a 503 naming the failure; after the pause the next
     request gets a fresh worker with the model loaded again, without restarting the server."""
     from inference.client import WorkerPolicy
-    from tests.server.harness import DEMO_MODEL, FAULTY_FACTORY
+    from tests.server.harness import fragile_model
 
-    fragile = ServedModel(
-        "fragile",
-        DEMO_MODEL,
-        "faulty",
-        None,
-        (),
-        1,
-        factory=FAULTY_FACTORY,
-        default_request_options={"delay_s": 0.01},
-        policy=WorkerPolicy(max_restarts=0),
-        revive_after_s=2.0,
-    )
+    fragile = fragile_model(WorkerPolicy(max_restarts=0), revive_after_s=2.0)
     models = ModelRegistry([fragile])
     models.start(threads=1)
     body = {"model": "fragile", "audio": THREE_SECONDS}

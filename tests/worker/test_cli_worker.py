@@ -57,6 +57,22 @@ def cli(*args: str, **kwargs: object) -> subprocess.Popen[bytes]:
     )  # type: ignore[call-overload]
 
 
+# `captioneer transcribe -` streaming raw f32le from stdin in VAD segments, printing events as jsonl.
+SEGMENTED_JSONL_FROM_STDIN = (
+    "-",
+    "--model",
+    str(DEMO),
+    "--mode",
+    "streaming",
+    "--stream-mode",
+    "segmented",
+    "--format",
+    "jsonl",
+    "--input-format",
+    "f32le",
+)
+
+
 def default_sigint() -> None:
     """In the child before exec: Ctrl-C's default action. A shell starts background jobs with SIGINT ignored and
     an ignored signal stays ignored across exec (Python then installs no KeyboardInterrupt handler), so a suite
@@ -107,17 +123,7 @@ def test_a_live_stream_from_stdin_survives_a_killed_worker() -> None:
     audio = load_audio_file(SAMPLE)
     gap = np.zeros(16000, np.float32)
     proc = cli(
-        "-",
-        "--model",
-        str(DEMO),
-        "--mode",
-        "streaming",
-        "--stream-mode",
-        "segmented",
-        "--format",
-        "jsonl",
-        "--input-format",
-        "f32le",
+        *SEGMENTED_JSONL_FROM_STDIN,
         stdin=subprocess.PIPE,
     )
     assert proc.stdin is not None and proc.stdout is not None
@@ -147,17 +153,7 @@ def test_a_single_utterance_from_stdin_gets_its_delta_and_speech_end_before_done
     audio = load_audio_file(SAMPLE)
     audio = audio[: int(np.nonzero(np.abs(audio) > 0.05)[0][-1]) + 160]  # the input ends inside the speech
     proc = cli(
-        "-",
-        "--model",
-        str(DEMO),
-        "--mode",
-        "streaming",
-        "--stream-mode",
-        "segmented",
-        "--format",
-        "jsonl",
-        "--input-format",
-        "f32le",
+        *SEGMENTED_JSONL_FROM_STDIN,
         stdin=subprocess.PIPE,
     )
     assert proc.stdin is not None and proc.stdout is not None
@@ -176,17 +172,7 @@ def test_ctrl_c_finishes_a_live_stream_with_done() -> None:
     with `done`, the worker survives until then."""
     audio = load_audio_file(SAMPLE)
     proc = cli(
-        "-",
-        "--model",
-        str(DEMO),
-        "--mode",
-        "streaming",
-        "--stream-mode",
-        "segmented",
-        "--format",
-        "jsonl",
-        "--input-format",
-        "f32le",
+        *SEGMENTED_JSONL_FROM_STDIN,
         stdin=subprocess.PIPE,
         start_new_session=True,
         preexec_fn=default_sigint,
