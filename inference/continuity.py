@@ -121,7 +121,11 @@ class StreamContinuity:
         text = rest if said else rest.lstrip()
         self._committed.append(text)
         self._by_segment[self._max_id] = text
-        return Delta(text, self._max_id)
+        start_s = end_s = None  # where it lies: the final segment it ends with, when there is one
+        for segment in final.segments:
+            if segment.text.strip() and text.strip().endswith(segment.text.strip()):
+                start_s, end_s = segment.start_s, segment.end_s
+        return Delta(text, self._max_id, start_s, end_s, final.language)
 
     def final(self, transcript: Transcript) -> Transcript:
         """The new worker's final transcript, placed after everything committed before a restart."""
