@@ -233,6 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="longest time one file may take to transcribe (default 600)",
     )
     serve.add_argument(
+        "--live-max-s",
+        type=float,
+        default=None,
+        help="end a /live stream after this many seconds of audio, with its final transcript "
+        "(default: no limit)",
+    )
+    serve.add_argument(
         "--grace-s",
         type=float,
         default=10.0,
@@ -713,7 +720,7 @@ def _cmd_models_store(args: argparse.Namespace, paths: AppPaths, catalog: Any, o
 
 
 def cmd_serve(args: argparse.Namespace, paths: AppPaths) -> int:
-    from inference.server.config import ServerConfig, api_key_from
+    from inference.server.config import LiveLimits, ServerConfig, api_key_from
     from inference.server.run import serve
 
     if args.threads is not None and args.threads < 1:
@@ -734,6 +741,7 @@ def cmd_serve(args: argparse.Namespace, paths: AppPaths) -> int:
         body_window_s=args.body_window_s,
         send_timeout_s=args.send_timeout_s,
         allow_origins=tuple(args.allow_origin),
+        live=LiveLimits(max_stream_s=args.live_max_s),
     )
     return serve(config, args.model, paths, backend=args.backend, threads=args.threads)
 

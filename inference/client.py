@@ -40,6 +40,7 @@ from inference.contract import (
     ProgressCallback,
     Stats,
     StreamEvent,
+    Timing,
     Transcript,
     event_from_json,
 )
@@ -91,6 +92,24 @@ def error_from_failure(failed: p.Failed) -> CaptioneerError:
     if failed.kind == "out_of_memory":
         return WorkerError(f"out of memory: {failed.message}", failed.fix)
     return error_class(failed.kind)(failed.message, failed.fix)
+
+
+# Deaths the worker brings on itself: what it was decoding may be the cause. SIGKILL, SIGTERM and a frozen
+# process come from outside (the user, the OOM killer, a supervisor on a starved machine), never from audio.
+_SELF_INFLICTED = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGABRT, signal.SIGFPE, signal.SIGSYS}
+
+
+def died_of_itself(exitcode: int | None) -> bool:
+    """Whether a worker that ended with ``exitcode`` crashed (native fault, abort, error exit) rather than
+    being stopped from outside."""
+    if exitcode is None or exitcode == 0:
+        return False
+    if exitcode > 0:
+        return True
+    try:
+        return signal.Signals(-exitcode) in _SELF_INFLICTED
+    except ValueError:
+        return False
 
 
 def describe_exit(exitcode: int | None, rss_bytes: int = 0) -> str:
@@ -210,6 +229,7 @@ class RemoteStream:
         self._replay = ReplayBuffer(
             round(replay_limit_s * SAMPLE_RATE)
         )  # audio a new worker would need again
+        self._decoding: int | None = None  # the push the worker said it began decoding (until answered)
         self._reopen: Replay | None = None  # how the next worker takes over (after a death)
         self._seq = 0
         self._queued_samples = 0
@@ -280,7 +300,11 @@ class RemoteStream:
             self.client.forget_stream(self)
         assert isinstance(result, p.Result)
         with self._lock:
-            return self._continuity.final(result.as_transcript())
+            final = self._continuity.final(result.as_transcript())
+            tail = self._continuity.unannounced_tail(final)
+        if tail is not None:  # every committed word reaches the caller as a delta, the last ones too
+            self._deliver_raw([tail])
+        return final
 
     def _drain(self, deadline: float | None) -> None:
         """Wait until a worker stream is open and has answered every push."""
@@ -323,6 +347,15 @@ class RemoteStream:
     def committed_text(self) -> str:
         with self._lock:
             return self._continuity.text
+
+    def heard(self) -> Transcript:
+        """What the stream committed (gap markers included) over the audio it was given: its transcript for a
+        caller that must end it after the client stopped restarting its worker (``finish`` then fails)."""
+        with self._lock:
+            return Transcript(
+                text=self._continuity.text.strip(),
+                timing=Timing(self._pushed_samples / SAMPLE_RATE, self._worker_wall),
+            )
 
     def stats(self) -> Stats:
         with self._lock:
@@ -401,12 +434,20 @@ class RemoteStream:
             sent = self._in_flight.pop(message.seq, None)
             if sent is None:  # an answer of a worker already given up for dead: its audio is being replayed
                 return
+            if self._decoding == message.seq:
+                self._decoding = None
             self._timings.append((time.monotonic() - sent.sent_at, message.wall_s))
             self._replay.answered(message.samples, message.resume)
             self._worker_wall += message.wall_s
             self._pump()
             self._lock.notify_all()
         self._deliver(events)
+
+    def on_decoding(self, seq: int) -> None:
+        """The worker began decoding push ``seq`` (reader thread)."""
+        with self._lock:
+            if seq in self._in_flight:
+                self._decoding = seq
 
     def on_failed(self, error: CaptioneerError, kind: str) -> None:
         with self._lock:
@@ -421,13 +462,18 @@ class RemoteStream:
             self._pump()
             self._lock.notify_all()
 
-    def on_worker_lost(self, reason: str) -> None:
+    def on_worker_lost(self, reason: str, self_inflicted: bool = False) -> None:
         """The worker died. The audio since the stream's last resume point goes to the new worker ahead of the
         queue (its first part, the context, primes the new stream), so no word is lost or committed twice;
-        audio that keeps killing workers, or that outgrew the replay bound, is given up with a visible gap."""
+        audio that keeps killing workers, or that outgrew the replay bound, is given up with a visible gap.
+
+        ``self_inflicted``: the worker crashed or hung (not killed or frozen from outside); only such a death
+        while it was decoding this stream's audio counts against that audio."""
         with self._lock:
+            died_on_audio = self_inflicted and self._decoding in self._in_flight
             self._in_flight.clear()
-            replay = self._replay.worker_died()
+            self._decoding = None
+            replay = self._replay.worker_died(died_on_audio)
             self._reopen = replay
             if replay.audio.size:
                 self._queued.appendleft(replay.audio)
@@ -528,6 +574,7 @@ class WorkerClient:
         self._restarting = False
         self._starting = False
         self._supervisor: threading.Thread | None = None
+        self._reader: threading.Thread | None = None  # the current worker's reader thread
         self._wake = threading.Event()
 
     # ------------------------------------------------------------------ lifetime
@@ -649,6 +696,7 @@ class WorkerClient:
         reader = threading.Thread(
             target=self._read, args=(conn, generation), name="captioneer-reader", daemon=True
         )
+        self._reader = reader
         reader.start()
 
     # ------------------------------------------------------------------ sending
@@ -839,6 +887,11 @@ class WorkerClient:
             if stream is not None:
                 stream.on_pushed(message)
             return
+        if isinstance(message, p.Decoding):
+            stream = self._streams.get(message.stream_id)
+            if stream is not None:
+                stream.on_decoding(message.seq)
+            return
         if isinstance(message, p.EventMessage):
             event = event_from_json(message.event)
             if message.request_id is not None:
@@ -877,9 +930,11 @@ class WorkerClient:
             if process is None:
                 continue
             reason = None
+            self_inflicted = False
             if not process.is_alive():
                 process.join(1)
                 reason = describe_exit(process.exitcode, self.worker_rss)
+                self_inflicted = died_of_itself(process.exitcode)
             else:
                 nonce += 1
                 self.send_quietly(p.Ping(nonce))
@@ -889,22 +944,29 @@ class WorkerClient:
                     reason = f"the inference worker stopped answering for {silent:.0f} s"
                 elif self._busy_s > limit:
                     reason = f"the inference worker was stuck on one operation for {self._busy_s:.0f} s"
+                    self_inflicted = True  # it answers pings, so the process runs: the operation hangs
                 if reason is not None:
                     process.kill()
                     process.join(5)
             if reason is not None:
-                self._recover(reason)
+                self._recover(reason, self_inflicted)
 
     def _busy_limit(self) -> float:
         with self._lock:
             loading = any(isinstance(pending.message, p.LoadModel) for pending in self._pending.values())
         return self.policy.load_timeout_s if loading else self.policy.hang_timeout_s
 
-    def _recover(self, reason: str) -> None:
+    def _recover(self, reason: str, self_inflicted: bool = False) -> None:
         """Fail what was in flight, then restart (with backoff) and restore engines and streams."""
         log.warning("%s", reason)
         lost_at = time.monotonic()
         self._notify(reason)
+        # What the dead worker said last (which push it was decoding, which it answered) is read before its
+        # streams are judged; its pipe ends once the process is gone.
+        reader = self._reader
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(2.0)
+        self._wake.clear()  # the reader's wake-up at the pipe's end is this recovery
         with self._lock:
             self._restarting = True
             self._retire_worker()
@@ -920,7 +982,7 @@ class WorkerClient:
                     )
                 )
         for stream in streams:
-            stream.on_worker_lost(reason)
+            stream.on_worker_lost(reason, self_inflicted)
         try:
             while not self._closing:
                 now = time.monotonic()
@@ -953,6 +1015,8 @@ class WorkerClient:
                         self._retire_worker()
                     continue
                 took = time.monotonic() - lost_at
+                # Nobody pinged during the restore: the silence since the spawn is not the worker's.
+                self._last_pong = time.monotonic()
                 self._notify(f"the inference worker was restarted in {took:.1f} s")
                 for stream in streams:
                     stream.on_worker_restored(took)
@@ -975,8 +1039,10 @@ class WorkerClient:
         for record in engines:
             loaded = self.request(record.message)
             assert isinstance(loaded, p.Loaded)
+        # Only streams an earlier worker had opened: one whose first opening is under way is opened by its own
+        # request (retried below when it was in flight), never twice.
         for stream in streams:
-            if not stream._closed:
+            if not stream._closed and stream.kind:
                 self._open_remote(stream)
         for item in pending:  # loads/opens that were in flight when it died: retried once
             if isinstance(item.message, p.LoadModel | p.OpenStream) and not item.future.done():

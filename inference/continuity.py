@@ -85,9 +85,14 @@ class StreamContinuity:
             event = dataclasses.replace(event, **changes)  # type: ignore[arg-type]
         if isinstance(event, Delta | Snapshot | SpeechEnd):
             self._max_id = max(self._max_id, event.segment_id)
+        if (
+            isinstance(event, Delta | Snapshot)
+            and self._join_next
+            and event.text[:1].strip()
+            and not self.text[-1:].isspace()
+        ):  # a new stream's first text, read after the committed text
+            event = dataclasses.replace(event, text=" " + event.text)
         if isinstance(event, Delta) and event.text:
-            if self._join_next and not event.text[0].isspace() and not self.text[-1:].isspace():
-                event = dataclasses.replace(event, text=" " + event.text)
             self._join_next = False
             self._committed.append(event.text)
             self._by_segment[event.segment_id] = self._by_segment.get(event.segment_id, "") + event.text
@@ -102,6 +107,27 @@ class StreamContinuity:
                     lead = " " if self.authoritative_text.strip() else ""
                 self._by_segment[event.segment_id] = lead + event.text.strip()
         return event
+
+    def unannounced_tail(self, final: Transcript) -> Delta | None:
+        """The end of the final text that no delta carried (a native stream's tail committed only at its finish),
+        as the last delta, so that the deltas add up to the final text; None when they already do, or when the
+        final text revised committed words (then which words are new cannot be told)."""
+        said = self.text.strip()
+        if not final.text.startswith(said):
+            return None
+        rest = final.text[len(said) :]
+        if not rest.strip():
+            return None
+        self._max_id += 1
+        self._closed.add(self._max_id)
+        text = rest if said else rest.lstrip()
+        self._committed.append(text)
+        self._by_segment[self._max_id] = text
+        start_s = end_s = None  # where it lies: the final segment it ends with, when there is one
+        for segment in final.segments:
+            if segment.text.strip() and text.strip().endswith(segment.text.strip()):
+                start_s, end_s = segment.start_s, segment.end_s
+        return Delta(text, self._max_id, start_s, end_s, final.language)
 
     def final(self, transcript: Transcript) -> Transcript:
         """The new worker's final transcript, placed after everything committed before a restart."""

@@ -446,6 +446,16 @@ class Resumable(Protocol):
 
 
 @runtime_checkable
+class Flushable(Protocol):
+    """A stream whose ``finish`` closes something open (a VAD segment): ``flush`` does that first and returns
+    its events (the last delta, its speech end), so they reach the caller like any other push's."""
+
+    def flush(self) -> list[StreamEvent]:
+        """Close what is open and return its events; ``finish`` afterwards only builds the transcript."""
+        ...
+
+
+@runtime_checkable
 class Engine(Protocol):
     """A loaded model. ``transcribe`` and streams run on one thread at a time (the worker's)."""
 

@@ -18,7 +18,7 @@ import numpy as np
 from inference.contract import Capabilities, StreamEvent, Transcript, event_from_json, event_to_json
 from inference.errors import UsageError, WorkerError
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 _HEADER = struct.Struct("<I")
 
 
@@ -144,6 +144,16 @@ class Opened:
 
 
 @dataclass(frozen=True)
+class Decoding:
+    """The worker began decoding push ``seq`` of ``stream_id``: if it dies before ``Pushed``, it died on that
+    audio (the client's evidence that audio, not chance, kills the model)."""
+
+    type: ClassVar[str] = "decoding"
+    stream_id: str
+    seq: int
+
+
+@dataclass(frozen=True)
 class Pushed:
     """The worker processed push ``seq`` of ``stream_id`` in ``wall_s`` seconds and it produced ``events``."""
 
@@ -225,6 +235,7 @@ Message = (
     | Shutdown
     | Loaded
     | Opened
+    | Decoding
     | Pushed
     | Result
     | EventMessage
@@ -247,6 +258,7 @@ MESSAGE_TYPES: dict[str, type] = {
         Shutdown,
         Loaded,
         Opened,
+        Decoding,
         Pushed,
         Result,
         EventMessage,

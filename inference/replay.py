@@ -18,9 +18,8 @@ import numpy as np
 
 from inference.contract import ResumePoint
 
-POISON_DEATHS = (
-    2  # a worker that died this often on the same replay without answering a push: give the audio up
-)
+# Workers that crashed this often while decoding the same replay, none answering a push: give the audio up.
+POISON_DEATHS = 2
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class ReplayBuffer:
     )  # in the current worker stream's samples
     _answered_end: int = 0  # absolute end of the audio the worker answered for
     _resumable: bool | None = None  # unknown until the first answered push
-    _deaths: int = 0  # worker deaths since a push was last answered
+    _deaths: int = 0  # deaths while decoding this audio since a push was last answered
 
     @property
     def answered_end(self) -> int:
@@ -74,9 +73,13 @@ class ReplayBuffer:
             self._point = ResumePoint.from_json(resume)
         self._trim(self._resume_start())
 
-    def worker_died(self) -> Replay:
-        """What to give the next worker; afterwards the buffer counts from the new stream's start."""
-        self._deaths += 1
+    def worker_died(self, on_this_audio: bool = True) -> Replay:
+        """What to give the next worker; afterwards the buffer counts from the new stream's start.
+
+        ``on_this_audio``: the worker crashed while decoding audio held here. Only such deaths count towards
+        giving it up: a worker killed from outside, or during a restart, says nothing about the audio."""
+        if on_this_audio:
+            self._deaths += 1
         point = self._point
         if self._resumable is False:  # re-send only what was not answered
             point = ResumePoint(self._answered_end - self._base)

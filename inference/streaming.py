@@ -124,13 +124,21 @@ class SegmentedStream:
         self._pending = buffered[complete * FRAME_SAMPLES :].copy()
         return events
 
-    def finish(self) -> Transcript:
+    def flush(self) -> list[StreamEvent]:
+        """Close the open segment (with the samples short of a VAD frame) and return its delta and speech end;
+        ``finish`` then only builds the transcript."""
         if self._closed:
             raise UsageError("the stream was already finished or cancelled", "open a new stream")
+        events: list[StreamEvent] = []
         if self._segment is not None:
             if self._pending.size:
                 self._segment.append(self._pending)
-            self._close_segment()
+                self._pending = np.zeros(0, dtype=np.float32)
+            events = self._close_segment()
+        return events
+
+    def finish(self) -> Transcript:
+        self.flush()  # a caller that wanted the last segment's events called flush() first
         self._closed = True
         return Transcript(
             text="".join(self._committed).strip(),
@@ -215,6 +223,8 @@ class SegmentedStream:
             return []
         start_s, speech_s = self._segment_start / SAMPLE_RATE, self._speech_start / SAMPLE_RATE
         end_s = self._voiced_end / SAMPLE_RATE
+        # Like the delta it becomes, it follows the committed text after a space (committed + snapshot reads).
+        text = (" " if self._committed else "") + text
         return [Snapshot(text, self._segment_id, start_s, end_s, result.language, speech_s)]
 
     def _close_segment(self) -> list[StreamEvent]:

@@ -26,7 +26,16 @@ from typing import Any
 import numpy as np
 
 from inference import protocol as p
-from inference.contract import CancelToken, Engine, JobControl, Progress, Resumable, Stream, event_to_json
+from inference.contract import (
+    CancelToken,
+    Engine,
+    Flushable,
+    JobControl,
+    Progress,
+    Resumable,
+    Stream,
+    event_to_json,
+)
 from inference.errors import CaptioneerError, UsageError, error_kind
 
 log = logging.getLogger("captioneer.worker")
@@ -161,6 +170,9 @@ class Worker:
             slot = self._slot(message.stream_id)
             started = time.perf_counter()
             del self.streams[message.stream_id]
+            if isinstance(slot.stream, Flushable):  # the last segment's events, before the result
+                for event in slot.stream.flush():
+                    self.send(p.EventMessage.of(event, stream_id=message.stream_id))
             transcript = slot.stream.finish()
             self.send(p.Result(message.request_id, transcript.to_json(), time.perf_counter() - started))
         elif isinstance(message, p.CancelStream):
@@ -288,6 +300,7 @@ class Worker:
         assert message.pcm is not None
         if slot is None or slot.cancelled:
             return  # cancelled or failed streams drop their queued audio without noise
+        self.send(p.Decoding(message.stream_id, message.seq))
         started = time.perf_counter()
         try:
             events = slot.stream.push(message.pcm)

@@ -20,7 +20,9 @@ class LiveLimits:
     """Limits of one ``/v1/audio/transcriptions/live`` upload (seconds and bytes)."""
 
     idle_timeout_s: float = 30.0  # no body bytes for this long: the upload is abandoned
-    total_timeout_s: float = 600.0
+    # A stream ends (with its final transcript) after this many seconds of audio; None: it may go on for as
+    # long as the client sends (a lecture, a meeting). Counted in audio, so it holds whatever the pace.
+    max_stream_s: float | None = None
     max_body_bytes: int = 512 * 1024 * 1024
     max_chunk_bytes: int = 8 * 1024 * 1024
 
@@ -76,6 +78,11 @@ class ServerConfig:
                     f"--allow-origin {origin!r} is not a web origin",
                     "write it as a browser sends it: scheme://host[:port], e.g. http://localhost:3000",
                 )
+        if self.live.max_stream_s is not None and not 0 < self.live.max_stream_s < math.inf:
+            raise UsageError(
+                f"--live-max-s must be a positive number of seconds, got {self.live.max_stream_s}",
+                "leave it out for no limit",
+            )
         if not 0 <= self.grace_s < math.inf:
             raise UsageError(f"--grace-s must be a finite number of seconds >= 0, got {self.grace_s}")
         if self.api_key is not None and not self.api_key.strip():

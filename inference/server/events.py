@@ -26,6 +26,10 @@ from inference.server.errors import ApiError, error_event, from_captioneer
 
 DONE_LINE = b"data: [DONE]\n\n"
 
+# Notes a stream carries without ending (why it ended early, what was dropped), by code: the status whose
+# error type they take (a server shutting down is the server's doing, not a bad request).
+NOTE_STATUS = {"server_shutting_down": 503, "worker_failed": 503, "partial_frame": 400, "stream_limit": 413}
+
 
 def sse(data: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n\n"
@@ -64,10 +68,17 @@ class EventTranslator:
             if not event.text:
                 return None
             self._saw_text()
-            return {"type": "transcript.text.partial", "text": self.committed + event.text, **_times(event)}
+            return {
+                "type": "transcript.text.partial",
+                "text": self.committed + event.text,
+                **_times(event),
+            }
         if isinstance(event, ErrorEvent):
             if event.kind == "worker_resumed":
                 return None  # a notice, not an error: the stream simply goes on
+            text = f"{event.message} ({event.fix})" if event.fix else event.message
+            if event.kind in NOTE_STATUS:
+                return error_event(ApiError(NOTE_STATUS[event.kind], text, event.kind), fatal=event.fatal)
             error = from_captioneer(error_class(event.kind)(event.message, event.fix))
             if event.kind == "worker_restarted":
                 error = ApiError(

@@ -3,13 +3,14 @@
 The query names the model and the PCM layout. The first piece of the body is checked before the answer
 starts (an audio file instead of raw PCM, or f32 samples sent as s16le and the reverse, are 400s); from
 then on the answer is an SSE stream, and problems found later (a partial last frame, a stalled upload,
-the limits) arrive as an ``error`` event.
+the limits) arrive as an ``error`` event. Every way a stream ends in good order (the body's end, a body
+ending inside a frame, ``--live-max-s``, a shutdown) ends with ``transcript.text.done`` and ``[DONE]``; a
+non-fatal ``error`` event says why it ended early or what was dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,11 +21,11 @@ from starlette.responses import Response
 
 from inference.audio.io import PcmStreamDecoder
 from inference.contract import SAMPLE_RATE, ErrorEvent
-from inference.errors import UsageError
+from inference.errors import UsageError, WorkerError
 from inference.server.config import LiveLimits, ServerConfig
 from inference.server.errors import ApiError
 from inference.server.events import EventTranslator, SSEResponse
-from inference.server.registry import ModelRegistry
+from inference.server.registry import ModelRegistry, ServedModel
 from inference.server.requests import busy_timeout_s, check_live_content_type, request_options, shown
 from inference.server.routes import closer
 from inference.server.shutdown import ShutdownState
@@ -111,6 +112,7 @@ async def live(request: Request) -> Response:
         )
     wait_s = busy_timeout_s(query.get("busy_timeout_ms"))
     options = request_options(model, language=query.get("language"), context=query.get("prompt"), extra={})
+    refuse_unusable_prompt(model, options)
     limits = config.live
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
@@ -143,6 +145,19 @@ async def live(request: Request) -> Response:
 
     frames = sse_frames(pipe, EventTranslator(), feed, shutdown)
     return SSEResponse(frames, on_close=closer(stream, release))  # type: ignore[return-value]
+
+
+def refuse_unusable_prompt(model: ServedModel, options: dict[str, Any]) -> None:
+    """A prompt the loaded model cannot use is a 400 now, not a fatal event once the audio reaches it (the
+    family's spec may take a context that only some of its models use, as Parakeet's is Phonon-2's)."""
+    capabilities = getattr(model.engine, "capabilities", None)
+    if options.get("context") and capabilities is not None and not capabilities.context:
+        raise ApiError(
+            400,
+            f"model {model.id!r} takes no prompt (context); leave 'prompt' out for this model",
+            "unsupported_parameter",
+            param="prompt",
+        )
 
 
 async def _next(
@@ -189,13 +204,17 @@ async def feed_body(
     shutdown: ShutdownState | None = None,
 ) -> None:
     """Decode and push the body as it arrives; at its end, the final transcript (or an error) goes to the pipe."""
-    started = time.monotonic()
     received = 0
+    limit = None if limits.max_stream_s is None else round(limits.max_stream_s * SAMPLE_RATE)
+    taken = 0  # samples handed to the stream
     pending: list[np.ndarray] = []
     pending_samples = 0
 
     async def push(samples: np.ndarray, force: bool = False) -> None:
-        nonlocal pending_samples
+        nonlocal pending_samples, taken
+        if limit is not None:
+            samples = samples[: max(0, limit - taken)]
+        taken += samples.size
         if samples.size:
             pending.append(samples)
             pending_samples += samples.size
@@ -204,6 +223,10 @@ async def feed_body(
             pending.clear()
             pending_samples = 0
             await anyio.to_thread.run_sync(stream.push, chunk)
+
+    def note(kind: str, message: str, fix: str) -> None:
+        """Why the stream ends early or what was dropped: an error event that does not end it."""
+        pipe.put([ErrorEvent(kind, message, fix, fatal=False)])
 
     async def run() -> None:
         nonlocal received
@@ -216,41 +239,47 @@ async def feed_body(
                     f"the body passed this server's limit of {limits.max_body_bytes} bytes",
                     "upload_too_large",
                 )
-            if time.monotonic() - started > limits.total_timeout_s:
-                raise ApiError(
-                    408,
-                    f"the upload lasted longer than this server's limit of {limits.total_timeout_s:g} s",
-                    "total_timeout",
-                )
             await push(decoder.feed(piece))
+            if limit is not None and taken >= limit:
+                note(
+                    "stream_limit",
+                    f"the stream reached this server's limit of {limits.max_stream_s:g} s of audio "
+                    "(--live-max-s); the transcript covers that much, the rest of the upload was not read",
+                    "open a new stream for the rest, or ask for a higher --live-max-s",
+                )
+                break
             piece = await _next(body, limits.idle_timeout_s, shutdown)
         if piece is None:  # shutting down: the upload ends here, and what arrived is transcribed
             said = received // frame_bytes / rate
-            pipe.put(
-                [
-                    ErrorEvent(
-                        "cancelled",
-                        f"the server is shutting down: the upload was cut at {said:.1f} s; "
-                        "the transcript covers the audio received",
-                        "send the rest again",
-                        fatal=False,
-                    )
-                ]
+            note(
+                "server_shutting_down",
+                f"the server is shutting down: the upload was cut at {said:.1f} s; "
+                "the transcript covers the audio received",
+                "send the rest again",
             )
-            await push(np.zeros(0, np.float32), force=True)  # a partial last frame is dropped, not an error
-            return
-        if received % frame_bytes:
-            raise ApiError(
-                400,
-                f"the body ends with a partial frame: {received} bytes is not a whole number of "
-                f"{frame_bytes}-byte frames; check sample_format and channels",
+        elif piece == b"" and received % frame_bytes:
+            note(
                 "partial_frame",
-                param="sample_format",
+                f"the body ends inside a frame: {received} bytes is not a whole number of {frame_bytes}-byte "
+                f"frames, so the last {received % frame_bytes} byte(s) were dropped",
+                "send whole frames (check sample_format and channels)",
             )
+        # A partial last frame is dropped, never an error: the decoder keeps only whole frames.
         await push(decoder.feed(b"", last=True), force=True)
 
     async def fed() -> Any:
-        await run()
-        return await anyio.to_thread.run_sync(stream.finish)
+        try:
+            await run()
+            return await anyio.to_thread.run_sync(stream.finish)
+        except WorkerError as exc:
+            if getattr(getattr(stream, "client", None), "gave_up", None) is None:
+                raise
+            # The restart limit tripped: end in good order with what was transcribed (the gap is marked).
+            note(
+                "worker_failed",
+                f"{exc.message}; the stream ends with what was transcribed before",
+                "send the rest in a new stream in a moment: the next request starts a fresh worker",
+            )
+            return stream.heard()
 
     await finish_into(pipe, fed)

@@ -16,9 +16,10 @@ import soundfile
 import uvicorn
 
 from inference.audio.io import load_audio_file
+from inference.client import WorkerPolicy
 from inference.server.app import create_app
 from inference.server.config import ServerConfig
-from inference.server.registry import ModelRegistry
+from inference.server.registry import ModelRegistry, ServedModel
 from inference.server.run import uvicorn_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,3 +83,20 @@ def openai_error(response: httpx.Response, status: int, code: str) -> str:
         "invalid_request_error" if status < 500 and status not in (401, 429) else error["type"]
     )
     return str(error["message"])
+
+
+def fragile_model(policy: WorkerPolicy, revive_after_s: float = 2.0) -> ServedModel:
+    """The faulty test engine (0.01 s per push) as model "fragile", supervised by ``policy`` (e.g. a restart
+    limit of 0, so that the first death trips it)."""
+    return ServedModel(
+        "fragile",
+        DEMO_MODEL,
+        "faulty",
+        None,
+        (),
+        1,
+        factory=FAULTY_FACTORY,
+        default_request_options={"delay_s": 0.01},
+        policy=policy,
+        revive_after_s=revive_after_s,
+    )

@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 import pytest
 
-from inference.server.config import ServerConfig
+from inference.server.config import LiveLimits, ServerConfig
 from inference.server.registry import ModelRegistry, ServedModel
 from tests.long_speech import espeak_available, recording
 from tests.server.harness import SAMPLE_1, TEXT_1, running_server, s16le, wav_bytes
@@ -204,20 +204,9 @@ def test_a_worker_that_keeps_failing_is_revived_after_a_pause() -> None:
     """A client that gave up (here: at the first crash) is a 503 naming the failure; after the pause the next
     request gets a fresh worker with the model loaded again, without restarting the server."""
     from inference.client import WorkerPolicy
-    from tests.server.harness import DEMO_MODEL, FAULTY_FACTORY
+    from tests.server.harness import fragile_model
 
-    fragile = ServedModel(
-        "fragile",
-        DEMO_MODEL,
-        "faulty",
-        None,
-        (),
-        1,
-        factory=FAULTY_FACTORY,
-        default_request_options={"delay_s": 0.01},
-        policy=WorkerPolicy(max_restarts=0),
-        revive_after_s=2.0,
-    )
+    fragile = fragile_model(WorkerPolicy(max_restarts=0), revive_after_s=2.0)
     models = ModelRegistry([fragile])
     models.start(threads=1)
     body = {"model": "fragile", "audio": THREE_SECONDS}
@@ -256,8 +245,11 @@ def killable() -> Iterator[tuple[str, ServedModel]]:
     )
     models = ModelRegistry([demo])
     models.start(threads=1)
+    # The kill tests hold their upload while a restart runs, which on a loaded machine can outlast the
+    # default 30 s idle limit: the limit is not what they test.
+    config = ServerConfig(live=LiveLimits(idle_timeout_s=120.0))
     try:
-        with running_server(ServerConfig(), models) as url:
+        with running_server(config, models) as url:
             yield url, demo
     finally:
         models.close()

@@ -12,6 +12,7 @@ Stream/transcribe options:
     delay_s: seconds of "inference" per push / per audio second (default 0)
     snapshots: also publish a snapshot of the provisional word (default false)
     poison: a sample value; a push whose audio starts with it fires the fault, whatever its number
+    started_log: a file path; each push appends a line to it as it begins (so a test knows it is decoding)
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ class FaultyStream:
         if self.closed:
             raise UsageError("push after finish")
         self.pushes += 1
+        if "started_log" in self.options:
+            with open(self.options["started_log"], "a") as log:
+                log.write(f"push {self.pushes}\n")
         if "poison" in self.options:
             if pcm.size and pcm[0] == np.float32(self.options["poison"]):
                 fire({**self.options, "fault_at": 1}, 1)

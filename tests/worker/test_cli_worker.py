@@ -57,6 +57,22 @@ def cli(*args: str, **kwargs: object) -> subprocess.Popen[bytes]:
     )  # type: ignore[call-overload]
 
 
+# `captioneer transcribe -` streaming raw f32le from stdin in VAD segments, printing events as jsonl.
+SEGMENTED_JSONL_FROM_STDIN = (
+    "-",
+    "--model",
+    str(DEMO),
+    "--mode",
+    "streaming",
+    "--stream-mode",
+    "segmented",
+    "--format",
+    "jsonl",
+    "--input-format",
+    "f32le",
+)
+
+
 def default_sigint() -> None:
     """In the child before exec: Ctrl-C's default action. A shell starts background jobs with SIGINT ignored and
     an ignored signal stays ignored across exec (Python then installs no KeyboardInterrupt handler), so a suite
@@ -107,17 +123,7 @@ def test_a_live_stream_from_stdin_survives_a_killed_worker() -> None:
     audio = load_audio_file(SAMPLE)
     gap = np.zeros(16000, np.float32)
     proc = cli(
-        "-",
-        "--model",
-        str(DEMO),
-        "--mode",
-        "streaming",
-        "--stream-mode",
-        "segmented",
-        "--format",
-        "jsonl",
-        "--input-format",
-        "f32le",
+        *SEGMENTED_JSONL_FROM_STDIN,
         stdin=subprocess.PIPE,
     )
     assert proc.stdin is not None and proc.stdout is not None
@@ -143,22 +149,30 @@ def test_a_live_stream_from_stdin_survives_a_killed_worker() -> None:
     assert done["segments"][1]["start"] > done["segments"][0]["end"]
 
 
+def test_a_single_utterance_from_stdin_gets_its_delta_and_speech_end_before_done() -> None:
+    audio = load_audio_file(SAMPLE)
+    audio = audio[: int(np.nonzero(np.abs(audio) > 0.05)[0][-1]) + 160]  # the input ends inside the speech
+    proc = cli(
+        *SEGMENTED_JSONL_FROM_STDIN,
+        stdin=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(audio.astype("<f4").tobytes())
+    proc.stdin.close()
+    events = [json.loads(line) for line in within(proc, 180, proc.stdout.read).decode().splitlines()]
+    assert proc.wait(timeout=120) == 0
+    kinds = [e["type"] for e in events]
+    assert kinds[-1] == "done" and kinds[-3:-1] == ["delta", "speech_end"], kinds
+    assert "".join(e["text"] for e in events if e["type"] == "delta") == events[-1]["text"]
+    assert events[-2]["text"] == events[-1]["text"] == "emma quickly closed the early bottle and sang"
+
+
 def test_ctrl_c_finishes_a_live_stream_with_done() -> None:
     """Ctrl-C in a terminal signals the whole process group, the worker included: the CLI drains and ends
     with `done`, the worker survives until then."""
     audio = load_audio_file(SAMPLE)
     proc = cli(
-        "-",
-        "--model",
-        str(DEMO),
-        "--mode",
-        "streaming",
-        "--stream-mode",
-        "segmented",
-        "--format",
-        "jsonl",
-        "--input-format",
-        "f32le",
+        *SEGMENTED_JSONL_FROM_STDIN,
         stdin=subprocess.PIPE,
         start_new_session=True,
         preexec_fn=default_sigint,

@@ -37,6 +37,7 @@ def test_every_message_type_round_trips() -> None:
         p.Shutdown(),
         p.Loaded(1, "e1", "faulty", {"streaming": True}, 0.5),
         p.Opened(4, "s1", "native"),
+        p.Decoding("s1", 1),
         p.Pushed("s1", 1, 512, 0.01, [{"type": "delta", "text": "a"}]),
         p.Result(5, {"text": "a"}, 0.1),
         p.EventMessage({"type": "progress", "stage": "load", "done": 1}, 1),

@@ -80,3 +80,18 @@ def test_an_answer_resets_the_count_of_deaths() -> None:
         assert replay.lost is None
         buffer.sent(replay.audio)
         buffer.answered(replay.audio.size, ResumePoint(0).to_json())
+
+
+def test_deaths_that_were_not_the_audio_s_doing_never_give_it_up() -> None:
+    buffer = ReplayBuffer(1000)
+    buffer.sent(ramp(0, 100))
+    buffer.answered(100, ResumePoint(60).to_json())
+    buffer.sent(ramp(100, 100))
+    for _ in range(POISON_DEATHS + 3):  # killed from outside, or during restarts: always replayed
+        replay = buffer.worker_died(on_this_audio=False)
+        assert replay.lost is None and replay.start == 60
+        buffer.sent(replay.audio)
+    for _ in range(POISON_DEATHS):  # crashes while decoding it are what count
+        assert buffer.worker_died(on_this_audio=True).lost is None
+        buffer.sent(replay.audio)
+    assert buffer.worker_died(on_this_audio=True).lost == (60, 200)

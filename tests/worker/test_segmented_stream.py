@@ -81,6 +81,19 @@ def test_finish_commits_the_open_segment_and_silence_costs_no_model_call(speech:
     assert stream.finish().text == "seg1"
 
 
+def test_flush_gives_the_last_segment_its_delta_and_speech_end(speech: np.ndarray) -> None:
+    engine = RecordingEngine()
+    stream = SegmentedStream(engine, SileroVad(), settings=FINAL_ONLY)
+    first = feed(
+        stream, np.concatenate([speech, np.zeros(SAMPLE_RATE, np.float32), speech[: speech.size // 2]])
+    )
+    last = stream.flush()  # the second utterance is still open: the end of the input closes it
+    assert [type(e) for e in last] == [Delta, SpeechEnd] and last[0].text == " seg2"
+    assert last[1].text == "seg2" and last[1].segment_id == 1
+    deltas = "".join(e.text for e in first + last if isinstance(e, Delta))
+    assert stream.finish().text == deltas == "seg1 seg2" and len(engine.calls) == 2  # no second decode
+
+
 def test_the_open_segment_is_shown_as_snapshots_about_once_a_second(speech: np.ndarray) -> None:
     engine = RecordingEngine()
     now = [0.0]
@@ -99,6 +112,21 @@ def test_the_open_segment_is_shown_as_snapshots_about_once_a_second(speech: np.n
     assert events.index(snapshots[-1]) < events.index(delta) and {e.segment_id for e in snapshots} == {0}
     assert delta.text == f"seg{len(snapshots) + 1}"  # the closed segment is still decoded once more, whole
     assert [e.end_s for e in snapshots] == sorted(e.end_s for e in snapshots)
+
+
+def test_a_snapshot_after_committed_text_reads_after_it_with_a_space(speech: np.ndarray) -> None:
+    now = [0.0]
+
+    def clock() -> float:  # each model call "takes" 0.05 s
+        now[0] += 0.05
+        return now[0]
+
+    stream = SegmentedStream(RecordingEngine(), SileroVad(), clock=clock)
+    events = feed(stream, np.concatenate([speech, np.zeros(SAMPLE_RATE, np.float32), speech]))
+    first = next(e for e in events if isinstance(e, Delta))
+    later = [e for e in events if isinstance(e, Snapshot) and e.segment_id == 1]
+    assert later and all(e.text.startswith(" seg") for e in later)  # committed + snapshot: "seg3 seg4"
+    assert not [e for e in events[: events.index(first)] if isinstance(e, Snapshot) and e.text[0] == " "]
 
 
 def test_a_slow_model_is_asked_for_snapshots_less_often(speech: np.ndarray) -> None:
