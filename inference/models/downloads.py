@@ -120,7 +120,7 @@ class StoreDownloads(StoreMaintenance):
                 tracker.emit("downloading", base + file_done, total, name, rate=True)
 
             on_bytes(item.partial.stat().st_size if item.partial.exists() else 0)
-            self.hub.download(item.remote, item.partial, on_bytes, cancel)
+            self.hub.download(item.remote, item.partial, on_bytes, cancel, max_bytes=item.spec.size)
             before += size
         tracker.emit("downloading", before, total, force=True)
 

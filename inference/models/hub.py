@@ -141,8 +141,15 @@ class HubClient:
         partial: Path,
         on_bytes: Callable[[int], None],
         cancel: threading.Event | None = None,
+        max_bytes: int | None = None,
     ) -> None:
-        """Complete ``partial`` to the remote file, resuming from its current length with ``Range``."""
+        """Complete ``partial`` to the remote file, resuming from its current length with ``Range``.
+
+        The body may not run past the size the hub announced (or, when it announced none, ``max_bytes``, the
+        catalog's size): a server that sends more is refused and the partial file removed, so a hostile
+        mirror cannot fill the disk.
+        """
+        limit = remote.size if remote.size is not None else max_bytes
         failures = 0
         refreshed = False
         while True:
@@ -155,7 +162,7 @@ class HubClient:
                 on_bytes(have)
                 return
             try:
-                self._fetch(remote, partial, have, on_bytes, cancel)
+                self._fetch(remote, partial, have, on_bytes, cancel, limit)
                 got = partial.stat().st_size
                 if remote.size is not None and got != remote.size:
                     raise _Retryable(f"received {got} of {remote.size} bytes")
@@ -187,6 +194,7 @@ class HubClient:
         have: int,
         on_bytes: Callable[[int], None],
         cancel: threading.Event | None,
+        limit: int | None = None,
     ) -> None:
         headers = self._headers()
         if have:
@@ -212,6 +220,14 @@ class HubClient:
                         check_cancel(cancel)
                         if not chunk:
                             continue
+                        if limit is not None and done + len(chunk) > limit:
+                            out.close()
+                            partial.unlink(missing_ok=True)
+                            raise HubRefusedError(
+                                f"{remote.path} from {remote.repo} is longer than the {limit} bytes announced "
+                                "for it; the download was stopped and removed",
+                                "install again later; if it repeats, the mirror (HF_ENDPOINT) is misbehaving",
+                            )
                         out.write(chunk)
                         done += len(chunk)
                         on_bytes(done)
