@@ -90,12 +90,14 @@ class GgufFile:
             raise ValueError(f"{what} claims {count} entries, more than the file holds")
         return count
 
-    def _string(self) -> str:
+    def _string(self, name: bool = False) -> str:
         length = self._take("<Q")
         if self._pos + length > len(self._map):
             raise ValueError("a string runs past the end of the file")
-        # surrogateescape: a non-UTF-8 payload (legacy embedded files) survives a round trip to bytes
-        text = self._map[self._pos : self._pos + length].decode("utf-8", errors="surrogateescape")
+        # Keys and tensor names must be UTF-8 (UnicodeDecodeError is a ValueError); in values, surrogateescape
+        # lets a non-UTF-8 payload (legacy embedded files) survive a round trip to bytes.
+        errors = "strict" if name else "surrogateescape"
+        text = self._map[self._pos : self._pos + length].decode("utf-8", errors=errors)
         self._pos += length
         return text
 
@@ -133,13 +135,13 @@ class GgufFile:
         n_tensors, n_fields = self._take("<Q"), self._take("<Q")
         fields: dict[str, Any] = {}
         for _ in range(self._count(n_fields, _MIN_FIELD_BYTES, "the metadata")):
-            key = self._string()
+            key = self._string(name=True)
             if key in fields:
                 raise ValueError(f"metadata key {key!r} appears twice")
             fields[key] = self._value(self._take("<I"))
         infos = []
         for _ in range(self._count(n_tensors, _MIN_TENSOR_INFO_BYTES, "the tensor directory")):
-            name = self._string()
+            name = self._string(name=True)
             n_dims = self._take("<I")
             if n_dims > _MAX_DIMS:
                 raise ValueError(f"tensor {name} has {n_dims} dimensions (ggml allows {_MAX_DIMS})")

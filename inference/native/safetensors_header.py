@@ -1,13 +1,13 @@
 """The JSON header of a safetensors file, checked as the safetensors library checks it, before anything is mapped.
 
 Every entry must be ``{"dtype", "shape", "data_offsets"}`` with a known dtype, non-negative integer dims and
-offsets, ``shape x dtype size == end - begin``, the bytes inside the file and no two tensors sharing bytes. A
-header that breaks a rule is refused with an InputFileError naming the file and the tensor.
+offsets, ``shape x dtype size == end - begin`` and the bytes inside the file; the tensors tile the data (no
+shared bytes, no gaps, nothing after the last) and ``__metadata__`` maps strings to strings. A header that
+breaks a rule is refused with an InputFileError naming the file and the tensor.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import struct
@@ -80,17 +80,20 @@ def read_safetensors_header(path: Path) -> tuple[int, dict[str, dict[str, Any]]]
 
 
 def _check_entries(header: dict[str, Any], data_size: int) -> None:
-    if not isinstance(header.get(METADATA, {}), dict):
-        raise _Malformed(f"{METADATA} is not an object")
-    spans = []
-    for name, info in header.items():
-        if name != METADATA:
-            begin, end = _span(name, info, data_size)
-            if end > begin:
-                spans.append((begin, end, name))
-    for (_, end, before), (begin, _, after) in itertools.pairwise(sorted(spans)):
-        if begin < end:
-            raise _Malformed(f"tensors {before!r} and {after!r} share bytes")
+    metadata = header.get(METADATA, {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise _Malformed(f"{METADATA} is not an object of strings")
+    spans = sorted((*_span(name, info, data_size), name) for name, info in header.items() if name != METADATA)
+    # As the library requires: the tensors tile the data from its first byte to the end of the file.
+    covered = 0
+    for begin, end, name in spans:
+        if begin < covered:
+            raise _Malformed(f"tensor {name!r} shares bytes with the tensor before it")
+        if begin > covered:
+            raise _Malformed(f"{begin - covered} bytes before tensor {name!r} belong to no tensor")
+        covered = end
+    if covered != data_size:
+        raise _Malformed(f"{data_size - covered} bytes after the last tensor belong to no tensor")
 
 
 def _span(name: str, info: object, data_size: int) -> tuple[int, int]:

@@ -50,7 +50,21 @@ def test_a_shape_larger_than_its_bytes_is_refused(tmp_path: Path) -> None:
 
 def test_tensors_sharing_bytes_are_refused(tmp_path: Path) -> None:
     message = _refusal(tmp_path, {"a": _entry(), "b": _entry(offsets=(4, 12))})
-    assert "tensors 'a' and 'b' share bytes" in message
+    assert "tensor 'b' shares bytes with the tensor before it" in message
+
+
+@pytest.mark.parametrize(
+    ("header", "size", "message"),
+    [
+        ({"a": _entry(), "b": _entry(offsets=(12, 20))}, 20, "4 bytes before tensor 'b' belong to no tensor"),
+        ({"a": _entry()}, 16, "8 bytes after the last tensor belong to no tensor"),
+        ({"a": _entry(), "__metadata__": {"k": 1}}, 8, "__metadata__ is not an object of strings"),
+    ],
+)
+def test_the_tensors_must_tile_the_data_as_the_library_requires(
+    tmp_path: Path, header: dict[str, Any], size: int, message: str
+) -> None:
+    assert message in _refusal(tmp_path, header, bytes(size))
 
 
 def test_reversed_offsets_are_refused(tmp_path: Path) -> None:
