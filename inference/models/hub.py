@@ -7,7 +7,6 @@ File metadata comes from ``huggingface_hub.get_hf_file_metadata``; the body is s
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import threading
@@ -28,7 +27,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import build_hf_headers
 
-from inference.models.errors import DiskSpaceError, HubRefusedError, NetworkError, StoreError
+from inference.models.errors import HubRefusedError, NetworkError, StoreError, disk_full_error
 from inference.models.progress import check_cancel
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -232,11 +231,13 @@ class HubClient:
                         done += len(chunk)
                         on_bytes(done)
             except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise DiskSpaceError(
-                        f"the disk filled up while writing {partial.name}",
-                        "free some space (or choose another model folder) and install again; the download resumes",
-                    ) from exc
+                full = disk_full_error(
+                    exc,
+                    f"the disk filled up while writing {partial.name}",
+                    "free some space (or choose another model folder) and install again; the download resumes",
+                )
+                if full is not None:
+                    raise full from exc
                 raise
 
     def _wait_before_retry(

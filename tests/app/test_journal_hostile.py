@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-MAX_LINE_BYTES = 1 << 20
-from app.live.journal import list_sessions, read_session, sessions_dir, unfinished_sessions
+from app.live.journal import MAX_LINE_BYTES, list_sessions, read_session, sessions_dir, unfinished_sessions
 
 HEADER = {"type": "session", "version": 1, "started": 1764589923.1, "model": "Demo", "source": "Microphone"}
 

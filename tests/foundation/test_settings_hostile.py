@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-MAX_SETTINGS_BYTES = 1 << 20
-from app.settings import Settings, SettingsStore
+from app.settings import MAX_SETTINGS_BYTES, Settings, SettingsStore
 from app.settings_rules import RULES
 from inference.paths import AppPaths
 

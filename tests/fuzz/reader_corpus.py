@@ -22,6 +22,7 @@ import gguf
 import numpy as np
 
 from tests.fuzz import harness
+from tests.fuzz.reader_common import digest
 
 _PARAKEET_TESTS = str(Path(__file__).resolve().parents[1] / "parakeet_tdt")
 if _PARAKEET_TESTS not in sys.path:  # its helpers are sibling modules imported by bare name
@@ -132,8 +133,6 @@ def gguf_judge(case: harness.Case, outcome: harness.Outcome) -> str | None:
             if "package.gguf" in outcome.message
             else f"a refusal without the file name: {outcome.message}"
         )
-    from tests.fuzz.reader_targets import _digest
-
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "package.gguf"
         path.write_bytes(case.data)
@@ -141,10 +140,10 @@ def gguf_judge(case: harness.Case, outcome: harness.Outcome) -> str | None:
             reader = gguf.GGUFReader(path)
         except Exception as exc:  # the oracle refuses what ours accepted
             return f"accepted, but gguf.GGUFReader refuses it: {type(exc).__name__}: {exc}"
-        theirs = {t.name: (tuple(int(d) for d in t.shape), _digest(t.data.tobytes())) for t in reader.tensors}
-    for _name, physical, _logical, shape, _type, digest in outcome.value["tensors"]:
-        if theirs.get(physical) != (tuple(reversed(shape)), digest):
-            return f"tensor {physical}: read {shape} {digest}, gguf.GGUFReader {theirs.get(physical)}"
+        theirs = {t.name: (tuple(int(d) for d in t.shape), digest(t.data.tobytes())) for t in reader.tensors}
+    for _name, physical, _logical, shape, _type, read in outcome.value["tensors"]:
+        if theirs.get(physical) != (tuple(reversed(shape)), read):
+            return f"tensor {physical}: read {shape} {read}, gguf.GGUFReader {theirs.get(physical)}"
     return None
 
 
@@ -172,20 +171,14 @@ def safetensors_judge(case: harness.Case, outcome: harness.Outcome) -> str | Non
         return None if ok else f"a refusal without the file name: {outcome.message}"
     from safetensors.numpy import load
 
-    from tests.fuzz.reader_targets import _digest
-
     try:
         theirs = load(case.data)
     except Exception as exc:
         return f"accepted, but the safetensors library refuses it: {type(exc).__name__}: {exc}"
-    for name, (shape, _type, digest) in outcome.value.items():
+    for name, (shape, _type, read) in outcome.value.items():
         expected = theirs.get(name)
-        if (
-            expected is None
-            or (tuple(expected.shape) or (1,)) != shape
-            or _digest(expected.tobytes()) != digest
-        ):
-            return f"tensor {name}: read {shape} {digest}, the library {None if expected is None else expected.shape}"
+        if expected is None or (tuple(expected.shape) or (1,)) != shape or digest(expected.tobytes()) != read:
+            return f"tensor {name}: read {shape} {read}, the library {None if expected is None else expected.shape}"
     return None
 
 
@@ -193,17 +186,10 @@ def safetensors_judge(case: harness.Case, outcome: harness.Outcome) -> str | Non
 
 
 def container_file() -> bytes:
-    from test_phonon_import import encode_tensor, write_container
+    from test_phonon_import import small_container_records, write_container
 
-    rng = np.random.default_rng(1)
-    records = [
-        tuple(encode_tensor("a.weight", rng.normal(size=(3, 11)), "five_value", rng)[0]),
-        tuple(encode_tensor("b.weight", rng.normal(size=(2, 5)), "int6", rng)[0]),
-        tuple(encode_tensor("c.bias", rng.normal(size=(4,)), "fp16", rng)[0]),
-        tuple(encode_tensor("d.weight", rng.normal(size=(3, 4)), "int8", rng)[0]),
-    ]
     with tempfile.TemporaryDirectory() as folder:
-        return write_container(Path(folder) / "model.fermion", records).read_bytes()  # type: ignore[arg-type]
+        return write_container(Path(folder) / "model.fermion", small_container_records()).read_bytes()
 
 
 def named_in_refusal(name: str, *, leave_nothing: bool = False) -> Judge:

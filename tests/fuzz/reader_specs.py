@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.fuzz import harness, reader_corpus
-from tests.fuzz.reader_targets import SIDECARS_ENV
+from tests.fuzz.reader_common import SIDECARS_ENV
 
 LIMITS = harness.Limits(
     memory_bytes=768 << 20,
@@ -51,31 +51,33 @@ def gguf_campaign() -> Campaign:
     )
 
 
-def safetensors_campaign() -> Campaign:
-    data = reader_corpus.safetensors_file()
+def _json_header_campaign(name: str, target: str, input_name: str, data: bytes) -> Campaign:
+    """A format of an 8-byte header length and a JSON header (safetensors, the Phonon container)."""
     header = 8 + int.from_bytes(data[:8], "little")
     extra = (reader_corpus.prefix_only(reader_corpus.json_value, header),)
-    return Campaign(
+    judge = (
+        reader_corpus.safetensors_judge
+        if name == "safetensors"
+        else reader_corpus.named_in_refusal(input_name)
+    )
+    return Campaign(name, target, input_name, data, _with_header(header, extra), judge)
+
+
+def safetensors_campaign() -> Campaign:
+    return _json_header_campaign(
         "safetensors",
         "tests.fuzz.reader_targets:read_safetensors",
         "model.safetensors",
-        data,
-        _with_header(header, extra),
-        reader_corpus.safetensors_judge,
+        reader_corpus.safetensors_file(),
     )
 
 
 def container_campaign() -> Campaign:
-    data = reader_corpus.container_file()
-    header = 8 + int.from_bytes(data[:8], "little")
-    extra = (reader_corpus.prefix_only(reader_corpus.json_value, header),)
-    return Campaign(
+    return _json_header_campaign(
         "phonon-container",
         "tests.fuzz.reader_targets:read_container_file",
         "model.fermion",
-        data,
-        _with_header(header, extra),
-        reader_corpus.named_in_refusal("model.fermion"),
+        reader_corpus.container_file(),
     )
 
 

@@ -8,7 +8,6 @@ Phonon sidecars are loaded once in the zygote.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import shutil
@@ -30,13 +29,10 @@ from inference.native.embedded_files import embedded_files
 from inference.native.gguf_file import GgufFile
 from inference.native.package_tensors import logical_tensors
 from inference.paths import AppPaths
+from tests.fuzz.reader_common import SIDECARS_ENV
+from tests.fuzz.reader_common import digest as _digest
 
-SIDECARS_ENV = "CAPTIONEER_FUZZ_SIDECARS"  # the Phonon sidecar folder the test prepared
 _API = load_api()  # once, in the zygote
-
-
-def _digest(data: Any) -> str:
-    return hashlib.sha256(bytes(data)).hexdigest()[:16]
 
 
 def read_gguf(path: Path, scratch: Path) -> dict[str, Any]:

@@ -12,20 +12,20 @@
 
 from __future__ import annotations
 
-import errno
 import shutil
 import tarfile
 from pathlib import Path, PurePosixPath
 from typing import IO
 
 from inference.errors import ModelError
-from inference.models.errors import DiskSpaceError
+from inference.models.errors import DiskSpaceError, disk_full_error
 
 MAX_CONFIG_BYTES = 16 << 20
 MAX_EXPANSION = 32
 EXPANSION_SLACK = 16 << 20  # tar headers and padding of a tiny archive
 DISK_RESERVE_BYTES = 32 << 20
 _FIX = "download the Phonon-2 archive again from its repository"
+_SPACE_FIX = "free some space (or choose another model folder) and import again"
 
 
 class _TooLarge(Exception):
@@ -127,7 +127,7 @@ def _extract(archive: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, targe
     if member.size + DISK_RESERVE_BYTES > free:
         raise DiskSpaceError(
             f"unpacking {member.name!r} of {archive.name} needs {member.size} bytes, {free} are free",
-            "free some space (or choose another model folder) and import again",
+            _SPACE_FIX,
         )
     source = tar.extractfile(member)
     if source is None:  # isfile() members always have a stream
@@ -136,9 +136,9 @@ def _extract(archive: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, targe
         with target.open("wb") as out:
             shutil.copyfileobj(source, out, 1 << 20)
     except OSError as exc:
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskSpaceError(
-                f"the disk filled up while unpacking {member.name!r} of {archive.name}",
-                "free some space (or choose another model folder) and import again",
-            ) from None
+        full = disk_full_error(
+            exc, f"the disk filled up while unpacking {member.name!r} of {archive.name}", _SPACE_FIX
+        )
+        if full is not None:
+            raise full from None
         raise
