@@ -76,14 +76,14 @@ class StoreDownloads(StoreMaintenance):
             "etag": item.remote.etag,
             "size": item.remote.size,
         }
-        previous: dict[str, Any] = {}
-        with contextlib.suppress(OSError, json.JSONDecodeError):
+        previous: Any = {}
+        with contextlib.suppress(OSError, ValueError, RecursionError):  # a damaged sidecar: start afresh
             previous = json.loads(item.sidecar.read_text(encoding="utf-8"))
-        if any(previous.get(k) != v for k, v in identity.items()):
+        if not isinstance(previous, dict) or any(previous.get(k) != v for k, v in identity.items()):
             item.partial.unlink(missing_ok=True)
             previous = {}
         elif (
-            previous.get("sha256")
+            isinstance(previous.get("sha256"), str)
             and item.partial.exists()
             and item.partial.stat().st_size == item.remote.size
         ):

@@ -11,6 +11,8 @@ import pytest
 
 from inference.models.errors import HubRefusedError
 from inference.models.hub import HubClient, RemoteFile
+from inference.models.store import PARTIAL_DIR
+from tests.models.hub_fixtures import make_store
 
 CHUNK = b"\0" * 65536
 
@@ -51,3 +53,14 @@ def test_a_body_of_the_announced_size_is_kept(tmp_path: Path) -> None:
     partial = tmp_path / "model.bin.part"
     _client([]).download(_remote(None), partial, lambda _done: None, max_bytes=None)
     assert partial.stat().st_size == 1000 * len(CHUNK)  # no size known anywhere: nothing to bound by
+
+
+@pytest.mark.parametrize("sidecar", [b"[1, 2]", b"\xff", b"[" * 100_000, b'{"sha256": 5}'])
+def test_a_damaged_resume_sidecar_starts_the_file_afresh(app_paths, hub, sidecar: bytes) -> None:  # type: ignore[no-untyped-def]
+    # A list was an AttributeError, deep nesting a RecursionError, a bad byte a UnicodeDecodeError.
+    partial_dir = app_paths.models / PARTIAL_DIR / "tiny_gguf"
+    partial_dir.mkdir(parents=True)
+    (partial_dir / "Sub-GGUF%2Ftiny-q8_0.gguf.json").write_bytes(sidecar)  # named like the partial file
+    store = make_store(app_paths)
+    store.install("tiny_gguf")
+    assert store.catalog.installed_path(store.catalog.get("tiny_gguf")) is not None
