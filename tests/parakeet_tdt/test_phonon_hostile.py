@@ -199,3 +199,12 @@ def test_an_archive_config_that_is_not_utf8_is_refused_by_name(
     with pytest.raises(ModelError, match=r"phonon-2.bps.tar.zst \(member config.json\) is unreadable"):
         convert_phonon2(archive, sidecars_for(tmp_path), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_header_extension_past_its_bound_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    # tarfile holds a pax header's payload in memory: one claiming gigabytes was read up to the expansion bound.
+    def long_comment(info: tarfile.TarInfo) -> None:
+        info.pax_headers = {"comment": "x" * (phonon_archive.MAX_META_BYTES + 1)}
+
+    message = _refusal(tmp_path, [("phonon-2/model.fermion", b"x", long_comment), GOOD[1]])
+    assert "is damaged or truncated: a header extension of" in message

@@ -4,6 +4,7 @@
   backslash); a link, device, FIFO or sparse file is refused naming the member, not skipped.
 * Each wanted member (matched by its base name) appears once; ``config.json`` is at most
   :data:`MAX_CONFIG_BYTES`.
+* A pax or GNU long-name header extension is at most :data:`MAX_META_BYTES` (tarfile holds it in memory).
 * Decompression is streamed and refused past a bound: the size the zstd frame declares, and never more than
   :data:`MAX_EXPANSION` times the archive plus :data:`EXPANSION_SLACK` (a weight container hardly compresses).
 * Before a member is written, the free space is checked against the size its tar header gives; a full disk
@@ -21,6 +22,7 @@ from inference.errors import ModelError
 from inference.models.errors import DiskSpaceError, disk_full_error
 
 MAX_CONFIG_BYTES = 16 << 20
+MAX_META_BYTES = 1 << 20  # pax and GNU long-name headers: a few hundred bytes in a real archive
 MAX_EXPANSION = 32
 EXPANSION_SLACK = 16 << 20  # tar headers and padding of a tiny archive
 DISK_RESERVE_BYTES = 32 << 20
@@ -30,6 +32,25 @@ _SPACE_FIX = "free some space (or choose another model folder) and import again"
 
 class _TooLarge(Exception):
     pass
+
+
+_META_TYPES = (
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+)
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """tarfile reads a pax or GNU long-name header's whole payload into memory: refuse one past
+    :data:`MAX_META_BYTES` before it is read."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+        if self.type in _META_TYPES and self.size > MAX_META_BYTES:
+            raise tarfile.HeaderError(f"a header extension of {self.size} bytes (at most {MAX_META_BYTES})")
+        return super()._proc_member(tarfile_)  # type: ignore[misc]
 
 
 class _BoundedReader:
@@ -71,7 +92,7 @@ def extract_archive(archive: Path, into: Path, wanted: frozenset[str]) -> None:
             limit = decompression_limit(archive, declared)
             with zstandard.ZstdDecompressor().stream_reader(raw) as stream:
                 bounded = _BoundedReader(stream, limit)
-                with tarfile.open(fileobj=bounded, mode="r|") as tar:  # type: ignore[call-overload]
+                with tarfile.open(fileobj=bounded, mode="r|", tarinfo=_BoundedTarInfo) as tar:  # type: ignore[call-overload]
                     for member in tar:
                         base = _checked_name(archive, member)
                         if base in wanted and member.isfile():
