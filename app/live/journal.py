@@ -185,7 +185,7 @@ def read_session(path: Path) -> tuple[SavedSession, SessionModel]:
     skipped = 0
     with path.open("rb") as handle:
         for number, line in enumerate(_bounded_lines(handle, path), start=1):
-            entry = _parse_line(line)
+            entry = None if line is None else _parse_line(line)
             if entry is None:
                 # A line cut off by a crash or power cut (the recovery marker may follow it), or damage.
                 log.warning("%s line %d is incomplete or damaged; skipped", path.name, number)
@@ -216,8 +216,8 @@ def read_session(path: Path) -> tuple[SavedSession, SessionModel]:
     return saved, model
 
 
-def _bounded_lines(handle: IO[bytes], path: Path) -> Iterator[bytes]:
-    """The file's lines, a line longer than :data:`MAX_LINE_BYTES` dropped (read past, never held whole)."""
+def _bounded_lines(handle: IO[bytes], path: Path) -> Iterator[bytes | None]:
+    """The file's lines; None for a line longer than :data:`MAX_LINE_BYTES` (read past, never held whole)."""
     total = 0
     while total < MAX_JOURNAL_BYTES:
         line = handle.readline(MAX_LINE_BYTES + 1)
@@ -229,7 +229,7 @@ def _bounded_lines(handle: IO[bytes], path: Path) -> Iterator[bytes]:
             while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
                 total += len(rest)
             total += len(rest)
-            yield b""  # counts as a skipped line
+            yield None
             continue
         yield line
     log.warning("%s is larger than %d bytes; the rest is not read", path.name, MAX_JOURNAL_BYTES)
