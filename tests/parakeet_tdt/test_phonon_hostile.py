@@ -208,3 +208,19 @@ def test_a_header_extension_past_its_bound_is_refused_before_it_is_read(tmp_path
 
     message = _refusal(tmp_path, [("phonon-2/model.fermion", b"x", long_comment), GOOD[1]])
     assert "is damaged or truncated: a header extension of" in message
+
+
+def test_a_vocabulary_mismatch_names_the_archive_and_the_sidecars(tmp_path: Path) -> None:
+    # Found by the fuzz run: the message named neither the archive nor the sidecar folder.
+    folder, _exact = phonon_archive_dir(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    config["joint"]["vocabulary"][0] = "changed"
+    members = [
+        _regular("model.fermion", (folder / "model.fermion").read_bytes()),
+        _regular("config.json", json.dumps(config).encode()),
+    ]
+    archive = _archive(tmp_path / "phonon-2.bps.tar.zst", members)
+    with pytest.raises(ModelError) as err:
+        convert_phonon2(archive, sidecars_for(tmp_path), tmp_path / "out")
+    assert "sidecars/tokenizer.json does not spell" in err.value.message
+    assert "(phonon-2.bps.tar.zst (member config.json))" in err.value.message

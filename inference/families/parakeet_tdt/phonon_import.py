@@ -443,7 +443,7 @@ def convert_phonon2(
         config, tokenizer_json = _read_sidecars(sidecars)
         if tokenizer_pieces(tokenizer_json, len(vocabulary), sidecars / "tokenizer.json") != vocabulary:
             raise ModelError(
-                "the sidecar tokenizer.json does not spell the archive's vocabulary",
+                f"the sidecar {sidecars / 'tokenizer.json'} does not spell the archive's vocabulary ({config_label})",
                 "use the sidecars of nvidia/parakeet-tdt-0.6b-v3 at the pinned revision",
             )
         config["audiocpp_word_timestamp_mode"] = "token_duration"
