@@ -102,3 +102,12 @@ def test_a_header_over_the_library_limit_is_refused_unread(tmp_path: Path) -> No
         handle.truncate(8 + (200 << 20))
     with pytest.raises(InputFileError, match="header claims 209715200 bytes"):
         read_safetensors_header(path)
+
+
+def test_a_deeply_nested_shard_index_is_refused_by_name(tmp_path: Path) -> None:  # was a RecursionError
+    from inference.errors import ModelError
+    from inference.models.layout import locate_model
+
+    (tmp_path / "model.safetensors.index.json").write_text("[" * 100_000)
+    with pytest.raises(ModelError, match="model.safetensors.index.json is not a readable shard index"):
+        locate_model(tmp_path)
