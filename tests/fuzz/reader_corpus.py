@@ -25,8 +25,17 @@ from tests.fuzz import harness
 from tests.fuzz.reader_common import digest
 
 _PARAKEET_TESTS = str(Path(__file__).resolve().parents[1] / "parakeet_tdt")
-if _PARAKEET_TESTS not in sys.path:  # its helpers are sibling modules imported by bare name
-    sys.path.insert(0, _PARAKEET_TESTS)
+
+
+def _phonon_builders() -> Any:
+    """tests/parakeet_tdt/test_phonon_import (its helpers import siblings by bare name, so its folder joins
+    sys.path, but only when a Phonon input is built: at collection it could shadow other folders' modules)."""
+    if _PARAKEET_TESTS not in sys.path:
+        sys.path.insert(0, _PARAKEET_TESTS)
+    import test_phonon_import
+
+    return test_phonon_import
+
 
 Judge = Callable[[harness.Case, harness.Outcome], str | None]
 
@@ -186,10 +195,11 @@ def safetensors_judge(case: harness.Case, outcome: harness.Outcome) -> str | Non
 
 
 def container_file() -> bytes:
-    from test_phonon_import import small_container_records, write_container
-
+    builders = _phonon_builders()
     with tempfile.TemporaryDirectory() as folder:
-        return write_container(Path(folder) / "model.fermion", small_container_records()).read_bytes()
+        return builders.write_container(
+            Path(folder) / "model.fermion", builders.small_container_records()
+        ).read_bytes()
 
 
 def named_in_refusal(name: str, *, leave_nothing: bool = False) -> Judge:
@@ -218,15 +228,17 @@ class PhononArchive:
 def phonon_archive(folder: Path) -> PhononArchive:
     """tiny_a's weights as a Phonon container in a zstd tar (as published), and the sidecars to import it."""
     import zstandard
-    from test_phonon_import import phonon_archive_dir, sidecars_for
 
-    unpacked, _exact = phonon_archive_dir(folder)
+    builders = _phonon_builders()
+    unpacked, _exact = builders.phonon_archive_dir(folder)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
         tar.add(unpacked, arcname="phonon-2", recursive=False)
         for name in ("model.fermion", "config.json"):
             tar.add(unpacked / name, arcname=f"phonon-2/{name}")
-    return PhononArchive(zstandard.ZstdCompressor().compress(buffer.getvalue()), sidecars_for(folder))
+    return PhononArchive(
+        zstandard.ZstdCompressor().compress(buffer.getvalue()), builders.sidecars_for(folder)
+    )
 
 
 def _tar_headers(tar_bytes: bytes) -> list[int]:
