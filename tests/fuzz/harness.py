@@ -90,8 +90,9 @@ class Outcome:
     error_type: str = ""  # the exception's class name (REFUSED, ERROR)
     message: str = ""  # str() of the exception, the traceback (ERROR), or what stopped the child
     exit_code: int | None = None  # a refusal's CaptioneerError.exit_code
-    extra_rss_bytes: int = 0  # peak RSS above the zygote's
+    extra_rss_bytes: int = 0  # the child's peak RSS above its RSS at fork
     disk_left_bytes: int = 0
+    left: tuple[str, ...] = ()  # what the case left in its scratch folder besides the input (up to 50 paths)
     seconds: float = 0.0
 
 
@@ -206,7 +207,10 @@ class Fuzzer:
         self._process.start()
         child.close()
         self._conn = parent
-        ready = parent.recv()  # the zygote imported the target (or says why it could not)
+        try:
+            ready = parent.recv()  # the zygote imported the target (or says why it could not)
+        except EOFError:
+            ready = "the zygote process ended before it was ready"
         if ready != "ready":
             self.close()
             raise RuntimeError(f"the fuzz target {self.target} did not load: {ready}")
@@ -247,7 +251,10 @@ class Fuzzer:
         """The limit every case must keep, whatever the reader: no signal, no hang, memory and disk bounded,
         and an exact result or a clean refusal."""
         if outcome.kind not in (RESULT, REFUSED):
-            return f"{outcome.kind}: {outcome.error_type} {outcome.message[:600]}"
+            shown = (
+                outcome.message[-800:] if outcome.kind == ERROR else outcome.message[:600]
+            )  # a traceback's end
+            return f"{outcome.kind}: {outcome.error_type} {shown}"
         if outcome.extra_rss_bytes > self.limits.rss_bytes:
             return f"peak RSS grew by {outcome.extra_rss_bytes} bytes (bound {self.limits.rss_bytes})"
         if outcome.disk_left_bytes > self.limits.disk_left_bytes:
@@ -308,12 +315,12 @@ def _run_child(
         deadline = started + limits.seconds
         open_fds = [pidfd, read_end]
         while pidfd in open_fds:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 timed_out = True
                 os.kill(pid, signal.SIGKILL)
                 break
-            ready, _, _ = select.select(open_fds, [], [], left)
+            ready, _, _ = select.select(open_fds, [], [], remaining)
             if read_end in ready:
                 chunk = os.read(read_end, 1 << 16)
                 chunks.append(chunk)
@@ -328,13 +335,14 @@ def _run_child(
         os.close(pidfd)
         os.close(read_end)
     seconds = time.monotonic() - started
-    extra_rss = max(0, usage.ru_maxrss * 1024 - own_rss)
-    left_bytes = sum(p.stat().st_size for p in scratch.rglob("*") if p.is_file() and not p.is_symlink())
-    left_bytes -= (scratch / input_name).stat().st_size if (scratch / input_name).is_file() else 0
+    extra_rss = max(0, usage.ru_maxrss * 1024 - own_rss)  # a rough bound, for a child that reported nothing
+    entries = sorted(p for p in scratch.rglob("*") if p != scratch / input_name)
+    left_bytes = sum(p.lstat().st_size for p in entries if p.is_file() and not p.is_symlink())
+    left = tuple(p.relative_to(scratch).as_posix() for p in entries[:50])
 
-    def measured(outcome: Outcome) -> Outcome:
+    def measured(outcome: Outcome, rss: int = extra_rss) -> Outcome:
         return dataclasses.replace(
-            outcome, extra_rss_bytes=extra_rss, disk_left_bytes=max(0, left_bytes), seconds=seconds
+            outcome, extra_rss_bytes=rss, disk_left_bytes=left_bytes, left=left, seconds=seconds
         )
 
     if timed_out:
@@ -348,7 +356,7 @@ def _run_child(
     if os.WEXITSTATUS(status) != 0 or not payload:
         return measured(Outcome(EXIT, message=f"exit status {os.WEXITSTATUS(status)}, no report"))
     reported: Outcome = pickle.loads(payload)
-    return measured(reported)
+    return measured(reported, reported.extra_rss_bytes)
 
 
 def _child(
@@ -370,7 +378,10 @@ def _child(
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))  # SIGXCPU first
+        resident = _status_bytes("VmRSS")
         outcome = _outcome(target, scratch / input_name, scratch)
+        # VmHWM of a forked child starts at its RSS at fork, so the difference is what this case added.
+        outcome = dataclasses.replace(outcome, extra_rss_bytes=max(0, _status_bytes("VmHWM") - resident))
         try:
             payload = pickle.dumps(outcome)
         except Exception as exc:  # an unpicklable result is the test's bug; say so rather than crash
@@ -382,6 +393,15 @@ def _child(
         code = 70
     finally:
         os._exit(code)
+
+
+def _status_bytes(field: str) -> int:
+    """A ``kB`` field of /proc/self/status in bytes."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise LookupError(field)
 
 
 def _outcome(target: Callable[[Path, Path], Any], path: Path, scratch: Path) -> Outcome:

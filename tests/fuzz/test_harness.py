@@ -61,7 +61,9 @@ def test_memory_and_disk_past_their_bounds_are_findings(fuzzer: harness.Fuzzer) 
     assert touched.kind == harness.RESULT and touched.extra_rss_bytes > 200 << 20
     assert "peak RSS" in (fuzzer.check(touched) or "")
     left = outcome(fuzzer, b"leave")
-    assert left.disk_left_bytes == 1 << 20 and "on disk" in (fuzzer.check(left) or "")
+    assert (
+        left.disk_left_bytes == 1 << 20 and left.left == ("left",) and "on disk" in (fuzzer.check(left) or "")
+    )
 
 
 def test_a_hang_is_stopped_at_the_deadline() -> None:
