@@ -233,12 +233,18 @@ def phonon_archive(folder: Path) -> PhononArchive:
     unpacked, _exact = builders.phonon_archive_dir(folder)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        tar.add(unpacked, arcname="phonon-2", recursive=False)
+        tar.add(unpacked, arcname="phonon-2", recursive=False, filter=_reproducible)
         for name in ("model.fermion", "config.json"):
-            tar.add(unpacked / name, arcname=f"phonon-2/{name}")
+            tar.add(unpacked / name, arcname=f"phonon-2/{name}", filter=_reproducible)
     return PhononArchive(
         zstandard.ZstdCompressor().compress(buffer.getvalue()), builders.sidecars_for(folder)
     )
+
+
+def _reproducible(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """Fixed times and owners, so the archive (and so every mutation of it) is the same on every run."""
+    info.mtime, info.uid, info.gid, info.uname, info.gname, info.mode = 0, 0, 0, "", "", info.mode & 0o755
+    return info
 
 
 def _tar_headers(tar_bytes: bytes) -> list[int]:
