@@ -15,11 +15,14 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from app.settings_rules import RULES
 from inference.audio.limits import DEFAULT_FILE_SECONDS
 from inference.paths import AppPaths
 
 log = logging.getLogger(__name__)
 SETTINGS_FILE = "settings.json"
+MAX_SETTINGS_BYTES = 1 << 20  # a real file is ~2 KB
+_OPTIONAL_TYPES: dict[str, tuple[type, ...]] = {"threads": (int,)}  # None-default settings that are not str
 
 
 @dataclass
@@ -81,15 +84,9 @@ class Settings:
         values: dict[str, Any] = {}
         for name in known:
             if name in data:
-                default = getattr(defaults, name)
-                value = data[name]
-                # Reject values of the wrong type instead of crashing later in the UI.
-                if default is None or value is None or isinstance(value, type(default)):
+                value = _checked(name, data[name], getattr(defaults, name))
+                if value is not _INVALID:
                     values[name] = value
-                elif isinstance(default, float) and isinstance(value, int):
-                    values[name] = float(value)
-                else:
-                    log.warning("ignoring setting %s=%r (expected %s)", name, value, type(default).__name__)
         extra = {k: v for k, v in data.items() if k not in known}
         return cls(**values, extra=extra)
 
@@ -99,27 +96,59 @@ class Settings:
         return {**extra, **data}
 
 
+_INVALID = object()
+
+
+def _checked(name: str, value: Any, default: Any) -> Any:
+    """``value`` when it has the setting's type (an int for a float is widened) and keeps its rule, else
+    ``_INVALID`` with a warning: a wrong value falls back to the default instead of crashing later in the UI."""
+    if isinstance(default, float) and type(value) is int:
+        value = float(value)
+    if default is None:  # optional settings: None or their type (str unless listed); JSON true is no int
+        typed = value is None or type(value) in _OPTIONAL_TYPES.get(name, (str,))
+    else:
+        typed = type(value) is type(default)
+    rule = RULES.get(name)
+    if typed and (rule is None or rule(value)):
+        return value
+    shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:80] + "…"
+    log.warning("ignoring setting %s=%s (not a valid %s); using the default", name, shown, name)
+    return _INVALID
+
+
 class SettingsStore:
     def __init__(self, paths: AppPaths) -> None:
         self.path = paths.config / SETTINGS_FILE
 
     def load(self) -> Settings:
+        """The saved settings; defaults (with a logged warning) for a file that cannot be used, never a crash."""
         try:
-            text = self.path.read_text(encoding="utf-8")
+            with self.path.open("rb") as handle:
+                raw = handle.read(MAX_SETTINGS_BYTES + 1)
         except FileNotFoundError:
             return Settings()
+        except OSError as exc:  # a folder in its place, no permission: leave it be
+            log.warning("cannot read the settings file %s (%s); using defaults", self.path, exc)
+            return Settings()
         try:
-            data = json.loads(text)
+            if len(raw) > MAX_SETTINGS_BYTES:
+                raise ValueError(f"larger than {MAX_SETTINGS_BYTES} bytes")
+            data = json.loads(raw.decode("utf-8"))
             if not isinstance(data, dict):
                 raise ValueError("top level is not an object")
-        except ValueError as exc:
-            backup = self.path.with_suffix(".json.bad")
-            self.path.replace(backup)
-            log.warning(
-                "settings file %s is damaged (%s); kept as %s, using defaults", self.path, exc, backup
-            )
+        except (ValueError, RecursionError) as exc:  # JSON and UTF-8 errors are ValueErrors
+            self._keep_aside(exc)
             return Settings()
         return Settings.from_dict(data)
+
+    def _keep_aside(self, exc: BaseException) -> None:
+        backup = self.path.with_suffix(".json.bad")
+        try:
+            self.path.replace(backup)
+        except OSError as move_error:
+            log.warning("settings file %s is damaged (%s), using defaults; %s", self.path, exc, move_error)
+            return
+        log.warning("settings file %s is damaged (%s); kept as %s, using defaults", self.path, exc, backup)
 
     def save(self, settings: Settings) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

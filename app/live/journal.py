@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from app.live.session import SessionModel, speech_start
 from inference.contract import Delta, SpeechEnd, StreamEvent
@@ -31,6 +32,9 @@ from inference.contract import Delta, SpeechEnd, StreamEvent
 log = logging.getLogger("captioneer.app.journal")
 JOURNAL_VERSION = 1
 FSYNC_INTERVAL_S = 1.0
+MAX_LINE_BYTES = 1 << 20  # one committed delta is a few words; a longer line is damage
+MAX_JOURNAL_BYTES = 256 << 20  # ~700 hours of captions
+_LATEST_START = 253402300800  # 10000-01-01: later start times cannot be shown (time.localtime)
 
 
 def sessions_dir(data_dir: Path) -> Path:
@@ -169,41 +173,112 @@ class SavedSession:
 
 
 def read_session(path: Path) -> tuple[SavedSession, SessionModel]:
-    """The saved session and a model rebuilt from it (its committed text, segments and times)."""
+    """The saved session and a model rebuilt from it (its committed text, segments and times).
+
+    A journal may be damaged or hostile: a line that is cut off, too long, not an event or of the wrong types
+    is skipped with a warning and every other line still counts, so one bad line never costs the user the rest
+    of their text. At most :data:`MAX_JOURNAL_BYTES` are read. Raises OSError only (the file cannot be read).
+    """
     model = SessionModel()
     header: dict[str, Any] = {}
     closed = False
-    with path.open(encoding="utf-8") as handle:
-        lines = handle.read().splitlines()
-    for number, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            # A line cut off by a crash or power cut (the recovery marker may follow it): skip just that line.
-            log.warning("%s line %d is incomplete; skipped", path.name, number + 1)
-            continue
-        kind = entry.get("type")
-        if kind == "session":
-            header = entry
-        elif kind == "delta":
-            model.apply([Delta(entry["text"], entry["segment_id"], entry.get("start_s"), entry.get("end_s"))])
-        elif kind == "speech_end":
-            model.apply(
-                [SpeechEnd(entry["segment_id"], entry["start_s"], entry["end_s"], entry.get("text", ""))]
-            )
-        elif kind == "closed":
-            closed = True
+    skipped = 0
+    with path.open("rb") as handle:
+        for number, line in enumerate(_bounded_lines(handle, path), start=1):
+            entry = None if line is None else _parse_line(line)
+            if entry is None:
+                # A line cut off by a crash or power cut (the recovery marker may follow it), or damage.
+                log.warning("%s line %d is incomplete or damaged; skipped", path.name, number)
+                skipped += 1
+                continue
+            kind = entry.get("type")
+            if kind == "session":
+                header = entry
+            elif kind == "closed":
+                closed = True
+            elif kind in ("delta", "speech_end"):
+                event = _event(entry)
+                if event is None:
+                    skipped += 1
+                    log.warning("%s line %d is not a valid %s; skipped", path.name, number, kind)
+                else:
+                    model.apply([event])
+    if skipped:
+        log.warning("%s: %d damaged line(s) skipped; the rest of the session is kept", path.name, skipped)
     saved = SavedSession(
         path,
-        float(header.get("started", path.stat().st_mtime)),
-        str(header.get("model", "?")),
-        str(header.get("source", "?")),
+        _started(header.get("started"), path),
+        _label(header.get("model")),
+        _label(header.get("source")),
         closed,
         model.committed_text.strip(),
     )
     return saved, model
+
+
+def _bounded_lines(handle: IO[bytes], path: Path) -> Iterator[bytes | None]:
+    """The file's lines; None for a line longer than :data:`MAX_LINE_BYTES` (read past, never held whole)."""
+    total = 0
+    while total < MAX_JOURNAL_BYTES:
+        line = handle.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        total += len(line)
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            log.warning("%s holds a line of more than %d bytes; skipped", path.name, MAX_LINE_BYTES)
+            while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                total += len(rest)
+            total += len(rest)
+            yield None
+            continue
+        yield line
+    log.warning("%s is larger than %d bytes; the rest is not read", path.name, MAX_JOURNAL_BYTES)
+
+
+def _parse_line(line: bytes) -> dict[str, Any] | None:
+    """A JSON object, or None for a line cut off by a crash or power cut (or damaged otherwise)."""
+    if not line.strip():
+        return {}
+    try:
+        # errors="replace": a damaged byte costs one character, not the line
+        entry = json.loads(line.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+def _event(entry: dict[str, Any]) -> StreamEvent | None:
+    """The delta or speech end a line stands for, if its fields have the types the journal writes."""
+    segment, text = entry.get("segment_id"), entry.get("text", "")
+    start, end = entry.get("start_s"), entry.get("end_s")
+    if type(segment) is not int or not isinstance(text, str):
+        return None
+    if entry["type"] == "delta":
+        if not (_time_or_none(start) and _time_or_none(end)):
+            return None
+        return Delta(text, segment, start, end)
+    if not (_is_time(start) and _is_time(end)):
+        return None
+    return SpeechEnd(segment, float(start), float(end), text)
+
+
+def _is_time(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _time_or_none(value: object) -> bool:
+    return value is None or _is_time(value)
+
+
+def _started(value: object, path: Path) -> float:
+    """The header's start time when it is a plausible Unix time, else the file's modification time."""
+    if _is_time(value) and 0 <= value < _LATEST_START:
+        return float(value)
+    return path.stat().st_mtime
+
+
+def _label(value: object) -> str:
+    return value[:200] if isinstance(value, str) else "?"
 
 
 def list_sessions(data_dir: Path) -> list[SavedSession]:

@@ -79,7 +79,12 @@ class Sessions:
         if self.controller.state not in ("idle", "failed"):
             self.panel.show_problem("Stop the live captions first.", "")
             return
-        _saved, model = read_session(path)
+        try:
+            _saved, model = read_session(path)  # a damaged line is skipped; only an unreadable file fails
+        except OSError as exc:
+            log.warning("cannot open saved session %s: %s", path, exc)
+            self.panel.show_problem(f"Could not open {path.name}: {exc}", "Check that the file still exists.")
+            return
         self.captions.bind(model)
         self.panel.status_label.setText(f"Past session: {path.name}")
 
@@ -92,7 +97,10 @@ class Sessions:
                 f"A captioning session did not end cleanly:\n\n{saved.title}\n\nOpen it now? (It stays in "
                 "File → Past sessions either way.)",
             )
-            mark_recovered(saved)
+            try:
+                mark_recovered(saved)
+            except OSError as exc:  # offered again next time; the text is untouched either way
+                log.warning("cannot mark %s as recovered: %s", saved.path, exc)
             if answer == QMessageBox.StandardButton.Yes:
                 self.open_saved(saved.path)
                 return

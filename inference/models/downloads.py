@@ -76,14 +76,14 @@ class StoreDownloads(StoreMaintenance):
             "etag": item.remote.etag,
             "size": item.remote.size,
         }
-        previous: dict[str, Any] = {}
-        with contextlib.suppress(OSError, json.JSONDecodeError):
+        previous: Any = {}
+        with contextlib.suppress(OSError, ValueError, RecursionError):  # a damaged sidecar: start afresh
             previous = json.loads(item.sidecar.read_text(encoding="utf-8"))
-        if any(previous.get(k) != v for k, v in identity.items()):
+        if not isinstance(previous, dict) or any(previous.get(k) != v for k, v in identity.items()):
             item.partial.unlink(missing_ok=True)
             previous = {}
         elif (
-            previous.get("sha256")
+            isinstance(previous.get("sha256"), str)
             and item.partial.exists()
             and item.partial.stat().st_size == item.remote.size
         ):
@@ -120,7 +120,7 @@ class StoreDownloads(StoreMaintenance):
                 tracker.emit("downloading", base + file_done, total, name, rate=True)
 
             on_bytes(item.partial.stat().st_size if item.partial.exists() else 0)
-            self.hub.download(item.remote, item.partial, on_bytes, cancel)
+            self.hub.download(item.remote, item.partial, on_bytes, cancel, max_bytes=item.spec.size)
             before += size
         tracker.emit("downloading", before, total, force=True)
 

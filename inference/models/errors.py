@@ -6,6 +6,8 @@ which is a :class:`inference.errors.ModelError` like every other corrupt model (
 
 from __future__ import annotations
 
+import errno
+
 from inference.errors import CaptioneerError, ModelError
 
 
@@ -29,6 +31,11 @@ class ChecksumMismatchError(StoreError):
 
 class DiskSpaceError(StoreError):
     kind = "disk full"
+
+
+def disk_full_error(exc: OSError, message: str, fix: str) -> DiskSpaceError | None:
+    """``exc`` as a DiskSpaceError when it says the disk (or the quota) is full, else None."""
+    return DiskSpaceError(message, fix) if exc.errno in (errno.ENOSPC, errno.EDQUOT) else None
 
 
 class InstallCancelled(StoreError):

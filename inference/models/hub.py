@@ -7,7 +7,6 @@ File metadata comes from ``huggingface_hub.get_hf_file_metadata``; the body is s
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import threading
@@ -28,7 +27,7 @@ from huggingface_hub.errors import (
 )
 from huggingface_hub.utils import build_hf_headers
 
-from inference.models.errors import DiskSpaceError, HubRefusedError, NetworkError, StoreError
+from inference.models.errors import HubRefusedError, NetworkError, StoreError, disk_full_error
 from inference.models.progress import check_cancel
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -141,8 +140,15 @@ class HubClient:
         partial: Path,
         on_bytes: Callable[[int], None],
         cancel: threading.Event | None = None,
+        max_bytes: int | None = None,
     ) -> None:
-        """Complete ``partial`` to the remote file, resuming from its current length with ``Range``."""
+        """Complete ``partial`` to the remote file, resuming from its current length with ``Range``.
+
+        The body may not run past the size the hub announced (or, when it announced none, ``max_bytes``, the
+        catalog's size): a server that sends more is refused and the partial file removed, so a hostile
+        mirror cannot fill the disk.
+        """
+        limit = remote.size if remote.size is not None else max_bytes
         failures = 0
         refreshed = False
         while True:
@@ -155,7 +161,7 @@ class HubClient:
                 on_bytes(have)
                 return
             try:
-                self._fetch(remote, partial, have, on_bytes, cancel)
+                self._fetch(remote, partial, have, on_bytes, cancel, limit)
                 got = partial.stat().st_size
                 if remote.size is not None and got != remote.size:
                     raise _Retryable(f"received {got} of {remote.size} bytes")
@@ -187,6 +193,7 @@ class HubClient:
         have: int,
         on_bytes: Callable[[int], None],
         cancel: threading.Event | None,
+        limit: int | None = None,
     ) -> None:
         headers = self._headers()
         if have:
@@ -212,15 +219,25 @@ class HubClient:
                         check_cancel(cancel)
                         if not chunk:
                             continue
+                        if limit is not None and done + len(chunk) > limit:
+                            out.close()
+                            partial.unlink(missing_ok=True)
+                            raise HubRefusedError(
+                                f"{remote.path} from {remote.repo} is longer than the {limit} bytes announced "
+                                "for it; the download was stopped and removed",
+                                "install again later; if it repeats, the mirror (HF_ENDPOINT) is misbehaving",
+                            )
                         out.write(chunk)
                         done += len(chunk)
                         on_bytes(done)
             except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                    raise DiskSpaceError(
-                        f"the disk filled up while writing {partial.name}",
-                        "free some space (or choose another model folder) and install again; the download resumes",
-                    ) from exc
+                full = disk_full_error(
+                    exc,
+                    f"the disk filled up while writing {partial.name}",
+                    "free some space (or choose another model folder) and install again; the download resumes",
+                )
+                if full is not None:
+                    raise full from exc
                 raise
 
     def _wait_before_retry(

@@ -103,7 +103,7 @@ def _shards(index: Path) -> tuple[Path, ...]:
     try:
         weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
         names = sorted({str(name) for name in weight_map.values()})
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise ModelError(f"{index} is not a readable shard index ({exc})", "re-download the model") from exc
     shards = []
     for name in names:

@@ -8,9 +8,7 @@ stored bytes (a read-only memmap slice). ``numpy(name)`` gives a float32 copy fo
 from __future__ import annotations
 
 import contextlib
-import json
 import mmap
-import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from inference.native.bindings import GgmlApi, load_api
 from inference.native.dtypes import GgmlType
 from inference.native.gguf_file import GgufFile
 from inference.native.quant import dequantize
+from inference.native.safetensors_header import METADATA, read_safetensors_header
 
 _SAFETENSORS_TYPES = {
     "F32": GgmlType.F32,
@@ -162,38 +161,9 @@ def open_checkpoint(paths: str | Path | Iterable[str | Path], api: GgmlApi | Non
     return Checkpoint(records, files, api)
 
 
-def read_safetensors_header(path: Path) -> tuple[int, dict[str, dict]]:
-    """The JSON header of a safetensors file and where its data starts, checked against the file size.
-
-    Raises InputFileError naming the file when the header is unreadable or a tensor ends past the file
-    (a truncated download), so a damaged file never surfaces later as a shape error.
-    """
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
-            (header_len,) = struct.unpack("<Q", handle.read(8))
-            if 8 + header_len > size:
-                raise ValueError(f"header length {header_len} runs past the end of the file")
-            header = json.loads(handle.read(header_len))
-        if not isinstance(header, dict):
-            raise ValueError("the header is not a JSON object")
-    except (OSError, struct.error, ValueError) as exc:
-        raise InputFileError(
-            f"{path} is not a valid safetensors file: {exc}", "re-download the model or check the path"
-        ) from exc
-    data_start = 8 + header_len
-    for name, info in header.items():
-        if name != "__metadata__" and data_start + int(info["data_offsets"][1]) > size:
-            raise InputFileError(
-                f"{path} is truncated (tensor {name!r} ends past the end of the file)",
-                "re-download the model",
-            )
-    return data_start, header
-
-
 def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
     data_start, header = read_safetensors_header(path)
-    tensors = {name: info for name, info in header.items() if name != "__metadata__"}
+    tensors = {name: info for name, info in header.items() if name != METADATA}
     for name, info in tensors.items():  # every dtype is checked before the file is mapped
         if info["dtype"] not in _SAFETENSORS_TYPES:
             raise ModelError(f"{path}: tensor {name!r} has unsupported dtype {info['dtype']}")

@@ -8,6 +8,8 @@ takes minutes and gigabytes. Here numeric arrays are single slices of the map an
 from __future__ import annotations
 
 import contextlib
+import itertools
+import math
 import mmap
 import struct
 from dataclasses import dataclass
@@ -20,6 +22,10 @@ import numpy as np
 from inference.errors import ModelError
 
 _MAGIC = b"GGUF"
+_MAX_DIMS = 4  # GGML_MAX_DIMS
+_MAX_ARRAY_DEPTH = 8  # arrays of arrays: no real package nests; a hostile one would exhaust the stack
+_MIN_FIELD_BYTES = 8 + 4 + 1  # key length, value type, the smallest value
+_MIN_TENSOR_INFO_BYTES = 8 + 4 + 4 + 8  # name length, dims, type, offset
 _SCALARS: dict[int, np.dtype] = {
     gguf.GGUFValueType.UINT8: np.dtype("<u1"),
     gguf.GGUFValueType.INT8: np.dtype("<i1"),
@@ -69,6 +75,8 @@ class GgufFile:
             ) from exc
 
     # ----------------------------------------------------------------- parsing
+    # Every count read from the file is checked against the bytes left before anything is built from it, so a
+    # count of 2**63 is a refusal, not a loop or an allocation.
     def _take(self, fmt: str) -> Any:
         size = struct.calcsize(fmt)
         if self._pos + size > len(self._map):
@@ -77,24 +85,34 @@ class GgufFile:
         self._pos += size
         return value[0] if len(value) == 1 else value
 
-    def _string(self) -> str:
+    def _count(self, count: int, min_bytes: int, what: str) -> int:
+        if count * min_bytes > len(self._map) - self._pos:
+            raise ValueError(f"{what} claims {count} entries, more than the file holds")
+        return count
+
+    def _string(self, name: bool = False) -> str:
         length = self._take("<Q")
         if self._pos + length > len(self._map):
             raise ValueError("a string runs past the end of the file")
-        # surrogateescape: a non-UTF-8 payload (legacy embedded files) survives a round trip to bytes
-        text = self._map[self._pos : self._pos + length].decode("utf-8", errors="surrogateescape")
+        # Keys and tensor names must be UTF-8 (UnicodeDecodeError is a ValueError); in values, surrogateescape
+        # lets a non-UTF-8 payload (legacy embedded files) survive a round trip to bytes.
+        errors = "strict" if name else "surrogateescape"
+        text = self._map[self._pos : self._pos + length].decode("utf-8", errors=errors)
         self._pos += length
         return text
 
-    def _value(self, kind: int) -> Any:
+    def _value(self, kind: int, depth: int = 0) -> Any:
         if kind == gguf.GGUFValueType.STRING:
             return self._string()
         if kind == gguf.GGUFValueType.ARRAY:
+            if depth >= _MAX_ARRAY_DEPTH:
+                raise ValueError(f"arrays nest deeper than {_MAX_ARRAY_DEPTH} levels")
             item, count = self._take("<I"), self._take("<Q")
             if item == gguf.GGUFValueType.STRING:
-                return [self._string() for _ in range(count)]
+                return [self._string() for _ in range(self._count(count, 8, "a string array"))]
             if item == gguf.GGUFValueType.ARRAY:
-                return [self._value(gguf.GGUFValueType.ARRAY) for _ in range(count)]
+                nested = self._count(count, 12, "an array of arrays")
+                return [self._value(gguf.GGUFValueType.ARRAY, depth + 1) for _ in range(nested)]
             dtype = _SCALARS[item]
             end = self._pos + count * dtype.itemsize
             if end > len(self._map):
@@ -116,26 +134,25 @@ class GgufFile:
             raise ValueError(f"GGUF version {version} is not supported (2 or 3)")
         n_tensors, n_fields = self._take("<Q"), self._take("<Q")
         fields: dict[str, Any] = {}
-        for _ in range(n_fields):
-            key = self._string()
+        for _ in range(self._count(n_fields, _MIN_FIELD_BYTES, "the metadata")):
+            key = self._string(name=True)
+            if key in fields:
+                raise ValueError(f"metadata key {key!r} appears twice")
             fields[key] = self._value(self._take("<I"))
         infos = []
-        for _ in range(n_tensors):
-            name = self._string()
-            ne = [self._take("<Q") for _ in range(self._take("<I"))]
+        for _ in range(self._count(n_tensors, _MIN_TENSOR_INFO_BYTES, "the tensor directory")):
+            name = self._string(name=True)
+            n_dims = self._take("<I")
+            if n_dims > _MAX_DIMS:
+                raise ValueError(f"tensor {name} has {n_dims} dimensions (ggml allows {_MAX_DIMS})")
+            ne = [self._take("<Q") for _ in range(n_dims)]
             infos.append(
                 (name, tuple(reversed(ne)), gguf.GGMLQuantizationType(self._take("<I")), self._take("<Q"))
             )
-        alignment = int(fields.get("general.alignment", gguf.GGUF_DEFAULT_ALIGNMENT))
+        alignment = _alignment(fields.get("general.alignment", gguf.GGUF_DEFAULT_ALIGNMENT))
         data_start = self._pos + (-self._pos % alignment)
-        tensors = []
-        for name, shape, kind, offset in infos:
-            block, type_size = gguf.GGML_QUANT_SIZES[kind]
-            count = int(np.prod(shape, dtype=np.int64))
-            nbytes = count // block * type_size
-            if data_start + offset + nbytes > len(self._map):
-                raise ValueError(f"tensor {name} ends past the end of the file (truncated download?)")
-            tensors.append(GgufTensor(name, shape, kind, data_start + offset, nbytes))
+        tensors = [_tensor(info, data_start, alignment, len(self._map)) for info in infos]
+        _check_layout(tensors)
         return fields, tensors
 
     # ----------------------------------------------------------------- access
@@ -160,3 +177,44 @@ class GgufFile:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def _alignment(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value & (value - 1):
+        raise ValueError(f"general.alignment {value!r} is not a positive power of two")
+    return value
+
+
+def _tensor(
+    info: tuple[str, tuple[int, ...], gguf.GGMLQuantizationType, int],
+    data_start: int,
+    alignment: int,
+    size: int,
+) -> GgufTensor:
+    """One directory entry checked against the file: element count in exact integers (no int64 wrap-around),
+    whole quantization blocks, an aligned offset and bytes that lie inside the file."""
+    name, shape, kind, offset = info
+    block, type_size = gguf.GGML_QUANT_SIZES[kind]
+    if shape and shape[-1] % block:
+        raise ValueError(f"tensor {name} has {shape[-1]} columns, not whole {kind.name} blocks of {block}")
+    nbytes = math.prod(shape) // block * type_size
+    if offset % alignment:
+        raise ValueError(
+            f"tensor {name} starts at offset {offset}, not a multiple of the alignment {alignment}"
+        )
+    if data_start + offset + nbytes > size:
+        raise ValueError(f"tensor {name} ends past the end of the file (truncated download?)")
+    return GgufTensor(name, shape, kind, data_start + offset, nbytes)
+
+
+def _check_layout(tensors: list[GgufTensor]) -> None:
+    """Each name once, and no two tensors sharing bytes (one tensor's data must not be read as another's)."""
+    names: set[str] = set()
+    for tensor in tensors:
+        if tensor.name in names:
+            raise ValueError(f"tensor {tensor.name} appears twice")
+        names.add(tensor.name)
+    by_offset = sorted((t for t in tensors if t.nbytes), key=lambda t: t.offset)
+    for before, after in itertools.pairwise(by_offset):
+        if before.offset + before.nbytes > after.offset:
+            raise ValueError(f"tensors {before.name} and {after.name} overlap")

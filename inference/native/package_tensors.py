@@ -7,7 +7,9 @@ order, a rank-0 scalar being one element. Lookups must go through the logical na
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 
@@ -57,7 +59,7 @@ def _logical_shapes(package: GgufFile, source: str, names: list[str]) -> list[tu
     ranks, dims = package.fields.get(RANKS), package.fields.get(SHAPES)
     if ranks is None and dims is None:
         return [tensor.shape for tensor in package.tensors]
-    if ranks is None or dims is None or len(ranks) != len(names):
+    if not (_integer_array(ranks) and _integer_array(dims)) or len(ranks) != len(names):
         raise ModelError(f"{source}: {RANKS} and {SHAPES} do not describe its {len(names)} tensors", _FIX)
     shapes: list[tuple[int, ...]] = []
     pos = 0
@@ -67,7 +69,7 @@ def _logical_shapes(package: GgufFile, source: str, names: list[str]) -> list[tu
         pos += count
         if rank < 0 or len(logical) != count:
             raise ModelError(f"{source}: {SHAPES} ends before tensor {name!r}", _FIX)
-        if int(np.prod(logical)) != int(np.prod(tensor.shape)):
+        if any(d < 0 for d in logical) or math.prod(logical) != math.prod(tensor.shape):
             raise ModelError(
                 f"{source}: tensor {name!r} shape {logical} does not match its data {tensor.shape}", _FIX
             )
@@ -75,3 +77,8 @@ def _logical_shapes(package: GgufFile, source: str, names: list[str]) -> list[tu
     if pos != len(dims):
         raise ModelError(f"{source}: {SHAPES} holds {len(dims) - pos} dims more than its tensors use", _FIX)
     return shapes
+
+
+def _integer_array(value: object) -> TypeGuard[np.ndarray]:
+    """A numeric GGUF array (a string array or a scalar in its place is a damaged table, not a crash)."""
+    return isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iu"

@@ -231,6 +231,14 @@ def test_a_session_cut_by_a_crash_is_offered_back(qtbot, window, monkeypatch) ->
     assert len(asked) == 1
 
 
+def test_a_saved_session_gone_before_it_is_opened_is_explained_not_raised(qtbot, window) -> None:  # type: ignore[no-untyped-def]
+    gone = (
+        sessions_dir(window.paths.data) / "2026-12-01T11-52-03.jsonl"
+    )  # listed, then deleted: was an OSError
+    window.sessions.open_saved(gone)
+    assert window.panel.status_label.text().startswith("Could not open 2026-12-01T11-52-03.jsonl")
+
+
 def test_a_missing_model_or_input_is_explained_not_raised(qtbot, window) -> None:  # type: ignore[no-untyped-def]
     window.panel.model_combo.clear()
     window.panel.model_combo.addItem("(no model)", None)

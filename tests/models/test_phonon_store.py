@@ -238,6 +238,25 @@ def test_import_a_folder_offline_with_local_sidecars(real_catalog, source, monke
     assert not rows["phonon2_source"]["installed"]
 
 
+def hostile_archive(source: PhononSource, archive: Path, what: str) -> Path:
+    """The source's two files as a zstd tar with a symbolic link beside them, or the container at ``../``."""
+    import tarfile
+
+    import zstandard
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        prefix = "../" if what == "unsafe path" else "phonon-2/"
+        tar.add(source.folder / "model.fermion", arcname=prefix + "model.fermion")
+        tar.add(source.folder / "config.json", arcname="phonon-2/config.json")
+        if what == "symlink member":
+            link = tarfile.TarInfo("phonon-2/evil")
+            link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(link)
+    archive.write_bytes(zstandard.ZstdCompressor().compress(buffer.getvalue()))
+    return archive
+
+
 def damaged_folder(source: PhononSource, tmp_path: Path, what: str) -> Path:
     folder = tmp_path / "damaged"
     shutil.copytree(source.folder, folder)
@@ -258,6 +277,11 @@ def damaged_folder(source: PhononSource, tmp_path: Path, what: str) -> Path:
         ),
         ("archive: wrong --sha256", r"has sha256 [0-9a-f]{64}, expected 0{64}"),
         ("archive: truncated", "is damaged or truncated"),
+        (
+            "archive: symlink member",
+            r"holds 'phonon-2/evil', a symbolic link; a Phonon-2 archive holds only regular",
+        ),
+        ("archive: unsafe path", r"holds a member at an unsafe path '\.\./model\.fermion'"),
         ("folder: published digest", r"model.fermion has sha256 [0-9a-f]{64}, expected 4b6bfa3a…11468"),
         ("folder: truncated container", "is truncated: its records need"),
         ("folder: no config.json", "config.json is unreadable"),
@@ -278,6 +302,9 @@ def test_damaged_or_unusable_input_is_one_clear_line_and_installs_nothing(
         if what == "truncated":
             archive = tmp_path / ARCHIVE
             archive.write_bytes(source.archive.read_bytes()[:-200])
+            digest = sha256(archive.read_bytes())
+        elif what in ("symlink member", "unsafe path"):
+            archive = hostile_archive(source, tmp_path / ARCHIVE, what)
             digest = sha256(archive.read_bytes())
         args.append(str(archive))
         extra = {

@@ -160,16 +160,20 @@ def test_pointwise_conv_weights_get_their_kernel_dimension_and_counters_are_drop
 # ------------------------------------------------------------------------------------------ damaged containers
 
 
-@pytest.fixture
-def small_container(tmp_path: Path) -> Path:
+def small_container_records() -> list[tuple[str, str, tuple[int, ...], bytes]]:
+    """One small record of each kind (also the fuzz tests' valid container)."""
     rng = np.random.default_rng(1)
-    records = [
+    return [
         tuple(encode_tensor("a.weight", rng.normal(size=(3, 11)), "five_value", rng)[0]),
         tuple(encode_tensor("b.weight", rng.normal(size=(2, 5)), "int6", rng)[0]),
         tuple(encode_tensor("c.bias", rng.normal(size=(4,)), "fp16", rng)[0]),
         tuple(encode_tensor("d.weight", rng.normal(size=(3, 4)), "int8", rng)[0]),
     ]
-    return write_container(tmp_path / "model.fermion", records)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def small_container(tmp_path: Path) -> Path:
+    return write_container(tmp_path / "model.fermion", small_container_records())
 
 
 @pytest.mark.parametrize(

@@ -33,10 +33,10 @@ from inference.families.confucius4_r2t2.config import (
 from inference.families.confucius4_r2t2.tokenizer import R2T2Tokenizer, load_tokenizer
 from inference.models.layout import locate_model
 from inference.native import Checkpoint, open_checkpoint
-from inference.native.checkpoint import read_safetensors_header
 from inference.native.embedded_files import embedded_files
 from inference.native.gguf_file import GgufFile
 from inference.native.package_tensors import logical_tensors
+from inference.native.safetensors_header import read_safetensors_header
 
 AUDIO = "thinker.audio_tower."
 TEXT = "thinker.model."

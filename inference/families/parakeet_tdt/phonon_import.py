@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
 import struct
-import tarfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +29,7 @@ import numpy as np
 
 from inference.errors import Cancelled, ModelError, UsageError
 from inference.families.parakeet_tdt.config import parse_config
+from inference.families.parakeet_tdt.phonon_archive import extract_archive
 
 FORMAT = "fermion-five-value-parakeet-v1"
 CONTAINER = "model.fermion"
@@ -39,7 +40,10 @@ PUBLISHED_CONTAINER_SHA256 = ("4b6bfa3a", "11468")
 PUBLISHED_ARCHIVE_SHA256 = ("98125795", "5309e")
 _POINTWISE = re.compile(r"\.conv\.pointwise_conv[12]\.weight$")
 _MAX_HEADER = 64 << 20
+_MAX_ELEMENTS = 1 << 27  # per record (512 MB as float32); the largest real Parakeet tensor has ~5M
+_KINDS = ("five_value", "int8", "int6", "fp16")
 _POW3 = np.array([1, 3, 9, 27, 81], dtype=np.uint8)
+_SIDECAR_FIX = "download the sidecars of nvidia/parakeet-tdt-0.6b-v3 at the pinned revision again"
 Progress = Callable[[int, int | None, str], None]
 
 
@@ -85,16 +89,19 @@ def read_index(fh: IO[bytes], source: str) -> list[Record]:
         )
     try:
         header = json.loads(fh.read(header_len))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSON and UTF-8 errors are ValueErrors
         raise ModelError(f"{source} has an unreadable header: {exc}", "download the archive again") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         found = header.get("format") if isinstance(header, dict) else None
         raise ModelError(
             f"{source} is format {found!r}, not {FORMAT!r}", "use the Phonon-2 archive this version supports"
         )
+    index = header.get("index") or []
+    if not isinstance(index, list):
+        raise ModelError(f"{source}: its index is not a list of records", "download the archive again")
     records: list[Record] = []
     offset = 8 + header_len
-    for i, entry in enumerate(header.get("index") or []):
+    for i, entry in enumerate(index):
         try:
             record = Record(
                 str(entry["n"]),
@@ -111,6 +118,7 @@ def read_index(fh: IO[bytes], source: str) -> list[Record]:
             raise ModelError(
                 f"{source}: record {record.name!r} has a negative size", "download the archive again"
             )
+        _check_record_size(record, source)
         offset += record.size
         records.append(record)
     if not records:
@@ -127,9 +135,43 @@ def read_index(fh: IO[bytes], source: str) -> list[Record]:
     return records
 
 
-def _size_error(record: Record, expected: int) -> ModelError:
+def _check_record_size(record: Record, source: str) -> None:
+    """The record's size against what its kind and shape need, before any of its bytes are read or decoded."""
+    if record.kind not in _KINDS:
+        raise ModelError(
+            f"{source}: container record {record.name!r} has unknown kind {record.kind!r}",
+            "update Captioneer",
+        )
+    total = math.prod(record.shape)
+    if total > _MAX_ELEMENTS:
+        raise ModelError(
+            f"{source}: container record {record.name!r} claims {total} values (at most {_MAX_ELEMENTS})",
+            "download the archive again",
+        )
+    rows = record.shape[0] if record.shape else 0
+    if record.kind == "five_value":
+        if len(record.shape) != 2:
+            raise ModelError(
+                f"{source}: five_value record {record.name!r} has shape {list(record.shape)}, not 2-D",
+                "download the archive again",
+            )
+        least = rows * -(-record.shape[1] // 5) + 4 * rows
+        if not least <= record.size <= least + -(-total // 8):
+            raise _size_error(record, least, source)
+        return
+    if record.kind in ("int8", "int6") and rows == 0:
+        raise ModelError(
+            f"{source}: container record {record.name!r} has no rows", "download the archive again"
+        )
+    needed = {"int8": total + 2 * rows, "int6": 3 * -(-total // 4) + 2 * rows, "fp16": 2 * total}[record.kind]
+    if record.size != needed:
+        raise _size_error(record, needed, source)
+
+
+def _size_error(record: Record, expected: int, source: str = "") -> ModelError:
+    where = f"{source}: " if source else ""
     return ModelError(
-        f"container record {record.name!r} ({record.kind} {list(record.shape)}) has {record.size} bytes, "
+        f"{where}container record {record.name!r} ({record.kind} {list(record.shape)}) has {record.size} bytes, "
         f"its shape needs {expected}",
         "download the archive again",
     )
@@ -173,7 +215,7 @@ def decode_int(record: Record, blob: bytes, bits: int) -> np.ndarray:
     if not record.shape or record.shape[0] == 0:
         raise ModelError(f"container record {record.name!r} has no rows", "download the archive again")
     rows = record.shape[0]
-    total = int(np.prod(record.shape))
+    total = math.prod(record.shape)
     body = len(blob) - 2 * rows
     if bits == 8:
         needed = total
@@ -203,7 +245,7 @@ def decode_record(record: Record, blob: bytes) -> np.ndarray:
     elif record.kind.startswith("int") and record.kind[3:].isdigit():
         dense = decode_int(record, blob, int(record.kind[3:]))
     elif record.kind == "fp16":
-        expected = 2 * int(np.prod(record.shape))
+        expected = 2 * math.prod(record.shape)
         if len(blob) != expected:
             raise _size_error(record, expected)
         dense = np.frombuffer(blob, np.float16).astype(np.float32).reshape(record.shape)
@@ -214,14 +256,22 @@ def decode_record(record: Record, blob: bytes) -> np.ndarray:
     return np.ascontiguousarray(dense, dtype=np.float32).reshape(record.dense_shape)
 
 
-def read_container(path: Path) -> Iterator[tuple[str, np.ndarray]]:
-    """(transformers name, float32 tensor) for every kept record, one at a time (bounded memory)."""
+def read_container(path: Path, source: str | None = None) -> Iterator[tuple[str, np.ndarray]]:
+    """(transformers name, float32 tensor) for every kept record, one at a time (bounded memory).
+
+    ``source`` names the container in errors (the user's archive, not a temporary path); default: ``path``.
+    """
+    source = source or str(path)
     with path.open("rb") as fh:
-        for record in read_index(fh, str(path)):
+        for record in read_index(fh, source):
             if record.dropped:
                 continue
             fh.seek(record.offset)
-            yield record.tensor_name, decode_record(record, fh.read(record.size))
+            try:
+                dense = decode_record(record, fh.read(record.size))
+            except ModelError as exc:
+                raise ModelError(f"{source}: {exc.message}", exc.fix) from None
+            yield record.tensor_name, dense
 
 
 def audiocpp_compensation(name: str, tensor: np.ndarray, running_var: np.ndarray | None = None) -> np.ndarray:
@@ -255,7 +305,7 @@ def write_safetensors(
     header: dict[str, Any] = {}
     offset = 0
     for record in kept:
-        size = 4 * int(np.prod(record.dense_shape))
+        size = 4 * math.prod(record.dense_shape)
         header[record.tensor_name] = {
             "dtype": "F32",
             "shape": list(record.dense_shape),
@@ -297,11 +347,26 @@ def archive_vocabulary(config: Any, source: str) -> list[str]:
     return vocab
 
 
-def tokenizer_pieces(tokenizer_json: str, count: int) -> list[str]:
+def tokenizer_pieces(tokenizer_json: str, count: int, source: Path | None = None) -> list[str]:
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_str(tokenizer_json)
+    try:
+        tok = Tokenizer.from_str(tokenizer_json)
+    except Exception as exc:  # tokenizers raises plain Exceptions for malformed JSON
+        raise ModelError(f"{source or 'tokenizer.json'} is not a tokenizer: {exc}", _SIDECAR_FIX) from None
     return [tok.id_to_token(i) or "" for i in range(count)]
+
+
+def _read_sidecars(sidecars: Path) -> tuple[dict[str, Any], str]:
+    """The sidecar config (a JSON object) and tokenizer text, refused by name when unreadable."""
+    try:
+        config = json.loads((sidecars / "config.json").read_text(encoding="utf-8"))
+        tokenizer_json = (sidecars / "tokenizer.json").read_text(encoding="utf-8")
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ModelError(f"the sidecars in {sidecars} are unreadable: {exc}", _SIDECAR_FIX) from None
+    if not isinstance(config, dict):
+        raise ModelError(f"{sidecars / 'config.json'} is not a JSON object", _SIDECAR_FIX)
+    return config, tokenizer_json
 
 
 def sha256_of(path: Path) -> str:
@@ -323,40 +388,6 @@ def check_digest(path: Path, expected: str | tuple[str, str]) -> None:
     if not ok:
         shown = expected if isinstance(expected, str) else f"{expected[0]}…{expected[1]}"
         raise ModelError(f"{path.name} has sha256 {actual}, expected {shown}", "download the archive again")
-
-
-def extract_archive(archive: Path, into: Path) -> None:
-    """``model.fermion`` and ``config.json`` from the zstd-compressed tar (streamed, nothing else written)."""
-    try:
-        import zstandard
-    except ImportError:
-        raise ModelError(
-            f"reading {archive.name} needs the zstandard package",
-            "install it (pip install zstandard), or extract model.fermion and config.json and import the folder",
-        ) from None
-    wanted = {CONTAINER, ARCHIVE_CONFIG}
-    found: set[str] = set()
-    try:
-        with (
-            archive.open("rb") as raw,
-            zstandard.ZstdDecompressor().stream_reader(raw) as stream,
-            tarfile.open(fileobj=stream, mode="r|") as tar,
-        ):
-            for member in tar:
-                base = Path(member.name).name
-                if base in wanted and member.isfile() and base not in found:
-                    source = tar.extractfile(member)
-                    assert source is not None
-                    with (into / base).open("wb") as out:
-                        shutil.copyfileobj(source, out, 1 << 20)
-                    found.add(base)
-    except (tarfile.TarError, zstandard.ZstdError, EOFError) as exc:
-        raise ModelError(
-            f"{archive.name} is damaged or truncated: {exc}", "download the archive again"
-        ) from None
-    missing = sorted(wanted - found)
-    if missing:
-        raise ModelError(f"{archive.name} lacks {', '.join(missing)}", "download the Phonon-2 archive again")
 
 
 def convert_phonon2(
@@ -395,20 +426,24 @@ def convert_phonon2(
                 check_digest(source, expected_sha256)
             unpacked = work / ".archive"
             unpacked.mkdir()
-            extract_archive(source, unpacked)
+            extract_archive(source, unpacked, frozenset({CONTAINER, ARCHIVE_CONFIG}))
         container = unpacked / CONTAINER
+        # Errors name what the user passed (the archive and its member), never the temporary folder.
+        label = f"{source.name} (member {CONTAINER})" if unpacked is not source else str(container)
+        config_label = (
+            f"{source.name} (member {ARCHIVE_CONFIG})"
+            if unpacked is not source
+            else str(unpacked / ARCHIVE_CONFIG)
+        )
         try:
             archive_config = json.loads((unpacked / ARCHIVE_CONFIG).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # JSON and UTF-8 errors are ValueErrors
+            raise ModelError(f"{config_label} is unreadable: {exc}", "download the archive again") from None
+        vocabulary = archive_vocabulary(archive_config, config_label)
+        config, tokenizer_json = _read_sidecars(sidecars)
+        if tokenizer_pieces(tokenizer_json, len(vocabulary), sidecars / "tokenizer.json") != vocabulary:
             raise ModelError(
-                f"the archive's {ARCHIVE_CONFIG} is unreadable: {exc}", "download the archive again"
-            ) from None
-        vocabulary = archive_vocabulary(archive_config, ARCHIVE_CONFIG)
-        config = json.loads((sidecars / "config.json").read_text(encoding="utf-8"))
-        tokenizer_json = (sidecars / "tokenizer.json").read_text(encoding="utf-8")
-        if tokenizer_pieces(tokenizer_json, len(vocabulary)) != vocabulary:
-            raise ModelError(
-                "the sidecar tokenizer.json does not spell the archive's vocabulary",
+                f"the sidecar {sidecars / 'tokenizer.json'} does not spell the archive's vocabulary ({config_label})",
                 "use the sidecars of nvidia/parakeet-tdt-0.6b-v3 at the pinned revision",
             )
         config["audiocpp_word_timestamp_mode"] = "token_duration"
@@ -417,9 +452,9 @@ def convert_phonon2(
             config, None, "the converted config.json"
         )  # refuse now what the engine would refuse later
         with container.open("rb") as fh:
-            records = read_index(fh, str(container))
+            records = read_index(fh, label)
         count = write_safetensors(
-            work / "model.safetensors", records, read_container(container), cancel, progress
+            work / "model.safetensors", records, read_container(container, label), cancel, progress
         )
         (work / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         for name in ("tokenizer.json", "processor_config.json"):

@@ -1,5 +1,5 @@
 """The speech gate of a model that invents words in non-speech (the demo model), set by its folder's
-``captioneer_model.json`` (docs/families/parakeet_tdt.md §6.5).
+``captioneer_model.json`` (docs/families/parakeet_tdt.md §8).
 
 Two methods:
 * ``words``: the clip is decoded in context exactly as without a gate, then every word that does not come within
