@@ -225,6 +225,8 @@ def test_a_trickled_file_upload_is_abandoned_with_a_408(registry: ModelRegistry)
                     received += chunk
                 else:
                     sock.sendall(b" " * 10)
+            # The answer's body may arrive after its head: read on until the server closes (it said close).
+            received += _read_until_closed(sock, deadline) or b""
         head, _, body = received.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 408") and b"connection: close" in head.lower()
         assert b"body_too_slow" in body
