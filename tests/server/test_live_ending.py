@@ -128,7 +128,13 @@ def test_past_the_restart_limit_a_stream_ends_with_what_was_heard_and_done() -> 
     finally:
         models.close()
     done = _ended_with_done(result)
-    assert done["text"].startswith("w1") and "not transcribed …]" in done["text"]
-    assert done["text"] == _deltas(result.events).strip()  # the gap marker arrived as a delta too
+    assert done["text"].startswith("w1")
+    assert done["text"] == _deltas(result.events).strip()  # a gap marker arrives as a delta too
     assert not [e for e in result.of_type("error") if e["fatal"]]
-    assert result.of_type("error")[-1]["error"]["code"] == "worker_failed"
+    last = result.of_type("error")[-1]["error"]
+    assert last["code"] == "worker_failed" and "ends with what was transcribed before" in last["message"]
+    # Whether the killed worker left pushed audio unanswered is a race with the kill: if it did, that span is a
+    # gap marker in the text; if it had answered every push, the text ends there and the note says the rest of
+    # the upload was not taken. Either way the text is one of the two, never a silent hole.
+    words = [w for w in done["text"].split() if w.startswith("w")]
+    assert words == [f"w{i}" for i in range(1, len(words) + 1)], done["text"]
