@@ -28,6 +28,7 @@ from inference.app_commands import (
     add_gui_arguments,
 )
 from inference.audio.limits import DEFAULT_FILE_SECONDS as DEFAULT_TRANSCRIBE_MAX_AUDIO_S
+from inference.audio.limits import MAX_RATE, MIN_RATE
 from inference.audio.vad import needs_speech_stretches, speech_stretches
 from inference.contract import BACKEND_NAMES
 from inference.errors import CaptioneerError, UsageError
@@ -305,8 +306,8 @@ def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
 
     limits = _transcribe_limits(args)
     if args.audio == "-":
-        if args.input_rate < 1000 or args.input_rate > 384000:
-            raise UsageError(f"--input-rate must be in [1000, 384000], got {args.input_rate}")
+        if not MIN_RATE <= args.input_rate <= MAX_RATE:
+            raise UsageError(f"--input-rate must be in [{MIN_RATE}, {MAX_RATE}], got {args.input_rate}")
         if not 1 <= args.input_channels <= 16:
             raise UsageError(f"--input-channels must be in [1, 16], got {args.input_channels}")
         frame_bytes = (2 if args.input_format == "s16le" else 4) * args.input_channels

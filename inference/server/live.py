@@ -20,6 +20,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from inference.audio.io import PcmStreamDecoder
+from inference.audio.limits import MAX_RATE, MIN_RATE
 from inference.contract import SAMPLE_RATE, ErrorEvent
 from inference.errors import UsageError, WorkerError
 from inference.server.config import LiveLimits, ServerConfig
@@ -100,7 +101,7 @@ async def live(request: Request) -> Response:
         )
     check_live_content_type(request)
     model = registry.get(query.get("model"))  # may be left out when the server has one model
-    rate = _int(query, "sample_rate", SAMPLE_RATE, 1000, 384000)
+    rate = _int(query, "sample_rate", SAMPLE_RATE, MIN_RATE, MAX_RATE)
     channels = _int(query, "channels", 1, 1, 16)
     sample_format = query.get("sample_format") or "s16le"
     if sample_format not in ("s16le", "f32le"):
