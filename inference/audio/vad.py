@@ -15,12 +15,18 @@ from pathlib import Path
 
 import numpy as np
 
+from inference.audio.speech_tracker import (
+    FRAME_SAMPLES,
+    FrameSplitter,
+    SpeechEnded,
+    SpeechTracker,
+    TrackerRules,
+)
 from inference.contract import SAMPLE_RATE
 from inference.errors import ModelError, UsageError
 from inference.paths import resources_dir
 
 VAD_SAMPLE_RATE = SAMPLE_RATE  # Silero also runs at 8 kHz; Captioneer feeds it the engines' rate
-FRAME_SAMPLES = 512  # 32 ms
 CONTEXT_SAMPLES = 64
 _STATE_SHAPE = (2, 1, 128)
 _EXPECTED_INPUTS = {"input", "state", "sr"}
@@ -76,13 +82,13 @@ class SileroVad:
         self._rate = np.array(VAD_SAMPLE_RATE, dtype=np.int64)
         self._window = np.zeros((1, CONTEXT_SAMPLES + FRAME_SAMPLES), dtype=np.float32)
         self._state = np.zeros(_STATE_SHAPE, dtype=np.float32)
-        self._pending = np.zeros(0, dtype=np.float32)
+        self._frames = FrameSplitter()
 
     def reset(self) -> None:
         """Forget the recurrent state, the 64-sample context and any buffered partial frame."""
         self._window[:] = 0.0
         self._state = np.zeros(_STATE_SHAPE, dtype=np.float32)
-        self._pending = np.zeros(0, dtype=np.float32)
+        self._frames = FrameSplitter()
 
     def snapshot(self) -> str:
         """The recurrent state and the 64-sample context, as text (a live stream's resume point carries it)."""
@@ -99,7 +105,7 @@ class SileroVad:
             )
         self._state = values[:size].reshape(_STATE_SHAPE).astype(np.float32)
         self._window[0, :CONTEXT_SAMPLES] = values[size:]
-        self._pending = np.zeros(0, dtype=np.float32)
+        self._frames = FrameSplitter()
 
     def process(self, frame: np.ndarray) -> float:
         """Speech probability of one 512-sample, 16 kHz frame, continuing the stream."""
@@ -120,14 +126,7 @@ class SileroVad:
         Frames stay aligned to the start of the stream however the packets are cut.
         """
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
-        buffered = np.concatenate([self._pending, samples]) if self._pending.size else samples
-        complete = buffered.size // FRAME_SAMPLES
-        probs = np.array(
-            [self.process(buffered[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]) for i in range(complete)],
-            dtype=np.float32,
-        )
-        self._pending = buffered[complete * FRAME_SAMPLES :].copy()
-        return probs
+        return np.array([self.process(frame) for frame in self._frames.frames(samples)], dtype=np.float32)
 
     def frame_probabilities(self, audio: np.ndarray) -> np.ndarray:
         """Probabilities for a whole clip from a fresh state; the last partial frame is zero-padded.
@@ -206,27 +205,16 @@ def segments_from_probabilities(
     min_silence = per_ms * min_silence_ms
     pad = per_ms * speech_pad_ms
 
+    tracker = SpeechTracker(
+        TrackerRules(threshold, neg_threshold, min_silence, threshold, end_below=neg_threshold)
+    )
     raw: list[list[int]] = []
-    start: int | None = None
-    silence_start = 0  # 0 = no dip pending (a dip can never begin at sample 0 while in speech)
     for index, prob in enumerate(np.asarray(probs, dtype=np.float64)):
-        position = index * FRAME_SAMPLES
-        if prob >= threshold:
-            silence_start = 0
-            if start is None:
-                start = position
-            continue
-        if start is None or prob >= neg_threshold:
-            continue
-        if not silence_start:
-            silence_start = position
-        if position - silence_start < min_silence:
-            continue
-        if silence_start - start > min_speech:
-            raw.append([start, silence_start])
-        start, silence_start = None, 0
-    if start is not None and n_samples - start > min_speech:
-        raw.append([start, n_samples])
+        ended = tracker.step(float(prob), index * FRAME_SAMPLES)
+        if isinstance(ended, SpeechEnded) and ended.end - ended.start > min_speech:
+            raw.append([ended.start, ended.end])
+    if tracker.in_speech and n_samples - tracker.start > min_speech:
+        raw.append([tracker.start, n_samples])
     return _pad_segments(raw, n_samples, pad)
 
 

@@ -16,6 +16,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from inference.audio.speech_tracker import (
+    FRAME_SAMPLES,
+    SpeechEnded,
+    SpeechStarted,
+    SpeechTracker,
+    TrackerRules,
+)
 from inference.contract import (
     SAMPLE_RATE,
     Delta,
@@ -31,7 +38,7 @@ from inference.errors import UsageError
 from inference.families.confucius4_r2t2.lsp import ChunkDecoder, LspRecognizer, StreamOptions
 from inference.families.confucius4_r2t2.streaming import _checked, provisional_tail
 
-FRAME = 512  # Silero frame at 16 kHz
+FRAME = FRAME_SAMPLES  # Silero frame at 16 kHz
 NEG_OFFSET = 0.15  # speech continues until the probability drops below threshold - 0.15
 
 
@@ -61,36 +68,34 @@ class FrameVad(Protocol):
 
 
 class SpeechDetector:
-    """Speech start/end from per-frame probabilities (Silero's streaming iterator rules), in stream samples."""
+    """Speech start/end from per-frame probabilities, in stream samples: the shared tracker under Silero's
+    streaming iterator rules (except that any frame under the threshold may end a dip that is old enough),
+    its spans padded on both sides."""
 
     def __init__(self, options: EndpointOptions) -> None:
-        self.threshold = options.threshold
-        self.negative = options.threshold - NEG_OFFSET
-        self.min_silence = options.min_silence_ms * SAMPLE_RATE // 1000
         self.pad = options.speech_pad_ms * SAMPLE_RATE // 1000
-        self.in_speech = False
-        self._start = 0
-        self._silence_from: int | None = None
+        min_silence = options.min_silence_ms * SAMPLE_RATE // 1000
+        threshold = options.threshold
+        rules = TrackerRules(threshold, threshold - NEG_OFFSET, min_silence, threshold, end_below=threshold)
+        self._tracker = SpeechTracker(rules)
+
+    @property
+    def in_speech(self) -> bool:
+        return self._tracker.in_speech
+
+    @in_speech.setter
+    def in_speech(self, value: bool) -> None:  # a resumed stream continues the speech it was in
+        self._tracker.close()
+        self._tracker.in_speech = value
 
     def frame(self, probability: float, frame_start: int) -> tuple[bool, tuple[int, int] | None]:
         """(speech started at this frame, (start, end) span of speech that ended here)."""
-        frame_end = frame_start + FRAME
-        if not self.in_speech:
-            if probability >= self.threshold:
-                self.in_speech = True
-                self._start = max(0, frame_start - self.pad)
-                self._silence_from = None
-                return True, None
-            return False, None
-        if probability >= self.threshold:
-            self._silence_from = None
-        elif probability < self.negative and self._silence_from is None:
-            self._silence_from = frame_end
-        if self._silence_from is not None and frame_end - self._silence_from >= self.min_silence:
-            self.in_speech = False
-            span = (self._start, self._silence_from + self.pad)
-            self._silence_from = None
-            return False, span
+        event = self._tracker.step(probability, frame_start)
+        if isinstance(event, SpeechStarted):
+            return True, None
+        if isinstance(event, SpeechEnded):
+            # From the padded start to the padded end of the closing dip's first frame.
+            return False, (max(0, event.start - self.pad), event.end + FRAME + self.pad)
         return False, None
 
 
