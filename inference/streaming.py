@@ -1,8 +1,9 @@
 """Live captions for any engine: Silero VAD closes a speech segment, the engine transcribes it, its text commits.
 
 Engines with their own live path (``Capabilities.streaming``) stream natively; every other engine is
-wrapped in a :class:`SegmentedStream`, so any installed model, the bundled demo model included, captions
-live. A segment commits when speech is followed by ``end_silence_s`` of non-speech or reaches
+wrapped in a :class:`SegmentedStream`, so any installed model captions live (a model whose speech gate decodes
+speech windows, the bundled demo model, gets a ``streaming_windows.SpeechWindowStream`` instead:
+:func:`open_vad_stream`). A segment commits when speech is followed by ``end_silence_s`` of non-speech or reaches
 ``max_segment_s``; the transcript of a segment is final. While it grows, the open segment is re-decoded about
 every ``snapshot_every_s`` of audio and shown as a revisable snapshot (less often when the model is slow).
 """
@@ -40,6 +41,7 @@ from inference.contract import (
     Word,
 )
 from inference.errors import UsageError
+from inference.streaming_windows import SpeechWindowEngine, SpeechWindowStream
 
 
 @dataclass(frozen=True)
@@ -261,3 +263,18 @@ class SegmentedStream:
             Delta(piece, segment_id, start_s, end_s, result.language, speech_s),
             SpeechEnd(segment_id, start_s, end_s, text, result.language, speech_s),
         ]
+
+
+def open_vad_stream(
+    engine: Engine, gated: bool, request_options: dict[str, Any], segmenter_options: dict[str, Any]
+) -> SegmentedStream | SpeechWindowStream:
+    """The VAD-driven live stream of an engine: for a speech-gated model asked for "auto" whose gate decodes
+    speech windows, the stream that decodes the offline pass's windows (its text is the offline text; of the
+    segmenter options only ``snapshot_every_s`` applies there); else VAD segments one by one."""
+    settings = SegmenterSettings.from_options(segmenter_options)
+    if gated and isinstance(engine, SpeechWindowEngine) and set(segmenter_options) <= {"snapshot_every_s"}:
+        gate = engine.speech_window_gate()
+        if gate is not None:
+            vad = SileroVad(gate.vad_model)
+            return SpeechWindowStream(engine, gate, vad, request_options, settings.snapshot_every_s)
+    return SegmentedStream(engine, SileroVad(), request_options, settings)

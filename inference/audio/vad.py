@@ -179,6 +179,35 @@ def _validate_thresholds(threshold: float, neg_threshold: float | None) -> None:
         raise UsageError(f"VAD negative threshold must be in [0, threshold={threshold}], got {neg_threshold}")
 
 
+@dataclass(frozen=True)
+class SpeechRules:
+    """The numbers of Silero's offline speech segments (``get_speech_timestamps``); the defaults are what
+    ``speech_segments`` uses, the speech gate's VAD pass included."""
+
+    threshold: float = 0.5
+    min_speech_ms: float = 250
+    min_silence_ms: float = 100
+    speech_pad_ms: float = 30
+    neg_threshold: float | None = None  # threshold - 0.15 (at least 0.01) when not given
+
+    def __post_init__(self) -> None:
+        _validate_thresholds(self.threshold, self.neg_threshold)
+
+    @property
+    def min_speech(self) -> float:
+        """Samples a segment must exceed to be kept."""
+        return VAD_SAMPLE_RATE / 1000 * self.min_speech_ms
+
+    @property
+    def pad(self) -> float:
+        return VAD_SAMPLE_RATE / 1000 * self.speech_pad_ms
+
+    def tracker_rules(self) -> TrackerRules:
+        negative = max(self.threshold - 0.15, 0.01) if self.neg_threshold is None else self.neg_threshold
+        min_silence = VAD_SAMPLE_RATE / 1000 * self.min_silence_ms
+        return TrackerRules(self.threshold, negative, min_silence, self.threshold, end_below=negative)
+
+
 def segments_from_probabilities(
     probs: Sequence[float] | np.ndarray,
     n_samples: int,
@@ -197,30 +226,29 @@ def segments_from_probabilities(
     min_speech_ms are dropped. Padding grows each segment by speech_pad_ms, but two
     neighbours closer than twice the pad split the silence between them instead.
     """
-    _validate_thresholds(threshold, neg_threshold)
-    if neg_threshold is None:
-        neg_threshold = max(threshold - 0.15, 0.01)
-    per_ms = VAD_SAMPLE_RATE / 1000
-    min_speech = per_ms * min_speech_ms
-    min_silence = per_ms * min_silence_ms
-    pad = per_ms * speech_pad_ms
-
-    tracker = SpeechTracker(
-        TrackerRules(threshold, neg_threshold, min_silence, threshold, end_below=neg_threshold)
-    )
+    rules = SpeechRules(threshold, min_speech_ms, min_silence_ms, speech_pad_ms, neg_threshold)
+    tracker = SpeechTracker(rules.tracker_rules())
     raw: list[list[int]] = []
     for index, prob in enumerate(np.asarray(probs, dtype=np.float64)):
         ended = tracker.step(float(prob), index * FRAME_SAMPLES)
-        if isinstance(ended, SpeechEnded) and ended.end - ended.start > min_speech:
+        if isinstance(ended, SpeechEnded) and ended.end - ended.start > rules.min_speech:
             raw.append([ended.start, ended.end])
-    if tracker.in_speech and n_samples - tracker.start > min_speech:
+    if tracker.in_speech and n_samples - tracker.start > rules.min_speech:
         raw.append([tracker.start, n_samples])
-    return _pad_segments(raw, n_samples, pad)
+    return pad_speech(raw, n_samples, rules.pad)
 
 
-def _pad_segments(raw: list[list[int]], n_samples: int, pad: float) -> list[SpeechSegment]:
+def pad_speech(
+    raw: list[list[int]], n_samples: int, pad: float, before_end: int | None = None
+) -> list[SpeechSegment]:
+    """Grow each [start, end) by ``pad`` samples, splitting the silence between neighbours closer than twice
+    that. ``before_end``: the unpadded end of a segment before these (a live plan continued), else none."""
+    raw = [list(segment) for segment in raw]
+    if raw and before_end is not None:
+        silence = raw[0][0] - before_end
+        raw[0][0] = int(max(0, raw[0][0] - (silence // 2 if silence < 2 * pad else pad)))
     for i, segment in enumerate(raw):
-        if i == 0:
+        if i == 0 and before_end is None:
             segment[0] = int(max(0, segment[0] - pad))
         if i + 1 < len(raw):
             following = raw[i + 1]
