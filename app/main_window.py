@@ -11,9 +11,9 @@ from pathlib import Path
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QMainWindow
 
-from app.controller import LiveController
+from app.live.controller import LiveController
+from app.model_choices import AppState
 from app.settings import Settings, SettingsStore
-from app.state import AppState
 from app.views.caption_panel import CaptionPanel
 from app.views.overlay import CaptionOverlay
 from app.views.session_figures import SessionFigures

@@ -10,8 +10,9 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Slot
 
-from app.controller import LiveController, ModelChoice
+from app.live.controller import LiveController
 from app.live.session import SessionChange, SessionModel
+from app.model_choices import ModelChoice
 from app.settings import Settings, SettingsStore
 from app.views.caption_panel import CaptionPanel
 from app.views.overlay import CaptionOverlay

@@ -7,10 +7,9 @@ from typing import Any
 
 from PySide6.QtWidgets import QWidget
 
-from app.controller import ModelChoice
-from app.models_manager import size_text
+from app.model_choices import AppState, ModelChoice, installed_models
+from app.models.manager import size_text
 from app.settings import Settings, SettingsStore
-from app.state import AppState, installed_models
 from app.views.caption_panel import CaptionPanel
 from inference.errors import CaptioneerError
 from inference.models.spec import load_family_spec
@@ -81,7 +80,7 @@ class ModelPicker:
             return False
 
     def open_dialog(self, select: str | None = None) -> None:
-        from app.models_dialog import open_models_dialog
+        from app.models.dialog import open_models_dialog
 
         self.dialog = open_models_dialog(self.parent, self.state.paths, select=select)
         self.dialog.finished.connect(self.refresh)
@@ -89,7 +88,7 @@ class ModelPicker:
     def offer_on_first_run(self) -> None:
         """Without a real model, a banner above the captions offers one; it blocks nothing and, once dismissed,
         stays away."""
-        from app.models_dialog import first_run_suggestion
+        from app.models.dialog import first_run_suggestion
 
         needed, suggestion = first_run_suggestion(self.state.paths)
         if needed and not self.settings.model_offer_dismissed:
@@ -105,7 +104,7 @@ class ModelPicker:
 
     def refresh(self) -> None:
         """After the models dialog: the model line, the list, and the banner gone once a real model is installed."""
-        from app.models_dialog import first_run_suggestion
+        from app.models.dialog import first_run_suggestion
 
         self.state = AppState.load(self.state.paths)
         self.panel.model_label.setText(self.state.model_summary)

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QMainWindow
 
-from app.controller import LiveController, ModelChoice
+from app.live.controller import LiveController
 from app.live.sources import AudioSource
+from app.model_choices import ModelChoice
 from app.settings import Settings, SettingsStore
 from app.views.caption_panel import CaptionPanel
 from app.views.dictation_settings import hotkey_label

@@ -8,9 +8,9 @@ from collections import namedtuple
 
 import pytest
 
-from app.models_dialog import COLUMNS, ModelsDialog, first_run_suggestion  # noqa: E402
-from app.models_dialog import make_store as make_app_store  # noqa: E402
-from app.models_manager import explain, needs_first_run_offer  # noqa: E402
+from app.models.dialog import COLUMNS, ModelsDialog, first_run_suggestion  # noqa: E402
+from app.models.dialog import make_store as make_app_store  # noqa: E402
+from app.models.manager import explain, needs_first_run_offer  # noqa: E402
 from inference.models.catalog import Catalog  # noqa: E402
 from inference.models.errors import DiskSpaceError  # noqa: E402
 
@@ -156,10 +156,10 @@ def test_first_run_offer_only_without_a_real_model(app_paths, hub, qtbot):
 def test_the_first_run_banner_blocks_nothing_and_stays_dismissed(app_paths, hub, qtbot):
     """No modal question: the window is usable at once; Download opens the list on the suggested package;
     Dismiss is remembered across starts; installing a real model hides it."""
-    from app.controller import LiveController
+    from app.live.controller import LiveController
     from app.main_window import MainWindow
+    from app.model_choices import AppState
     from app.settings import SettingsStore
-    from app.state import AppState
     from inference.client import WorkerClient
 
     def new_window() -> MainWindow:

@@ -1,6 +1,6 @@
 """The models dialog: catalog table, Download / Cancel / Delete / Open folder, progress, plain-word errors.
 
-A thin view over :class:`app.models_manager.ModelsManager`. Downloads run on the manager's worker
+A thin view over :class:`app.models.manager.ModelsManager`. Downloads run on the manager's worker
 threads; their callbacks only emit Qt signals, which Qt queues to the GUI thread, so widgets are
 touched on the GUI thread alone.
 
@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.models_manager import (
+from app.models.manager import (
     JobOutcome,
     ModelsManager,
     PackageRow,

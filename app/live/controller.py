@@ -13,7 +13,6 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot
@@ -23,6 +22,7 @@ from app.live.pipeline import LivePipeline
 from app.live.session import SessionModel
 from app.live.silence import SILENT_AFTER_S
 from app.live.sources import AudioSource, DeviceSource
+from app.model_choices import ModelChoice
 from inference.audio.devices import SoundServerCapture, fallback_for
 from inference.client import BacklogPolicy, RemoteEngine, WorkerClient
 from inference.contract import Delta, Done, ErrorEvent, SpeechEnd, StreamEvent
@@ -37,25 +37,6 @@ def default_reconnect(lost: AudioSource) -> AudioSource | None:
     if isinstance(lost, SoundServerCapture):
         return SoundServerCapture(fallback_for(lost.input_id))
     return DeviceSource(None) if isinstance(lost, DeviceSource) else None
-
-
-@dataclass(frozen=True)
-class ModelChoice:
-    """What to load: a label for people, the path, and the family options the user picked."""
-
-    label: str
-    path: Path
-    family: str | None = None
-    session_options: tuple[tuple[str, object], ...] = ()
-    request_options: tuple[tuple[str, object], ...] = ()
-    backend: str = "auto"
-    threads: int | None = None
-    stream_mode: str = "auto"  # auto | native | segmented (see RemoteEngine.open_stream)
-
-    @property
-    def load_key(self) -> tuple[object, ...]:
-        """What makes a loaded engine: request options and stream mode do not (one load serves them all)."""
-        return (self.path, self.family, self.session_options, self.backend, self.threads)
 
 
 class LiveController(QObject):
