@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import namedtuple
+from typing import Any
 
 import pytest
 
@@ -74,9 +75,14 @@ def test_table_lists_packages_with_details(opened):
 def test_download_reports_progress_on_the_gui_thread_then_installs(opened, qtbot, app_paths):
     dialog = opened()
     on_gui_thread = []
-    dialog._bridge.progress.connect(
-        lambda *_: on_gui_thread.append(threading.current_thread() is threading.main_thread())
-    )
+    show_progress = dialog.manager.on_progress
+    assert show_progress is not None
+
+    def progress(*report: Any) -> None:
+        on_gui_thread.append(threading.current_thread() is threading.main_thread())
+        show_progress(*report)
+
+    dialog.manager.on_progress = progress
     dialog.download_button.click()
     qtbot.waitUntil(lambda: _row(dialog, "tiny_gguf")["State"] == "installed", timeout=10_000)
     assert on_gui_thread and all(on_gui_thread)
