@@ -9,20 +9,17 @@ from PySide6.QtWidgets import QWidget
 
 from app.model_choices import AppState, ModelChoice, installed_models
 from app.models.manager import size_text
-from app.settings import Settings, SettingsStore
+from app.settings import Settings
 from app.views.caption_panel import CaptionPanel
 from inference.errors import CaptioneerError
 from inference.models.spec import load_family_spec
 
 
 class ModelPicker:
-    def __init__(
-        self, parent: QWidget, state: AppState, settings: Settings, store: SettingsStore, panel: CaptionPanel
-    ) -> None:
+    def __init__(self, parent: QWidget, state: AppState, settings: Settings, panel: CaptionPanel) -> None:
         self.parent = parent
         self.state = state
         self.settings = settings
-        self.store = store
         self.panel = panel
         self.combo = panel.model_combo
         self.dialog: Any = None  # the models dialog, while open
@@ -33,6 +30,7 @@ class ModelPicker:
         banner.dismiss_button.clicked.connect(self._dismiss_offer)
         self.combo.currentIndexChanged.connect(lambda _index: panel.show_family_options(self.family_takes))
         self.fill()
+        settings.subscribe(lambda _changed: self.fill(), "parakeet_weights")  # the models' load options
 
     def current(self) -> ModelChoice | None:
         return self.combo.currentData()
@@ -100,7 +98,6 @@ class ModelPicker:
     def _dismiss_offer(self) -> None:
         self.panel.model_banner.hide()
         self.settings.model_offer_dismissed = True
-        self.store.save(self.settings)
 
     def refresh(self) -> None:
         """After the models dialog: the model line, the list, and the banner gone once a real model is installed."""
