@@ -7,6 +7,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 import shiboken6
 from PySide6.QtCore import QCoreApplication, QObject
@@ -95,3 +96,46 @@ def test_an_outcome_for_a_deleted_window_is_dropped(qapp) -> None:  # type: igno
     Operation(lambda: 1, "late-job").success(record("ok")).run_in_background(gui.post).join(30)
     QCoreApplication.sendPostedEvents()  # a queued call, had one been made, would run now
     assert seen == []
+
+
+class _RefusingClient:
+    """A worker client whose model load fails as ``error`` says (no worker process is started)."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def start(self) -> _RefusingClient:
+        return self
+
+    def load(self, *_args: object) -> None:
+        raise self.error
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        (ModelError("not a model folder", "choose another"), "not a model folder (choose another)"),
+        (RuntimeError("a bug"), "could not start: RuntimeError: a bug"),
+    ],
+)
+def test_a_start_that_fails_says_why_on_the_gui_thread(qtbot, tmp_path, error, message) -> None:  # type: ignore[no-untyped-def]
+    from app.live.controller import LiveController
+    from app.live.sources import ArraySource
+    from app.model_choices import ModelChoice
+
+    controller = LiveController(lambda: _RefusingClient(error), tmp_path)  # type: ignore[arg-type, return-value]
+    states: list[tuple[str, str, bool]] = []
+    controller.state_changed.connect(
+        lambda state, text: states.append(
+            (state, text, threading.current_thread() is threading.main_thread())
+        )
+    )
+    controller.start(ModelChoice("broken", tmp_path), ArraySource(np.zeros(1600, np.float32), "silence"))
+    qtbot.waitUntil(lambda: controller.state == "failed", timeout=30_000)
+    assert (
+        states[-1] == ("failed", message, True) and controller.pipeline is None and controller.journal is None
+    )
+    assert controller.session.status.worker == "failed"
