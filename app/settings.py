@@ -55,6 +55,9 @@ class Settings:
     """What the user chose. Assigning a field tells the subscribers (``subscribe``); ``batch()`` makes several
     assignments one change (a dialog's OK), heard once and saved once."""
 
+    # The subscribers live in a slot, not a field: never saved, copied or compared, and not in ``vars()``.
+    __slots__ = ("__dict__", "_subscriber_list")
+
     model: str | None = None  # package id or path; None = the catalog's default installed model
     backend: str = "auto"
     threads: int | None = None
@@ -100,10 +103,10 @@ class Settings:
     extra: dict[str, Any] = field(default_factory=dict)  # keys from other versions, kept verbatim
 
     def __post_init__(self) -> None:
-        self.__dict__["_subscriber_list"] = _Subscribers()  # not a field: never saved, copied or compared
+        object.__setattr__(self, "_subscriber_list", _Subscribers())
 
     def __setattr__(self, name: str, value: Any) -> None:
-        subscribers: _Subscribers | None = self.__dict__.get("_subscriber_list")  # None while __init__ runs
+        subscribers: _Subscribers | None = getattr(self, "_subscriber_list", None)  # None while __init__ runs
         changed = subscribers is not None and name in _FIELD_NAMES and getattr(self, name) != value
         super().__setattr__(name, value)
         if subscribers is not None and changed:
@@ -154,7 +157,7 @@ class Settings:
 
     @property
     def _subscribers(self) -> _Subscribers:
-        subscribers: _Subscribers = self.__dict__["_subscriber_list"]
+        subscribers: _Subscribers = object.__getattribute__(self, "_subscriber_list")
         return subscribers
 
     @classmethod

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from dataclasses import fields
 
 import pytest
 
@@ -69,6 +70,7 @@ def test_a_copy_is_a_draft_with_the_values_and_no_listeners() -> None:
         draft.overlay_custom_positions["screen"][0] = 99  # unshared: the settings keep theirs
     assert heard == [] and settings.overlay_custom_positions == {"screen": [1, 2]}
     assert "subscriber" not in json.dumps(settings.to_dict())
+    assert set(vars(settings)) == {f.name for f in fields(Settings)}  # what readers of a dataclass expect
 
 
 def test_autosave_writes_each_change_once_and_a_last_time_at_close(monkeypatch) -> None:  # type: ignore[no-untyped-def]
