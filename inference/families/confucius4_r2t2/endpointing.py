@@ -18,6 +18,7 @@ import numpy as np
 
 from inference.audio.speech_tracker import (
     FRAME_SAMPLES,
+    FrameSplitter,
     SpeechEnded,
     SpeechStarted,
     SpeechTracker,
@@ -120,7 +121,7 @@ class EndpointedStream:
         self._max_segment = max(1, int(endpoints.max_segment_seconds * SAMPLE_RATE))
         self._seed_limit = min(self._max_segment - 1, endpoints.gap_keep_ms * SAMPLE_RATE // 1000)
         self._min_speech = endpoints.min_speech_ms * SAMPLE_RATE // 1000
-        self._pending = np.zeros(0, dtype=np.float32)  # samples short of a whole VAD frame
+        self._frames = FrameSplitter()  # stream-aligned VAD frames
         self._seed = np.zeros(0, dtype=np.float32)
         self._buffer = np.zeros(0, dtype=np.float32)  # segment audio not yet a whole chunk
         self._accum = np.zeros(0, dtype=np.float32)  # the open segment's decoded audio
@@ -145,20 +146,17 @@ class EndpointedStream:
         if self._closed:
             raise UsageError("push after finish or cancel", "open a new stream")
         samples = _checked(pcm)
-        data = np.concatenate([self._pending, samples]) if self._pending.size else samples
         events: list[StreamEvent] = []
-        whole = data.size // FRAME * FRAME
-        for start in range(0, whole, FRAME):
-            events += self._frame(data[start : start + FRAME])
-        self._pending = data[whole:].copy()
+        for frame in self._frames.frames(samples):
+            events += self._frame(frame)
         return events
 
     def finish(self) -> Transcript:
         if self._closed:
             raise UsageError("the stream was already finished or cancelled", "open a new stream")
         self._closed = True
-        if self._pending.size:  # less than a VAD frame: it joins whatever is open
-            tail, self._pending = self._pending, np.zeros(0, dtype=np.float32)
+        tail = self._frames.take_pending()
+        if tail.size:  # less than a VAD frame: it joins whatever is open
             if self.detector.in_speech or self._segment_audio:
                 self._add_segment_audio(tail)
             else:
@@ -182,7 +180,8 @@ class EndpointedStream:
 
     def cancel(self) -> None:
         self._closed = True
-        self._buffer = self._accum = self._seed = self._pending = np.zeros(0, dtype=np.float32)
+        self._buffer = self._accum = self._seed = np.zeros(0, dtype=np.float32)
+        self._frames = FrameSplitter()
 
     # ------------------------------------------------------------------ contract.Resumable
     def resume_point(self) -> ResumePoint:
