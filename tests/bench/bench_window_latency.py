@@ -1,9 +1,10 @@
 """What the demo model's live text costs in latency: its speech-window stream (live text = offline text) beside
 segment-by-segment captions, on the same espeak recording pushed in 320 ms pieces.
 
-Latency is counted in audio, so it does not depend on the machine: for each committed word, the stream position
-at the end of the push that committed it minus the word's end. Also: each stream's word edits against the
-offline transcript of the same audio, and CPU seconds.
+Latency is counted in audio, so it does not depend on the machine: the stream position at the end of the push
+that committed a word minus that word's end (every word), and minus its segment's speech end (the time from the
+end of speech to its committed text). Also: each stream's word edits against the offline transcript of the same
+audio, and CPU seconds.
 
     .venv/bin/python tests/bench/bench_window_latency.py [--seconds 120] [--seed 21] [--threads 2]
 """
@@ -31,8 +32,8 @@ from tests.text_metrics import word_edits  # noqa: E402
 STEP = 5120  # the app's 320 ms pushes
 
 
-def run(stream: Stream, audio: np.ndarray) -> tuple[str, list[float], float]:
-    """Final text, word latencies (s of audio) and CPU seconds of one stream."""
+def run(stream: Stream, audio: np.ndarray) -> tuple[str, list[float], list[float], float]:
+    """Final text, word and speech-end latencies (s of audio) and CPU seconds of one stream."""
     committed_at: dict[float, float] = {}
     cpu = time.process_time()
     for start in range(0, audio.size, STEP):
@@ -45,7 +46,8 @@ def run(stream: Stream, audio: np.ndarray) -> tuple[str, list[float], float]:
     final = stream.finish()
     cpu = time.process_time() - cpu
     latencies = [committed_at[round(s.start_s, 3)] - w.end_s for s in final.segments for w in s.words]
-    return final.text, latencies, cpu
+    ends = [committed_at[round(s.start_s, 3)] - s.end_s for s in final.segments]
+    return final.text, latencies, ends, cpu
 
 
 def main() -> None:
@@ -67,10 +69,12 @@ def main() -> None:
         "VAD segments (segmented)": SegmentedStream(engine, SileroVad(), {}),
     }
     for name, stream in streams.items():
-        text, latencies, cpu = run(stream, audio)
+        text, latencies, ends, cpu = run(stream, audio)
         p50, p90 = np.percentile(latencies, [50, 90])
+        e50, e90 = np.percentile(ends, [50, 90])
         print(
             f"{name}: word end -> commit median {p50:.2f} s, p90 {p90:.2f} s, max {max(latencies):.2f} s; "
+            f"speech end -> commit median {e50:.2f} s, p90 {e90:.2f} s ({len(ends)} segments); "
             f"{word_edits(text, offline)} word edits against offline; {cpu:.1f} s CPU"
         )
 
