@@ -102,3 +102,27 @@ def test_a_group_is_given_when_the_next_speech_counts_and_after_a_long_silence()
     # The last one waits for a silence no later speech could change it across (here about 2.5 s).
     assert 150 < second_at < 250
     assert planner.finish(290 * FRAME_SAMPLES) == []
+
+
+def test_silero_frame_by_frame_gives_the_offline_probabilities_exactly() -> None:
+    """The live plan hears what the offline pass hears: frames aligned to the stream's first sample, however
+    the samples arrive, and the last partial frame zero-padded, give bit-identical probabilities."""
+    from inference.audio.speech_tracker import FrameSplitter
+    from inference.audio.vad import SileroVad
+
+    rng = np.random.default_rng(3)
+    t = np.arange(5 * 16000 + 300) / 16000
+    audio = (0.3 * np.sin(2 * np.pi * 180 * t) * (np.sin(2 * np.pi * 0.4 * t) > 0)).astype(np.float32)
+    audio += rng.normal(0, 0.01, audio.size).astype(np.float32)
+    vad = SileroVad()
+    offline = vad.frame_probabilities(audio)
+    splitter, live, position = FrameSplitter(), [], 0
+    while position < audio.size:
+        size = int(rng.integers(1, 3000))
+        live += [vad.process(frame) for frame in splitter.frames(audio[position : position + size])]
+        position += size
+    pending = splitter.take_pending()
+    tail = np.zeros(FRAME_SAMPLES, np.float32)
+    tail[: pending.size] = pending
+    live.append(vad.process(tail))
+    assert np.array_equal(np.array(live, np.float32), offline)
