@@ -7,9 +7,9 @@ windows causally (``inference.audio.live_windows``) and decodes each one, once f
 the offline pass decodes, so its committed text is the offline transcript, window for window. The open group is
 shown as a snapshot (re-decoded about every ``snapshot_every_s`` of audio, less often when the model is slow).
 
-The cost is latency: a group commits when the next speech has gone on long enough to count (about 0.3 s), or
-after a silence long enough that no later speech can change it (the merge gap or twice the padding, plus a
-margin; about 3 s for the demo model).
+The cost is latency: a group commits when the next speech has gone on long enough to count (0.25 s), or after
+a silence long enough that no later speech can change it (about 2.5 s for the demo model); figures in
+docs/models.md §4.
 """
 
 from __future__ import annotations
