@@ -60,10 +60,10 @@ class LiveSpeechWindows:
         self._raw: list[list[int]] = []  # closed speech segments (unpadded) of windows not all handed out
         self._context = _Context()
         self._kept_start: int | None = None  # the start of the open speech once it is long enough to keep
-        self._recheck_at = _OPEN_END  # the plan may give more once this is reached by ...
-        self._recheck_on_end = (
-            False  # ... the open speech's least end (else: the least start of later speech)
-        )
+        # The plan may give more once _recheck_at is reached by the open speech's least end (_recheck_on_end),
+        # else by the least start of speech not closed yet.
+        self._recheck_at = _OPEN_END
+        self._recheck_on_end = False
 
     # ------------------------------------------------------------------ frames
     @property
@@ -73,11 +73,7 @@ class LiveSpeechWindows:
 
     def step(self, probability: float) -> list[SpeechWindow]:
         """Track the next frame's speech probability; return the windows that became final."""
-        event = self._tracker.step(probability, self.position)
-        self._frames += 1
-        changed = isinstance(event, SpeechEnded)
-        if isinstance(event, SpeechEnded) and event.end - event.start > self.rules.min_speech:
-            self._raw.append([event.start, event.end])
+        changed = self._track(probability)
         if self._open_is_kept() and self._kept_start != self._tracker.start:
             self._kept_start, changed = self._tracker.start, True  # the next group's start is known now
         probe = self._lower_end() if self._recheck_on_end else self._next_start_bound()
@@ -90,10 +86,7 @@ class LiveSpeechWindows:
         whole frames tracked, then the probability of the samples short of a frame, zero-padded as the offline
         pass pads them (no window may be handed out on that frame: it reaches past the stream)."""
         if tail_probability is not None:
-            ended = self._tracker.step(tail_probability, self.position)
-            self._frames += 1
-            if isinstance(ended, SpeechEnded) and ended.end - ended.start > self.rules.min_speech:
-                self._raw.append([ended.start, ended.end])
+            self._track(tail_probability)
         raw = [list(segment) for segment in self._raw]
         if self._tracker.in_speech and n_samples - self._tracker.start > self.rules.min_speech:
             raw.append([self._tracker.start, n_samples])
@@ -101,10 +94,26 @@ class LiveSpeechWindows:
         windows = self._windows(raw, n_samples)
         return self._give(windows)
 
+    def _track(self, probability: float) -> bool:
+        """Track one frame; whether speech ended on it (a segment long enough is kept)."""
+        event = self._tracker.step(probability, self.position)
+        self._frames += 1
+        if not isinstance(event, SpeechEnded):
+            return False
+        if event.end - event.start > self.rules.min_speech:
+            self._raw.append([event.start, event.end])
+        return True
+
     # ------------------------------------------------------------------ the open group
+    def _first_pending_start(self) -> int | None:
+        """Where the first speech not all in windows handed out starts (unpadded), if there is any."""
+        if self._raw:
+            return self._raw[0][0]
+        return self._tracker.start if self._tracker.in_speech else None
+
     def pending_speech(self) -> Span | None:
         """The speech not yet in a window handed out (from its padded start to the last frame), if any."""
-        first = self._raw[0][0] if self._raw else self._tracker.start if self._tracker.in_speech else None
+        first = self._first_pending_start()
         if first is None:
             return None
         start = max(self._context.given_until or 0, first - self._pad_ceil, 0)
@@ -120,7 +129,7 @@ class LiveSpeechWindows:
 
     def keep_from(self) -> int:
         """The earliest sample a window still to come can start at."""
-        first = self._raw[0][0] if self._raw else self._tracker.start if self._tracker.in_speech else None
+        first = self._first_pending_start()
         next_start = (first if first is not None else self.position) - self._pad_ceil
         return max(self._context.given_window_end, next_start - self.plan.padding_samples, 0)
 
