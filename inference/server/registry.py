@@ -2,7 +2,8 @@
 
 A model is named by the ``--model`` value it was given (a package id or a path) and, for a path, also by
 the folder or file name. Every request on a model holds one of its slots while it runs; past
-``max_concurrent`` the server answers 429 rather than queueing without bound.
+``max_concurrent`` the server answers 429 rather than queueing without bound (``slots.py``: waiting requests
+are served in arrival order, and may take a slot back from a live upload that fell behind real time).
 
 A worker that dies is restarted by its client; one that keeps dying makes the client give up (its
 ``max_restarts``). The server then answers 503 naming the failure, and after ``revive_after_s`` the next
@@ -205,9 +206,8 @@ class ServedModel:
             while self._refused and now - self._refused[0] > horizon:
                 self._refused.popleft()
             self._refused.append(now)
-            ahead = (
-                len(self._refused) / self.max_concurrent
-            )  # request times before a slot is free for this one
+            # Request times before a slot is free for this one.
+            ahead = len(self._refused) / self.max_concurrent
             wait = max(0.2, self._typical_s) * ahead * random.uniform(0.5, 1.5)
         return {
             "Retry-After": str(max(1, math.ceil(wait))),
