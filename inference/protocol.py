@@ -299,6 +299,8 @@ def decode(frame: bytes | memoryview) -> Message:
     names = {f.name for f in fields(cls)}
     if "pcm" in names:
         payload = view[_HEADER.size + length :]
+        # 1-D float32 by the frame's layout, finite because the sender built it with ``audio_payload``: the
+        # worker takes it as it is (inference/audio/samples.py).
         header["pcm"] = np.frombuffer(payload, dtype="<f4").astype(np.float32, copy=False)
     unknown = set(header) - names
     if unknown:
