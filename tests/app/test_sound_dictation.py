@@ -91,7 +91,9 @@ def test_push_to_talk_through_the_sound_server_types_into_a_terminal_and_a_text_
         assert len(set(words(typed)) & set(words(HEARTS))) >= 6, typed
 
         dictate(desktop, sound_server, wav, window_named(desktop, "dictation field"))
-        field = child.wait_event(lambda e: "garden" in str(e.get("field", "")).lower(), "the text in the field")
+        field = child.wait_event(
+            lambda e: "garden" in str(e.get("field", "")).lower(), "the text in the field"
+        )
         assert words(str(field["field"]))[-1] == "garden", field
         # The recording holds the sentence, the trailing audio and the padding (0.3 s + 0.3 s).
         speech_s = os.path.getsize(wav) / 2 / 22050
