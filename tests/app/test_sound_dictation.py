@@ -6,7 +6,6 @@ padding keep it."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -15,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import soundfile
 
 from tests.live_cli import REPO_ROOT, JsonLinesChild, words
-from tests.sound_server import MIC_FEED, SoundServer
+from tests.sound_server import MIC_FEED, SoundServer, without_trailing_silence
 from tests.xvfb import start_xvfb
 
 pytestmark = pytest.mark.skipif(
@@ -46,7 +46,7 @@ def spoken(folder: Path) -> Path:
     """The sentence with no silence after it: the key is released right as its last word ends."""
     wav = folder / "hearts.wav"
     subprocess.run(["espeak-ng", "-s", "150", "-w", str(wav), HEARTS], check=True, timeout=60)
-    return wav
+    return without_trailing_silence(wav, folder / "hearts-cut.wav")
 
 
 def window_named(env: dict[str, str], name: str) -> str:
@@ -95,9 +95,12 @@ def test_push_to_talk_through_the_sound_server_types_into_a_terminal_and_a_text_
             lambda e: "garden" in str(e.get("field", "")).lower(), "the text in the field"
         )
         assert words(str(field["field"]))[-1] == "garden", field
-        # The recording holds the sentence, the trailing audio and the padding (0.3 s + 0.3 s).
-        speech_s = os.path.getsize(wav) / 2 / 22050
-        assert float(str(first["audio_s"])) >= speech_s + 0.6 - 0.1, first
+        # The recording holds the sentence, 0.3 s of audio after the release and 0.3 s of digital silence.
+        speech_s = soundfile.info(str(wav)).duration
+        assert float(str(first["audio_s"])) >= speech_s + 0.6, first
+        for utterance in [e["utterance"] for e in child.events if "utterance" in e]:
+            assert utterance["trailing_s"] == 0.3 and utterance["padding_s"] == 0.3, utterance
+            assert utterance["ends_in_zeros"], utterance
     finally:
         if child.process.stdin is not None:
             child.process.stdin.close()

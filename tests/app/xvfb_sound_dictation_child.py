@@ -2,7 +2,8 @@
 sound server's default microphone by its id (``mic:default``, as the window opens it), pasting into whatever
 has the focus. A text field waits in its own window ("dictation field"). JSON lines on stdout: ``ready`` once
 the hotkey is grabbed and the microphone delivers, then ``result`` for each dictation (text, audio length,
-release → text latency, how it was inserted) and ``field`` whenever the field's text changes. Ends when stdin
+release → text latency), ``utterance`` for each recording (held, trailing and padding lengths, the trailing
+audio's peak) and ``field`` whenever the field's text changes. Ends when stdin
 closes."""
 
 from __future__ import annotations
@@ -12,14 +13,16 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QLineEdit
 
-from app.dictation.capture import CaptureSettings
+from app.dictation.capture import CaptureSettings, Utterance
 from app.dictation.controller import DictationController
 from app.dictation.output import PynputKeys, TextOutput, TextStyle
 from app.window.inputs import default_source
 from inference.client import WorkerClient
+from inference.contract import SAMPLE_RATE
 
 # Not tests.conftest: importing it would switch pynput to its dummy backend.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +64,27 @@ def main() -> None:
         feed(block)
 
     controller.service.feed = first_blocks  # type: ignore[method-assign]
+    recorder = controller.service.recorder
+    queue_utterance = recorder.on_utterance
+
+    def described(utterance: Utterance) -> None:
+        trailing = utterance.audio[utterance.pre_roll_samples + utterance.held_samples :][
+            : utterance.trailing_samples
+        ]
+        emit(
+            {
+                "utterance": {
+                    "held_s": utterance.held_samples / SAMPLE_RATE,
+                    "trailing_s": utterance.trailing_samples / SAMPLE_RATE,
+                    "padding_s": utterance.padding_samples / SAMPLE_RATE,
+                    "trailing_peak": float(np.abs(trailing).max()) if trailing.size else 0.0,
+                    "ends_in_zeros": not utterance.audio[-utterance.padding_samples :].any(),
+                }
+            }
+        )
+        queue_utterance(utterance)
+
+    recorder.on_utterance = described
     controller.start()
     shown = [""]
 

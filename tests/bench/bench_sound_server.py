@@ -8,8 +8,8 @@ A private PulseAudio is started (tests/sound_server.py) and espeak-ng sentences 
   fixture ``tests/fixtures/parakeet_tdt/models/tiny_a``): the caption window (offscreen, the real worker,
   tests/bench/sound_window_latency_child.py) captions "What this computer plays" while sentences are played into
   the speakers. Latency per sentence = the moment the session model last committed text for it − (paplay's
-  start + the speech's length): the last word played → committed in the window. It includes paplay's connection
-  set-up (a few ms), so it errs long. Also printed: the controller's own per-delta figure, each delta's audio
+  start + the speech's length, espeak-ng's trailing silence cut off): the last word played → committed in the
+  window. It includes paplay's connection set-up (a few ms), so it errs long. Also printed: the controller's own per-delta figure, each delta's audio
   captured (arrived from the sound server) → committed. The tiny fixture has random weights: its text is not
   English and it keeps committing after a sentence, so its "last word played" figure measures that, not the
   pipeline; a sentence it commits nothing for is counted apart ("no text"). Its per-delta figure is the
@@ -43,7 +43,13 @@ sys.path.insert(0, str(REPO))
 
 from tests.bench.machine import print_machine_header  # noqa: E402
 from tests.live_cli import JsonLinesChild  # noqa: E402
-from tests.sound_server import MIC_FEED, SPEAKERS, SoundServer, start_sound_server  # noqa: E402
+from tests.sound_server import (  # noqa: E402
+    MIC_FEED,
+    SPEAKERS,
+    SoundServer,
+    start_sound_server,
+    without_trailing_silence,
+)
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -210,7 +216,8 @@ def main() -> None:
         for index, sentence in enumerate(SENTENCES):
             wav = folder / f"s{index}.wav"
             subprocess.run(["espeak-ng", "-s", "150", "-w", str(wav), sentence], check=True)
-            wavs.append((wav, soundfile.info(str(wav)).duration))
+            cut = without_trailing_silence(wav, folder / f"s{index}-cut.wav")  # paplay returns as it ends
+            wavs.append((cut, soundfile.info(str(cut)).duration))
 
         if args.capture_seconds > 0:
             cpu = subprocess.run(
