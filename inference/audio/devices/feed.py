@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from inference.audio.devices.choices import InputDeviceError, fallback_for
-from inference.audio.devices.listing import open_capture as open_input
+from inference.audio.devices.opening import open_capture as open_input
 
 WAIT_S = 0.2  # how often the loop looks up from an empty queue (for Ctrl-C), not a pause in the audio
 
