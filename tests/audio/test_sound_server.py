@@ -92,11 +92,15 @@ def test_an_unplugged_input_is_announced_and_captioning_goes_on(
     assert "What this computer plays (Speakers)" in note
     sound_server.play(speech_wav(tmp_path, "hearts", HEARTS), SPEAKERS)  # the session goes on, on the default
     cli.wait_words(EMMA + " " + HEARTS, SHARE)
+    gap = wait_gap_marker(cli)
+    assert "'USB-headset' was unplugged or removed" in gap, gap
 
     sound_server.add_output("usb", "USB-headset")  # plugged back in: listed again, the session undisturbed
     assert "usb.monitor" in sound_server.pactl("list", "short", "sources")
     final = cli.interrupt()
     assert {"emma", "quickly", "twenty", "hearts"} <= set(words(str(final["text"]))), final["text"]
+    assert_marked_between(str(final["text"]), gap.strip(), "emma", "hearts")
+    assert_marked_between(cli.committed(), gap.strip(), "emma", "hearts")
 
 
 def test_a_changed_default_output_is_followed(
@@ -108,5 +112,27 @@ def test_a_changed_default_output_is_followed(
     assert "the default output changed" in note and "Mic-feed" in note
     sound_server.play(speech_wav(tmp_path, "emma", EMMA), MIC_FEED)
     cli.wait_words(EMMA, SHARE)
+    gap = wait_gap_marker(cli)
+    assert "the default output changed" in gap and "Mic-feed" in gap, gap
     final = cli.interrupt(signal.SIGTERM)  # `kill PID` from a script finishes the transcript as Ctrl-C does
     assert {"emma", "quickly", "bottle"} <= set(words(str(final["text"]))), final["text"]
+    assert gap.strip() in str(final["text"]) and str(final["text"]).index(gap.strip()) < str(
+        final["text"]
+    ).lower().index("emma"), final["text"]  # the gap came before the words played on the new default
+
+
+def wait_gap_marker(cli: LiveCli) -> str:
+    """The text of the gap marker (a delta with a negative segment id, as the window shows it)."""
+    event = cli.wait_event(
+        lambda e: e.get("type") == "delta" and int(str(e.get("segment_id", 0))) < 0, "a gap marker"
+    )
+    text = str(event["text"])
+    assert "no audio for" in text, text
+    return text
+
+
+def assert_marked_between(text: str, marker: str, before: str, after: str) -> None:
+    """``marker`` in ``text`` after the word ``before`` and ahead of the word ``after``."""
+    assert marker in text, text
+    at = text.index(marker)
+    assert before in text[:at].lower() and after in text[at:].lower(), text
