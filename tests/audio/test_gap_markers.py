@@ -41,6 +41,14 @@ def test_a_marker_after_the_last_words_is_shown_at_the_end() -> None:
     )
 
 
+def test_text_right_after_a_marker_is_kept_apart_from_it() -> None:
+    shown: list[StreamEvent] = []
+    gaps = GapMarkers(shown.extend)
+    gaps.add(0.0, 2.0, "the default output changed", 2.0)
+    gaps.deliver([Delta("Emma quickly", 0, 2.5, 3.0)])  # a stream's first text has no leading space
+    assert texts(shown) == [" [… 0.0 s: no audio for 2.00 s (the default output changed) …]", " Emma quickly"]
+
+
 def test_without_a_gap_the_transcript_is_untouched() -> None:
     gaps = GapMarkers(lambda _events: None)
     final = Transcript("Line one.\nLine two.")

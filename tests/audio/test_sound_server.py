@@ -6,13 +6,14 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.live_cli import REPO_ROOT, LiveCli, words
-from tests.sound_server import MIC_FEED, SPEAKERS, SoundServer, speech_wav
+from tests.live_cli import DEADLINE_S, REPO_ROOT, LiveCli, share_of_words, words
+from tests.sound_server import MIC_FEED, SPEAKERS, SoundServer, die_with_parent, speech_wav
 from tests.text_metrics import word_edits
 
 EMMA = "Emma quickly closed the early bottle and sang."
@@ -136,3 +137,44 @@ def assert_marked_between(text: str, marker: str, before: str, after: str) -> No
     assert marker in text, text
     at = text.index(marker)
     assert before in text[:at].lower() and after in text[at:].lower(), text
+
+
+def test_text_output_shows_the_gap_marker_where_the_input_changed(
+    sound_server: SoundServer, tmp_path: Path
+) -> None:
+    """``--format text``: the running line and the final text both carry the marker, before the words played
+    on the new default."""
+    output = tmp_path / "captions.txt"
+    with output.open("w") as stdout:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "inference.cli", "transcribe", "--input", "system", "--mode", "streaming"],
+            cwd=REPO_ROOT, env=sound_server.env, stdout=stdout, stderr=subprocess.PIPE, text=True,
+            preexec_fn=die_with_parent,
+        )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        notes = [process.stderr.readline()]
+        while "listening on" not in notes[-1]:
+            notes.append(process.stderr.readline())
+            assert notes[-1], f"captioneer exited: {notes}"
+        sound_server.pactl("set-default-sink", MIC_FEED)
+        while "now listening on" not in notes[-1]:
+            notes.append(process.stderr.readline())
+            assert notes[-1], f"captioneer exited: {notes}"
+        sound_server.play(speech_wav(tmp_path, "emma", EMMA), MIC_FEED)
+        deadline = time.monotonic() + DEADLINE_S  # a bound for a failing run; the loop waits for the words
+        while share_of_words(EMMA, output.read_text()) < SHARE:
+            assert time.monotonic() < deadline and process.poll() is None, output.read_text()
+            time.sleep(
+                0.2
+            )  # polling the condition (the captions file holds the words), not a stand-in for it
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=DEADLINE_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=60)
+    running, final = output.read_text().rstrip("\n").split("\n")[-2:]
+    for line in (running, final):
+        assert "no audio for" in line and "the default output changed" in line, line
+        assert line.index("no audio for") < line.lower().index("emma"), line

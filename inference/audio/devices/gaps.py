@@ -39,6 +39,7 @@ class GapMarkers:
         self._waiting: list[Delta] = []
         self._placed: list[tuple[int, str]] = []  # (words of stream text before it, marker text)
         self._stream_words = 0
+        self._marker_last = False  # the last text shown was a marker: the next one is kept apart from it
         self._next_id = -1
 
     def add(self, start_s: float, missing_s: float, reason: str, filled_s: float) -> None:
@@ -54,13 +55,17 @@ class GapMarkers:
             for event in events:
                 while self._waiting and comes_after(event, self._waiting[0]):
                     self._place(self._waiting.pop(0), ordered)
-                if isinstance(event, Delta):
+                if isinstance(event, Delta) and event.text:
+                    if self._marker_last and not event.text[:1].isspace():  # a stream's first text has none
+                        event = dataclasses.replace(event, text=" " + event.text)
+                    self._marker_last = False
                     self._stream_words += len(event.text.split())
                 ordered.append(event)
         self._deliver(ordered)
 
     def _place(self, marker: Delta, ordered: list[StreamEvent]) -> None:
         self._placed.append((self._stream_words, marker.text.strip()))
+        self._marker_last = True
         ordered.append(marker)
 
     def flush(self) -> None:
