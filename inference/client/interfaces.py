@@ -55,7 +55,13 @@ class SupervisedStream(Protocol):
 
     def on_worker_restored(self, took_s: float) -> None: ...
 
-    def on_given_up(self) -> None: ...
+    def on_given_up(self, error: WorkerError, revive_in_s: float | None) -> None:
+        """The client stopped restarting its worker; a revival is tried in ``revive_in_s`` (None: never)."""
+        ...
+
+    def on_worker_revived(self, down_s: float) -> None:
+        """A revived worker is about to reopen the stream after ``down_s`` seconds without one."""
+        ...
 
 
 class StreamHost(Protocol):
@@ -112,7 +118,16 @@ class StreamDirectory(Protocol):
 
 
 class WorkerRestorer(Protocol):
-    """Brings a new worker to where the dead one was: models loaded, open streams reopened, and the loads and
-    opens that were in flight retried once."""
+    """Brings a new worker to where the dead one was."""
 
-    def restore_worker(self, in_flight: list[PendingRequest]) -> None: ...
+    def reload_models(self) -> None:
+        """Load every model the client had loaded, under the same engine ids."""
+        ...
+
+    def reopen_streams(self) -> None:
+        """Reopen every open stream a worker had opened (each resumes from its own state)."""
+        ...
+
+    def retry_in_flight(self, in_flight: list[PendingRequest]) -> None:
+        """Retry once the loads and stream openings the dead worker had not answered."""
+        ...

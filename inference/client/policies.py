@@ -21,6 +21,9 @@ class WorkerPolicy:
     max_restarts: int = 3  # within restart_window_s; one more failure stops the client
     restart_window_s: float = 300.0
     backoff_s: tuple[float, ...] = (0.0, 1.0, 4.0)  # before the 1st, 2nd, 3rd... restart
+    # Past the restart limit the client is down; it tries a fresh worker (a revival) after each of these waits,
+    # the last repeating (empty: never). Streams stay open meanwhile, holding their newest audio.
+    revive_after_s: tuple[float, ...] = (30.0, 60.0, 120.0, 300.0)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""A live stream in the worker, as the caller sees it: backpressure, replay after a worker death, and one
-continuous text across workers (docs/architecture.md §2.2, §4)."""
+"""A live stream in the worker, as the caller sees it: backpressure, replay after a worker death, one continuous
+text across workers, and the audio held while no worker runs (docs/architecture.md §2.2, §4)."""
 
 from __future__ import annotations
 
@@ -74,16 +74,28 @@ class RemoteStream:
         self._finishing = False  # finish() was called: no more pushes
         self._closed = False
         self._failure: CaptioneerError | None = None
+        # The client stopped restarting its worker: audio is held in _queued (the newest max_backlog_s) until a
+        # revived worker takes the stream over; audio from _unmarked_from to the held audio was dropped.
+        self._down = False
+        self._unmarked_from = 0
 
     # ------------------------------------------------------------------ caller side
     def push(self, pcm: np.ndarray) -> list[StreamEvent]:
-        """Hand audio over; returns the events that arrived since the last call."""
+        """Hand audio over; returns the events that arrived since the last call. While the client has no worker
+        (its restart limit tripped) the audio is held, never refused and never waited on."""
         samples = p.audio_payload(pcm)
         with self._lock:
             self._raise_if_unusable()
             limit = self.backlog.max_backlog_s * SAMPLE_RATE
+            if self._down:
+                self._hold(samples)
+                return self._drain_events()
             if self.backlog.mode == "block":
-                while self._backlog_samples() + samples.size > limit and self._backlog_samples() > 0:
+                while (
+                    not self._down
+                    and self._backlog_samples() + samples.size > limit
+                    and self._backlog_samples() > 0
+                ):
                     self._lock.wait(0.5)
                     self._raise_if_unusable()
             elif self._backlog_samples() + samples.size > limit:
@@ -92,11 +104,32 @@ class RemoteStream:
                     f"(limit {self.backlog.max_backlog_s:g} s); this chunk was not taken",
                     "use a faster model or weight type (q8_0), more threads, or a larger backlog limit",
                 )
+            if self._down:  # the client gave up while this push waited
+                self._hold(samples)
+                return self._drain_events()
             self._queued.append(samples)
             self._queued_samples += samples.size
             self._pushed_samples += samples.size
             self._pump()
             return self._drain_events()
+
+    def _hold(self, samples: np.ndarray) -> None:
+        """No worker runs: keep the newest ``max_backlog_s`` of audio for the one a revival brings (lock held);
+        older audio is dropped, and marked as a gap when the stream resumes or ends."""
+        self._queued.append(samples)
+        self._queued_samples += samples.size
+        self._pushed_samples += samples.size
+        excess = self._queued_samples - round(self.backlog.max_backlog_s * SAMPLE_RATE)
+        while excess > 0 and self._queued:
+            head = self._queued[0]
+            if head.size <= excess:
+                self._queued.popleft()
+                cut = head.size
+            else:
+                self._queued[0] = head[excess:]
+                cut = excess
+            self._queued_samples -= cut
+            excess -= cut
 
     def take_events(self) -> list[StreamEvent]:
         with self._lock:
@@ -126,6 +159,9 @@ class RemoteStream:
                     log.info(
                         "the worker died while finishing stream %s; finishing in the new one", self.stream_id
                     )
+        except WorkerError:
+            self._mark_held_as_lost()  # ended while no worker runs: what it holds is never transcribed
+            raise
         finally:
             with self._lock:
                 self._closed = True
@@ -140,10 +176,13 @@ class RemoteStream:
         return final
 
     def _drain(self, deadline: float | None) -> None:
-        """Wait until a worker stream is open and has answered every push."""
+        """Wait until a worker stream is open and has answered every push; raise the client's give-up error
+        when it has no worker (the caller ends the stream now rather than wait for a revival)."""
         with self._lock:
             while self._queued or self._in_flight or not self._open:
                 self._failure_or_none()
+                if self._down:
+                    raise self.client.gave_up or WorkerError("no inference worker is running")
                 self._pump()
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
@@ -183,7 +222,7 @@ class RemoteStream:
 
     def heard(self) -> Transcript:
         """What the stream committed (gap markers included) over the audio it was given: its transcript for a
-        caller that must end it after the client stopped restarting its worker (``finish`` then fails)."""
+        caller that ended it while the client had no worker (``finish`` then raises the give-up error)."""
         with self._lock:
             return Transcript(
                 text=self._continuity.text.strip(),
@@ -332,16 +371,69 @@ class RemoteStream:
         ]
         self._deliver_raw(events + ([gap] if gap is not None else []))
 
-    def on_given_up(self) -> None:
-        """No worker will take the stream over: the audio since its last commit point is lost; mark the gap."""
+    def on_given_up(self, error: WorkerError, revive_in_s: float | None) -> None:
+        """The client stopped restarting its worker: the audio no worker answered is lost (a gap marker); the
+        stream stays open and holds what comes next until a revived worker takes it over in ``revive_in_s``."""
         with self._lock:
             if self._closed:
                 return
             start = self._reopen.start if self._reopen is not None else self._replay.answered_end
             end = self._pushed_samples
             gap = self._continuity.gap(start / SAMPLE_RATE, end / SAMPLE_RATE) if end > start else None
-        if gap is not None:
-            self._deliver_raw([gap])
+            self._queued.clear()
+            self._queued_samples = 0
+            self._in_flight.clear()
+            self._decoding = None
+            self._open = False
+            self._reopen = None
+            self._down = True
+            self._unmarked_from = end
+            self._lock.notify_all()
+        when = (
+            "no fresh one is tried" if revive_in_s is None else f"a fresh one is tried in {revive_in_s:g} s"
+        )
+        note = ErrorEvent(
+            "worker_failed",
+            f"{error.message}; the stream stays open and holds its newest "
+            f"{self.backlog.max_backlog_s:g} s of audio until a worker takes it over ({when})",
+            error.fix,
+            fatal=False,
+        )
+        events: list[StreamEvent] = [gap] if gap is not None else []
+        self._deliver_raw([*events, note])
+
+    def on_worker_revived(self, down_s: float) -> None:
+        """A fresh worker runs again after the client had none: the held audio becomes the start of the stream
+        it is about to open (the audio dropped before it is marked as a gap)."""
+        with self._lock:
+            if self._closed or not self._down:
+                return
+            held_start = self._pushed_samples - self._queued_samples
+            gap = None
+            if held_start > self._unmarked_from:
+                gap = self._continuity.gap(self._unmarked_from / SAMPLE_RATE, held_start / SAMPLE_RATE)
+            self._continuity.worker_replaced(held_start / SAMPLE_RATE)
+            self._replay.restart_at(held_start)
+            self._down = False
+            held_s = self._queued_samples / SAMPLE_RATE
+        message = f"a fresh inference worker took over after {down_s:.1f} s without one; captions continue"
+        if held_s:
+            message += f" ({held_s:.1f} s of audio held meanwhile are transcribed now)"
+        notice = ErrorEvent("worker_resumed", message, None, fatal=False)
+        events: list[StreamEvent] = [gap] if gap is not None else []
+        self._deliver_raw([*events, notice])
+
+    def _mark_held_as_lost(self) -> None:
+        """Ended with no worker: the audio held (and dropped) since the client gave up is marked as a gap."""
+        with self._lock:
+            if not self._down or self._pushed_samples <= self._unmarked_from:
+                return
+            start, end = self._unmarked_from, self._pushed_samples
+            gap = self._continuity.gap(start / SAMPLE_RATE, end / SAMPLE_RATE)
+            self._queued.clear()
+            self._queued_samples = 0
+            self._unmarked_from = end
+        self._deliver_raw([gap])
 
     def on_worker_restored(self, took_s: float) -> None:
         """The new worker took the stream over: say so, with what it cost."""

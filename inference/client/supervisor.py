@@ -1,6 +1,8 @@
 """The supervisor thread: notices a dead, frozen or hung worker, fails what it was doing, starts a new one and
-has it restored; past ``WorkerPolicy.max_restarts`` failures within ``restart_window_s`` it gives up
-(docs/architecture.md §2.2)."""
+has it restored. Past ``WorkerPolicy.max_restarts`` failures within ``restart_window_s`` it gives up: the client
+is *down* (requests fail at once, streams hold their audio) until a *revival* — a fresh worker started after
+each of ``revive_after_s``'s waits, that loads every model again — succeeds; then the restart count starts
+afresh and the open streams are reopened (docs/architecture.md §2.2)."""
 
 from __future__ import annotations
 
@@ -51,6 +53,13 @@ class Supervisor:
         self._crashes: deque[float] = deque()
         self._restarting = False
         self._gave_up: WorkerError | None = None
+        self._down_since = 0.0
+        self._failed_revivals = 0
+        self._next_revival: float | None = None  # monotonic time of the next attempt while down
+        self._revival_wanted = False  # someone asked for an attempt now (``revive_now``)
+        self._revival_error: CaptioneerError | None = None  # why the last attempt failed
+        self._attempts = threading.Condition()
+        self._attempts_done = 0
 
     # ------------------------------------------------------------------ state
     @property
@@ -108,6 +117,12 @@ class Supervisor:
             self._wake.clear()
             if self._closing.is_set():
                 return
+            if self._gave_up is not None:
+                if self._revival_wanted or (
+                    self._next_revival is not None and time.monotonic() >= self._next_revival
+                ):
+                    self._revive()
+                continue
             process = self._connection.process
             if process is None:
                 continue
@@ -183,7 +198,9 @@ class Supervisor:
                 self._wake.clear()
                 try:
                     self.start_worker()
-                    self._restorer.restore_worker(pending)
+                    self._restorer.reload_models()
+                    self._restorer.reopen_streams()
+                    self._restorer.retry_in_flight(pending)
                 except CaptioneerError as exc:  # the new worker failed too: that counts as another failure
                     reason = str(exc)
                     log.warning("restarting the worker failed: %s", reason)
@@ -201,11 +218,87 @@ class Supervisor:
             self._restarting = False
 
     def _give_up(self, error: WorkerError, pending: list[PendingRequest]) -> None:
+        """Stop restarting: fail every request, keep the streams open (holding audio) and schedule a revival."""
         self._gave_up = error
+        self._down_since = time.monotonic()
+        self._failed_revivals = 0
+        self._revival_error = None
+        revive_in = self._revival_wait()
+        self._next_revival = None if revive_in is None else self._down_since + revive_in
         self._notify(str(error))
-        for item in pending:
+        for item in pending + self._pending.take_all():
             if not item.future.done():
                 item.future.set_exception(error)
         for stream in self._streams.all():
-            stream.on_given_up()
-        self.fail_all(error)
+            stream.on_given_up(error, revive_in)
+
+    # ------------------------------------------------------------------ reviving
+    def _revival_wait(self) -> float | None:
+        waits = self._policy.revive_after_s
+        return waits[min(self._failed_revivals, len(waits) - 1)] if waits else None
+
+    def revive_now(self, timeout: float | None = None) -> None:
+        """Ask for a revival attempt now (or wait for the one under way); raise the give-up error if the client
+        is still down afterwards."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._attempts:
+            if self._gave_up is None:
+                return
+            seen = self._attempts_done
+            self._revival_wanted = True
+            self._wake.set()
+            while self._attempts_done == seen and not self._closing.is_set():
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise WorkerError(
+                        "a fresh inference worker did not start in time", "try again in a moment"
+                    )
+                self._attempts.wait(0.5 if remaining is None else min(0.5, remaining))
+        if self._closing.is_set():
+            raise WorkerError("the worker client was closed")
+        gave_up, failed = self._gave_up, self._revival_error
+        if gave_up is not None:
+            if failed is None:
+                raise gave_up
+            raise WorkerError(f"{gave_up.message}; a fresh worker failed as well: {failed}", gave_up.fix)
+
+    def _revive(self) -> None:
+        """One revival attempt: a fresh worker that loads every model. On success the client runs again with a
+        fresh restart count and reopens the open streams (a failure there is an ordinary death); on failure it
+        stays down until the next, longer wait."""
+        self._revival_wanted = False
+        self._restarting = True
+        try:
+            try:
+                self.start_worker()
+                self._restorer.reload_models()
+            except CaptioneerError as exc:
+                self._connection.kill()
+                self._connection.retire()
+                self._revival_error = exc
+                self._failed_revivals += 1
+                wait = self._revival_wait()
+                self._next_revival = None if wait is None else time.monotonic() + wait
+                log.warning("reviving the worker failed: %s", exc)
+                later = f"; the next try is in {wait:g} s" if wait is not None else ""
+                self._notify(f"a fresh inference worker failed as well ({exc}){later}")
+                return
+            down_s = time.monotonic() - self._down_since
+            self._crashes.clear()
+            self._gave_up = self._revival_error = None
+            self._next_revival = None
+            # Nobody pinged during the load: the silence since the spawn is not the worker's.
+            self._health.reset(busy=False)
+            self._notify(f"the inference worker was restarted: revived after {down_s:.1f} s without one")
+            for stream in self._streams.all():
+                stream.on_worker_revived(down_s)
+            try:
+                self._restorer.reopen_streams()
+            except CaptioneerError as exc:  # counted as any death: the watch finds the process gone
+                log.warning("the revived worker could not reopen the streams: %s", exc)
+                self._connection.kill()
+        finally:
+            self._restarting = False
+            with self._attempts:
+                self._attempts_done += 1
+                self._attempts.notify_all()

@@ -108,6 +108,12 @@ class WorkerClient:
         """Why this client stopped restarting its worker (it failed too often), or None while it is alive."""
         return self._supervisor.gave_up
 
+    def revive(self, timeout: float | None = None) -> None:
+        """After the restart limit tripped: try a fresh worker now instead of at the next scheduled revival (or
+        wait for the attempt under way). Returns once a worker runs again; raises the give-up error when the
+        attempt failed. Does nothing while the client has a worker."""
+        self._supervisor.revive_now(timeout)
+
     @property
     def restarting(self) -> bool:
         """A dead worker is being replaced (requests made meanwhile wait for it)."""
@@ -181,7 +187,8 @@ class WorkerClient:
             time.sleep(0.05)
 
     def _raise_if_dead(self) -> None:
-        if self._supervisor.gave_up is not None:
+        # The supervisor's own requests load models and reopen streams in a worker it is reviving.
+        if self._supervisor.gave_up is not None and not self._supervisor.on_this_thread():
             raise self._supervisor.gave_up
         if self._closing.is_set():
             raise WorkerError("the worker client was closed")
@@ -250,19 +257,22 @@ class WorkerClient:
     def forget_stream(self, stream: SupervisedStream) -> None:
         self._streams.forget(stream.stream_id)
 
-    def restore_worker(self, in_flight: list[PendingRequest]) -> None:
-        """Supervisor thread, on a new worker: load the models again and reopen the open streams; the loads and
-        opens that were in flight when the old worker died are retried once."""
+    # ------------------------------------------------------------------ restoring a new worker (supervisor thread)
+    def reload_models(self) -> None:
         with self._lock:
             engines = list(self._engines.values())
         for record in engines:
             loaded = self.request(record.message)
             assert isinstance(loaded, p.Loaded)
+
+    def reopen_streams(self) -> None:
         # Only streams an earlier worker had opened: one whose first opening is under way is opened by its own
-        # request (retried below when it was in flight), never twice.
+        # request (retried by retry_in_flight when it was in flight), never twice.
         for stream in self._streams.all():
             if not stream.closed and stream.was_opened:
                 self._open_remote(stream)
+
+    def retry_in_flight(self, in_flight: list[PendingRequest]) -> None:
         for item in in_flight:
             if isinstance(item.message, p.LoadModel | p.OpenStream) and not item.future.done():
                 try:

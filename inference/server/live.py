@@ -4,8 +4,10 @@ The query names the model and the PCM layout. The first piece of the body is che
 starts (an audio file instead of raw PCM, or f32 samples sent as s16le and the reverse, are 400s); from
 then on the answer is an SSE stream, and problems found later (a partial last frame, a stalled upload,
 the limits) arrive as an ``error`` event. Every way a stream ends in good order (the body's end, a body
-ending inside a frame, ``--live-max-s``, a shutdown) ends with ``transcript.text.done`` and ``[DONE]``; a
-non-fatal ``error`` event says why it ended early or what was dropped.
+ending inside a frame, ``--live-max-s``, a shutdown, the body's end while the worker is down) ends with
+``transcript.text.done`` and ``[DONE]``; a non-fatal ``error`` event says why it ended early or what was dropped.
+A worker past its restart limit does not end the stream: it stays open, holding its newest audio, and resumes
+when the client revives the worker (docs/architecture.md §4.1).
 """
 
 from __future__ import annotations
@@ -275,10 +277,12 @@ async def feed_body(
         except WorkerError as exc:
             if getattr(getattr(stream, "client", None), "gave_up", None) is None:
                 raise
-            # The restart limit tripped: end in good order with what was transcribed (the gap is marked).
+            # The body ended while no worker runs (none was revived yet): end in good order with what was
+            # transcribed; the audio since the failure is marked as a gap.
             note(
                 "worker_failed",
-                f"{exc.message}; the stream ends with what was transcribed before",
+                f"{exc.message}; no worker was revived before the upload ended, so the stream ends with what "
+                "was transcribed before",
                 "send the rest in a new stream in a moment: the next request starts a fresh worker",
             )
             return stream.heard()

@@ -6,9 +6,10 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import numpy as np
@@ -103,38 +104,78 @@ def test_a_prompt_the_model_cannot_use_is_refused_before_the_stream_starts(base_
     )
 
 
-def test_past_the_restart_limit_a_stream_ends_with_what_was_heard_and_done() -> None:
+def _live_through_a_restart_limit(revive_after_s: float, wait_for_revival: bool) -> LiveResult:
+    """3 s of /live upload (0.1 s pieces) to a model whose first worker death trips the restart limit: the worker
+    is SIGKILLed as piece 10 is sent and the upload goes on once the client gave up; with ``wait_for_revival``
+    pieces 20 on are sent once a revived worker has the stream again."""
     from inference.client import WorkerPolicy
     from tests.server.harness import fragile_model
 
-    fragile = fragile_model(WorkerPolicy(ping_interval_s=0.2, max_restarts=0))  # the first death trips it
+    fragile = fragile_model(WorkerPolicy(ping_interval_s=0.2, max_restarts=0), revive_after_s=revive_after_s)
     models = ModelRegistry([fragile])
     models.start(threads=1)
     pieces = split(s16le(np.full(16000 * 3, 0.01, np.float32)), 3200)  # 0.1 s pieces, 30 of them
+
+    def wait_for(condition: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 60
+        while not condition():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.02)
 
     def killing_at_10() -> Iterator[bytes]:
         for index, piece in enumerate(pieces):
             if index == 10:
                 os.kill(fragile.worker_pid or 0, signal.SIGKILL)
-                deadline = time.monotonic() + 30
-                while fragile.client is None or fragile.client.gave_up is None:
-                    assert time.monotonic() < deadline, "the client did not give up"
-                    time.sleep(0.02)
+                wait_for(lambda: fragile.client is not None and fragile.client.gave_up is not None, "gave up")
+            if index == 20 and wait_for_revival:
+                wait_for(lambda: fragile.worker_state == "running", "the worker was not revived")
             yield piece
 
     try:
         with running_server(ServerConfig(), models) as url:
-            result = post_live(url, {"model": "fragile"}, killing_at_10(), pace_s=0.02)
+            return post_live(url, {"model": "fragile"}, killing_at_10(), pace_s=0.02)
     finally:
         models.close()
+
+
+def _gaps(text: str) -> list[tuple[float, float]]:
+    return [
+        (float(a), float(b)) for a, b in re.findall(r"\[… ([0-9.]+)–([0-9.]+) s not transcribed …\]", text)
+    ]
+
+
+def test_past_the_restart_limit_a_stream_ended_before_a_revival_ends_with_what_was_heard_and_done() -> None:
+    result = _live_through_a_restart_limit(revive_after_s=3600.0, wait_for_revival=False)
     done = _ended_with_done(result)
     assert done["text"].startswith("w1")
-    assert done["text"] == _deltas(result.events).strip()  # a gap marker arrives as a delta too
+    assert done["text"] == _deltas(result.events).strip()  # gap markers arrive as deltas too
+    assert done["timing"]["audio_duration_ms"] == 3000  # the whole upload was taken
     assert not [e for e in result.of_type("error") if e["fatal"]]
-    last = result.of_type("error")[-1]["error"]
+    first, last = (e["error"] for e in result.of_type("error")[-2:])
+    assert first["code"] == "worker_failed" and "stays open" in first["message"]
     assert last["code"] == "worker_failed" and "ends with what was transcribed before" in last["message"]
-    # Whether the killed worker left pushed audio unanswered is a race with the kill: if it did, that span is a
-    # gap marker in the text; if it had answered every push, the text ends there and the note says the rest of
-    # the upload was not taken. Either way the text is one of the two, never a silent hole.
+    # The words before the kill, in order; then the audio no worker transcribed, to the end of the upload: the
+    # unanswered audio at the kill (when the kill left some: a race) and what was held afterwards.
     words = [w for w in done["text"].split() if w.startswith("w")]
     assert words == [f"w{i}" for i in range(1, len(words) + 1)], done["text"]
+    assert not done["text"].split("]")[-1].strip(), done["text"]  # nothing after the last gap marker
+    assert _gaps(done["text"])[-1][1] == 3.0
+
+
+def test_past_the_restart_limit_a_live_stream_resumes_when_the_worker_is_revived() -> None:
+    result = _live_through_a_restart_limit(revive_after_s=1.0, wait_for_revival=True)
+    done = _ended_with_done(result)
+    assert done["text"] == _deltas(result.events).strip()
+    assert not [e for e in result.of_type("error") if e["fatal"]]
+    notes = [e["error"] for e in result.of_type("error")]
+    assert [n["code"] for n in notes][-1] == "worker_failed" and "stays open" in notes[-1]["message"]
+    # The committed text before the kill stays as it was; the only audio lost is what the killed worker left
+    # unanswered (before 1.0 s): what arrived while no worker ran was held and transcribed by the revived one,
+    # whose stream numbers its words afresh and answered the audio to the end of the upload.
+    assert all(end <= 1.0 for _, end in _gaps(done["text"])), done["text"]
+    words = [w for w in done["text"].split() if w.startswith("w")]
+    restart = words.index("w1", 1)
+    assert words[:restart] == [f"w{i}" for i in range(1, restart + 1)], done["text"]
+    assert words[restart:] == [f"w{i}" for i in range(1, len(words) - restart + 1)], done["text"]
+    ends = [e["end"] for e in result.of_type("transcript.text.delta") if "end" in e]
+    assert max(ends) == 3.0, ends
