@@ -128,3 +128,35 @@ def test_a_stream_ended_while_down_gives_what_it_heard_with_the_held_audio_marke
             stream.finish()
     assert stream.heard().text == "w1 [… 0.3–1.0 s not transcribed …]"
     assert "".join(d.text for d in recorder.of(Delta)) == stream.committed_text  # type: ignore[attr-defined]
+
+
+def test_four_deaths_in_the_window_trip_the_limit_and_the_revived_worker_takes_the_stream_over() -> None:
+    """The issue's case: a worker killed four times within the restart window (limit 3)."""
+    policy = WorkerPolicy(ping_interval_s=0.2, max_restarts=3, backoff_s=(0.0,), revive_after_s=(0.5,))
+    recorder = Recorder()
+    with WorkerClient(policy) as client:
+        engine = client.load("unused", factory=FAULTY)
+        stream = engine.open_stream(on_events=recorder)
+        for death in range(1, 4):
+            stream.push(CHUNK)
+            text = " ".join(["w1"] * death)  # each new worker's stream numbers its words afresh
+            wait_until(lambda: stream.committed_text == text, 30, f"{text!r} committed")  # noqa: B023
+            os.kill(client.pid or 0, signal.SIGKILL)
+            wait_until(lambda: client.generation == death + 1, 60, "a restart")  # noqa: B023
+            wait_until(lambda: stream.ready and not client.restarting, 60, "the stream reopened")
+        stream.push(CHUNK)
+        wait_until(lambda: stream.committed_text == "w1 w1 w1 w1", 30, "the fourth word")
+        before = stream.committed_text
+        _kill_until_down(client, recorder)
+        stream.push(CHUNK)  # held
+        wait_until(
+            lambda: client.gave_up is None and not client.restarting and stream.ready, 60, "the revival"
+        )
+        wait_until(lambda: stream.committed_text == "w1 w1 w1 w1 w1", 30, "the held audio transcribed")
+        _push_answered(stream, "w2")
+        final = stream.finish()
+    assert before == "w1 w1 w1 w1" and final.text == "w1 w1 w1 w1 w1 w2"  # nothing lost: all pushes answered
+    kinds = [e.kind for e in recorder.of(ErrorEvent)]  # type: ignore[attr-defined]
+    restarts = ["worker_restarted", "worker_resumed"] * 3
+    assert kinds == [*restarts, "worker_restarted", "worker_failed", "worker_resumed"], kinds
+    assert client.generation == 5 and stream.stats().audio_s == pytest.approx(6 * CHUNK.size / SAMPLE_RATE)
