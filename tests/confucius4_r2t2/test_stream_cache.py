@@ -239,3 +239,44 @@ def test_the_stem_cache_gives_the_same_bits_and_runs_only_new_chunks(engine):
         tower.encode(louder, cache, row_invariant=True), tower.encode(louder, row_invariant=True)
     )
     assert cache.computed_chunks - before == -(-louder.shape[1] // chunk)
+
+
+def answers_of(engine, audio: np.ndarray, chunk_ms: int, draft: bool):
+    """Every decode's answer, the events and the final text of a cached stream, drafting on or off."""
+    stream = engine.open_stream(language="English", chunk_size_ms=chunk_ms, max_tokens=16)
+    decoders = []
+    original_factory = stream._decoder_factory
+
+    def watched(decoder):
+        decoders.append(decoder)
+        if not draft:
+            decoder._draft = lambda after_audio, prefix: []
+        original = decoder.generate
+
+        def spy(clip, prefix, max_tokens):  # type: ignore[no-untyped-def]
+            answers.append(original(clip, prefix, max_tokens))
+            return answers[-1]
+
+        decoder.generate = spy
+        return decoder
+
+    answers: list[str] = []
+    stream.recognizer.decoder = watched(stream.recognizer.decoder)
+    stream._decoder_factory = lambda: watched(original_factory())
+    events = [e for start in range(0, audio.size, 4000) for e in stream.push(audio[start : start + 4000])]
+    text = stream.finish().text
+    return answers, events, text, sum(d.drafted for d in decoders), sum(d.accepted for d in decoders)
+
+
+@pytest.mark.parametrize("chunk_ms", [320, 640])
+@pytest.mark.parametrize("which", ["f32", "q8_0"])
+def test_drafting_from_the_previous_answer_changes_no_answer(engine, quantised_engine, which, chunk_ms):
+    """The previous answer verified in one batch: every decode's answer, every event and the final text are
+    those of plain greedy decoding (f32 and an f16 KV cache alike), and the draft saves steps."""
+    chosen = engine if which == "f32" else quantised_engine
+    audio = stream_clip("quiet_then_loud")
+    answers_on, events_on, text_on, drafted, accepted = answers_of(chosen, audio, chunk_ms, True)
+    answers_off, events_off, text_off, drafted_off, _ = answers_of(chosen, audio, chunk_ms, False)
+    assert len(answers_on) > 5 and answers_on == answers_off
+    assert events_on == events_off and text_on == text_off
+    assert drafted_off == 0 and accepted > 0 and drafted >= accepted

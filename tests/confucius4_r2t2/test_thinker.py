@@ -200,3 +200,48 @@ def test_reference_fixture_greedy_ids(fixture_thinkers, checkpoint: str, case: s
     result = thinker.decode_greedy(meta["max_new_tokens"], meta["eos_token_ids"])
     generated = result.token_ids + ([result.eos_id] if result.eos_id is not None else [])
     assert generated == expected_ids
+
+
+@pytest.mark.parametrize("wrong_at", [None, 0, 3])
+def test_a_verified_draft_gives_the_greedy_ids_and_takes_only_what_greedy_picks(
+    thinker: Thinker, audio: np.ndarray, wrong_at: int | None
+) -> None:
+    ids = prompt_with_audio(len(audio))
+    positions = placeholder_positions(ids, tc.AUDIO_PAD)
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    plain = thinker.decode_greedy(10, eos_ids=[], record_margins=True)
+    draft = list(plain.token_ids[:8])
+    if wrong_at is not None:  # a draft that parts from greedy decoding at this index
+        draft[wrong_at] = next(t for t in range(CFG.vocab_size) if t != draft[wrong_at])
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    drafted = thinker.decode_greedy(10, eos_ids=[], record_margins=True, draft=draft)
+    assert drafted.token_ids == plain.token_ids
+    assert drafted.margins == pytest.approx(plain.margins, abs=1e-5)
+    # The draft's first token is checked by the prefill's logits; the rest in one batch, cut at the first miss.
+    expected = {None: (7, 7), 0: (0, 0), 3: (7, 2)}[wrong_at]
+    assert (drafted.drafted, drafted.accepted) == expected
+    # The rejected rows left the KV cache: decoding on equals decoding on from the plain run.
+    assert thinker.n_past in (ids.size + 9, ids.size + 10)  # the last token fed lazily or in the batch
+    follow = thinker.decode_greedy(3, eos_ids=[]).token_ids
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    assert thinker.decode_greedy(13, eos_ids=[]).token_ids[10:] == follow
+
+
+def test_a_draft_stops_at_eos_and_at_the_budget(thinker: Thinker, audio: np.ndarray) -> None:
+    ids = prompt_with_audio(len(audio))
+    positions = placeholder_positions(ids, tc.AUDIO_PAD)
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    free_run = thinker.decode_greedy(10, eos_ids=[]).token_ids
+    stop_at = next(k for k in range(1, 10) if free_run[k] not in free_run[:k])
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    stopped = thinker.decode_greedy(10, eos_ids=[free_run[stop_at]], draft=free_run)
+    assert (stopped.token_ids, stopped.eos_id) == (free_run[:stop_at], free_run[stop_at])
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    short = thinker.decode_greedy(4, eos_ids=[], draft=free_run)
+    assert short.token_ids == free_run[:4] and short.accepted == 3

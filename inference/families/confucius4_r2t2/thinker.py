@@ -47,6 +47,10 @@ class GreedyResult:
     token_ids: list[int] = field(default_factory=list)  # generated ids, without the eos id
     eos_id: int | None = None  # the eos id that stopped decoding, None when max_tokens ran out
     margins: list[float] = field(default_factory=list)  # top-1 minus top-2 logit per step (if asked)
+    drafted: int = 0  # draft tokens checked in a verification pass
+    accepted: int = (
+        0  # of those, the ones greedy decoding would have chosen (taken without a step of their own)
+    )
 
 
 def placeholder_positions(token_ids: Sequence[int] | np.ndarray, audio_token_id: int) -> np.ndarray:
@@ -187,14 +191,28 @@ class Thinker:
         return self._last_logits
 
     def decode_greedy(
-        self, max_tokens: int, eos_ids: Iterable[int], record_margins: bool = False
+        self,
+        max_tokens: int,
+        eos_ids: Iterable[int],
+        record_margins: bool = False,
+        draft: Sequence[int] = (),
     ) -> GreedyResult:
-        """Greedy continuation from the last logits until an eos id or ``max_tokens`` new tokens."""
+        """Greedy continuation from the last logits until an eos id or ``max_tokens`` new tokens.
+
+        ``draft`` is a guess at the continuation (a live stream's previous answer). Once greedy decoding picks the
+        draft's first token, that token and the rest of the draft go through the model in one batch; every draft
+        token whose preceding row's argmax is that very token is taken without a step of its own, the KV rows past
+        the first mismatch are dropped, and decoding goes on from the mismatching row's logits. The ids are the
+        greedy ids either way as long as a row's logits do not depend on how many rows share its batch (true of
+        libllama's CPU kernels for batches under ``TILED_ATTENTION_MIN_ROWS``; tests compare both paths).
+        """
         if self._last_logits is None:
             raise UsageError("nothing to continue from", "call prefill() first")
         stop = set(int(i) for i in eos_ids)
         result = GreedyResult()
         self._flush_pending()
+        # A batch under the tile size, so verified rows come out as a single step's would.
+        guess = [int(i) for i in draft][: TILED_ATTENTION_MIN_ROWS - 1]
         while len(result.token_ids) < max_tokens:
             logits = self._last_logits
             token = greedy_pick(logits)
@@ -207,8 +225,34 @@ class Thinker:
             if len(result.token_ids) == max_tokens:
                 self._pending = token  # fed lazily: a caller that truncates never pays for it
                 break
+            if len(guess) > 1 and guess[0] == token:
+                self._verify(
+                    token, guess[1 : 1 + max_tokens - len(result.token_ids)], stop, result, record_margins
+                )
+                guess = []  # one pass per call: past a mismatch the draft no longer lines up
+                continue
+            guess = []
             self._last_logits = self.context.decode_tokens([token], logits="last")[0]
         return result
+
+    def _verify(
+        self, token: int, guess: list[int], stop: set[int], result: GreedyResult, record_margins: bool
+    ) -> None:
+        """Decode ``token`` and ``guess`` in one batch and keep the guessed ids greedy decoding agrees with."""
+        start = self.context.n_past
+        rows = self.context.decode_tokens([token, *guess], logits="all")
+        result.drafted += len(guess)
+        kept = 0
+        for index, wanted in enumerate(guess):
+            if greedy_pick(rows[index]) != wanted or wanted in stop:
+                break
+            if record_margins:
+                result.margins.append(_margin(rows[index]))
+            result.token_ids.append(wanted)
+            kept += 1
+        result.accepted += kept
+        self.context.truncate(start + 1 + kept)  # the rows of rejected guesses never happened
+        self._last_logits = rows[kept]
 
     def _flush_pending(self) -> None:
         if self._pending is not None:
