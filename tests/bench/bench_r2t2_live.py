@@ -248,6 +248,7 @@ def run(engine: Any, audio: np.ndarray, chunk_ms: float, draft: bool, stream_opt
         "commit_p95_s": percentile(latencies, 95),
         "deltas_matched": len(latencies),
         "stage_ms_per_chunk": {name: 1000 * value / len(costs) for name, value in stages.items()},
+        "prefilled_rows_per_chunk": sum(d.prefilled_rows for d in decoders) / len(costs),
         "drafted": drafted,
         "accepted": accepted,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -305,7 +306,7 @@ def main() -> None:
                             f"minute p95 {result['worst_minute_p95_ms']:.0f}) | RTF {result['rtf']:.2f}, lag at "
                             f"end {result['lag_at_end_s']:.1f} s | commit p50 {result['commit_p50_s']:.2f} s "
                             f"p95 {result['commit_p95_s']:.2f} s ({result['deltas_matched']} deltas) | per "
-                            f"chunk ms: {stages} | draft {result['accepted']}/{result['drafted']} accepted "
+                            f"chunk ms: {stages}, {result['prefilled_rows_per_chunk']:.0f} rows prefilled | draft {result['accepted']}/{result['drafted']} accepted "
                             f"({rate:.0%}) | peak RSS {result['peak_rss_mib']:.0f} MiB | "
                             f"{'keeps up' if result['keeps_up'] else 'falls behind'}",
                             flush=True,

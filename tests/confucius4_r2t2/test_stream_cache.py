@@ -10,6 +10,7 @@ from inference.engine import EngineRequest
 from inference.families.confucius4_r2t2.chunk_decoder import WindowedEncoder
 from inference.families.confucius4_r2t2.engine import create_engine
 from inference.families.confucius4_r2t2.frontend import audio_token_count, log_mel
+from inference.families.confucius4_r2t2.prompt import build_prompt
 from inference.families.confucius4_r2t2.stream_frontend import BLOCK, StreamingLogMel
 
 MELS = 4
@@ -269,14 +270,49 @@ def answers_of(engine, audio: np.ndarray, chunk_ms: int, draft: bool):
 
 
 @pytest.mark.parametrize("chunk_ms", [320, 640])
-@pytest.mark.parametrize("which", ["f32", "q8_0"])
-def test_drafting_from_the_previous_answer_changes_no_answer(engine, quantised_engine, which, chunk_ms):
-    """The previous answer verified in one batch: every decode's answer, every event and the final text are
-    those of plain greedy decoding (f32 and an f16 KV cache alike), and the draft saves steps."""
-    chosen = engine if which == "f32" else quantised_engine
+def test_drafting_from_the_previous_answer_changes_no_answer(quantised_engine, chunk_ms):
+    """The previous answer verified in one batch (an f16 KV cache, q8_0 weights): every decode's answer, every
+    event and the final text are those of plain greedy decoding, and the draft saves steps."""
     audio = stream_clip("quiet_then_loud")
-    answers_on, events_on, text_on, drafted, accepted = answers_of(chosen, audio, chunk_ms, True)
-    answers_off, events_off, text_off, drafted_off, _ = answers_of(chosen, audio, chunk_ms, False)
+    answers_on, events_on, text_on, drafted, accepted = answers_of(quantised_engine, audio, chunk_ms, True)
+    answers_off, events_off, text_off, drafted_off, _ = answers_of(quantised_engine, audio, chunk_ms, False)
     assert len(answers_on) > 5 and answers_on == answers_off
     assert events_on == events_off and text_on == text_off
     assert drafted_off == 0 and accepted > 0 and drafted >= accepted
+
+
+def test_float_weights_never_draft(engine):
+    """f32 products take another kernel for one row than for several: a verified draft could differ in the last
+    bits from greedy steps, so float thinkers decode step by step."""
+    assert not engine.thinker.verifies_drafts_exactly
+    _, _, _, drafted, _ = answers_of(engine, stream_clip("quiet_then_loud"), 640, True)
+    assert drafted == 0
+
+
+@pytest.mark.parametrize("which", ["f32", "q8_0"])
+def test_a_new_stream_decoder_reuses_the_kv_rows_before_the_audio(engine, quantised_engine, which):
+    """A new segment, a rolled window or another stream starts with the same system turn and context: those
+    KV rows are kept from whichever stream decoder prefilled last, and the answer is the one a fresh prefill gives."""
+    chosen = engine if which == "f32" else quantised_engine
+    context = "Names: " + "Ada Lovelace, Grace Hopper, Alan Turing. " * 6
+    audio = stream_clip("quiet_then_loud")
+
+    def first_decode(fresh: bool):
+        stream = chosen.open_stream(language="English", chunk_size_ms=1000, max_tokens=8, context=context)
+        if fresh:
+            chosen.kv_owner = None
+        events = stream.push(audio[16000:32000])
+        decoder = stream.recognizer.decoder
+        stream.cancel()
+        return events, decoder.prefilled_rows, decoder._rows
+
+    chosen.open_stream(language="English", chunk_size_ms=1000, max_tokens=8, context=context).push(audio[:16000])
+    events, prefilled, rows = first_decode(fresh=False)
+    events_fresh, prefilled_fresh, _ = first_decode(fresh=True)
+    assert events == events_fresh
+    assert prefilled_fresh == rows.shape[0]
+    tokenizer, audio_id = chosen.checkpoint.tokenizer, chosen.checkpoint.special.audio
+    head = build_prompt(tokenizer, audio_id, 1, context, "English").audio_start  # rows before the audio
+    least = chosen.thinker.min_prefill_rows
+    assert head > 2 * least  # the context is longer than what must be prefilled
+    assert prefilled == rows.shape[0] - min(head, rows.shape[0] - least)

@@ -245,3 +245,21 @@ def test_a_draft_stops_at_eos_and_at_the_budget(thinker: Thinker, audio: np.ndar
     thinker.prefill(ids, audio, positions)
     short = thinker.decode_greedy(4, eos_ids=[], draft=free_run)
     assert short.token_ids == free_run[:4] and short.accepted == 3
+
+
+@pytest.mark.parametrize("storage", ["q8_0", "q6_k", "q4_k"])
+def test_quantized_weights_give_a_batch_row_the_bits_of_a_single_step(
+    tmp_path: Path, weights, audio: np.ndarray, storage: str
+) -> None:
+    """What drafting relies on (``verifies_drafts_exactly``): the logits of token rows decoded together equal
+    those of the same tokens decoded one per step, bit for bit, with two threads."""
+    directory = tc.write_checkpoint(tmp_path / "hf", CFG, weights, "hf")
+    with Thinker(directory, ThinkerOptions(storage_type=storage, n_ctx=256, n_threads=2)) as quantized:
+        assert quantized.verifies_drafts_exactly
+        ids = prompt_with_audio(len(audio))
+        quantized.prefill(ids, audio, placeholder_positions(ids, tc.AUDIO_PAD))
+        tokens = [int(t) for t in np.random.default_rng(5).integers(0, CFG.vocab_size, 9)]
+        steps = np.stack([quantized.context.decode_tokens([token])[0] for token in tokens])
+        quantized.truncate(ids.size)
+        batch = quantized.context.decode_tokens(tokens, logits="all")
+    assert np.array_equal(batch, steps)

@@ -8,7 +8,8 @@ greedy decoding, detokenised with special tokens (invalid UTF-8 as one U+FFFD pe
 (``audio_tower.StemCache``), and the thinker's KV rows up to the first input row that differs. The re-prefill is
 at least ``inference.native.llama.TILED_ATTENTION_MIN_ROWS`` rows with an f16 KV cache, so its rows are computed
 exactly as in a whole-prompt prefill. With the cache on, the previous answer is also a draft of this one: a chunk
-re-generates mostly the same tail, which one batched forward pass verifies (``Thinker.decode_greedy``).
+re-generates mostly the same tail, which one batched forward pass verifies (``Thinker.decode_greedy``) where a
+batch row's logits are those of a single step (quantized weights on the CPU).
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ class EngineChunkDecoder:
         engine.kv_owner = self
         self._rows = rows if self.cache else None
         after_audio = [int(i) for i in prompt.ids[prompt.audio_start + prompt.audio_count :]]
-        draft = self._draft(after_audio, prefix) if self.cache else []
+        draft = self._draft(after_audio, prefix) if self.cache and thinker.verifies_drafts_exactly else []
         result = thinker.decode_greedy(budget, ckpt.special.eos, draft=draft)
         self.drafted += result.drafted
         self.accepted += result.accepted
@@ -201,9 +202,12 @@ class EngineChunkDecoder:
         return []
 
     def _reusable_rows(self, rows: np.ndarray) -> int:
-        """Leading rows whose KV entries the thinker still holds from this decoder's previous prefill."""
-        previous = self._rows
-        if not self.cache or previous is None or self.engine.kv_owner is not self:
+        """Leading rows whose KV entries the thinker still holds: from this decoder's previous prefill, or from
+        another stream decoder's on the same engine (a new segment or a rolled window, or another stream, starts
+        with the same system turn, context and audio header: only the rows from the audio on are new)."""
+        owner = self.engine.kv_owner
+        previous = owner._rows if isinstance(owner, EngineChunkDecoder) and owner.engine is self.engine else None
+        if not self.cache or previous is None:
             return 0
         # At least one row is prefilled, for the logits; with an f16 KV cache at least a full attention tile,
         # or the prefilled rows would come out slightly different from a prefill of the whole prompt.

@@ -30,6 +30,13 @@ from inference.native.llama import (
 )
 
 
+# Weight types whose CPU products give a row the same bits in a batch of a few rows as in a one-row step (ggml
+# quantizes the activations per row and sums blocks in a fixed order; measured on the 0.6B shape and the tiny one).
+# Float weights take another kernel for one row than for several (up to 3e-4 apart with f16), so only these
+# types verify a draft in one batch (figures: tests/bench/README.md, "Draft decoding").
+STEP_EXACT_TYPES = frozenset({"q8_0", "q6_k", "q4_k"})
+
+
 @dataclass(frozen=True)
 class ThinkerOptions:
     storage_type: str = "native"  # the spec's thinker_weight_type
@@ -112,6 +119,12 @@ class Thinker:
         """Fewest rows a prefill after a kept KV prefix may hold for its rows to come out as in a prefill of
         the whole prompt (1 with the f32 cache; a full flash-attention tile with the f16 one)."""
         return 1 if self.context.options.kv_type == "f32" else TILED_ATTENTION_MIN_ROWS
+
+    @property
+    def verifies_drafts_exactly(self) -> bool:
+        """Whether a batch of draft tokens yields each row's logits exactly as one greedy step would (so a
+        verified draft cannot change the greedy ids): quantized weights on the CPU."""
+        return self.options.n_gpu_layers == 0 and self.storage_type in STEP_EXACT_TYPES
 
     @property
     def n_past(self) -> int:
@@ -203,8 +216,8 @@ class Thinker:
         draft's first token, that token and the rest of the draft go through the model in one batch; every draft
         token whose preceding row's argmax is that very token is taken without a step of its own, the KV rows past
         the first mismatch are dropped, and decoding goes on from the mismatching row's logits. The ids are the
-        greedy ids either way as long as a row's logits do not depend on how many rows share its batch (true of
-        libllama's CPU kernels for batches under ``TILED_ATTENTION_MIN_ROWS``; tests compare both paths).
+        greedy ids either way when a row's logits do not depend on how many rows share its batch
+        (:attr:`verifies_drafts_exactly`; callers pass a draft only then, tests compare both paths).
         """
         if self._last_logits is None:
             raise UsageError("nothing to continue from", "call prefill() first")
