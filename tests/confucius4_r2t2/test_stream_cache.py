@@ -306,7 +306,9 @@ def test_a_new_stream_decoder_reuses_the_kv_rows_before_the_audio(engine, quanti
         stream.cancel()
         return events, decoder.prefilled_rows, decoder._rows
 
-    chosen.open_stream(language="English", chunk_size_ms=1000, max_tokens=8, context=context).push(audio[:16000])
+    chosen.open_stream(language="English", chunk_size_ms=1000, max_tokens=8, context=context).push(
+        audio[:16000]
+    )
     events, prefilled, rows = first_decode(fresh=False)
     events_fresh, prefilled_fresh, _ = first_decode(fresh=True)
     assert events == events_fresh

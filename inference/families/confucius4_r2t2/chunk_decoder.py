@@ -206,7 +206,9 @@ class EngineChunkDecoder:
         another stream decoder's on the same engine (a new segment or a rolled window, or another stream, starts
         with the same system turn, context and audio header: only the rows from the audio on are new)."""
         owner = self.engine.kv_owner
-        previous = owner._rows if isinstance(owner, EngineChunkDecoder) and owner.engine is self.engine else None
+        previous = (
+            owner._rows if isinstance(owner, EngineChunkDecoder) and owner.engine is self.engine else None
+        )
         if not self.cache or previous is None:
             return 0
         # At least one row is prefilled, for the logits; with an f16 KV cache at least a full attention tile,

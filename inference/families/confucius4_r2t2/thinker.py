@@ -29,7 +29,6 @@ from inference.native.llama import (
     default_threads,
 )
 
-
 # Weight types whose CPU products give a row the same bits in a batch of a few rows as in a one-row step (ggml
 # quantizes the activations per row and sums blocks in a fixed order; measured on the 0.6B shape and the tiny one).
 # Float weights take another kernel for one row than for several (up to 3e-4 apart with f16), so only these
