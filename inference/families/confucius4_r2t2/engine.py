@@ -53,6 +53,11 @@ FAMILY = "confucius4_r2t2"
 # Prompt (~30 tokens + context) + 390 audio tokens per 30 s span + the default 512-token budget fit in 2048;
 # KV memory at the 1.7B shape is 28 x 2 x 1024 x 2048 x 2 bytes (f16) = 235 MB, twice that for f32.
 THINKER_CONTEXT = 2048
+# Every chunk re-decodes the open tower window and the text after it (~60-100 prefilled rows however short the
+# chunk), so a CPU's cost per audio second falls with the chunk: on 2 cores the 0.6B shape needs about 1 s of CPU
+# per chunk, which 320 ms chunks cannot keep up with and 1000 ms chunks can (tests/bench/README.md, "R2T2 live").
+# Streams on the CPU backend take this unless the session names chunk_size_ms (GPU: the spec's 320 ms).
+CPU_CHUNK_MS = 1000.0
 STREAM_ENGINE_OPTIONS = frozenset(
     {"stream_cache", "rolling_window_seconds"}
 )  # stream options beyond the LSP's
@@ -76,11 +81,14 @@ class R2T2Engine:
     def __init__(self, request: EngineRequest, spec: FamilySpec | None = None) -> None:
         self.spec = spec or load_family_spec(FAMILY)
         options = self.spec.defaults("session")
-        options.update(self.spec.validate_session_options(dict(request.session_options)))
+        given = self.spec.validate_session_options(dict(request.session_options))
+        options.update(given)
         self.session_options = options
         self.checkpoint: R2T2Checkpoint = load_checkpoint(request.model_path)
         self.languages = supported_languages(self.checkpoint.config.support_languages)
         self.backend: Backend = open_backend(request.backend, threads=request.threads)
+        if self.backend.is_cpu and "chunk_size_ms" not in given:
+            options["chunk_size_ms"] = CPU_CHUNK_MS
         self.tower: AudioTower | None = None
         self.thinker: Thinker | None = None
         try:
