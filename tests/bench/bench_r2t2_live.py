@@ -21,7 +21,8 @@ Configurations (the defaults each front end opens a stream with): ``app`` (the c
 (the server's ``/live``) -- the CLI and ``/live`` open the engine's defaults, so they are one run, ``cli-live``.
 
     nice .venv/bin/python tests/bench/bench_r2t2_live.py [--minutes 10] [--sizes 0.6b,1.7b] [--types q8_0,q4_k]
-        [--chunks 320,640,1000] [--configs app,cli-live] [--threads 2] [--no-draft] [--json out.json]
+        [--chunks 320,640,1000] [--configs app,cli-live] [--threads 2] [--tower-type q8_0] [--no-draft]
+        [--json out.json]
 
 Run the full figures (10 minutes, every combination: hours) on a quiet machine; ``--minutes 1`` tries it.
 """
@@ -46,7 +47,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
-from bench_r2t2_stream import SHAPES, TOKENS_PER_SECOND, WORDS, StageClock  # noqa: E402
+from bench_r2t2_stream import SHAPES, TOKENS_PER_SECOND, WORDS  # noqa: E402
 from machine import print_machine_header, rss_mib  # noqa: E402
 from r2t2_random_checkpoint import build  # noqa: E402
 
@@ -150,6 +151,34 @@ class ScriptedDecoder:
         lead = HEADER if self.auto and not prefix.startswith(HEADER) else ""
         self.steering.target = self.real.encode(lead + script.text[begin:end]) if begin < end or lead else []
         return self.real.generate(audio, prefix, max_tokens)
+
+
+class StageClock:
+    """Wall and process CPU seconds in the tower, the thinker prefill and greedy decoding (wrapped methods)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.totals: dict[str, float] = {}
+        for name, owner, method in (
+            ("tower", engine.tower, "encode"),
+            ("prefill", engine.thinker, "prefill_rows"),
+            ("decode", engine.thinker, "decode_greedy"),
+        ):
+            self.totals[name] = self.totals[f"{name} cpu"] = 0.0
+            setattr(owner, method, self._timed(name, getattr(owner, method)))
+
+    def _timed(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.totals[name] += time.perf_counter() - wall
+                self.totals[f"{name} cpu"] += time.process_time() - cpu
+
+        return wrapper
+
+    def snapshot(self) -> dict[str, float]:
+        return dict(self.totals)
 
 
 def speech(minutes: float) -> np.ndarray:
@@ -275,6 +304,11 @@ def main() -> None:
     parser.add_argument("--chunks", default="320,640,1000", help="chunk sizes in ms")
     parser.add_argument("--configs", default="app,cli-live")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--tower-type",
+        default="q8_0",
+        help="tower_weight_type (q8_0 as in the default GGUF package; native runs the random bf16 as f32)",
+    )
     parser.add_argument("--no-draft", action="store_true", help="greedy decoding without the previous answer")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
@@ -297,7 +331,11 @@ def main() -> None:
         model = build(args.work / f"model-{size}", SHAPES[size])
         for storage in args.types.split(","):
             for config in args.configs.split(","):
-                session = {"thinker_weight_type": storage, **CONFIGS[config]}
+                session = {
+                    "thinker_weight_type": storage,
+                    "tower_weight_type": args.tower_type,
+                    **CONFIGS[config],
+                }
                 engine = create_engine(EngineRequest(model, "confucius4_r2t2", session, "cpu", args.threads))
                 try:
                     for chunk_ms in (float(c) for c in args.chunks.split(",")):
