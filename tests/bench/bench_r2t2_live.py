@@ -196,11 +196,19 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def run(engine: Any, audio: np.ndarray, chunk_ms: float, draft: bool, stream_options: dict) -> dict[str, Any]:
+def run(
+    engine: Any,
+    steering: Steering,
+    clock: StageClock,
+    audio: np.ndarray,
+    chunk_ms: float,
+    draft: bool,
+    stream_options: dict,
+) -> dict[str, Any]:
+    """One stream; ``steering`` and ``clock`` wrap the engine once (wrapping twice would bias and count twice)."""
     tokens_per_word = len(engine.checkpoint.tokenizer.encode(" ".join(WORDS * 4))) / (4 * len(WORDS))
     script = Script(TOKENS_PER_SECOND / tokens_per_word, audio.size / SAMPLE_RATE + 60)
-    steering = Steering(engine.thinker.context, engine.checkpoint.special.eos[0])
-    clock = StageClock(engine)
+    forwards_before = steering.forwards
     auto = "language" not in stream_options
     stream = engine.open_stream(chunk_size_ms=chunk_ms, **stream_options)
     plain = hasattr(stream, "_dropped_samples")
@@ -278,7 +286,7 @@ def run(engine: Any, audio: np.ndarray, chunk_ms: float, draft: bool, stream_opt
         "rtf": sum(costs) / seconds,
         "cpu_p50_ms": 1000 * statistics.median(cpu),
         "cpu_p95_ms": 1000 * percentile(cpu, 95),
-        "forwards_per_chunk": steering.forwards / len(costs),
+        "forwards_per_chunk": (steering.forwards - forwards_before) / len(costs),
         "lag_at_end_s": finish_s - seconds,
         "commit_p50_s": percentile(latencies, 50),
         "commit_p95_s": percentile(latencies, 95),
@@ -337,11 +345,15 @@ def main() -> None:
                     **CONFIGS[config],
                 }
                 engine = create_engine(EngineRequest(model, "confucius4_r2t2", session, "cpu", args.threads))
+                steering = Steering(engine.thinker.context, engine.checkpoint.special.eos[0])
+                clock = StageClock(engine)
                 try:
                     for chunk_ms in (float(c) for c in args.chunks.split(",")):
                         name = f"{size} {storage} {config} chunk {chunk_ms:.0f} ms"
                         print(f"  {name}{' (no draft)' if args.no_draft else ''}:", flush=True)
-                        result = run(engine, audio, chunk_ms, not args.no_draft, stream_options)
+                        result = run(
+                            engine, steering, clock, audio, chunk_ms, not args.no_draft, stream_options
+                        )
                         result.update(size=size, type=storage, config=config, chunk_ms=chunk_ms)
                         results.append(result)
                         stages = " ".join(f"{k} {v:.0f}" for k, v in result["stage_ms_per_chunk"].items())

@@ -54,9 +54,9 @@ FAMILY = "confucius4_r2t2"
 # KV memory at the 1.7B shape is 28 x 2 x 1024 x 2048 x 2 bytes (f16) = 235 MB, twice that for f32.
 THINKER_CONTEXT = 2048
 # Every chunk re-decodes the open tower window and the text after it (~60-100 prefilled rows however short the
-# chunk), so a CPU's cost per audio second falls with the chunk: on 2 cores the 0.6B shape needs about 1 s of CPU
-# per chunk, which 320 ms chunks cannot keep up with and 1000 ms chunks can (tests/bench/README.md, "R2T2 live").
-# Streams on the CPU backend take this unless the session names chunk_size_ms (GPU: the spec's 320 ms).
+# chunk), so a CPU's cost per audio second falls as the chunk grows: on 2 cores the 0.6B shape needs about 1 s of
+# CPU per chunk, which 320 ms chunks cannot keep up with and 1000 ms chunks can (tests/bench/README.md, "R2T2
+# live as the front ends open it"). Streams on the CPU backend take this unless the session names chunk_size_ms.
 CPU_CHUNK_MS = 1000.0
 STREAM_ENGINE_OPTIONS = frozenset(
     {"stream_cache", "rolling_window_seconds"}
