@@ -252,7 +252,7 @@ def run(
         minute_costs.append(cost)
         for event in events:
             text = event.text.strip() if isinstance(event, Delta) else ""
-            found = script.text.find(text, max(0, cursor - 400)) if text else -1
+            found = script.text.find(text, cursor) if text else -1  # deltas only move forward
             if found >= 0:
                 cursor = found + len(text)
                 spoken = script.spoken_at(cursor - 1)
