@@ -295,7 +295,9 @@ def run(
         "prefilled_rows_per_chunk": sum(d.prefilled_rows for d in decoders) / len(costs),
         "drafted": drafted,
         "accepted": accepted,
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_end_mib": rss_mib(),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # conversion included
+        "chunk_costs_s": costs,
         "minutes": minutes,
         "keeps_up": percentile(costs, 95) < chunk_s,
     }
@@ -366,7 +368,7 @@ def main() -> None:
                             f"chunk ms: {stages}, {result['prefilled_rows_per_chunk']:.0f} rows prefilled, "
                             f"{result['forwards_per_chunk']:.1f} decode forwards | CPU s per chunk p50 "
                             f"{result['cpu_p50_ms'] / 1000:.2f} p95 {result['cpu_p95_ms'] / 1000:.2f} | draft {result['accepted']}/{result['drafted']} accepted "
-                            f"({rate:.0%}) | peak RSS {result['peak_rss_mib']:.0f} MiB | "
+                            f"({rate:.0%}) | RSS {result['rss_end_mib']:.0f} MiB (peak {result['peak_rss_mib']:.0f}) | "
                             f"{'keeps up' if result['keeps_up'] else 'falls behind'}",
                             flush=True,
                         )
