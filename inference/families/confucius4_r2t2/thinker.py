@@ -34,6 +34,9 @@ from inference.native.llama import (
 # Float weights take another kernel for one row than for several (up to 3e-4 apart with f16), so only these
 # types verify a draft in one batch (figures: tests/bench/README.md, "Draft decoding").
 STEP_EXACT_TYPES = frozenset({"q8_0", "q6_k", "q4_k"})
+# ... in batches of at most this many rows: from 8 rows on ggml takes another product kernel for k-quants (rows
+# 0.04-0.06 apart on the 0.6B shape and a 256-wide test thinker). A rolled-back tail of 5 tokens fits one batch.
+DRAFT_BATCH_ROWS = 7
 
 
 @dataclass(frozen=True)
@@ -212,7 +215,8 @@ class Thinker:
         """Greedy continuation from the last logits until an eos id or ``max_tokens`` new tokens.
 
         ``draft`` is a guess at the continuation (a live stream's previous answer). Once greedy decoding picks the
-        draft's first token, that token and the rest of the draft go through the model in one batch; every draft
+        draft's first token, that token and the next draft tokens go through the model in one batch (at most
+        ``DRAFT_BATCH_ROWS`` rows; another batch follows when all were taken); every draft
         token whose preceding row's argmax is that very token is taken without a step of its own, the KV rows past
         the first mismatch are dropped, and decoding goes on from the mismatching row's logits. The ids are the
         greedy ids either way when a row's logits do not depend on how many rows share its batch
@@ -223,8 +227,7 @@ class Thinker:
         stop = set(int(i) for i in eos_ids)
         result = GreedyResult()
         self._flush_pending()
-        # A batch under the tile size, so verified rows come out as a single step's would.
-        guess = [int(i) for i in draft][: TILED_ATTENTION_MIN_ROWS - 1]
+        guess = [int(i) for i in draft]
         while len(result.token_ids) < max_tokens:
             logits = self._last_logits
             token = greedy_pick(logits)
@@ -238,10 +241,11 @@ class Thinker:
                 self._pending = token  # fed lazily: a caller that truncates never pays for it
                 break
             if len(guess) > 1 and guess[0] == token:
-                self._verify(
-                    token, guess[1 : 1 + max_tokens - len(result.token_ids)], stop, result, record_margins
-                )
-                guess = []  # one pass per call: past a mismatch the draft no longer lines up
+                room = min(max_tokens - len(result.token_ids), DRAFT_BATCH_ROWS - 1)
+                batch = guess[1 : 1 + room]
+                kept = self._verify(token, batch, stop, result, record_margins)
+                # All taken: the rest of the draft may follow; past a mismatch it no longer lines up.
+                guess = guess[1 + kept :] if kept == len(batch) else []
                 continue
             guess = []
             self._last_logits = self.context.decode_tokens([token], logits="last")[0]
@@ -249,8 +253,9 @@ class Thinker:
 
     def _verify(
         self, token: int, guess: list[int], stop: set[int], result: GreedyResult, record_margins: bool
-    ) -> None:
-        """Decode ``token`` and ``guess`` in one batch and keep the guessed ids greedy decoding agrees with."""
+    ) -> int:
+        """Decode ``token`` and ``guess`` in one batch and keep the guessed ids greedy decoding agrees with
+        (returns how many)."""
         start = self.context.n_past
         rows = self.context.decode_tokens([token, *guess], logits="all")
         result.drafted += len(guess)
@@ -265,6 +270,7 @@ class Thinker:
         result.accepted += kept
         self.context.truncate(start + 1 + kept)  # the rows of rejected guesses never happened
         self._last_logits = rows[kept]
+        return kept
 
     def _flush_pending(self) -> None:
         if self._pending is not None:
