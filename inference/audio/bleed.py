@@ -14,8 +14,9 @@ quieter. ``BleedFilter`` removes that copy from the microphone before it is tran
    room) is fitted by least squares over the same window, and the block's echo estimate is subtracted. The
    user's own voice is uncorrelated with the playback, so it stays in the residual when both talk at once.
 4. **Suppression.** A block whose residual is at least ``explained_db`` below the microphone's own energy is
-   explained by the playback: it is attenuated to ``floor_gain`` (with a ramp, no clicks). Any other block keeps
-   its residual: the user's words, the echo taken out.
+   explained by the playback: it is silenced (``floor_gain``, with a ramp, no clicks). Attenuating is not
+   enough: the speech models normalise levels, and the demo model still captions the far end at -60 dB. Any
+   other block keeps its residual: the user's words, the echo taken out.
 
 Pure numpy, no Qt, no threads: the caller feeds both streams in order (``push_reference``, ``push_microphone``)
 and takes the cleaned microphone with ``pull``; ``remove_bleed`` does it for whole arrays.
@@ -46,7 +47,7 @@ class BleedSettings:
     track_every: int = 5  # blocks between delay searches (100 ms)
     min_correlation: float = 0.3  # normalised cross-correlation that founds a delay
     explained_db: float = -10.0  # residual this far below the microphone: the block is playback
-    floor_gain: float = 0.001  # -60 dB for a block of playback
+    floor_gain: float = 0.0  # a block of playback is silenced (see 4. above)
     silence_rms: float = 1e-4  # -80 dBFS: no playback, or nothing heard
     max_wait: int = 8000  # microphone samples held back waiting for the playback before going on without it
 
