@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,10 +25,10 @@ from app.live.pipeline import Deliver, LivePipeline
 from app.live.sources import AudioSource, Sink
 from app.live.speakers import OTHERS, YOU, SpeakerEvent, merge_finals
 from inference.audio.bleed import BleedFilter, BleedReport
-from inference.client import RemoteEngine, RemoteStream
+from inference.client import BacklogPolicy, RemoteEngine, RemoteStream
 from inference.contract import Delta, Done, Snapshot, SpeechEnd, StreamEvent, Transcript
 
-MeetingDeliver = Callable[[list[StreamEvent | SpeakerEvent]], None]
+MeetingDeliver = Callable[[Sequence[StreamEvent | SpeakerEvent]], None]
 
 
 class MeetingInput:
@@ -49,10 +49,11 @@ class MeetingInput:
         self._lock = threading.Lock()  # the two capture threads share the bleed filter
         self.you = _MicrophoneSide(self)
         self.others = _SystemSide(self)
+        self.name = "the microphone (You) and what this computer plays (Others)"
 
-    @property
-    def name(self) -> str:
-        return f"{self.microphone.name} + {self.system.name}"
+    def _named_by_devices(self) -> None:
+        """Once both are open, the devices' own names say what is captured."""
+        self.name = f"{self.microphone.name} (You) and {self.system.name} (Others)"
 
     @property
     def bleed_report(self) -> BleedReport | None:
@@ -143,7 +144,7 @@ class MeetingPipeline:
         on_source_end: Callable[[str | None], None] | None = None,
         on_silence: Callable[[bool], None] | None = None,
         request_options: dict[str, Any] | None = None,
-        backlog: Any = None,
+        backlog: BacklogPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
         stream_mode: str = "auto",
     ) -> None:
@@ -187,6 +188,7 @@ class MeetingPipeline:
             for pipeline in started:
                 pipeline.cancel()
             raise
+        self.source._named_by_devices()
 
     def stop(self, timeout_s: float = 600.0) -> None:
         """Drain both streams at once (call off the GUI thread); then the merged transcript ends the session."""
@@ -211,6 +213,7 @@ class MeetingPipeline:
         self.pipelines[YOU].swap_source(source.you)
         self.pipelines[OTHERS].swap_source(source.others)
         self.source = source
+        source._named_by_devices()
 
     def cancel(self) -> None:
         for pipeline in self.pipelines.values():
@@ -254,3 +257,44 @@ class MeetingPipeline:
             after = all(self._silent.values())
         if before != after and self.on_silence is not None:
             self.on_silence(after)
+
+
+def live_pipeline(
+    engine: RemoteEngine,
+    source: AudioSource,
+    deliver: MeetingDeliver,
+    *,
+    on_level: Callable[[float], None],
+    on_source_end: Callable[[str | None], None],
+    on_silence: Callable[[bool], None],
+    request_options: dict[str, Any],
+    backlog: BacklogPolicy | None,
+    clock: Callable[[], float],
+    stream_mode: str,
+) -> LivePipeline | MeetingPipeline:
+    """The pipeline for ``source``: a meeting's two streams, or one."""
+    if isinstance(source, MeetingInput):
+        return MeetingPipeline(
+            engine,
+            source,
+            deliver,
+            on_level=on_level,
+            on_source_end=on_source_end,
+            on_silence=on_silence,
+            request_options=request_options,
+            backlog=backlog,
+            clock=clock,
+            stream_mode=stream_mode,
+        )
+    return LivePipeline(
+        engine,
+        source,
+        deliver,
+        on_level=on_level,
+        on_source_end=on_source_end,
+        on_silence=on_silence,
+        request_options=request_options,
+        backlog=backlog,
+        clock=clock,
+        stream_mode=stream_mode,
+    )

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from app.live.export import export_session
 from app.live.journal import SessionJournal, read_session
+from app.live.overlay_text import FadeMark, split_at_mark
+from app.live.paragraphs import paragraph_lead, starts_paragraph
 from app.live.session import SessionChange, SessionModel
 from app.live.speakers import OTHERS, YOU, SpeakerEvent, merge_finals
 from inference.contract import Delta, Done, Segment, Snapshot, SpeechEnd, StreamEvent, Transcript
@@ -153,3 +155,34 @@ def test_a_journal_line_with_a_damaged_speaker_is_skipped(tmp_path: Path) -> Non
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     saved, _model = read_session(path)
     assert saved.text == "You: kept"
+
+
+def test_each_change_of_speaker_starts_a_labelled_paragraph() -> None:
+    session = SessionModel()
+    session.apply(conversation())
+    assert [starts_paragraph(session, i) for i in range(4)] == [False, True, True, True]
+    assert [paragraph_lead(session, i) for i in range(4)] == ["Others: ", "You: ", "Others: ", "You: "]
+    before, after = split_at_mark(session, FadeMark(2, 5, open=True))  # faded while "You" was speaking
+    assert before == "Others: emma closed the bottle You: there"
+    assert after == " are twenty hearts Others: and sang You: in the garden"
+
+
+def test_the_caption_text_shows_who_said_what(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtWidgets import QWidget
+
+    from app.views.caption_view import CaptionView
+
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    view = CaptionView(parent, 12, "system", timestamps=False)
+    session = SessionModel()
+    view.show_session(session)
+    session.subscribe(view.on_change)
+    session.apply(said(OTHERS, 0, "emma closed the bottle", 0.5, 2.5))
+    session.apply([SpeakerEvent(YOU, Snapshot("there are", 0, 3.0, 3.5))])
+    assert view.plain_text() == "Others: emma closed the bottle\nYou: there are"
+    for event in conversation()[2:]:
+        session.apply([event])
+    assert view.plain_text() == (
+        "Others: emma closed the bottle\nYou: there are twenty hearts\nOthers: and sang\nYou: in the garden"
+    )
