@@ -98,6 +98,7 @@ class _MicrophoneSide:
     def __init__(self, meeting: MeetingInput) -> None:
         self.meeting = meeting
         self.name = meeting.microphone.name
+        self._sink: Sink | None = None
 
     def start(self, sink: Sink, on_end: Callable[[str | None], None]) -> None:
         def heard(block: np.ndarray) -> None:
@@ -105,8 +106,21 @@ class _MicrophoneSide:
             if cleaned.size:
                 sink(cleaned)
 
+        self._sink = sink
         self.meeting.microphone.start(heard, on_end)
         self.name = self.meeting.microphone.name  # a device's own name is known once it is open
+
+    def finish(self) -> None:
+        """Stop capturing and pass on what the bleed filter still holds back (up to a few seconds while it waits
+        for the playback): the last words said before Stop are captioned too."""
+        self.meeting.microphone.stop()
+        bleed, sink = self.meeting.bleed, self._sink
+        if bleed is None or sink is None:
+            return
+        with self.meeting._lock:
+            held = bleed.flush()
+        if held.size:
+            sink(held)
 
     def stop(self) -> None:
         self.meeting.microphone.stop()
@@ -192,6 +206,8 @@ class MeetingPipeline:
 
     def stop(self, timeout_s: float = 600.0) -> None:
         """Drain both streams at once (call off the GUI thread); then the merged transcript ends the session."""
+        if self.pipelines[YOU].running:
+            self.source.you.finish()
         threads = [
             threading.Thread(target=pipeline.stop, args=(timeout_s,), name=f"captioneer-stop-{speaker}")
             for speaker, pipeline in self.pipelines.items()

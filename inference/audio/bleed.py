@@ -41,25 +41,38 @@ class BleedSettings:
 
     block: int = 320  # 20 ms: one suppression decision
     window: int = 8000  # 0.5 s: delay search and filter fit
-    min_delay: int = -1600  # -100 ms: the alignment may put the microphone early
-    max_delay: int = 3200  # 200 ms: acoustic delay plus alignment error
+    # The acoustic delay is a few ms, but the two captures' latencies differ by much more: a sink renders (and
+    # its monitor delivers) ahead of what the speakers sound — up to the sink's latency, which PulseAudio sets
+    # anywhere up to 2 s — and in the tests' private PulseAudio the virtual microphone ran 0.2-1.6 s ahead of the
+    # speakers' monitor. Delays are searched over +-2.5 s; a copy that comes first costs the microphone that wait.
+    min_delay: int = -40000  # -2.5 s
+    max_delay: int = 40000  # +2.5 s
     taps: int = 32  # 2 ms of echo path around the delay
-    track_every: int = 5  # blocks between delay searches (100 ms)
-    min_correlation: float = 0.3  # normalised cross-correlation that founds a delay
+    track_every: int = 10  # blocks between delay searches (200 ms)
+    min_correlation: float = 0.35  # normalised cross-correlation that founds a delay
+    min_active: float = 0.6  # share of the window's blocks with sound for a search to count
+    keep_share: float = 0.8  # a new delay needs this share of the current one's standing to replace it
+    replace_margin: float = 0.15  # and must beat the current delay's correlation in the same window by this
     explained_db: float = -10.0  # residual this far below the microphone: the block is playback
     floor_gain: float = 0.0  # a block of playback is silenced (see 4. above)
     silence_rms: float = 1e-4  # -80 dBFS: no playback, or nothing heard
-    max_wait: int = 8000  # microphone samples held back waiting for the playback before going on without it
+    max_wait: int = 56000  # microphone samples held back waiting for the playback before going on without it
+    # Until a delay is found the microphone waits for the playback of every delay searched (a copy that comes
+    # first can only be found once its playback is in); after this much playback without finding one (a
+    # headset), it waits no more.
+    give_up: int = 320000  # 20 s of playback
 
     @property
-    def reach_back(self) -> int:
-        """Playback samples needed before a microphone sample (largest delay plus half the filter)."""
-        return self.max_delay + self.taps
+    def hold_unknown(self) -> int:
+        """How far the microphone is held back while no delay is known: the playback of every delay searched, and
+        a window more, so that a search sees a whole window of a first copy before any of it is passed on."""
+        return max(0, -self.min_delay) + self.taps + self.window
 
     @property
-    def reach_ahead(self) -> int:
-        """Playback samples needed after a microphone sample (negative delays plus half the filter)."""
-        return max(0, -self.min_delay) + self.taps
+    def history(self) -> int:
+        """Microphone samples kept for the delay search, which looks at the newest window whose playback (over
+        every delay searched) is in: up to ``-min_delay`` behind the block being passed on."""
+        return self.window + max(0, -self.min_delay) + self.taps + self.track_every * self.block
 
 
 @dataclass
@@ -71,6 +84,9 @@ class BleedReport:
     blocks_suppressed: int = 0
     delay_samples: int | None = None  # the delay in use (microphone after playback), None until one is found
     correlation: float = 0.0  # the normalised cross-correlation that founded it
+    offset_samples: int = 0  # the playback index the arrival times put with microphone sample 0
+    delays_found: int = 0  # how often a delay was found (the first, and each that replaced another)
+    found: list[tuple[float, int, float]] = field(default_factory=list, repr=False)  # (mic s, delay, corr)
     suppressed_db: list[float] = field(
         default_factory=list, repr=False
     )  # residual/mic of each suppressed block
@@ -131,7 +147,11 @@ class BleedFilter:
         self._gain = 1.0
         self._offset_used = 0
         self._delay: int | None = None
+        self._confidence = 0.0  # the current delay's correlation, fading slowly so that a moved path can win
         self._weights: np.ndarray | None = None  # the echo filter's taps, refitted as the delay is tracked
+        self._since_search = 0
+        self._unmatched = 0  # playback samples searched without finding a delay
+        self._searched_to = 0  # the end of the last microphone window searched
 
     # ------------------------------------------------------------------ feeding
     def push_reference(self, block: np.ndarray, captured_at: float | None = None) -> None:
@@ -151,11 +171,18 @@ class BleedFilter:
         return round((self._mic.began_at - self._ref.began_at) * SAMPLE_RATE)
 
     def pull(self) -> np.ndarray:
-        """The cleaned microphone for every whole block whose playback is in (or that waited ``max_wait``)."""
+        """The cleaned microphone for every whole block whose playback is in (or that waited ``max_wait``).
+
+        Once a delay is known a block waits for the playback at that delay (when the microphone's copy comes
+        first, that long); until then ``hold_unknown``, so that a first copy is found before it passes."""
         s = self.settings
         out: list[np.ndarray] = []
         while self._mic.end - self._done >= s.block:
-            ready = self._ref.end >= self._done + s.block + self.offset + s.reach_ahead
+            if self._delay is not None:
+                ahead = max(0, -self._delay) + s.taps
+            else:
+                ahead = s.hold_unknown if self._unmatched < s.give_up else 0
+            ready = self._ref.end >= self._done + s.block + self.offset + ahead
             if not ready and self._mic.end - self._done < s.max_wait:
                 break
             out.append(self._process_block())
@@ -179,25 +206,29 @@ class BleedFilter:
             # A better alignment moved the playback's index, not the room: the same echo is that much later.
             self._delay += offset - self._offset_used
             self._weights = None
-        self._offset_used = offset
-        m = self._done
-        self._done += s.block
-        mic_block = self._mic.slice(m, m + s.block)
+        self._offset_used = self.report.offset_samples = offset
+        end = self._done + s.block
+        self._done = end
         self.report.blocks += 1
-        end = m + s.block
-        begin = end - s.window
-        mic_window = self._mic.slice(begin, end)
-        playback = self._ref.slice(begin + offset - s.max_delay, end + offset - s.min_delay)
-        self._forget(begin, offset)
-        if _rms(playback[-(s.block + s.max_delay - s.min_delay) :]) < s.silence_rms:
-            return self._ramped(mic_block, 1.0)  # nothing played: nothing to take out
-        self.report.blocks_with_playback += 1
-        due = self._delay is None or self.report.blocks_with_playback % s.track_every == 0
-        if due:
-            self._track_delay(mic_window, playback)
-        if self._delay is None or _rms(mic_block) < s.silence_rms:
+        self._since_search += 1
+        if self._delay is None or self._since_search >= s.track_every:
+            self._search_delay(end, offset)
+        self._forget(end, offset)
+        mic_block = self._mic.slice(end - s.block, end)
+        if self._delay is None:
             return self._ramped(mic_block, 1.0)
-        residual = mic_block - self._echo(mic_window, playback, refit=due)
+        # Tap k pairs microphone sample i with playback sample i + offset - delay - taps/2 + k.
+        lead = offset - self._delay - s.taps // 2
+        playback = self._ref.slice(end - s.window + lead, end + lead + s.taps - 1)
+        if _rms(playback[-(s.block + s.taps - 1) :]) < s.silence_rms:
+            return self._ramped(mic_block, 1.0)  # nothing played that this block can hold
+        self.report.blocks_with_playback += 1
+        if _rms(mic_block) < s.silence_rms:
+            return self._ramped(mic_block, 1.0)
+        columns = sliding_window_view(playback, s.window)  # (taps, window)
+        if self._weights is None or self._since_search == 0:
+            self._weights = _fit(np.ascontiguousarray(columns), self._mic.slice(end - s.window, end))
+        residual = mic_block - np.asarray(self._weights @ columns[:, -s.block :], dtype=np.float32)
         ratio_db = _db(_energy(residual) / max(_energy(mic_block), 1e-20))
         if ratio_db <= s.explained_db:
             self.report.blocks_suppressed += 1
@@ -205,38 +236,62 @@ class BleedFilter:
             return self._ramped(residual, s.floor_gain)
         return self._ramped(residual, 1.0)
 
-    def _track_delay(self, mic_window: np.ndarray, playback: np.ndarray) -> None:
-        """The delay (in samples, microphone after playback) with the highest normalised cross-correlation."""
+    def _search_delay(self, end: int, offset: int) -> None:
+        """Cross-correlate the newest microphone window whose playback (over every delay searched) is in with
+        that playback; the best normalised peak becomes the delay if it beats the current one's standing. Every
+        delay is looked at each time, so a chance likeness found first never hides the real copy."""
         s = self.settings
+        self._since_search = 0
+        # Windows are searched in turn, a window ahead of the block being passed on (the microphone is held back
+        # further than that), so a first copy is found before any of it passes, and none is skipped.
+        wanted = max(self._searched_to + s.track_every * s.block, end + s.window)
+        newest = min(
+            wanted, end + s.hold_unknown, self._mic.end, self._ref.end - offset + s.min_delay - s.taps
+        )
+        self._searched_to = newest
+        if newest - s.window < max(self._mic.start, 0):
+            return
+        mic_window = self._mic.slice(newest - s.window, newest)
         w = mic_window.size
+        if _active_share(mic_window, s) < s.min_active:
+            # Sound in a small part of the window lines up with some stretch of seconds of playback by chance.
+            return
+        playback = self._ref.slice(newest - w + offset - s.max_delay, newest + offset - s.min_delay)
         n = 1 << int(math.ceil(math.log2(playback.size + w)))
-        corr = np.fft.irfft(np.conj(np.fft.rfft(mic_window, n)) * np.fft.rfft(playback, n), n)
+        # float64: a float32 transform's rounding, next to a quiet stretch's energy, would look like a match
+        wide_mic, wide_playback = mic_window.astype(np.float64), playback.astype(np.float64)
+        corr = np.fft.irfft(np.conj(np.fft.rfft(wide_mic, n)) * np.fft.rfft(wide_playback, n), n)
         lags = playback.size - w + 1  # lag L pairs mic[i] with playback[i + L]: delay = max_delay - L
         power = np.concatenate(([0.0], np.cumsum(np.square(playback, dtype=np.float64))))
         ref_energy = power[w : w + lags] - power[:lags]
-        norm = corr[:lags] / np.sqrt(_energy(mic_window) * ref_energy + 1e-20)
-        best = int(np.argmax(np.abs(norm)))
-        if abs(norm[best]) >= s.min_correlation:
-            if self._delay != s.max_delay - best:
-                self._weights = None
-            self._delay = s.max_delay - best
-            self.report.delay_samples, self.report.correlation = self._delay, float(abs(norm[best]))
-
-    def _echo(self, mic_window: np.ndarray, playback: np.ndarray, refit: bool) -> np.ndarray:
-        """The block's echo: the playback through ``taps`` around the delay, their weights fitted by least
-        squares over ``mic_window`` (again every ``track_every`` blocks: the echo path changes slowly)."""
-        s = self.settings
-        assert self._delay is not None
-        w = mic_window.size
-        # Tap k pairs mic[i] with playback[i + first + k]; the taps are centred on the delay's lag.
-        first = min(max(0, s.max_delay - self._delay - s.taps // 2), playback.size - w - s.taps + 1)
-        if refit or self._weights is None:
-            columns = np.ascontiguousarray(sliding_window_view(playback[first : first + w + s.taps - 1], w))
-            gram = columns @ columns.T
-            ridge = 1e-3 * float(np.trace(gram)) / s.taps + 1e-9
-            self._weights = np.linalg.solve(gram + ridge * np.eye(s.taps), columns @ mic_window)
-        tail = playback[first + w - s.block : first + w + s.taps - 1]
-        return np.asarray(self._weights @ sliding_window_view(tail, s.block), dtype=np.float32)
+        # Where the playback is (nearly) silent a tiny energy would make any product look like a match.
+        audible = ref_energy > max(w * s.silence_rms**2, 1e-6 * float(ref_energy.max()))
+        if not audible.any():
+            return
+        if self._delay is None:
+            self._unmatched += s.track_every * s.block
+        self._confidence *= 0.98  # about halves in 7 s of playback without confirmation
+        norm = np.zeros(lags)
+        norm[audible] = np.abs(corr[:lags][audible]) / np.sqrt(_energy(mic_window) * ref_energy[audible])
+        best = int(np.argmax(norm))
+        delay, peak = (
+            s.max_delay - best,
+            min(float(norm[best]), _steady(mic_window, playback[best : best + w], s)),
+        )
+        if self._delay is not None and abs(delay - self._delay) <= s.taps // 2:
+            self._confidence = max(self._confidence, peak)  # the same path, confirmed
+            return
+        if self._delay is not None:
+            # Where both talk, the copy at the delay in use still correlates; a new delay must do clearly better.
+            here = s.max_delay - self._delay
+            current = float(norm[max(0, here - s.taps // 2) : here + s.taps // 2 + 1].max(initial=0.0))
+            if peak < current + s.replace_margin:
+                return
+        if peak >= max(s.min_correlation, s.keep_share * self._confidence):
+            self._delay, self._confidence, self._weights = delay, peak, None
+            self.report.delay_samples, self.report.correlation = delay, peak
+            self.report.delays_found += 1
+            self.report.found.append((newest / SAMPLE_RATE, delay, peak))
 
     def _ramped(self, block: np.ndarray, gain: float) -> np.ndarray:
         """``block`` times ``gain``, ramped from the previous block's gain so a decision never clicks."""
@@ -244,11 +299,38 @@ class BleedFilter:
         self._gain = gain
         return np.asarray(block * ramp, dtype=np.float32)
 
-    def _forget(self, mic_begin: int, offset: int) -> None:
+    def _forget(self, end: int, offset: int) -> None:
         s = self.settings
-        self._mic.forget_before(mic_begin)
-        # Kept a little longer than the next block needs: a refined alignment may reach back further.
-        self._ref.forget_before(mic_begin + offset - s.reach_back - s.window)
+        keep_from = end - s.history
+        self._mic.forget_before(keep_from)
+        self._ref.forget_before(keep_from + offset - s.max_delay - s.taps)
+
+
+def _active_share(window: np.ndarray, s: BleedSettings) -> float:
+    """The share of ``window``'s blocks with sound (above silence, and within 26 dB of the window's level)."""
+    blocks = window[: window.size // s.block * s.block].reshape(-1, s.block).astype(np.float64)
+    levels = np.sqrt(np.mean(np.square(blocks), axis=1))
+    floor = max(s.silence_rms, 0.05 * float(np.sqrt(np.mean(np.square(levels)))))
+    return float(np.mean(levels > floor))
+
+
+def _steady(mic: np.ndarray, playback: np.ndarray, s: BleedSettings, parts: int = 4) -> float:
+    """The median correlation of the parts of a window where both sides have sound: a copy of the playback
+    holds all through the window, while a chance likeness (two voices' onsets) holds only in a part of it; most
+    parts must have sound on both sides."""
+    values = []
+    for a, b in zip(np.array_split(mic, parts), np.array_split(playback, parts), strict=True):
+        ea, eb = _energy(a), _energy(b)
+        if min(ea, eb) > a.size * s.silence_rms**2:
+            values.append(abs(float(np.dot(a.astype(np.float64), b.astype(np.float64)))) / math.sqrt(ea * eb))
+    return float(np.median(values)) if len(values) > parts // 2 else 0.0
+
+
+def _fit(columns: np.ndarray, mic_window: np.ndarray) -> np.ndarray:
+    """Least-squares taps for ``mic_window`` from the playback ``columns`` (a little ridge: silence is stable)."""
+    gram = columns @ columns.T
+    ridge = 1e-3 * float(np.trace(gram)) / columns.shape[0] + 1e-9
+    return np.linalg.solve(gram + ridge * np.eye(columns.shape[0]), columns @ mic_window)
 
 
 def remove_bleed(
