@@ -48,7 +48,12 @@ class BleedSettings:
     min_delay: int = -40000  # -2.5 s
     max_delay: int = 40000  # +2.5 s
     taps: int = 32  # 2 ms of echo path around the delay
-    track_every: int = 10  # blocks between delay searches (200 ms)
+    track_every: int = 5  # blocks between delay searches (100 ms)
+    # Two captures' relative latency drifts (a loaded machine: by 3-160 ms within a minute), so a found delay is
+    # followed closely: near it (+-``near``, at the audio being passed on) every search, over the whole range
+    # every ``wide_every``-th.
+    near: int = 4000  # 0.25 s
+    wide_every: int = 10
     min_correlation: float = 0.35  # normalised cross-correlation that founds a delay
     min_active: float = 0.6  # share of the window's blocks with sound for a search to count
     keep_share: float = 0.8  # a new delay needs this share of the current one's standing to replace it
@@ -152,6 +157,7 @@ class BleedFilter:
         self._since_search = 0
         self._unmatched = 0  # playback samples searched without finding a delay
         self._searched_to = 0  # the end of the last microphone window searched
+        self._searches = 0
 
     # ------------------------------------------------------------------ feeding
     def push_reference(self, block: np.ndarray, captured_at: float | None = None) -> None:
@@ -174,12 +180,13 @@ class BleedFilter:
         """The cleaned microphone for every whole block whose playback is in (or that waited ``max_wait``).
 
         Once a delay is known a block waits for the playback at that delay (when the microphone's copy comes
-        first, that long); until then ``hold_unknown``, so that a first copy is found before it passes."""
+        first, that long, and ``near`` more for the search that follows the delay); until then ``hold_unknown``,
+        so that a first copy is found before it passes."""
         s = self.settings
         out: list[np.ndarray] = []
         while self._mic.end - self._done >= s.block:
             if self._delay is not None:
-                ahead = max(0, -self._delay) + s.taps
+                ahead = max(0, -self._delay) + s.taps + s.near
             else:
                 ahead = s.hold_unknown if self._unmatched < s.give_up else 0
             ready = self._ref.end >= self._done + s.block + self.offset + ahead
@@ -242,13 +249,18 @@ class BleedFilter:
         delay is looked at each time, so a chance likeness found first never hides the real copy."""
         s = self.settings
         self._since_search = 0
-        # Windows are searched in turn, a window ahead of the block being passed on (the microphone is held back
-        # further than that), so a first copy is found before any of it passes, and none is skipped.
-        wanted = max(self._searched_to + s.track_every * s.block, end + s.window)
-        newest = min(
-            wanted, end + s.hold_unknown, self._mic.end, self._ref.end - offset + s.min_delay - s.taps
-        )
-        self._searched_to = newest
+        self._searches += 1
+        known = self._delay is not None
+        if self._delay is not None and self._searches % s.wide_every:
+            lo, hi = self._delay - s.near, self._delay + s.near  # following the delay, at the audio passed on
+        else:
+            lo, hi = s.min_delay, s.max_delay
+        # Until a delay is known, windows are searched in turn a window ahead of the block being passed on (the
+        # microphone is held back further than that): a first copy is found before any of it passes.
+        wanted = max(self._searched_to + s.track_every * s.block, end + (0 if known else s.window))
+        ahead = s.near if known else s.hold_unknown
+        newest = min(wanted, end + ahead, self._mic.end, self._ref.end - offset + lo - s.taps)
+        self._searched_to = max(self._searched_to, newest)
         if newest - s.window < max(self._mic.start, 0):
             return
         mic_window = self._mic.slice(newest - s.window, newest)
@@ -256,12 +268,12 @@ class BleedFilter:
         if _active_share(mic_window, s) < s.min_active:
             # Sound in a small part of the window lines up with some stretch of seconds of playback by chance.
             return
-        playback = self._ref.slice(newest - w + offset - s.max_delay, newest + offset - s.min_delay)
+        playback = self._ref.slice(newest - w + offset - hi, newest + offset - lo)
         n = 1 << int(math.ceil(math.log2(playback.size + w)))
         # float64: a float32 transform's rounding, next to a quiet stretch's energy, would look like a match
         wide_mic, wide_playback = mic_window.astype(np.float64), playback.astype(np.float64)
         corr = np.fft.irfft(np.conj(np.fft.rfft(wide_mic, n)) * np.fft.rfft(wide_playback, n), n)
-        lags = playback.size - w + 1  # lag L pairs mic[i] with playback[i + L]: delay = max_delay - L
+        lags = playback.size - w + 1  # lag L pairs mic[i] with playback[i + L]: delay = hi - L
         power = np.concatenate(([0.0], np.cumsum(np.square(playback, dtype=np.float64))))
         ref_energy = power[w : w + lags] - power[:lags]
         # Where the playback is (nearly) silent a tiny energy would make any product look like a match.
@@ -275,7 +287,7 @@ class BleedFilter:
         norm[audible] = np.abs(corr[:lags][audible]) / np.sqrt(_energy(mic_window) * ref_energy[audible])
         best = int(np.argmax(norm))
         delay, peak = (
-            s.max_delay - best,
+            hi - best,
             min(float(norm[best]), _steady(mic_window, playback[best : best + w], s)),
         )
         if self._delay is not None and abs(delay - self._delay) <= s.taps // 2:
@@ -283,7 +295,7 @@ class BleedFilter:
             return
         if self._delay is not None:
             # Where both talk, the copy at the delay in use still correlates; a new delay must do clearly better.
-            here = s.max_delay - self._delay
+            here = hi - self._delay
             current = float(norm[max(0, here - s.taps // 2) : here + s.taps // 2 + 1].max(initial=0.0))
             if peak < current + s.replace_margin:
                 return
