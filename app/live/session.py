@@ -201,9 +201,11 @@ class SessionModel:
             return SessionChange(provisional=dropped)
         if isinstance(event, ErrorEvent):
             self.errors.append(event)
-            worker = {"worker_restarted": "restarting", "worker_resumed": "running"}.get(
-                event.kind, "failed" if event.fatal else "running"
-            )
+            worker = {
+                "worker_restarted": "restarting",
+                "worker_failed": "down",
+                "worker_resumed": "running",
+            }.get(event.kind, "failed" if event.fatal else "running")
             self.status = replace(self.status, worker=worker, message=event.message)
             # The dead worker's provisional text is no one's guess any more: the new stream renumbers its
             # segments and replays the audio, so its own snapshots take over from nothing, not from a ghost.
@@ -242,7 +244,8 @@ class SessionModel:
             for session_id in [i for i in self.provisional if self.speakers.get(i) == speaker]:
                 del self.provisional[session_id]
         mine = [s for s in self.segments if s.speaker == speaker]
-        committed = "".join(s.text for s in mine).strip()
+        # Gap markers (negative stream ids, ``app.live.pipeline``) are the app's, not in the stream's final text.
+        committed = "".join(s.text for s in mine if s.stream_id >= 0).strip()
         text = final.text.strip()
         if not text.startswith(committed) or text == committed:
             return SessionChange(provisional=True)

@@ -52,12 +52,10 @@ def default_source(device: str | None, max_file_audio_s: float = DEFAULT_FILE_SE
         return FileSource(Path(device[len(FAST_FILE_ITEM) :]), FAST_SPEED, max_file_audio_s)
     if device is not None and device.startswith(FILE_ITEM):
         return FileSource(Path(device[len(FILE_ITEM) :]), max_audio_s=max_file_audio_s)
-    if (
-        device == MEETING_DEFAULT
-    ):  # the bleed filter keeps the far end heard through the speakers out of "You"
-        return MeetingInput(
-            SoundServerCapture(MIC_DEFAULT), SoundServerCapture(SYSTEM_DEFAULT), BleedFilter()
-        )
+    if device == MEETING_DEFAULT:
+        # The bleed filter keeps the far end heard through the speakers out of "You".
+        microphone, system = SoundServerCapture(MIC_DEFAULT), SoundServerCapture(SYSTEM_DEFAULT)
+        return MeetingInput(microphone, system, BleedFilter())
     if device is not None and is_input_id(device):
         return SoundServerCapture(device)
     return DeviceSource(device)
@@ -230,6 +228,17 @@ class InputPicker:
 
     def open_source(self) -> AudioSource:
         return self.source_factory(self.current())
+
+    def open_microphone(self) -> AudioSource:
+        """Dictation's input: the chosen one when it is a microphone (or a recording), the default microphone
+        when system audio or a meeting is chosen for captions (dictating what the computer plays makes no
+        sense, and a meeting's microphone is the default one)."""
+        current = self.current()
+        if current == MEETING_DEFAULT:
+            return self.source_factory(MIC_DEFAULT)
+        if current is not None and is_input_id(current) and fallback_for(current) == SYSTEM_DEFAULT:
+            return self.source_factory(MIC_DEFAULT)
+        return self.source_factory(current)
 
     def remember_current(self) -> None:
         """Keep the chosen input for the next start (not a recording, fast or not)."""
