@@ -6,10 +6,12 @@ quieter. ``BleedFilter`` removes that copy from the microphone before it is tran
 
 1. **Alignment.** The two captures start at different moments; each block's arrival time (a monotonic clock)
    gives each stream's start, so a microphone sample is matched with the playback captured at the same moment.
-2. **Delay search.** Every ``track_every`` blocks, while something plays, the microphone's last ``window``
-   samples are cross-correlated (FFT) with the playback over delays from ``min_delay`` to ``max_delay`` (the
-   acoustic delay, a few ms on a laptop, plus what the alignment misses). A normalised peak of at least
-   ``min_correlation`` sets the delay; it stays until a better-founded one replaces it.
+2. **Delay search.** Every ``track_every`` blocks, while something plays, ``window`` samples of the microphone
+   are cross-correlated (FFT) with the playback over delays from ``min_delay`` to ``max_delay`` (the acoustic
+   delay, a few ms on a laptop, plus the difference of the two captures' latencies, which can be seconds and
+   drifts). A normalised peak of at least ``min_correlation`` that holds through most of the window sets the
+   delay; it is then followed near where it is every search, and the whole range is searched again every
+   ``wide_every``-th. Until one is found the microphone is held back, so that the first copy is caught.
 3. **Echo estimate.** Around that delay a short filter (``taps`` samples: fractional delays, a little of the
    room) is fitted by least squares over the same window, and the block's echo estimate is subtracted. The
    user's own voice is uncorrelated with the playback, so it stays in the residual when both talk at once.
