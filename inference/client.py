@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -45,6 +45,7 @@ from inference.contract import (
     event_from_json,
 )
 from inference.errors import CaptioneerError, UsageError, WorkerError, error_class
+from inference.job_feed import JobFeed, run_job
 from inference.replay import Replay, ReplayBuffer
 
 log = logging.getLogger("captioneer.client")
@@ -170,6 +171,30 @@ class RemoteEngine:
         result = self.client.request(message, progress=progress, cancel=cancel, timeout=timeout)
         assert isinstance(result, p.Result)
         return result.as_transcript()
+
+    def transcribe_blocks(
+        self,
+        blocks: Callable[[], Iterable[np.ndarray]],
+        *,
+        expected_samples: int | None = None,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        timeout: float | None = None,
+        **request_options: Any,
+    ) -> Transcript:
+        """``transcribe`` of a file's audio sent in blocks, so neither process holds the whole clip.
+        ``blocks()`` yields the audio (mono float32 at 16 kHz) from its start each time it is called: the
+        worker may ask for two passes (``protocol.OpenJob``). The transcript is ``transcribe``'s."""
+        return run_job(
+            self.client,
+            self.engine_id,
+            blocks,
+            expected_samples,
+            dict(request_options),
+            progress,
+            cancel,
+            timeout,
+        )
 
     def open_stream(
         self,
@@ -558,10 +583,13 @@ class WorkerClient:
         self._on_status = on_status
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
-        self._outbox: queue.SimpleQueue[bytes | None] | None = None  # frames for the current worker's writer
+        self._outbox: queue.SimpleQueue[bytes | bytearray | None] | None = (
+            None  # frames for the current worker's writer
+        )
         self._pending: dict[int, _Pending] = {}
         self._engines: dict[str, _EngineRecord] = {}
         self._streams: dict[str, RemoteStream] = {}
+        self._job_feeds: dict[int, JobFeed] = {}  # streamed offline jobs, by request id
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Any = None
         self._generation = 0
@@ -677,7 +705,7 @@ class WorkerClient:
 
     def _adopt(self, process: multiprocessing.process.BaseProcess, conn: Any) -> None:
         """Publish a started worker (takes the lock only for that); a client closed meanwhile stops it."""
-        outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        outbox: queue.SimpleQueue[bytes | bytearray | None] = queue.SimpleQueue()
         with self._lock:
             if not self._closing:
                 self._process, self._conn, self._outbox = process, conn, outbox
@@ -711,7 +739,7 @@ class WorkerClient:
         outbox.put(p.encode(message))
         return True
 
-    def _write(self, conn: Any, outbox: queue.SimpleQueue[bytes | None]) -> None:
+    def _write(self, conn: Any, outbox: queue.SimpleQueue[bytes | bytearray | None]) -> None:
         """Writer thread of one worker: sends queued frames in order until told to stop or the pipe breaks."""
         while True:
             frame = outbox.get()
@@ -736,17 +764,8 @@ class WorkerClient:
         While a restarted worker is being restored (models reloaded, streams reopened), callers wait: a
         request sent earlier would reach a worker that does not have its model yet.
         """
-        self._raise_if_dead()
-        if self._restarting and threading.current_thread() is not self._supervisor:
-            self._wait_for_worker()
         request_id = int(getattr(message, "request_id"))  # noqa: B009 - every request type has one
-        pending = _Pending(Future(), message, progress)
-        with self._lock:
-            self._pending[request_id] = pending
-        if not self.send_quietly(message):
-            self._wait_for_worker()
-            if not self.send_quietly(message):
-                raise self._dead or WorkerError("the inference worker is not running", "restart Captioneer")
+        pending = self.submit(message, progress)
         deadline = None if timeout is None else time.monotonic() + timeout
         cancel_sent = False
         while True:
@@ -761,6 +780,31 @@ class WorkerClient:
                 with self._lock:
                     self._pending.pop(request_id, None)
                 raise WorkerError(f"the worker did not answer a {message.type} request within {timeout:g} s")
+
+    def submit(self, message: p.Message, progress: ProgressCallback | None = None) -> _Pending:
+        """Send a request with a ``request_id``; its answer (or failure) completes the returned future."""
+        self._raise_if_dead()
+        if self._restarting and threading.current_thread() is not self._supervisor:
+            self._wait_for_worker()
+        request_id = int(getattr(message, "request_id"))  # noqa: B009 - every request type has one
+        pending = _Pending(Future(), message, progress)
+        with self._lock:
+            self._pending[request_id] = pending
+        if not self.send_quietly(message):
+            self._wait_for_worker()
+            if not self.send_quietly(message):
+                raise self._dead or WorkerError("the inference worker is not running", "restart Captioneer")
+        return pending
+
+    def open_job_feed(self, job_id: int) -> JobFeed:
+        feed = JobFeed(job_id)
+        with self._lock:
+            self._job_feeds[job_id] = feed
+        return feed
+
+    def close_job_feed(self, job_id: int) -> None:
+        with self._lock:
+            self._job_feeds.pop(job_id, None)
 
     def _wait_for_worker(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
@@ -886,6 +930,11 @@ class WorkerClient:
             stream = self._streams.get(message.stream_id)
             if stream is not None:
                 stream.on_pushed(message)
+            return
+        if isinstance(message, p.JobOpened | p.JobTook):
+            feed = self._job_feeds.get(message.job_id)
+            if feed is not None:
+                feed.on_message(message)
             return
         if isinstance(message, p.Decoding):
             stream = self._streams.get(message.stream_id)
