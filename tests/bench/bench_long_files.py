@@ -26,6 +26,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+import contextlib
+
 from tests.bench.machine import machine_header  # noqa: E402
 
 
@@ -56,17 +58,25 @@ def vm_hwm_kib(pid: int) -> int:
 def children(pid: int) -> list[int]:
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             found += [int(c) for c in (task / "children").read_text().split()]
-        except (OSError, ValueError):
-            pass
     return found
 
 
 def transcribe(wav: Path, model: str | None, threads: int) -> dict[str, float]:
     """One ``captioneer transcribe`` run: wall time, client and worker peaks (MB), words."""
     out = wav.with_suffix(".json")
-    command = [sys.executable, "-m", "inference.cli", "transcribe", str(wav), "--format", "json", "-o", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "inference.cli",
+        "transcribe",
+        str(wav),
+        "--format",
+        "json",
+        "-o",
+        str(out),
+    ]
     command += ["--threads", str(threads), "--max-audio-s", "90000"] + (["--model", model] if model else [])
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
@@ -84,9 +94,13 @@ def transcribe(wav: Path, model: str | None, threads: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--minutes", default="10,60,240", help="lengths of speech, comma-separated")
-    parser.add_argument("--silence-minutes", type=float, default=0, help="also a digitally silent WAV this long")
+    parser.add_argument(
+        "--silence-minutes", type=float, default=0, help="also a digitally silent WAV this long"
+    )
     parser.add_argument("--base-minutes", type=float, default=10, help="distinct speech before it repeats")
     parser.add_argument("--model", default=None, help="a model folder (default: the bundled demo)")
     parser.add_argument("--threads", type=int, default=2)
