@@ -13,6 +13,7 @@ children (the worker) is read from /proc every 50 ms until it exits.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -25,8 +26,6 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-
-import contextlib
 
 from tests.bench.machine import machine_header  # noqa: E402
 
