@@ -796,6 +796,11 @@ class WorkerClient:
                 raise self._dead or WorkerError("the inference worker is not running", "restart Captioneer")
         return pending
 
+    def forget_request(self, request_id: int) -> None:
+        """Stop waiting for a request's answer (its caller gave up on it)."""
+        with self._lock:
+            self._pending.pop(request_id, None)
+
     def open_job_feed(self, job_id: int) -> JobFeed:
         feed = JobFeed(job_id)
         with self._lock:

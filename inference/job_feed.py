@@ -82,18 +82,23 @@ def run_job(
         def room() -> bool:
             return sent - feed.taken < MAX_BLOCKS_IN_FLIGHT
 
-        if feed.wait(lambda: feed.passes is not None, stop):
-            for _ in range(feed.passes or 0):
-                for block in blocks():
-                    if not feed.wait(room, stop):
-                        break
-                    if block.size:
-                        client.send_quietly(p.JobAudio(request_id, sent, p.audio_payload(block)))
-                        sent += 1
-                else:
-                    client.send_quietly(p.JobPassEnd(request_id))
-                    continue
-                break
+        try:
+            if feed.wait(lambda: feed.passes is not None, stop):
+                for _ in range(feed.passes or 0):
+                    for block in blocks():
+                        if not feed.wait(room, stop):
+                            break
+                        if block.size:
+                            client.send_quietly(p.JobAudio(request_id, sent, p.audio_payload(block)))
+                            sent += 1
+                    else:
+                        client.send_quietly(p.JobPassEnd(request_id))
+                        continue
+                    break
+        except BaseException:  # the source failed (a file longer than its header said, damaged): drop the job
+            client.forget_request(request_id)
+            client.send_quietly(p.CancelJob(request_id))
+            raise
         while True:  # the answer (or the failure, or the cancellation's Cancelled)
             try:
                 result = pending.future.result(timeout=_POLL_S)

@@ -141,9 +141,18 @@ class FileBlocks:
                 else None
             )
 
+        self.samples = 0  # decoded by the latest read (all of them once a read has ended)
+
     def __call__(self) -> Iterator[np.ndarray]:
+        self.samples = 0
         with open_audio(self.source, self.name) as reader:
-            yield from mono_16k_blocks(reader, self.limits)
+            for block in mono_16k_blocks(reader, self.limits):
+                self.samples += block.size
+                yield block
+
+    def decode_all(self) -> np.ndarray:
+        """The whole clip in one array (for what needs it all at once: speech stretches for subtitles)."""
+        return decode_mono_16k(self.source, self.limits, self.name)
 
 
 def decode_mono_16k(source: AudioInput, limits: AudioLimits, name: str | None = None) -> np.ndarray:

@@ -87,10 +87,11 @@ async def _transcribe(request: Request, *, details: bool, task: str | None = Non
 
     async def run() -> tuple[Transcript, float]:
         async with job.model.slot(job.busy_timeout_s):
-            # Decoding in the slot: concurrent uploads cannot all expand in memory at once.
-            await job.decode(config.max_audio_s)
+            # The header is read in the slot; the audio decodes block by block as the worker takes it.
+            await job.open_source(config.max_audio_s)
+            assert job.source is not None
             started = time.monotonic()
-            work = transcribe_file(job.model, job.audio, job.options, config.request_timeout_s)
+            work = transcribe_file(job.model, job.source, job.options, config.request_timeout_s)
             transcript = await shutdown.bounded(work)
             wall_s = time.monotonic() - started
             job.model.note_duration(wall_s)
@@ -100,7 +101,9 @@ async def _transcribe(request: Request, *, details: bool, task: str | None = Non
     if needs_speech_stretches(
         len(transcript.words), job.response_format
     ):  # off the event loop: ~1 s per minute
-        transcript.speech = await anyio.to_thread.run_sync(speech_stretches, job.audio)
+        assert job.source is not None  # the whole clip, only for subtitles of text without word times
+        audio = await anyio.to_thread.run_sync(job.source.decode_all)
+        transcript.speech = await anyio.to_thread.run_sync(speech_stretches, audio)
     return _render(job, transcript, wall_s, details, headers)
 
 
