@@ -90,7 +90,9 @@ def test_the_words_gate_and_long_form_in_blocks(tmp_path: Path) -> None:
     spec["speech_gate"] = {"method": "words", "margin_sec": 0.5}
     (model / "captioneer_model.json").write_text(json.dumps(spec))
     config = json.loads((model / "config.json").read_text())
-    config["encoder_config"]["max_position_embeddings"] = 256  # about 20 s: longer clips use long-form windows
+    config["encoder_config"]["max_position_embeddings"] = (
+        256  # about 20 s: longer clips use long-form windows
+    )
     (model / "config.json").write_text(json.dumps(config))
     audio = recording(45.0, seed=44).audio
     with load_engine(model, threads=2) as words_gate:  # type: ignore[attr-defined]
