@@ -109,3 +109,4 @@ def run_job(
             return result.as_transcript()
     finally:
         client.close_job_feed(request_id)
+        client.forget_request(request_id)  # answered, failed or given up on: nothing waits for it any more

@@ -131,13 +131,4 @@ class FileSource(ArraySource):
         return max(self.played_samples, expected if expected is not None else self.played_samples)
 
     def pieces(self, step: int) -> Iterator[np.ndarray]:
-        carry = np.zeros(0, np.float32)
-        for block in self.blocks():
-            if carry.size:
-                block = np.concatenate([carry, block])
-            whole = block.size - block.size % step
-            for start in range(0, whole, step):
-                yield block[start : start + step]
-            carry = block[whole:]
-        if carry.size:
-            yield carry
+        return self.blocks.pieces(step)

@@ -150,6 +150,19 @@ class FileBlocks:
                 self.samples += block.size
                 yield block
 
+    def pieces(self, step: int) -> Iterator[np.ndarray]:
+        """The audio in pieces of ``step`` samples (the last one shorter), as a live path takes it."""
+        carry = np.zeros(0, np.float32)
+        for block in self():
+            if carry.size:
+                block = np.concatenate([carry, block])
+            whole = block.size - block.size % step
+            for start in range(0, whole, step):
+                yield block[start : start + step]
+            carry = block[whole:]
+        if carry.size:
+            yield carry
+
     def decode_all(self) -> np.ndarray:
         """The whole clip in one array (for what needs it all at once: speech stretches for subtitles)."""
         return decode_mono_16k(self.source, self.limits, self.name)

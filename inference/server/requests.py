@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
-import numpy as np
 from starlette.datastructures import UploadFile
 from starlette.requests import ClientDisconnect, Request
 
@@ -67,31 +66,25 @@ _JSON_FIELDS = {
 @dataclass
 class TranscriptionRequest:
     model: ServedModel
-    upload: bytes  # the audio file as sent; decoded by ``decode`` once the request holds a slot of the model
+    upload: (
+        bytes  # the audio file as sent; read by ``open_source`` once the request holds a slot of the model
+    )
     upload_name: str
     options: dict[str, Any]  # validated request options for the engine
     response_format: str = "json"
     stream: bool = False
     notes: list[str] = field(default_factory=list)
     busy_timeout_s: float = 0.0  # how long the client will wait for a busy model before a 429
-    audio: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # mono float32 at SAMPLE_RATE
-    source: FileBlocks | None = None  # the upload as blocks (a file's transcription: its audio never whole)
-
-    async def decode(self, max_audio_s: float) -> None:
-        """Decode the upload (off the event loop); longer audio than ``max_audio_s`` is refused from the
-        header or as soon as decoding passes it, so a small compressed file cannot expand without bound."""
-        self.audio = await anyio.to_thread.run_sync(decode_audio, self.upload, self.upload_name, max_audio_s)
-        self.upload = b""
+    source: FileBlocks | None = None  # the upload as blocks, once the request holds a slot (``open_source``)
 
     async def open_source(self, max_audio_s: float) -> None:
-        """The upload as blocks for a streamed job (header checked off the event loop); ``audio`` stays empty."""
+        """The upload as blocks (header checked off the event loop): decoded as the worker takes them."""
         self.source = await anyio.to_thread.run_sync(audio_source, self.upload, self.upload_name, max_audio_s)
         self.upload = b""
 
     @property
     def duration_s(self) -> float:
-        samples = self.source.samples if self.source is not None else self.audio.size
-        return samples / SAMPLE_RATE
+        return (self.source.samples if self.source is not None else 0) / SAMPLE_RATE
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -350,23 +343,6 @@ def busy_timeout_s(value: Any) -> float:
             param="busy_timeout_ms",
         )
     return millis / 1000
-
-
-def decode_audio(data: bytes, name: str, max_audio_s: float) -> np.ndarray:
-    """The upload as mono 16 kHz, decoded block by block: its rate, channels and length are checked from the
-    header and its length again while decoding, so memory follows the limit, not what the file claims."""
-    from inference.audio.decoding import decode_mono_16k
-
-    if not data:
-        raise ApiError(400, f"the audio {name!r} is empty", "invalid_audio", param="file")
-    try:
-        with audio_errors(max_audio_s):
-            audio = decode_mono_16k(data, AudioLimits(max_audio_s), name)
-    except CaptioneerError as exc:
-        raise from_captioneer(exc, param="file") from None
-    if audio.size == 0:
-        raise ApiError(400, f"the audio {name!r} has no samples", "invalid_audio", param="file")
-    return audio
 
 
 def audio_source(data: bytes, name: str, max_audio_s: float) -> FileBlocks:

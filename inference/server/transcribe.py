@@ -173,18 +173,24 @@ async def sse_frames(
                 await task
 
 
-async def feed_file(stream: Any, audio: np.ndarray, pipe: EventPipe, timeout_s: float) -> None:
-    """A whole file through the live path, in PUSH_SECONDS pieces; then the final transcript. Past
-    ``timeout_s`` the stream is dropped and the answer ends with a 504 error event."""
+async def feed_file(stream: Any, audio: np.ndarray | FileBlocks, pipe: EventPipe, timeout_s: float) -> None:
+    """A whole file through the live path, in PUSH_SECONDS pieces (decoded as they go when ``audio`` is the
+    file's blocks); then the final transcript. Past ``timeout_s`` the stream is dropped and the answer ends with a
+    504 error event."""
 
     def run() -> Transcript:
         step = int(PUSH_SECONDS * SAMPLE_RATE)
         deadline = time.monotonic() + timeout_s
+        if isinstance(audio, FileBlocks):
+            pieces, limit = audio.pieces(step), audio.limits.max_seconds
+        else:
+            pieces, limit = (audio[start : start + step] for start in range(0, audio.size, step)), 0.0
         try:
-            for start in range(0, audio.size, step):
-                if time.monotonic() > deadline:
-                    raise _timeout(timeout_s)
-                stream.push(audio[start : start + step])
+            with audio_errors(limit):
+                for piece in pieces:
+                    if time.monotonic() > deadline:
+                        raise _timeout(timeout_s)
+                    stream.push(piece)
             return stream.finish(timeout=max(deadline - time.monotonic(), 0.001))  # type: ignore[no-any-return]
         except BaseException as exc:
             stream.cancel()
