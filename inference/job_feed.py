@@ -9,7 +9,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import Future
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -17,11 +18,28 @@ from inference import protocol as p
 from inference.contract import CancelToken, ProgressCallback, Transcript
 from inference.errors import WorkerError
 
-if TYPE_CHECKING:
-    from inference.client import WorkerClient
-
 MAX_BLOCKS_IN_FLIGHT = 4
 _POLL_S = 0.1
+
+
+class Submitted(Protocol):
+    future: Future[p.Message]
+
+
+class JobClient(Protocol):
+    """What a job needs of ``inference.client.WorkerClient``."""
+
+    def next_id(self) -> int: ...
+
+    def submit(self, message: p.Message, progress: ProgressCallback | None = None) -> Any: ...
+
+    def send_quietly(self, message: p.Message) -> bool: ...
+
+    def open_job_feed(self, job_id: int) -> JobFeed: ...
+
+    def close_job_feed(self, job_id: int) -> None: ...
+
+    def forget_request(self, request_id: int) -> None: ...
 
 
 class JobFeed:
@@ -52,7 +70,7 @@ class JobFeed:
 
 
 def run_job(
-    client: WorkerClient,
+    client: JobClient,
     engine_id: str,
     blocks: Callable[[], Iterable[np.ndarray]],
     expected_samples: int | None,
@@ -76,7 +94,9 @@ def run_job(
         return pending.future.done() or cancel_sent
 
     try:
-        pending = client.submit(p.OpenJob(request_id, engine_id, options, expected_samples), progress)
+        pending: Submitted = client.submit(
+            p.OpenJob(request_id, engine_id, options, expected_samples), progress
+        )
         sent = 0
 
         def room() -> bool:

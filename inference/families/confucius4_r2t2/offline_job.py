@@ -6,7 +6,7 @@ filled is held. One pass; the transcript is ``R2T2Engine.transcribe``'s (tests/c
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -16,20 +16,29 @@ from inference.errors import UsageError
 from inference.families.confucius4_r2t2.spans import OFFLINE_SPAN_SECONDS
 from inference.offline_jobs import ArrivingAudio
 
-if TYPE_CHECKING:
-    from inference.families.confucius4_r2t2.engine import R2T2Engine, SpanResult
+
+class SpanEngine(Protocol):
+    """What the job needs of ``R2T2Engine`` (spans are its ``SpanResult``)."""
+
+    def offline_request(self, request_options: dict[str, Any]) -> tuple[str, int, str]: ...
+
+    def transcribe_span(
+        self, samples: np.ndarray, language: str, max_tokens: int, context: str, offset_s: float = 0.0
+    ) -> Any: ...
+
+    def spans_transcript(self, spans: list[Any], total_s: float, wall_s: float) -> Transcript: ...
 
 
 class R2T2OfflineJob:
     passes = 1
 
-    def __init__(self, engine: R2T2Engine, request_options: dict[str, Any], control: JobControl) -> None:
+    def __init__(self, engine: SpanEngine, request_options: dict[str, Any], control: JobControl) -> None:
         self.engine = engine
         self.control = control
         self.language, self.max_tokens, self.context = engine.offline_request(request_options)
         self.span_samples = seconds_to_samples(OFFLINE_SPAN_SECONDS, SAMPLE_RATE)
         self._audio = ArrivingAudio()
-        self._spans: list[SpanResult] = []
+        self._spans: list[Any] = []
         self._ended = False
         self._started = time.perf_counter()
 

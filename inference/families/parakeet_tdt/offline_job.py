@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -36,7 +36,6 @@ from inference.offline_jobs import ArrivingAudio
 
 if TYPE_CHECKING:
     from inference.audio.vad import SileroVad
-    from inference.families.parakeet_tdt.engine import ParakeetEngine
 
 _ZEROS = np.zeros(1 << 16, np.float32)  # leading digital silence fed to the VAD in pieces of this size
 
@@ -77,6 +76,44 @@ class _SpeechPass:
         self._probabilities.append(self.vad.push(pcm))
 
 
+class PlanningEngine(Protocol):
+    """What the job needs of ``ParakeetEngine`` (engine.py): its settings and the steps of its ``_decode``."""
+
+    session: Any
+    config: Any
+    encoder: Any
+    tokenizer: Any
+    speech_gate: Any
+    samples_per_frame: int
+
+    def token_bias(self, request: RequestSettings) -> Any: ...
+
+    def new_vad(self) -> Any: ...
+
+    def plan_vad_spans(self, speech: list[Span], n_samples: int, request: RequestSettings) -> list[Span]: ...
+
+    def long_form_budget(self, n_samples: int) -> int: ...
+
+    def decode_long_form_window(
+        self,
+        window_samples: np.ndarray,
+        window: LongFormWindow,
+        state: DecoderState | None,
+        remaining: int,
+        bias: Any,
+    ) -> tuple[list[TokenStep], DecoderState | None]: ...
+
+    def decode_full_context(
+        self, samples: np.ndarray, span: Span, budget: int | None, bias: Any = None
+    ) -> SpanDecode: ...
+
+    def near_speech(self, decoded: SpanDecode, speech: list[Span], margin: int) -> SpanDecode: ...
+
+    def render_transcript(
+        self, mode: DecodeMode, spans: list[SpanDecode], n_samples: int, keep_language_tags: bool
+    ) -> Transcript: ...
+
+
 @dataclass
 class _LongForm:
     remaining: int
@@ -86,7 +123,7 @@ class _LongForm:
 class ParakeetOfflineJob:
     passes = 2
 
-    def __init__(self, engine: ParakeetEngine, request_options: dict[str, Any], control: JobControl) -> None:
+    def __init__(self, engine: PlanningEngine, request_options: dict[str, Any], control: JobControl) -> None:
         self.engine = engine
         self.request = RequestSettings.from_options(request_options)
         self.control = control

@@ -6,7 +6,7 @@ is held. One pass; the transcript is ``WhisperEngine.transcribe``'s (tests/whisp
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -15,21 +15,30 @@ from inference.errors import UsageError
 from inference.families.whisper_ct2.options import RequestSettings
 from inference.offline_jobs import ArrivingAudio
 
-if TYPE_CHECKING:
-    from inference.families.whisper_ct2.engine import WhisperEngine, WindowResult
+
+class WindowEngine(Protocol):
+    """What the job needs of ``WhisperEngine`` (windows are its ``WindowResult``)."""
+
+    features: Any
+
+    def check_request(self, request: RequestSettings) -> None: ...
+
+    def decode_placed_window(self, window: np.ndarray, start: int, request: RequestSettings) -> Any: ...
+
+    def windows_transcript(self, windows: list[Any], request: RequestSettings) -> Transcript: ...
 
 
 class WhisperOfflineJob:
     passes = 1
 
-    def __init__(self, engine: WhisperEngine, request_options: dict[str, Any], control: JobControl) -> None:
+    def __init__(self, engine: WindowEngine, request_options: dict[str, Any], control: JobControl) -> None:
         self.engine = engine
         self.control = control
         self.request = RequestSettings.from_options(request_options)
         engine.check_request(self.request)
         self.window_samples = engine.features.window_samples
         self._audio = ArrivingAudio()
-        self._windows: list[WindowResult] = []
+        self._windows: list[Any] = []
         self._ended = False
         self._started = time.perf_counter()
 
