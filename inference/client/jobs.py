@@ -27,7 +27,7 @@ class Submitted(Protocol):
 
 
 class JobClient(Protocol):
-    """What a job needs of ``inference.client.WorkerClient``."""
+    """What a job needs of its client (``WorkerClient``)."""
 
     def next_id(self) -> int: ...
 
