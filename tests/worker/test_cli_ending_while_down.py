@@ -38,6 +38,19 @@ FIRST = "emma quickly closed the early bottle and sang"
 GAP = re.compile(r"\[… ([0-9.]+)–([0-9.]+) s not transcribed …\]")
 
 
+def kill_workers_past_the_limit(parent: int) -> None:
+    """SIGKILL the worker of ``parent`` four times, each new one once it was spawned (a death while it loads
+    counts as well): the default policy restarts 3 times in 300 s, so the fourth death trips the limit."""
+    killed: set[int] = set()
+    for _ in range(4):
+        deadline = time.monotonic() + DEADLINE_S
+        while (pid := worker_of(parent, DEADLINE_S)) in killed:
+            assert time.monotonic() < deadline, "no new worker was started"
+            time.sleep(0.02)
+        os.kill(pid, signal.SIGKILL)
+        killed.add(pid)
+
+
 class StreamingCli:
     """``captioneer transcribe - --mode streaming`` on raw f32le PCM, its stdout and stderr collected as they
     arrive (text mode prints committed text without a newline, so lines cannot be waited for)."""
@@ -97,17 +110,6 @@ class StreamingCli:
                     raise AssertionError(f"no {what} within {DEADLINE_S:g} s; stderr: {self._err.decode()}")
                 self._changed.wait(min(left, 1.0))
 
-    def kill_workers_past_the_limit(self) -> None:
-        """SIGKILL four workers in turn, each once it was spawned (a death while loading counts as well)."""
-        killed: set[int] = set()
-        for _ in range(4):
-            deadline = time.monotonic() + DEADLINE_S
-            while (pid := worker_of(self.process.pid, DEADLINE_S)) in killed:
-                assert time.monotonic() < deadline, "no new worker was started"
-                time.sleep(0.02)
-            os.kill(pid, signal.SIGKILL)
-            killed.add(pid)
-
     def end(self) -> int:
         code = self.process.wait(timeout=DEADLINE_S)
         for reader in self._readers:
@@ -130,7 +132,7 @@ def test_the_end_of_input_while_the_worker_is_down_prints_what_was_heard_with_a_
         speech = _speech()
         cli.send(speech)
         cli.wait_for("the first sentence committed", lambda: '"type": "delta"' in cli.out)
-        cli.kill_workers_past_the_limit()
+        kill_workers_past_the_limit(cli.process.pid)
         cli.wait_for("the restart limit", lambda: '"kind": "worker_failed"' in cli.out)
         cli.send(speech)  # heard while no worker runs: held, then marked as not transcribed
         assert cli.process.stdin is not None
@@ -160,7 +162,7 @@ def test_ctrl_c_while_the_worker_is_down_prints_the_text_heard_and_exits_3() -> 
     try:
         cli.send(_speech())  # stdin stays open: only the interrupt ends the stream
         cli.wait_for("the first sentence committed", lambda: FIRST in cli.out)
-        cli.kill_workers_past_the_limit()
+        kill_workers_past_the_limit(cli.process.pid)
         # No worker answers this: the last one is dead, and the client gives up on it (whether before or after
         # the interrupt, the audio is marked as not transcribed).
         cli.send(_speech())
