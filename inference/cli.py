@@ -502,6 +502,7 @@ def _run_stream(
     """
     import threading
 
+    from inference.audio.devices.gaps import GapMarkers
     from inference.client import BacklogPolicy
     from inference.contract import SAMPLE_RATE, Delta, Stats, event_to_json
 
@@ -530,8 +531,10 @@ def _run_stream(
         if args.input
         else BacklogPolicy("block")
     )
+    # A live device that goes away leaves a marked gap in the transcript (as in the window).
+    gaps = GapMarkers(print_events)
     stream = engine.open_stream(
-        on_events=print_events, backlog=backlog, mode=args.stream_mode, **request_options
+        on_events=gaps.deliver, backlog=backlog, mode=args.stream_mode, **request_options
     )
     step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
     try:
@@ -544,6 +547,7 @@ def _run_stream(
                     args.input,
                     step,
                     lambda note: sys.stderr.write(f"captioneer: {note}\n"),
+                    on_gap=gaps.add,
                 )
         elif audio is not None:
             for start in range(0, audio.size, step):
@@ -568,11 +572,14 @@ def _run_stream(
     except WorkerError as exc:
         if client.gave_up is None:
             raise
+        gaps.flush()
         final = _end_while_down(stream, exc, print_events, deltas, lock)
         heard_only = True
+    else:
+        gaps.flush()
     if printed:
         out.write("\n")
-    return final, heard_only
+    return gaps.into(final), heard_only
 
 
 def _end_while_down(
