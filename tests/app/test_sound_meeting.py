@@ -79,10 +79,14 @@ def conversation(folder: Path, bleed_db: float) -> tuple[Path, Path]:
 
 
 def play_together(server: SoundServer, speakers: Path, microphone: Path) -> None:
-    """Both files at once, as a call's far end and the person at the laptop: two paplay processes."""
+    """Both files at once, as a call's far end and the person at the laptop: two paplay processes.
+
+    Each buffers 1 s: with 100 ms, a loaded machine (two busy loops on 2 cores) starved one player now and then
+    ("Stream underrun" mid-file, 2-12 times a run), which shifted the speakers' audio against the copy baked into
+    the microphone's file by tens of ms. A real microphone hears the speakers themselves and cannot drift so."""
     players = [
         subprocess.Popen(
-            ["paplay", "--latency-msec=100", f"--device={device}", str(wav)],
+            ["paplay", "--latency-msec=1000", f"--device={device}", str(wav)],
             env=server.env,
             preexec_fn=die_with_parent,
         )
