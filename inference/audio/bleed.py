@@ -17,8 +17,11 @@ quieter. ``BleedFilter`` removes that copy from the microphone before it is tran
    user's own voice is uncorrelated with the playback, so it stays in the residual when both talk at once.
 4. **Suppression.** A block whose residual is at least ``explained_db`` below the microphone's own energy is
    explained by the playback: it is silenced (``floor_gain``, with a ramp, no clicks). Attenuating is not
-   enough: the speech models normalise levels, and the demo model still captions the far end at -60 dB. Any
-   other block keeps its residual: the user's words, the echo taken out.
+   enough: the speech models normalise levels, and the demo model still captions the far end at -60 dB. Between
+   ``explained_db`` and ``surely_explained_db`` the residual may be the user's voice under a louder far end
+   (both talk): it is silenced only if a fit of the playback to that block alone takes most of it out (what the
+   echo filter missed), never the user's word onsets and ends. Any other block keeps its residual: the user's
+   words, the echo taken out.
 
 Pure numpy, no Qt, no threads: the caller feeds both streams in order (``push_reference``, ``push_microphone``)
 and takes the cleaned microphone with ``pull``; ``remove_bleed`` does it for whole arrays.
@@ -61,6 +64,11 @@ class BleedSettings:
     keep_share: float = 0.8  # a new delay needs this share of the current one's standing to replace it
     replace_margin: float = 0.15  # and must beat the current delay's correlation in the same window by this
     explained_db: float = -10.0  # residual this far below the microphone: the block is playback
+    # ... unless, between these two, the residual is not playback at all: your voice, quieter than theirs where
+    # both talk (with -3 dB bleed, word ends and onsets at -10 to -24 dB were silenced)
+    surely_explained_db: float = -25.0
+    # a fit of the playback to the block alone takes what the echo filter missed at least this far down
+    refit_gain_db: float = -6.0
     floor_gain: float = 0.0  # a block of playback is silenced (see 4. above)
     silence_rms: float = 1e-4  # -80 dBFS: no playback, or nothing heard
     max_wait: int = 56000  # microphone samples held back waiting for the playback before going on without it
@@ -239,7 +247,10 @@ class BleedFilter:
             self._weights = _fit(np.ascontiguousarray(columns), self._mic.slice(end - s.window, end))
         residual = mic_block - np.asarray(self._weights @ columns[:, -s.block :], dtype=np.float32)
         ratio_db = _db(_energy(residual) / max(_energy(mic_block), 1e-20))
-        if ratio_db <= s.explained_db:
+        explained = ratio_db <= s.surely_explained_db or (
+            ratio_db <= s.explained_db and _still_playback(residual, columns[:, -s.block :], s)
+        )
+        if explained:
             self.report.blocks_suppressed += 1
             self.report.suppressed_db.append(ratio_db)
             return self._ramped(residual, s.floor_gain)
@@ -338,6 +349,14 @@ def _steady(mic: np.ndarray, playback: np.ndarray, s: BleedSettings, parts: int 
         if min(ea, eb) > a.size * s.silence_rms**2:
             values.append(abs(float(np.dot(a.astype(np.float64), b.astype(np.float64)))) / math.sqrt(ea * eb))
     return float(np.median(values)) if len(values) > parts // 2 else 0.0
+
+
+def _still_playback(residual: np.ndarray, columns: np.ndarray, s: BleedSettings) -> bool:
+    """Whether the residual is what the echo filter missed (the playback, which a fit on this block alone takes
+    out) rather than other sound (your voice: a fit of ``taps`` columns to ``block`` samples takes out little)."""
+    wide = columns.astype(np.float64)
+    left = residual.astype(np.float64) - wide.T @ _fit(wide, residual.astype(np.float64))
+    return _db(_energy(left) / max(_energy(residual), 1e-20)) <= s.refit_gain_db
 
 
 def _fit(columns: np.ndarray, mic_window: np.ndarray) -> np.ndarray:
