@@ -84,19 +84,30 @@ class Segment:
     start_s: float
     end_s: float
     words: tuple[Word, ...] = ()
+    speaker: str | None = None  # who said it, where a transcript has speakers (the app's meeting mode)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "text": self.text,
             "start": _round(self.start_s),
             "end": _round(self.end_s),
             "words": [w.to_json() for w in self.words],
         }
+        if self.speaker is not None:
+            data["speaker"] = self.speaker
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Segment:
         words = tuple(Word.from_json(w) for w in data.get("words", ()))
-        return cls(str(data["text"]), float(data["start"]), float(data["end"]), words)
+        speaker = data.get("speaker")
+        return cls(
+            str(data["text"]),
+            float(data["start"]),
+            float(data["end"]),
+            words,
+            str(speaker) if speaker is not None else None,
+        )
 
 
 @dataclass(frozen=True)
