@@ -13,7 +13,7 @@ from app.settings import Settings, SettingsStore
 from app.state import AppState, installed_models
 from app.views.caption_panel import CaptionPanel
 from inference.errors import CaptioneerError
-from inference.models.spec import load_family_spec
+from inference.registry import FamilyRegistry
 
 
 class ModelPicker:
@@ -65,7 +65,7 @@ class ModelPicker:
         if choice is None or choice.family is None:
             return False
         try:
-            task = load_family_spec(choice.family).request_options.get("task")
+            task = FamilyRegistry.from_environment().spec(choice.family).request_options.get("task")
         except CaptioneerError:
             return False
         return task is not None and "translate" in task.choices
@@ -76,7 +76,7 @@ class ModelPicker:
         if choice is None or choice.family is None:
             return False
         try:
-            return option in load_family_spec(choice.family).request_options
+            return option in FamilyRegistry.from_environment().spec(choice.family).request_options
         except CaptioneerError:
             return False
 
