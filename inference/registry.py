@@ -3,14 +3,16 @@ would otherwise name a family (the engine loader, the worker, the store, the CLI
 
 ``FamilyRegistry.from_environment()`` gives the built-in families followed by the ones in the folders named by
 ``CAPTIONEER_FAMILY_PATH`` (``os.pathsep``-separated). Such a folder is a Python package holding a ``family.py``
-that exports ``FAMILY``, a :class:`~inference.family.ModelFamily`; it is imported as the package
-``captioneer_family_<folder name>``, so its engine factory is ``captioneer_family_<folder name>.engine:...``.
+that exports ``FAMILY``, a :class:`~inference.family.ModelFamily`; it is imported as a package named after the
+folder and its path (``captioneer_family_<folder name>_<hash>``), so its descriptor names its engine factory
+from ``__package__`` (``f"{__package__}.engine:create_engine"``).
 The environment travels to the spawned worker, which builds the same registry. A registry is a value: each
 process (or test) builds its own and passes it on; nothing is registered globally.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -124,7 +126,8 @@ def load_family_folder(folder: Path) -> ModelFamily:
             f"{folder} is not a model family folder (it needs __init__.py and {DESCRIPTOR_MODULE}.py)",
             f"fix {FAMILY_PATH_VARIABLE}",
         )
-    package = PACKAGE_PREFIX + folder.name
+    # The same name in every process (the worker imports the factory by it), distinct for same-named folders.
+    package = f"{PACKAGE_PREFIX}{folder.name}_{hashlib.sha256(str(folder).encode()).hexdigest()[:12]}"
     if package not in sys.modules:  # the import system's own table: loaded once per process, like any module
         spec = importlib.util.spec_from_file_location(package, init, submodule_search_locations=[str(folder)])
         if spec is None or spec.loader is None:

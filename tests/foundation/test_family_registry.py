@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -65,3 +66,30 @@ def test_the_live_defaults_come_from_the_descriptors() -> None:
     assert families.get("confucius4_r2t2").live.session_options == (("endpointing", True),)
     assert families.get("parakeet_tdt").live.weight_variants["int8"].backend == "cpu"
     assert families.get("whisper_ct2").live.session_options == ()
+
+
+def _family_folder(root: Path, body: str) -> Path:
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "family.py").write_text(body)
+    return root
+
+
+def test_a_family_folder_without_a_descriptor_is_named(tmp_path: Path) -> None:
+    folder = _family_folder(tmp_path / "empty_family", "NAME = 'nothing'\n")
+    with pytest.raises(ModelError, match="exports no FAMILY"):
+        FamilyRegistry.from_environment({"CAPTIONEER_FAMILY_PATH": str(folder)})
+
+
+def test_family_folders_of_one_name_in_two_places_stay_apart(tmp_path: Path) -> None:
+    body = (
+        "from inference.family import ModelFamily\n"
+        "FAMILY = ModelFamily(name={name!r}, display_name='x', engine_factory='x:y', detect=lambda f, c: False)\n"
+    )
+    first = _family_folder(tmp_path / "a" / "plugin", body.format(name="first"))
+    second = _family_folder(tmp_path / "b" / "plugin", body.format(name="second"))
+    path = f"{first}{os.pathsep}{second}"
+    assert FamilyRegistry.from_environment({"CAPTIONEER_FAMILY_PATH": path}).names()[-2:] == (
+        "first",
+        "second",
+    )
