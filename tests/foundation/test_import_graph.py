@@ -228,3 +228,18 @@ def test_every_module_imports_only_its_layer_and_those_below() -> None:
 def test_no_family_imports_another() -> None:
     crossings = _family_crossings(_import_graph())
     assert not crossings, "\n".join(crossings)
+
+
+def test_the_app_imports_no_family_folder_native_code_or_engine() -> None:
+    """The app loads models through the client only (docs/architecture.md §1); the descriptors it reads come
+    from the registry."""
+    graph = _import_graph()
+    off_limits = ("inference.families", "inference.native", "inference.engine", "inference.worker")
+    offenders = sorted(
+        f"{module} imports {imported}"
+        for module, edges in graph.items()
+        if module.startswith("app")
+        for imported in edges
+        if imported.startswith(off_limits)
+    )
+    assert not offenders, "\n".join(offenders)
