@@ -5,15 +5,19 @@ all-or-nothing assembly as an install."""
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 from inference.errors import UsageError
 from inference.models.assembly import StoreInstaller
+from inference.models.catalog import Catalog
 from inference.models.fsops import copy_hashing, remove_tree, walk_files
+from inference.models.hub import HubClient
 from inference.models.layout import locate_model
 from inference.models.marker import INSTALL_MARKER, InstallMarker, write_marker
 from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter
-from inference.models.source_import import SOURCE_OPTIONS, SourceImport, SourceImporter, claiming
+from inference.models.source_import import SOURCE_OPTIONS, Planned, SourceImport, SourceImporter, claiming
 from inference.models.spec import PackageSpec
 from inference.models.store_layout import DISK_RESERVE_BYTES, PACKAGE_ID, SKIP_IMPORT_DIRS, slug
 
@@ -55,7 +59,7 @@ class StoreImporter(StoreInstaller):
                     "import it without --link",
                 )
             request = SourceImport(source, package_id, sidecars, sha256, license_text, progress, cancel)
-            return importer.import_source(self, request)
+            return importer.import_source(_ImportTools(self), request)
         family = self.conversions.detect_family(source)  # a ModelError with a fix if no family loads it
         pid = package_id or slug(source.stem if source.is_file() else source.name)
         if not PACKAGE_ID.match(pid):
@@ -157,3 +161,63 @@ def _check_source_options(
         f"{flags} {verb} to {' and '.join(i.label for i in takers)} only",
         f"{leave} for this model, or pass " + " or ".join(i.example for i in takers),
     )
+
+
+class _ImportTools:
+    """The store as a source importer sees it (``source_import.ConvertingStore``)."""
+
+    def __init__(self, store: StoreImporter) -> None:
+        self._store = store
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._store.catalog
+
+    @property
+    def root(self) -> Path:
+        return self._store.root
+
+    @property
+    def hub(self) -> HubClient:
+        return self._store.hub
+
+    def package_lock(self, package_id: str, action: str) -> AbstractContextManager[None]:
+        return self._store._package_lock(package_id, action)
+
+    def cleanup(self, keep: str) -> None:
+        self._store.cleanup(keep=keep)
+
+    def require_space(self, needed: int, purpose: str) -> None:
+        self._store._require_space(needed, purpose)
+
+    def plan(self, pkg: PackageSpec, cancel: threading.Event | None) -> list[Planned]:
+        return self._store._plan(pkg, cancel)
+
+    def remaining(self, planned: list[Planned]) -> int:
+        return self._store._remaining(planned)
+
+    def download_all(
+        self,
+        pkg: PackageSpec,
+        planned: list[Planned],
+        tracker: ProgressTracker,
+        cancel: threading.Event | None,
+    ) -> None:
+        self._store._download_all(pkg, planned, tracker, cancel)
+
+    def verify_downloads(
+        self, planned: list[Planned], tracker: ProgressTracker, cancel: threading.Event | None
+    ) -> None:
+        self._store._verify_downloads(planned, tracker, cancel)
+
+    def assemble_converted(
+        self,
+        pkg: PackageSpec,
+        planned: list[Planned],
+        tracker: ProgressTracker,
+        cancel: threading.Event | None,
+        converter: Any,
+        source: Path,
+        sidecars: Path | None,
+    ) -> Path:
+        return self._store._assemble_converted(pkg, planned, tracker, cancel, converter, source, sidecars)

@@ -45,9 +45,12 @@ Planned = Any
 
 
 class ConvertingStore(Protocol):
-    """The parts of ``ModelStore`` a source importer uses."""
+    """What a source importer may use of the store: its catalog, folder and hub, the package lock, the cleanup of
+    what a killed import left, the free-space check, planned downloads and the assembly of a converted package
+    (which reports it done)."""
 
-    catalog: Catalog
+    @property
+    def catalog(self) -> Catalog: ...
 
     @property
     def root(self) -> Path: ...
@@ -55,19 +58,17 @@ class ConvertingStore(Protocol):
     @property
     def hub(self) -> HubClient: ...
 
-    def _package_lock(self, package_id: str, action: str) -> AbstractContextManager[None]: ...
+    def package_lock(self, package_id: str, action: str) -> AbstractContextManager[None]: ...
 
-    def cleanup(
-        self, partial_max_age_s: float = ..., everything: bool = False, keep: str | None = None
-    ) -> list[Path]: ...
+    def cleanup(self, keep: str) -> None: ...
 
-    def _require_space(self, needed: int, purpose: str) -> None: ...
+    def require_space(self, needed: int, purpose: str) -> None: ...
 
-    def _plan(self, pkg: PackageSpec, cancel: threading.Event | None) -> list[Planned]: ...
+    def plan(self, pkg: PackageSpec, cancel: threading.Event | None) -> list[Planned]: ...
 
-    def _remaining(self, planned: list[Planned]) -> int: ...
+    def remaining(self, planned: list[Planned]) -> int: ...
 
-    def _download_all(
+    def download_all(
         self,
         pkg: PackageSpec,
         planned: list[Planned],
@@ -75,11 +76,11 @@ class ConvertingStore(Protocol):
         cancel: threading.Event | None,
     ) -> None: ...
 
-    def _verify_downloads(
+    def verify_downloads(
         self, planned: list[Planned], tracker: ProgressTracker, cancel: threading.Event | None
     ) -> None: ...
 
-    def _assemble_converted(
+    def assemble_converted(
         self,
         pkg: PackageSpec,
         planned: list[Planned],

@@ -87,12 +87,12 @@ def import_nemo(store: ConvertingStore, request: SourceImport) -> Path:
         "catalog_package": named.id if named is not None else None,
     }
     store.root.mkdir(parents=True, exist_ok=True)
-    with store._package_lock(pid, "import"):
+    with store.package_lock(pid, "import"):
         if (store.root / pid / INSTALL_MARKER).exists():
             raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
         store.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
-        store._require_space(
+        store.require_space(
             NEMO_FLOAT32_FACTOR * total + total + DISK_RESERVE_BYTES, f"to import {source.name}"
         )
         converter = nemo.import_converter(source, sidecars, stock, provenance)
-        return store._assemble_converted(pkg, [], tracker, cancel, converter, source, sidecars)
+        return store.assemble_converted(pkg, [], tracker, cancel, converter, source, sidecars)

@@ -82,7 +82,7 @@ def import_phonon2(store: ConvertingStore, request: SourceImport) -> Path:
         languages=("en",),
     )
     store.root.mkdir(parents=True, exist_ok=True)
-    with store._package_lock(pid, "import"):
+    with store.package_lock(pid, "import"):
         if (store.root / pid / INSTALL_MARKER).exists():
             raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
         store.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
@@ -95,11 +95,11 @@ def import_phonon2(store: ConvertingStore, request: SourceImport) -> Path:
         planned: list[PlannedFile] = []
         if side_files:
             tracker.emit("checking", message=f"asking {store.hub.endpoint} for the sidecars", force=True)
-            planned = store._plan(pkg, cancel)
-        needed = store._remaining(planned) + phonon_extra_space(pkg) + DISK_RESERVE_BYTES
-        store._require_space(needed, f"to import {source.name}")
+            planned = store.plan(pkg, cancel)
+        needed = store.remaining(planned) + phonon_extra_space(pkg) + DISK_RESERVE_BYTES
+        store.require_space(needed, f"to import {source.name}")
         if planned:
-            store._download_all(pkg, planned, tracker, cancel)
-            store._verify_downloads(planned, tracker, cancel)
+            store.download_all(pkg, planned, tracker, cancel)
+            store.verify_downloads(planned, tracker, cancel)
         converter = phonon.import_converter(source, sidecars)
-        return store._assemble_converted(pkg, planned, tracker, cancel, converter, source, sidecars)
+        return store.assemble_converted(pkg, planned, tracker, cancel, converter, source, sidecars)
