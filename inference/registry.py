@@ -40,6 +40,8 @@ PACKAGE_PREFIX = "captioneer_family_"
 
 
 class FamilyRegistry:
+    """The families, by name, in detection order; what the rest of Captioneer asks instead of naming one."""
+
     def __init__(self, families: Sequence[ModelFamily] = BUILTIN_FAMILIES) -> None:
         by_name: dict[str, ModelFamily] = {}
         for family in families:
