@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "inference",
             "inference.streaming",
+            "inference.streaming_windows",
             "inference.audio.*",
             "inference.native.*",
             "inference.contract",
