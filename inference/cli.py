@@ -493,6 +493,7 @@ def _run_stream(
     """
     import threading
 
+    from inference.audio.devices.gaps import GapMarkers
     from inference.client import BacklogPolicy
     from inference.contract import SAMPLE_RATE, Delta, Stats, event_to_json
 
@@ -518,8 +519,10 @@ def _run_stream(
         if args.input
         else BacklogPolicy("block")
     )
+    # A live device that goes away leaves a marked gap in the transcript (as in the window).
+    gaps = GapMarkers(print_events)
     stream = engine.open_stream(
-        on_events=print_events, backlog=backlog, mode=args.stream_mode, **request_options
+        on_events=gaps.deliver, backlog=backlog, mode=args.stream_mode, **request_options
     )
     step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
     try:
@@ -532,6 +535,7 @@ def _run_stream(
                     args.input,
                     step,
                     lambda note: sys.stderr.write(f"captioneer: {note}\n"),
+                    on_gap=gaps.add,
                 )
         elif audio is not None:
             for start in range(0, audio.size, step):
@@ -551,9 +555,10 @@ def _run_stream(
     except KeyboardInterrupt:
         sys.stderr.write("captioneer: interrupted; finishing the transcript\n")
     final = stream.finish()
+    gaps.flush()
     if printed:
         out.write("\n")
-    return final
+    return gaps.into(final)
 
 
 @contextlib.contextmanager

@@ -84,19 +84,30 @@ class Segment:
     start_s: float
     end_s: float
     words: tuple[Word, ...] = ()
+    speaker: str | None = None  # who said it, where a transcript has speakers (the app's meeting mode)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "text": self.text,
             "start": _round(self.start_s),
             "end": _round(self.end_s),
             "words": [w.to_json() for w in self.words],
         }
+        if self.speaker is not None:
+            data["speaker"] = self.speaker
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Segment:
         words = tuple(Word.from_json(w) for w in data.get("words", ()))
-        return cls(str(data["text"]), float(data["start"]), float(data["end"]), words)
+        speaker = data.get("speaker")
+        return cls(
+            str(data["text"]),
+            float(data["start"]),
+            float(data["end"]),
+            words,
+            str(speaker) if speaker is not None else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -264,6 +275,7 @@ ERROR_KINDS = (
     "worker_hung",  # the worker stopped answering and was killed
     "worker_restarted",  # not fatal: the worker died; a new one is starting and will replay the audio
     "worker_resumed",  # not fatal, a notice: the new worker took the stream over
+    "worker_failed",  # not fatal: the restart limit tripped; the stream stays open until a worker is revived
     "backlog",  # audio arrives faster than it is transcribed and the policy refused it
     "cancelled",
     "internal",  # a bug: report it
