@@ -18,7 +18,6 @@ from filelock import FileLock, Timeout
 from inference.errors import UsageError
 from inference.models.catalog import Catalog
 from inference.models.conversion import ConversionRegistry
-from inference.models.default_conversions import default_conversions
 from inference.models.errors import DiskSpaceError
 from inference.models.fsops import is_linked, remove_tree, walk_files
 from inference.models.hashing import sha256_file
@@ -46,7 +45,8 @@ class StoreBase:
         self.paths = paths
         self.catalog = catalog or Catalog(paths)
         self._hub = hub
-        self.conversions = conversions or default_conversions()
+        # The families' hooks (``FamilyRegistry.conversions()``); without them the store converts nothing.
+        self.conversions = conversions or ConversionRegistry()
         self.disk_usage = disk_usage
         self.clock = clock
 

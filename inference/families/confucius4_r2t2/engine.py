@@ -31,7 +31,6 @@ from inference.contract import (
     Timing,
     Transcript,
 )
-from inference.engine import EngineRequest
 from inference.errors import ModelError, UsageError
 from inference.families.confucius4_r2t2.audio_tower import AudioTower
 from inference.families.confucius4_r2t2.checkpoint import R2T2Checkpoint, load_checkpoint
@@ -46,6 +45,7 @@ from inference.families.confucius4_r2t2.prompt import PromptOverflow, build_prom
 from inference.families.confucius4_r2t2.spans import join_span_texts, plan_offline_spans
 from inference.families.confucius4_r2t2.streaming import R2T2Stream
 from inference.families.confucius4_r2t2.thinker import GreedyResult, Thinker, ThinkerOptions
+from inference.family import EngineRequest
 from inference.models.spec import FamilySpec, load_family_spec
 from inference.native import Backend, open_backend
 
