@@ -86,7 +86,7 @@ class MeetingPipeline:
             for pipeline in started:
                 pipeline.cancel()
             raise
-        self.source._named_by_devices()
+        self.source.name_after_devices()
 
     def stop(self, timeout_s: float = 600.0) -> None:
         """Drain both streams at once (call off the GUI thread); then the merged transcript ends the session."""
@@ -113,7 +113,7 @@ class MeetingPipeline:
         self.pipelines[YOU].swap_source(source.you)
         self.pipelines[OTHERS].swap_source(source.others)
         self.source = source
-        source._named_by_devices()
+        source.name_after_devices()
 
     def cancel(self) -> None:
         for pipeline in self.pipelines.values():

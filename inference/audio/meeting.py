@@ -51,7 +51,7 @@ class MeetingInput:
         self.others = _SystemSide(self)
         self.name = "the microphone (You) and what this computer plays (Others)"
 
-    def _named_by_devices(self) -> None:
+    def name_after_devices(self) -> None:
         """Once both are open, the devices' own names say what is captured."""
         self.name = f"{self.microphone.name} (You) and {self.system.name} (Others)"
 
