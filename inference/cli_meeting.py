@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from inference.contract import Delta, Stats, StreamEvent, Transcript, event_to_json
+from inference.contract import Delta, Done, Stats, StreamEvent, Transcript, event_to_json
 from inference.speakers import OTHERS, YOU, label_lead, merge_finals
 
 
@@ -103,5 +103,7 @@ def run_meeting_stream(
     except KeyboardInterrupt:
         notify("interrupted; finishing the transcript")
     finals = {speaker: stream.finish() for speaker, stream in streams.items()}
+    for speaker, final in finals.items():  # each speaker's own final (jsonl), as the window gets them
+        printer.print_events(speaker, [Done(final)])
     printer.end_line()
     return merge_finals(finals)

@@ -24,8 +24,10 @@ class _LateSource(ArraySource):
         super().__init__(np.zeros(16000, np.float32), name, speed=8.0)
         self.waiting = threading.Event()  # someone waits for the first audio
         self.delivering = threading.Event()
+        self.waited_on: threading.Thread | None = None
 
     def wait_until_delivering(self) -> bool:
+        self.waited_on = threading.current_thread()
         self.waiting.set()
         return self.delivering.wait(120)
 
@@ -43,7 +45,7 @@ def test_running_is_announced_only_after_the_input_delivers(qtbot) -> None:  # t
     try:
         controller.start(ModelChoice("Demo", REPO_ROOT / "resources" / "demo_model", "parakeet_tdt"), source)
         qtbot.waitUntil(source.waiting.is_set, timeout=120000)
-        assert threading.current_thread() is threading.main_thread()  # the wait is not on this (GUI) thread
+        assert source.waited_on is not threading.main_thread()  # the background start waits, not the GUI
         assert controller.state == "loading" and not announced
         source.delivering.set()
         qtbot.waitUntil(lambda: bool(announced), timeout=120000)
