@@ -324,6 +324,12 @@ def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
     return load_audio_file(Path(args.audio), limits)
 
 
+def _file_blocks(args: argparse.Namespace) -> Any:
+    from inference.audio.decoding import FileBlocks
+
+    return FileBlocks(Path(args.audio), _transcribe_limits(args))
+
+
 def _transcribe_limits(args: argparse.Namespace) -> Any:
     from inference.audio.limits import AudioLimits
 
@@ -381,7 +387,9 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
     request_options = spec.validate_request_options(raw_request)
     # Files are read before the model loads, so a bad file fails fast; stdin streams as it arrives.
     live = args.audio is None or (args.audio == "-" and args.mode == "streaming")
-    audio = None if live else _read_input_audio(args, stdin)
+    # An offline file is sent in blocks as it decodes (memory flat in its length); its header is checked now.
+    blocks = _file_blocks(args) if args.mode == "offline" and args.audio not in (None, "-") else None
+    audio = None if live or blocks is not None else _read_input_audio(args, stdin)
 
     from inference.client import WorkerClient, WorkerPolicy
 
@@ -394,14 +402,16 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
         if args.mode == "streaming":
             transcript = _run_stream(engine, args, audio, stdin, request_options, out)
         else:
-            transcript = _run_offline(engine, audio, request_options)
+            transcript = _run_offline(engine, audio if blocks is None else blocks, request_options)
     if args.format == "jsonl":
         from inference.contract import Done, event_to_json
 
         _emit(out, event_to_json(Done(transcript)))
         return 0
-    if audio is not None and needs_speech_stretches(len(transcript.words), args.format):
-        transcript.speech = speech_stretches(audio)
+    if (audio is not None or blocks is not None) and needs_speech_stretches(
+        len(transcript.words), args.format
+    ):
+        transcript.speech = speech_stretches(audio if audio is not None else _read_input_audio(args, stdin))
     rendered = render(transcript, args.format)
     if args.output:
         try:
@@ -465,10 +475,15 @@ def _load_progress_printer() -> Any:
 
 
 def _run_offline(engine: Any, audio: Any, request_options: dict[str, Any]) -> Any:
+    from inference.audio.decoding import FileBlocks
     from inference.contract import CancelToken
 
     cancel = CancelToken()
     try:
+        if isinstance(audio, FileBlocks):
+            return engine.transcribe_blocks(
+                audio, expected_samples=audio.expected_samples, cancel=cancel, **request_options
+            )
         return engine.transcribe(audio, cancel=cancel, **request_options)
     except KeyboardInterrupt:
         cancel.cancel()  # the worker stops at its next span; the CLI reports the interruption
