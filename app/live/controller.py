@@ -20,7 +20,7 @@ from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot
 from app.gui_thread import GuiThread
 from app.live.journal import SessionJournal, sessions_dir
 from app.live.meeting import MeetingInput, MeetingPipeline, live_pipeline
-from app.live.pipeline import LivePipeline
+from app.live.pipeline import WORKER_DOWN_AT_END, LivePipeline
 from app.live.session import SessionModel
 from app.live.silence import SILENT_AFTER_S
 from app.live.sources import AudioSource, DeviceSource
@@ -251,9 +251,10 @@ class LiveController(QObject):
                 else:  # a restarted worker or a backlog warning: captions go on, the status says what happened
                     self.state_changed.emit(self.state, event.message)
             elif isinstance(event, Done):
+                down = self.pipeline is not None and self.pipeline.ended_while_down
                 self._close_journal()
                 self.pipeline = None
-                self._set_state("idle", "stopped")
+                self._set_state("idle", f"stopped: {WORKER_DOWN_AT_END}" if down else "stopped")
                 self.session_finished.emit()
         if self.pipeline is not None and self.pipeline.stream is not None:
             stats = self.pipeline.stream.stats()

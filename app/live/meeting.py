@@ -120,6 +120,11 @@ class MeetingPipeline:
             pipeline.cancel()
 
     @property
+    def ended_while_down(self) -> bool:
+        """Stopped while the model's worker was down: the merged transcript is what was heard."""
+        return any(pipeline.ended_while_down for pipeline in self.pipelines.values())
+
+    @property
     def stream(self) -> RemoteStream | None:
         """The "You" stream (its figures stand for the meeting's: both run on the same worker)."""
         return self.pipelines[YOU].stream

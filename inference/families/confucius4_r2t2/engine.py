@@ -262,7 +262,8 @@ class R2T2Engine:
         )
         context = request.context
         stream_options = StreamOptions.from_options(self.session.stream_options(request))
-        if rolling and self.session.endpointing:
+        endpointing = self.session.stream_endpointing(rolling)
+        if rolling and endpointing:
             raise UsageError(
                 "rolling_window_seconds and endpointing both bound a live stream",
                 "use one of them (endpointing for speech with pauses, the rolling window without)",
@@ -277,7 +278,7 @@ class R2T2Engine:
         def new_decoder() -> EngineChunkDecoder:  # one per utterance: its caches hold that utterance's audio
             return EngineChunkDecoder(self, context, language, cache)
 
-        if self.session.endpointing:
+        if endpointing:
             from inference.audio.vad import SileroVad
 
             path = self.session.vad_model_path
