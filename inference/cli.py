@@ -546,7 +546,8 @@ def _run_stream(
 
         step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
         with _sigterm_finishes():
-            return run_meeting_stream(engine, args.format, args.stream_mode, request_options, step, out)
+            meeting = run_meeting_stream(engine, args.format, args.stream_mode, request_options, step, out)
+        return meeting, False  # a meeting whose worker is down past its restart limit fails as a whole
 
     # A file or a pipe can wait for the model: block instead of refusing audio. A live device cannot wait:
     # its audio queues (bounded), as in the window.
