@@ -11,19 +11,36 @@ from inference.errors import UsageError
 from inference.families.parakeet_tdt import phonon_source as phonon
 from inference.families.parakeet_tdt.install import extra_space as phonon_extra_space
 from inference.models import nemo
-from inference.models.downloads import PlannedFile
+from inference.models.assembly import Assembler
+from inference.models.downloads import Downloads, PlannedFile
 from inference.models.fsops import copy_hashing, remove_tree, walk_files
 from inference.models.identify import detect_family
 from inference.models.layout import locate_model
+from inference.models.maintenance import Maintenance
 from inference.models.marker import INSTALL_MARKER, InstallMarker, write_marker
 from inference.models.nemo_importing import NemoImporter
-from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter
+from inference.models.progress import ProgressCallback
 from inference.models.spec import PackageFile, PackageSpec
+from inference.models.store_context import StoreContext
 from inference.models.store_layout import DISK_RESERVE_BYTES, PACKAGE_ID, SKIP_IMPORT_DIRS, file_target, slug
 
 
-class StoreImporter(NemoImporter):
+class Importer:
     """Add a local model (copy or link) or convert a local Phonon-2 or NeMo source into a package."""
+
+    def __init__(
+        self,
+        context: StoreContext,
+        downloads: Downloads,
+        assembler: Assembler,
+        maintenance: Maintenance,
+        nemo_importer: NemoImporter,
+    ) -> None:
+        self.context = context
+        self.downloads = downloads
+        self.assembler = assembler
+        self.maintenance = maintenance
+        self.nemo_importer = nemo_importer
 
     def import_local(
         self,
@@ -40,7 +57,8 @@ class StoreImporter(NemoImporter):
 
         A Phonon-2 source (a ``.tar.zst`` archive, or a folder holding ``model.fermion`` and ``config.json``)
         is converted instead, see :meth:`_import_phonon2`, and so is a NeMo ``.nemo`` checkpoint, see
-        :meth:`import_nemo`; ``sidecars`` and ``sha256`` apply to those only, ``license_text`` to a ``.nemo``.
+        :meth:`NemoImporter.import_nemo`; ``sidecars`` and ``sha256`` apply to those only, ``license_text``
+        to a ``.nemo``.
         """
         source = Path(source).expanduser()
         if not source.exists():
@@ -52,7 +70,9 @@ class StoreImporter(NemoImporter):
                     f"{source.name} cannot be linked: it is converted into a new model",
                     "import it without --link",
                 )
-            return self.import_nemo(source, package_id, sidecars, sha256, license_text, progress, cancel)
+            return self.nemo_importer.import_nemo(
+                source, package_id, sidecars, sha256, license_text, progress, cancel
+            )
         if license_text is not None:
             raise UsageError("--license applies to .nemo checkpoints only", "leave it out for this model")
         if phonon.is_phonon2_source(source):
@@ -73,19 +93,19 @@ class StoreImporter(NemoImporter):
             raise UsageError(
                 f"{pid!r} cannot be a package id", "use letters, digits, '_', '-' or '.', e.g. --id my_model"
             )
-        known = {p.id: p for p in self.catalog.packages()}
+        known = {p.id: p for p in self.context.catalog.packages()}
         if pid in known:
             if known[pid].family != family:
                 raise UsageError(
                     f"{pid} is a {known[pid].family} package, but {source} is a {family} model",
                     "choose another id with --id",
                 )
-            if self.catalog.installed_path(known[pid]) is not None:
+            if self.context.catalog.installed_path(known[pid]) is not None:
                 raise UsageError(
                     f"{pid} is already installed", "remove it first or choose another id with --id"
                 )
-        self.root.mkdir(parents=True, exist_ok=True)
-        with self._package_lock(pid, "import"):
+        self.context.root.mkdir(parents=True, exist_ok=True)
+        with self.context.package_lock(pid, "import"):
             return self._import_locked(source, pid, family, known, link, progress, cancel)
 
     def _import_phonon2(
@@ -104,7 +124,7 @@ class StoreImporter(NemoImporter):
         source must hash to ``sha256``, else to the digest the catalog pins or the published one. Everything
         is assembled in a temporary directory, so a refused or failed import leaves nothing installed.
         """
-        known = {p.id: p for p in self.catalog.packages()}
+        known = {p.id: p for p in self.context.catalog.packages()}
         catalog_pkg = next(
             (
                 p
@@ -123,7 +143,7 @@ class StoreImporter(NemoImporter):
                 f"{pid} is a {known[pid].family} package, but {source} is a Phonon-2 ({phonon.FAMILY}) model",
                 "choose another id with --id",
             )
-        if pid in known and self.catalog.installed_path(known[pid]) is not None:
+        if pid in known and self.context.catalog.installed_path(known[pid]) is not None:
             raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
         expected = phonon.expected_digest(source, catalog_pkg, sha256)
         if source.is_file():
@@ -160,14 +180,14 @@ class StoreImporter(NemoImporter):
             quantization="f32",
             languages=("en",),
         )
-        self.root.mkdir(parents=True, exist_ok=True)
-        with self._package_lock(pid, "import"):
-            if (self.root / pid / INSTALL_MARKER).exists():
+        self.context.root.mkdir(parents=True, exist_ok=True)
+        with self.context.package_lock(pid, "import"):
+            if (self.context.root / pid / INSTALL_MARKER).exists():
                 raise UsageError(
                     f"{pid} is already installed", "remove it first or choose another id with --id"
                 )
-            self.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
-            tracker = ProgressTracker(pid, ThrottledReporter(progress))
+            self.maintenance.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
+            tracker = self.context.tracker(pid, progress)
             checked = source if source.is_file() else source / phonon.CONTAINER
             total = checked.stat().st_size
             phonon.check_digest(
@@ -175,15 +195,19 @@ class StoreImporter(NemoImporter):
             )
             planned: list[PlannedFile] = []
             if side_files:
-                tracker.emit("checking", message=f"asking {self.hub.endpoint} for the sidecars", force=True)
-                planned = self._plan(pkg, cancel)
-            needed = self._remaining(planned) + phonon_extra_space(pkg) + DISK_RESERVE_BYTES
-            self._require_space(needed, f"to import {source.name}")
+                tracker.emit(
+                    "checking", message=f"asking {self.context.hub.endpoint} for the sidecars", force=True
+                )
+                planned = self.downloads.plan(pkg, cancel)
+            needed = self.downloads.remaining(planned) + phonon_extra_space(pkg) + DISK_RESERVE_BYTES
+            self.context.require_space(needed, f"to import {source.name}")
             if planned:
-                self._download_all(pkg, planned, tracker, cancel)
-                self._verify_downloads(planned, tracker, cancel)
+                self.downloads.download_all(pkg, planned, tracker, cancel)
+                self.downloads.verify_downloads(planned, tracker, cancel)
             converter = phonon.import_converter(source, sidecars)
-            return self._assemble_converted(pkg, planned, tracker, cancel, converter, source, sidecars)
+            return self.assembler.assemble_converted(
+                pkg, planned, tracker, cancel, converter, source, sidecars
+            )
 
     def _import_locked(
         self,
@@ -195,15 +219,15 @@ class StoreImporter(NemoImporter):
         progress: ProgressCallback | None,
         cancel: threading.Event | None,
     ) -> Path:
-        if (self.root / pid / INSTALL_MARKER).exists():
+        if (self.context.root / pid / INSTALL_MARKER).exists():
             raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
-        self.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
-        tracker = ProgressTracker(pid, ThrottledReporter(progress))
+        self.maintenance.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
+        tracker = self.context.tracker(pid, progress)
         sources = [source] if source.is_file() else list(walk_files(source, skip_dirs=SKIP_IMPORT_DIRS))
         total = sum(p.stat().st_size for p in sources)
         if not link:
-            self._require_space(total + DISK_RESERVE_BYTES, f"to import {source.name}")
-        tmp = self._new_tmp_dir(pid)
+            self.context.require_space(total + DISK_RESERVE_BYTES, f"to import {source.name}")
+        tmp = self.context.new_tmp_dir(pid)
         try:
             known_hashes: dict[str, str | None] = {}
             if link:
@@ -220,7 +244,7 @@ class StoreImporter(NemoImporter):
                     done += path.stat().st_size
                 model_path = "."
             tracker.emit("finishing", message="recording sizes", force=True)
-            files = self._describe_files(tmp, known_hashes, tracker, cancel, hash_links=False)
+            files = self.context.describe_files(tmp, known_hashes, tracker, cancel, hash_links=False)
             fmt = locate_model(source).kind  # the file the engine will load decides the format
             catalog_pkg = known.get(pid)
             write_marker(
@@ -235,11 +259,11 @@ class StoreImporter(NemoImporter):
                     source="import",
                     origin=str(source),
                     linked=link,
-                    installed_at=self.clock(),
+                    installed_at=self.context.clock(),
                     files=files,
                 ),
             )
-            final = self._swap_into_place(tmp, pid)
+            final = self.context.swap_into_place(tmp, pid)
         except BaseException:
             remove_tree(tmp)
             raise

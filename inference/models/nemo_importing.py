@@ -9,11 +9,13 @@ from pathlib import Path
 from inference.errors import UsageError
 from inference.families.parakeet_tdt.phonon_source import parse_sha256
 from inference.models import nemo
-from inference.models.assembly import StoreInstaller
+from inference.models.assembly import Assembler
 from inference.models.hashing import sha256_file
+from inference.models.maintenance import Maintenance
 from inference.models.marker import INSTALL_MARKER
-from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter
+from inference.models.progress import ProgressCallback
 from inference.models.spec import PackageSpec
+from inference.models.store_context import StoreContext
 from inference.models.store_layout import DISK_RESERVE_BYTES, PACKAGE_ID, slug
 
 NEMO_FLOAT32_FACTOR = (
@@ -21,7 +23,14 @@ NEMO_FLOAT32_FACTOR = (
 )
 
 
-class NemoImporter(StoreInstaller):
+class NemoImporter:
+    """Convert a NeMo ``.nemo`` checkpoint into an installed parakeet_tdt package."""
+
+    def __init__(self, context: StoreContext, assembler: Assembler, maintenance: Maintenance) -> None:
+        self.context = context
+        self.assembler = assembler
+        self.maintenance = maintenance
+
     def import_nemo(
         self,
         source: Path,
@@ -46,8 +55,8 @@ class NemoImporter(StoreInstaller):
                     f"--sidecars {sidecars} is not a folder",
                     "pass the folder holding config.json, tokenizer.json and processor_config.json",
                 )
-        packages = self.catalog.packages()
-        tracker = ProgressTracker(package_id or source.stem, ThrottledReporter(progress))
+        packages = self.context.catalog.packages()
+        tracker = self.context.tracker(package_id or source.stem, progress)
         total = source.stat().st_size
         digest = sha256_file(source, lambda done: tracker.emit("verifying", done, total, source.name), cancel)
         matched = nemo.catalog_package(packages, source, digest, package_id)
@@ -63,7 +72,7 @@ class NemoImporter(StoreInstaller):
                 f"{pid} is a {known[pid].family} package, but {source.name} is a Parakeet-TDT model",
                 "choose another id with --id",
             )
-        if pid in known and self.catalog.installed_path(known[pid]) is not None:
+        if pid in known and self.context.catalog.installed_path(known[pid]) is not None:
             raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
         named = matched if matched is not None and matched.id == pid else None
         licence = (
@@ -74,7 +83,7 @@ class NemoImporter(StoreInstaller):
         stock = None
         if sidecars is None:
             stock = nemo.installed_stock_sidecars(
-                lambda i: self.catalog.installed_path(known[i]) if i in known else None
+                lambda i: self.context.catalog.installed_path(known[i]) if i in known else None
             )
         pkg = PackageSpec(
             id=pid,
@@ -94,15 +103,15 @@ class NemoImporter(StoreInstaller):
             "license": licence,
             "catalog_package": named.id if named is not None else None,
         }
-        self.root.mkdir(parents=True, exist_ok=True)
-        with self._package_lock(pid, "import"):
-            if (self.root / pid / INSTALL_MARKER).exists():
+        self.context.root.mkdir(parents=True, exist_ok=True)
+        with self.context.package_lock(pid, "import"):
+            if (self.context.root / pid / INSTALL_MARKER).exists():
                 raise UsageError(
                     f"{pid} is already installed", "remove it first or choose another id with --id"
                 )
-            self.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
-            self._require_space(
+            self.maintenance.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
+            self.context.require_space(
                 NEMO_FLOAT32_FACTOR * total + total + DISK_RESERVE_BYTES, f"to import {source.name}"
             )
             converter = nemo.import_converter(source, sidecars, stock, provenance)
-            return self._assemble_converted(pkg, [], tracker, cancel, converter, source, sidecars)
+            return self.assembler.assemble_converted(pkg, [], tracker, cancel, converter, source, sidecars)

@@ -389,7 +389,7 @@ def test_two_files_at_one_place_are_refused(app_paths, hub, hub_state) -> None:
     stock = next(p for p in spec.packages if p.id == "parakeet_tdt")
     clash = replace(stock, id="clash", hf_repo="test-org/tiny-st", target_dir=None, files=files)
     store = store_for(app_paths)
-    store.catalog = Catalog(app_paths, {"parakeet_tdt": replace(spec, packages=(clash,))})
+    store.context.catalog = Catalog(app_paths, {"parakeet_tdt": replace(spec, packages=(clash,))})
     with pytest.raises(ModelError, match="puts two files at side/config.json"):
         store.install("clash")
     assert nothing_installed(app_paths.models, "clash")
