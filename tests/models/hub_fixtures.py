@@ -147,11 +147,15 @@ def make_store(
     """A store on the local hub. Without ``conversions`` it has none, so the tiny catalog's ``tiny_archive``
     stands for a package whose conversion this build lacks (the shipped registry would convert it)."""
     kwargs.setdefault("conversions", ConversionRegistry())
-    client = HubClient(
+    return ModelStore(paths, Catalog(paths, load_all_specs()), hub=hub_client(endpoint, token), **kwargs)
+
+
+def hub_client(endpoint: str | None = None, token: str | None = None) -> HubClient:
+    """A client of the local hub (``HF_ENDPOINT``) with quick retries and small chunks."""
+    return HubClient(
         endpoint=endpoint or os.environ.get("HF_ENDPOINT"),
         token=token,
         retry=FAST_RETRY,
         chunk_size=32 * 1024,
         read_timeout_s=5,
     )
-    return ModelStore(paths, Catalog(paths, load_all_specs()), hub=client, **kwargs)
