@@ -35,7 +35,7 @@ def run_gui(argv: Sequence[str] = ()) -> int:
     from PySide6.QtWidgets import QApplication
 
     from app.main_window import MainWindow
-    from app.state import AppState
+    from app.model_choices import AppState
     from inference.logsetup import configure_logging
     from inference.paths import AppPaths
 

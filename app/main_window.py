@@ -1,7 +1,10 @@
-"""The caption window: builds its parts (``app.window``) over the controller and the views, and connects them.
+"""The caption window: builds its parts (``app.window``) over the controller, the settings and the views, and
+connects them.
 
 Each part has one concern: the input and model pickers, live captions, recordings, saved sessions, the View
-menu, push-to-talk, the File menu. The window itself only composes them, takes dropped files and closes them.
+menu, push-to-talk, the File menu. The parts share one evented ``Settings``: a part assigns a setting, the parts
+that show it follow, and ``SettingsAutosave`` writes it. The window itself only composes them, takes dropped
+files and closes them.
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ from pathlib import Path
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QMainWindow
 
-from app.controller import LiveController
-from app.settings import Settings, SettingsStore
-from app.state import AppState
+from app.live.controller import LiveController
+from app.model_choices import AppState
+from app.settings import Settings, SettingsAutosave, SettingsStore
 from app.views.caption_panel import CaptionPanel
 from app.views.overlay import CaptionOverlay
 from app.views.session_figures import SessionFigures
@@ -42,8 +45,11 @@ class MainWindow(QMainWindow):
         self.paths = state.paths
         self.settings_store = settings_store or SettingsStore(state.paths)
         self.settings: Settings = self.settings_store.load()
+        self.autosave = SettingsAutosave(
+            self.settings, self.settings_store
+        )  # the one place settings are saved
         self.controller = controller or LiveController(WorkerClient, state.paths.data, self)
-        settings, store = self.settings, self.settings_store
+        settings = self.settings
         self.setWindowTitle("Captioneer")
         self.resize(820, 480)
         self.panel = CaptionPanel(self, settings, state.model_summary)
@@ -57,12 +63,11 @@ class MainWindow(QMainWindow):
         self._closed = False
 
         self.inputs = InputPicker(self.panel, settings, source_factory or source_factory_for(settings))
-        self.models = ModelPicker(self, state, settings, store, self.panel)
+        self.models = ModelPicker(self, state, settings, self.panel)
         self.captions = LiveCaptions(
             self,
             self.controller,
             settings,
-            store,
             self.panel,
             self.overlay,
             self.figures,
@@ -73,20 +78,9 @@ class MainWindow(QMainWindow):
         self.recordings = Recordings(self, self.controller, self.inputs, self.panel, self.captions.start)
         self.sessions = Sessions(self, state.paths.data, self.controller, self.captions, self.panel)
         self.file_menu = FileMenu(self, self.models, self.recordings, self.sessions)
-        self.view_menu = ViewMenu(
-            self,
-            settings,
-            store,
-            self.panel.text_view,
-            self.overlay,
-            self.captions,
-            self.models.fill,
-            self.models.can_translate,
-        )
+        self.view_menu = ViewMenu(self, settings, self.overlay, self.captions, self.models.can_translate)
         self.panel.model_combo.currentIndexChanged.connect(lambda _index: self.view_menu.update_translate())
-        self.push_to_talk = PushToTalk(
-            self, settings, store, self.controller, self.models, self.inputs, self.panel
-        )
+        self.push_to_talk = PushToTalk(self, settings, self.controller, self.models, self.inputs, self.panel)
         help_menu = self.menuBar().addMenu("&Help")
         help_menu.addAction("&About Captioneer", self._show_about)
         self.inputs.fill(input_file)
@@ -118,12 +112,12 @@ class MainWindow(QMainWindow):
             super().closeEvent(event)
             return
         self._closed = True
-        self.settings_store.save(self.settings)
+        self.autosave.close()  # a last write, as every quit did
         self.captions.unbind()  # the session outlives the window: stop calling into it
         self.push_to_talk.close()
         self.inputs.close()  # the sound server's change watch
         self.overlay.fade_timer.stop()
-        self.overlay.unbind()
+        self.overlay.detach()
         self.overlay.close()
         self.overlay.deleteLater()  # a top-level widget: nothing else deletes it
         self.controller.shutdown()

@@ -1,4 +1,7 @@
-"""User settings (Qt-free): a JSON file in the config directory, written atomically.
+"""User settings (Qt-free): an evented model, and a JSON file in the config directory, written atomically.
+
+``Settings`` is the model the window's parts share: a part assigns a field, and every part subscribed to that
+field hears of it (napari's evented models); ``SettingsAutosave`` is the one subscriber that writes the file.
 
 A damaged file is kept aside as ``settings.json.bad`` and defaults are used, so a bad edit never
 stops the app from starting and nothing the user wrote is silently destroyed. Keys this version does
@@ -7,11 +10,14 @@ not know are preserved on save (a newer version's settings survive a downgrade).
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +30,34 @@ SETTINGS_FILE = "settings.json"
 MAX_SETTINGS_BYTES = 1 << 20  # a real file is ~2 KB
 _OPTIONAL_TYPES: dict[str, tuple[type, ...]] = {"threads": (int,)}  # None-default settings that are not str
 
+#: Hears the names of the settings that changed: once per assignment that changes a value, once per batch.
+SettingsListener = Callable[[frozenset[str]], None]
+
+
+class _Subscribers:
+    """Who hears of changed settings, and the names held back while a batch is open."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[SettingsListener, frozenset[str] | None]] = []
+        self.held: set[str] | None = None  # inside ``Settings.batch()``
+
+    def notify(self, names: frozenset[str]) -> None:
+        if self.held is not None:
+            self.held.update(names)
+            return
+        for listener, wanted in list(self.entries):
+            if wanted is None or wanted & names:
+                listener(names)
+
 
 @dataclass
 class Settings:
+    """What the user chose. Assigning a field tells the subscribers (``subscribe``); ``batch()`` makes several
+    assignments one change (a dialog's OK), heard once and saved once."""
+
+    # The subscribers live in a slot, not a field: never saved, copied or compared, and not in ``vars()``.
+    __slots__ = ("__dict__", "_subscriber_list")
+
     model: str | None = None  # package id or path; None = the catalog's default installed model
     backend: str = "auto"
     threads: int | None = None
@@ -71,6 +102,64 @@ class Settings:
     model_offer_dismissed: bool = False  # the first-run banner ("download a real model") was dismissed
     extra: dict[str, Any] = field(default_factory=dict)  # keys from other versions, kept verbatim
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_subscriber_list", _Subscribers())
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        subscribers: _Subscribers | None = getattr(self, "_subscriber_list", None)  # None while __init__ runs
+        changed = subscribers is not None and name in _FIELD_NAMES and getattr(self, name) != value
+        super().__setattr__(name, value)
+        if subscribers is not None and changed:
+            subscribers.notify(frozenset((name,)))
+
+    def subscribe(self, listener: SettingsListener, *names: str) -> Callable[[], None]:
+        """Call ``listener(changed names)`` after a change to any of ``names`` (no names: to any setting).
+        Returns the function that unsubscribes it. A field changed in place (a dict's item) is no change:
+        assign a new value."""
+        unknown = set(names) - _FIELD_NAMES
+        if unknown:
+            raise ValueError(f"no such setting: {', '.join(sorted(unknown))}")
+        entry = (listener, frozenset(names) or None)
+        entries = self._subscribers.entries
+        entries.append(entry)
+        return lambda: entries.remove(entry)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Assignments inside are heard as one change when the block ends (nested blocks: the outermost)."""
+        subscribers = self._subscribers
+        if subscribers.held is not None:
+            yield
+            return
+        subscribers.held = set()
+        try:
+            yield
+        finally:
+            names, subscribers.held = frozenset(subscribers.held), None
+            if names:
+                subscribers.notify(names)
+
+    def update(self, values: dict[str, Any]) -> None:
+        """Assign several settings as one change."""
+        unknown = set(values) - _FIELD_NAMES
+        if unknown:
+            raise ValueError(f"no such setting: {', '.join(sorted(unknown))}")
+        with self.batch():
+            for name, value in values.items():
+                setattr(self, name, value)
+
+    def copy(self) -> Settings:
+        """The same values, unshared, with no subscribers: a draft that a dialog edits until OK."""
+        return replace(self, **{f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)})
+
+    def __deepcopy__(self, _memo: dict[int, Any]) -> Settings:
+        return self.copy()
+
+    @property
+    def _subscribers(self) -> _Subscribers:
+        subscribers: _Subscribers = object.__getattribute__(self, "_subscriber_list")
+        return subscribers
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:
         if data.get("hf_token"):  # older versions kept it here in plain text; never log its value
@@ -96,6 +185,7 @@ class Settings:
         return {**extra, **data}
 
 
+_FIELD_NAMES = frozenset(f.name for f in fields(Settings))
 _INVALID = object()
 
 
@@ -162,3 +252,30 @@ class SettingsStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+class SettingsAutosave:
+    """The one place the settings are written: right after every change (a batch is one write), atomically
+    (``SettingsStore.save``), and a last time when the window closes."""
+
+    def __init__(self, settings: Settings, store: SettingsStore) -> None:
+        self.settings = settings
+        self.store = store
+        self._unsubscribe = settings.subscribe(self._changed)
+
+    def _changed(self, _names: frozenset[str]) -> None:
+        self.save()
+
+    def save(self) -> None:
+        try:
+            self.store.save(self.settings)
+        except (
+            OSError
+        ) as exc:  # a full disk, a read-only folder: the window goes on, the next change tries again
+            log.warning(
+                "cannot save the settings to %s (%s); they are saved at the next change", self.store.path, exc
+            )
+
+    def close(self) -> None:
+        self._unsubscribe()
+        self.save()

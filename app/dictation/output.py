@@ -3,22 +3,23 @@
 ``paste`` saves the clipboard, sets the text, sends Ctrl+V (Cmd+V) and restores the old clipboard only after the
 focused app has read the text: the text sits in a ``QMimeData`` subclass whose ``retrieveData()`` reports each read
 (docs/dictation.md §1.1). Unread after ``timeout_s``, the text stays on the clipboard (``LEFT_ON_CLIPBOARD``).
-Waiting uses timers and typing a thread of its own, so the GUI thread is not blocked; the clipboard and the key
+Waiting uses timers and typing a background operation, so the GUI thread is not blocked; the clipboard and the key
 sender are passed in, so the logic is tested without a desktop.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from PySide6.QtCore import QMimeData, QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QMimeData, QObject, QTimer, Slot
 
+from app.gui_thread import GuiThread
+from app.operations import Operation
 from inference.errors import UsageError
 
 log = logging.getLogger("captioneer.app.dictation")
@@ -278,8 +279,6 @@ class TextOutput(QObject):
     """Inserts texts one after the other; ``deliver`` returns at once and ``on_done`` reports the outcome
     on the GUI thread."""
 
-    _typed = Signal(str, object)  # error ("" if fine), the on_done callback; from the typing thread
-
     def __init__(
         self,
         mode: str,
@@ -306,7 +305,7 @@ class TextOutput(QObject):
         self._settle = self._timer(self._send_paste_keys)
         self._grace = self._timer(lambda: self._restore("read"))
         self._fallback = self._timer(lambda: self._restore("timeout"))
-        self._typed.connect(self._typing_finished)
+        self._gui = GuiThread(self)  # where typing's outcome is handled
         if clipboard is not None and mode == "paste":
             clipboard.dataChanged.connect(self._clipboard_changed)
 
@@ -345,9 +344,11 @@ class TextOutput(QObject):
         if self.mode == "type":
             if self.keys is None:
                 raise RuntimeError("no key sender")
-            threading.Thread(
-                target=self._type, args=(text, on_done), name="captioneer-typing", daemon=True
-            ).start()
+            keys = self.keys
+            typing = Operation(lambda: keys.type(text), "captioneer-typing")
+            typing.success(lambda _none: self._finish(on_done, "typed", ""))
+            typing.failure(lambda exc: self._finish(on_done, "", f"could not type the text: {exc}"))
+            typing.run_in_background(self._gui.post)
             return
         if self.clipboard is None:
             raise RuntimeError("no clipboard")
@@ -379,21 +380,6 @@ class TextOutput(QObject):
             on_done(how, error)
         finally:
             self._next()
-
-    # ------------------------------------------------------------------ typing (on its own thread)
-    def _type(self, text: str, on_done: DoneCallback) -> None:
-        assert self.keys is not None
-        try:
-            self.keys.type(text)
-            error = ""
-        except Exception as exc:
-            log.exception("typing dictated text failed")
-            error = f"could not type the text: {exc}"
-        self._typed.emit(error, on_done)
-
-    @Slot(str, object)
-    def _typing_finished(self, error: str, on_done: DoneCallback) -> None:
-        self._finish(on_done, "" if error else "typed", error)
 
     # ------------------------------------------------------------------ paste
     def _set_clipboard(self, data: QMimeData, selection: bool = False) -> None:

@@ -88,6 +88,12 @@ class CaptionPanel(QWidget):
         self.text_view = CaptionView(
             self, settings.caption_font_size, settings.caption_theme, settings.show_timestamps
         )
+        settings.subscribe(
+            lambda changed: self._follow(settings, changed),
+            "caption_font_size",
+            "caption_theme",
+            "show_timestamps",
+        )
         layout.addWidget(self.text_view, 1)
         # Below the captions, not in the status bar: a restart's cause and its fix wrap and are read whole.
         self.status_label = QLabel("Ready", self)
@@ -95,6 +101,15 @@ class CaptionPanel(QWidget):
         self.status_label.setWordWrap(True)
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.status_label)
+
+    def _follow(self, settings: Settings, changed: frozenset[str]) -> None:
+        """The caption text's size, theme and timestamps follow the settings."""
+        if "caption_font_size" in changed:
+            self.text_view.set_font_size(settings.caption_font_size)
+        if "caption_theme" in changed:
+            self.text_view.set_theme(settings.caption_theme)
+        if "show_timestamps" in changed:
+            self.text_view.set_timestamps(settings.show_timestamps)
 
     def show_problem(self, message: str, fix: str) -> None:
         self.status_label.setText(f"{message} {fix}".strip())

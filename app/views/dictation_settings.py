@@ -118,11 +118,14 @@ class DictationSettingsDialog(QDialog):
         except UsageError as exc:
             self.error.setText(f"{exc.message} — {exc.fix}")
             return
-        s = self.settings
-        s.push_to_talk_hotkey = hotkey
-        s.dictation_pre_roll_ms = self.pre_roll.value()
-        s.trailing_silence_ms = self.trailing.value()
-        s.dictation_padding_ms = self.padding.value()
-        s.dictation_capitalize = self.capitalize.isChecked()
-        s.dictation_trailing = str(self.separator.currentData())
+        self.settings.update(  # one change: saved once
+            {
+                "push_to_talk_hotkey": hotkey,
+                "dictation_pre_roll_ms": self.pre_roll.value(),
+                "trailing_silence_ms": self.trailing.value(),
+                "dictation_padding_ms": self.padding.value(),
+                "dictation_capitalize": self.capitalize.isChecked(),
+                "dictation_trailing": str(self.separator.currentData()),
+            }
+        )
         super().accept()

@@ -25,6 +25,22 @@ from app.live.session import SessionChange, SessionModel
 from app.settings import Settings
 
 MARGIN = 24
+#: The settings the overlay shows (``overlay_enabled``, whether it is on, is the View menu's).
+LOOK = (
+    "overlay_opacity",
+    "overlay_lines",
+    "overlay_click_through",
+    "overlay_font_family",
+    "overlay_font_size",
+    "overlay_text_color",
+    "overlay_provisional_color",
+    "overlay_background",
+    "overlay_hold_s",
+    "overlay_after_fade",
+    "overlay_position",
+    "overlay_custom_positions",
+)
+PLACEMENT = frozenset(("overlay_position", "overlay_custom_positions"))
 
 
 def wayland_note() -> str | None:
@@ -39,6 +55,7 @@ def wayland_note() -> str | None:
 
 class CaptionOverlay(QWidget):
     def __init__(self, settings: Settings) -> None:
+        """Follows ``settings``; ``apply_settings`` shows another (a dialog's draft) until they change again."""
         super().__init__(None)
         self.setObjectName("captionOverlay")
         self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, True)
@@ -60,8 +77,16 @@ class CaptionOverlay(QWidget):
         self._enabled = False  # shown from the View menu (it may be faded for the moment)
         self._faded = False
         self._fade_mark: FadeMark | None = None  # how far the committed text reached at the last fade
-        self.settings = settings
+        self.settings = settings  # what it shows: the settings, or a dialog's draft while it is previewed
         self.apply_settings(settings)
+        self._unfollow = settings.subscribe(lambda changed: self._follow(settings, changed), *LOOK)
+
+    def _follow(self, settings: Settings, changed: frozenset[str]) -> None:
+        if changed <= PLACEMENT:  # dragged: it is there already; new window flags would make it flicker
+            self.settings = settings
+            self.place()
+        else:
+            self.apply_settings(settings)
 
     # ------------------------------------------------------------------ configuration
     def apply_settings(self, settings: Settings) -> None:
@@ -127,6 +152,12 @@ class CaptionOverlay(QWidget):
             self._unsubscribe()
         self._unsubscribe = None
         self._session = None
+
+    def detach(self) -> None:
+        """The window closes: stop following the session and the settings."""
+        self.unbind()
+        self._unfollow()
+        self._unfollow = lambda: None
 
     @property
     def faded(self) -> bool:
@@ -208,8 +239,8 @@ class CaptionOverlay(QWidget):
             self._drag_from = None
             screen = self.screen()
             if screen is not None:
-                self.settings.overlay_position = "custom"
-                self.settings.overlay_custom_positions[screen.name()] = [self.x(), self.y()]
+                positions = {**self.settings.overlay_custom_positions, screen.name(): [self.x(), self.y()]}
+                self.settings.update({"overlay_position": "custom", "overlay_custom_positions": positions})
 
 
 def _last_lines(

@@ -1,13 +1,12 @@
 """Overlay settings (thin view): opacity, font, colours, lines, hold time, what shows after a fade, position,
 click-through.
 
-Changes apply to the overlay at once (so the user sees them) and are saved when the dialog is accepted;
-Cancel restores what was there before.
+The controls edit a draft of the settings, which the overlay previews at once (so the user sees the changes);
+OK makes the draft's overlay settings the settings' (one change, saved once); Cancel shows the settings again.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 
 from PySide6.QtGui import QColor, QFont
@@ -29,20 +28,21 @@ from PySide6.QtWidgets import (
 
 from app.live.overlay_text import AFTER_FADE
 from app.settings import Settings
-from app.views.overlay import wayland_note
+from app.views.overlay import LOOK, wayland_note
 
 POSITIONS = {"bottom": "Bottom of the screen", "top": "Top of the screen", "custom": "Where I drag it"}
 
 
 class OverlaySettingsDialog(QDialog):
     def __init__(
-        self, settings: Settings, apply: Callable[[Settings], None], parent: QWidget | None = None
+        self, settings: Settings, preview: Callable[[Settings], None], parent: QWidget | None = None
     ) -> None:
+        """``preview(settings)``: show the overlay with these settings (the draft, or the settings again)."""
         super().__init__(parent)
         self.setWindowTitle("Caption overlay")
-        self.original = copy.deepcopy(settings)
         self.settings = settings
-        self._apply = apply
+        self.draft = settings.copy()
+        self._preview = preview
         form = QFormLayout(self)
         self.opacity = QSlider()
         self.opacity.setOrientation(self.opacity.orientation().Horizontal)
@@ -113,7 +113,7 @@ class OverlaySettingsDialog(QDialog):
             signal.connect(self._changed)
 
     def _pick_colour(self, key: str) -> None:
-        colour = QColorDialog.getColor(QColor(getattr(self.settings, key)), self, "Choose a colour")
+        colour = QColorDialog.getColor(QColor(getattr(self.draft, key)), self, "Choose a colour")
         if colour.isValid():
             self.set_colour(key, colour.name())
 
@@ -122,7 +122,7 @@ class OverlaySettingsDialog(QDialog):
         self._changed()
 
     def _changed(self, *_args: object) -> None:
-        s = self.settings
+        s = self.draft
         s.overlay_opacity = self.opacity.value() / 100
         s.overlay_font_family = self.font_family.currentFont().family()
         s.overlay_font_size = self.font_size.value()
@@ -133,10 +133,16 @@ class OverlaySettingsDialog(QDialog):
         s.overlay_click_through = self.click_through.isChecked()
         for key, button in self.colour_buttons.items():
             setattr(s, key, button.text())
-        self._apply(s)
+        self._preview(s)
+
+    def accept(self) -> None:
+        chosen = {name: getattr(self.draft, name) for name in LOOK}  # with a drag while it was open
+        if any(getattr(self.settings, name) != value for name, value in chosen.items()):
+            self.settings.update(chosen)  # the overlay follows the settings: it shows them again
+        else:
+            self._preview(self.settings)  # the same look; its drags move the settings again, not the draft
+        super().accept()
 
     def reject(self) -> None:
-        for name, value in vars(self.original).items():
-            setattr(self.settings, name, value)
-        self._apply(self.settings)
+        self._preview(self.settings)
         super().reject()

@@ -10,9 +10,10 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Slot
 
-from app.controller import LiveController, ModelChoice
+from app.live.controller import LiveController
 from app.live.session import SessionChange, SessionModel
-from app.settings import Settings, SettingsStore
+from app.model_choices import ModelChoice
+from app.settings import Settings
 from app.views.caption_panel import CaptionPanel
 from app.views.overlay import CaptionOverlay
 from app.views.session_figures import SessionFigures
@@ -30,7 +31,6 @@ class LiveCaptions(QObject):
         parent: QObject,
         controller: LiveController,
         settings: Settings,
-        store: SettingsStore,
         panel: CaptionPanel,
         overlay: CaptionOverlay,
         figures: SessionFigures,
@@ -41,7 +41,6 @@ class LiveCaptions(QObject):
         super().__init__(parent)
         self.controller = controller
         self.settings = settings
-        self.store = store
         self.panel = panel
         self.overlay = overlay
         self.figures = figures
@@ -97,9 +96,9 @@ class LiveCaptions(QObject):
         except CaptioneerError as exc:
             self.panel.show_problem(exc.message, exc.fix or "")
             return
-        self.settings.model = choice.label
-        self.inputs.remember_current()
-        self.store.save(self.settings)
+        with self.settings.batch():  # remembered for the next start
+            self.settings.model = choice.label
+            self.inputs.remember_current()
         self.controller.start(choice, source)
         self.progress.follow(source)
         self.bind(self.controller.session)

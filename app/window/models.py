@@ -7,23 +7,19 @@ from typing import Any
 
 from PySide6.QtWidgets import QWidget
 
-from app.controller import ModelChoice
-from app.models_manager import size_text
-from app.settings import Settings, SettingsStore
-from app.state import AppState, installed_models
+from app.model_choices import AppState, ModelChoice, installed_models
+from app.models.manager import size_text
+from app.settings import Settings
 from app.views.caption_panel import CaptionPanel
 from inference.errors import CaptioneerError
 from inference.models.spec import load_family_spec
 
 
 class ModelPicker:
-    def __init__(
-        self, parent: QWidget, state: AppState, settings: Settings, store: SettingsStore, panel: CaptionPanel
-    ) -> None:
+    def __init__(self, parent: QWidget, state: AppState, settings: Settings, panel: CaptionPanel) -> None:
         self.parent = parent
         self.state = state
         self.settings = settings
-        self.store = store
         self.panel = panel
         self.combo = panel.model_combo
         self.dialog: Any = None  # the models dialog, while open
@@ -34,6 +30,7 @@ class ModelPicker:
         banner.dismiss_button.clicked.connect(self._dismiss_offer)
         self.combo.currentIndexChanged.connect(lambda _index: panel.show_family_options(self.family_takes))
         self.fill()
+        settings.subscribe(lambda _changed: self.fill(), "parakeet_weights")  # the models' load options
 
     def current(self) -> ModelChoice | None:
         return self.combo.currentData()
@@ -81,7 +78,7 @@ class ModelPicker:
             return False
 
     def open_dialog(self, select: str | None = None) -> None:
-        from app.models_dialog import open_models_dialog
+        from app.models.dialog import open_models_dialog
 
         self.dialog = open_models_dialog(self.parent, self.state.paths, select=select)
         self.dialog.finished.connect(self.refresh)
@@ -89,7 +86,7 @@ class ModelPicker:
     def offer_on_first_run(self) -> None:
         """Without a real model, a banner above the captions offers one; it blocks nothing and, once dismissed,
         stays away."""
-        from app.models_dialog import first_run_suggestion
+        from app.models.dialog import first_run_suggestion
 
         needed, suggestion = first_run_suggestion(self.state.paths)
         if needed and not self.settings.model_offer_dismissed:
@@ -101,11 +98,10 @@ class ModelPicker:
     def _dismiss_offer(self) -> None:
         self.panel.model_banner.hide()
         self.settings.model_offer_dismissed = True
-        self.store.save(self.settings)
 
     def refresh(self) -> None:
         """After the models dialog: the model line, the list, and the banner gone once a real model is installed."""
-        from app.models_dialog import first_run_suggestion
+        from app.models.dialog import first_run_suggestion
 
         self.state = AppState.load(self.state.paths)
         self.panel.model_label.setText(self.state.model_summary)

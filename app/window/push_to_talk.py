@@ -3,24 +3,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from PySide6.QtGui import QAction, QGuiApplication
 from PySide6.QtWidgets import QMainWindow
 
-from app.controller import LiveController, ModelChoice
+from app.dictation.capture import CaptureSettings
+from app.dictation.controller import DictationController
+from app.dictation.output import PynputKeys, TextOutput, TextStyle
+from app.dictation.service import DictationResult
+from app.live.controller import LiveController
 from app.live.sources import AudioSource
-from app.settings import Settings, SettingsStore
+from app.model_choices import ModelChoice
+from app.settings import Settings
 from app.views.caption_panel import CaptionPanel
-from app.views.dictation_settings import hotkey_label
+from app.views.dictation_indicator import DictationIndicator
+from app.views.dictation_settings import DictationSettingsDialog, hotkey_label
 from app.window.inputs import InputPicker
 from app.window.models import ModelPicker
 from inference.errors import CaptioneerError
-
-if TYPE_CHECKING:
-    from app.dictation.controller import DictationController
-    from app.dictation.service import DictationResult
-    from app.views.dictation_indicator import DictationIndicator
 
 HOTKEY_MODES = (
     ("hold", "Hold to talk"),
@@ -35,7 +34,6 @@ class PushToTalk:
         self,
         window: QMainWindow,
         settings: Settings,
-        store: SettingsStore,
         controller: LiveController,
         models: ModelPicker,
         inputs: InputPicker,
@@ -43,7 +41,6 @@ class PushToTalk:
     ) -> None:
         self.window = window
         self.settings = settings
-        self.store = store
         self.controller = controller
         self.models = models
         self.inputs = inputs
@@ -74,27 +71,23 @@ class PushToTalk:
         settings_action.triggered.connect(self.open_settings)
         self.history_menu = menu.addMenu("&Recent dictations")
         self.history_menu.aboutToShow.connect(self._fill_history)
+        settings.subscribe(lambda _changed: self.action.setText(self._action_text()), "push_to_talk_hotkey")
 
     def _action_text(self) -> str:
         return f"&Push-to-talk ({hotkey_label(self.settings.push_to_talk_hotkey)})"
 
     def _set_setting(self, name: str, value: object) -> None:
         setattr(self.settings, name, value)
-        self.store.save(self.settings)
         if self.dictation is not None:  # takes effect when push-to-talk is switched on again
             self.panel.status_label.setText(
                 "Dictation settings change when push-to-talk is switched on again."
             )
 
     def set_enabled(
-        self, enabled: bool, source: AudioSource | None = None, output: object | None = None
+        self, enabled: bool, source: AudioSource | None = None, output: TextOutput | None = None
     ) -> None:
-        """Switch push-to-talk on (its own microphone stream, the chosen model in the shared worker) or off."""
-        from app.dictation.capture import CaptureSettings
-        from app.dictation.controller import DictationController
-        from app.dictation.output import PynputKeys, TextOutput, TextStyle
-        from app.views.dictation_indicator import DictationIndicator
-
+        """Switch push-to-talk on (its own microphone stream, the chosen model in the shared worker) or off.
+        ``source`` and ``output`` replace the microphone and the inserting of text (tests, demos)."""
         if not enabled:
             if self.dictation is not None:
                 self.dictation.stop()
@@ -117,7 +110,7 @@ class PushToTalk:
             self.dictation = DictationController(
                 lambda: self.controller.engine_for(choice),
                 source,
-                output,  # type: ignore[arg-type]
+                output,
                 mode=s.push_to_talk_mode,
                 hotkey=s.push_to_talk_hotkey,
                 capture=capture,
@@ -156,22 +149,17 @@ class PushToTalk:
             )
 
     def open_settings(self) -> None:
-        from app.views.dictation_settings import DictationSettingsDialog
-
         self.settings_dialog = DictationSettingsDialog(self.settings, self.window)
-        self.settings_dialog.accepted.connect(self._settings_saved)
+        self.settings_dialog.accepted.connect(self._settings_accepted)
         self.settings_dialog.show()
 
-    def _settings_saved(self) -> None:
-        self.store.save(self.settings)
-        self.action.setText(self._action_text())
+    def _settings_accepted(self) -> None:
         if self.dictation is not None:  # restart with the new hotkey and times
             self.set_enabled(False)
             self.set_enabled(True)
 
     def _remember(self, enabled: bool) -> None:
         self.settings.dictation_enabled = enabled
-        self.store.save(self.settings)
 
     def restore(self) -> None:
         """Switch push-to-talk back on when it was on at the last quit (after the window is shown)."""

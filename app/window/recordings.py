@@ -11,7 +11,7 @@ from typing import Any
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QFileDialog, QProgressBar, QWidget
 
-from app.controller import LiveController
+from app.live.controller import LiveController
 from app.live.time_left import TimeLeftEstimate
 from app.views.caption_panel import CaptionPanel
 from app.window.inputs import InputPicker

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
 
-from app.controller import LiveController
+from app.live.controller import LiveController
 from app.live.export import EXPORT_FORMATS, export_session, path_for_filter
 from app.live.journal import list_sessions, mark_recovered, read_session, unfinished_sessions
 from app.views.caption_panel import CaptionPanel

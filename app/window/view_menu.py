@@ -1,5 +1,6 @@
 """The View menu: the overlay, the caption text's size, theme and timestamps, the caption mode and Parakeet's
-weights; each choice is saved at once and applied to the views (the mode and weights from the next start)."""
+weights. Each choice is a setting: the views that show it follow it (the mode and weights apply from the next
+start), and the menu's check marks follow the settings, whoever changed them."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ from collections.abc import Callable
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow
 
-from app.settings import Settings, SettingsStore
-from app.views.caption_view import CaptionView
+from app.settings import Settings
 from app.views.overlay import CaptionOverlay, wayland_note
 from app.window.captions import LiveCaptions
 
@@ -17,6 +17,15 @@ WEIGHTS = (("native", "Full precision (f32)"), ("int8", "int8 on the CPU — fas
 TEXT_SIZES = (("&Larger", 2, "Ctrl++"), ("&Smaller", -2, "Ctrl+-"), ("&Reset", 0, "Ctrl+0"))
 TRANSLATE_LABEL = "&Translate captions into English"
 THEMES = (("system", "&System"), ("dark", "&Dark"), ("high_contrast", "&High contrast"))
+SHOWN = (  # the settings this menu's check marks show
+    "overlay_enabled",
+    "overlay_click_through",
+    "caption_mode",
+    "translate_captions",
+    "parakeet_weights",
+    "show_timestamps",
+    "caption_theme",
+)
 
 
 class ViewMenu:
@@ -24,22 +33,15 @@ class ViewMenu:
         self,
         window: QMainWindow,
         settings: Settings,
-        store: SettingsStore,
-        text_view: CaptionView,
         overlay: CaptionOverlay,
         captions: LiveCaptions,
-        refill_models: Callable[[], None],
         can_translate: Callable[[], bool],
     ) -> None:
-        """``refill_models``: rebuild the model list (its load options follow the weights setting);
-        ``can_translate``: whether the chosen model translates (``update_translate`` follows a new choice)."""
+        """``can_translate``: whether the chosen model translates (``update_translate`` follows a new choice)."""
         self.window = window
         self.settings = settings
-        self.store = store
-        self.text_view = text_view
         self.overlay = overlay
         self.captions = captions
-        self.refill_models = refill_models
         self.can_translate = can_translate
         menu = window.menuBar().addMenu("&View")
         self.overlay_action = QAction("Caption &overlay", window, checkable=True)
@@ -92,11 +94,24 @@ class ViewMenu:
             wayland = QAction(note, window)
             wayland.setEnabled(False)
             menu.addAction(wayland)
+        settings.subscribe(lambda _changed: self._show_settings(), *SHOWN)
+
+    def _show_settings(self) -> None:
+        """The check marks say what the settings hold (an unchanged mark emits nothing, so nothing loops)."""
+        s = self.settings
+        self.overlay_action.setChecked(s.overlay_enabled)
+        self.click_through_action.setChecked(s.overlay_click_through)
+        self.segmented_action.setChecked(s.caption_mode == "segmented")
+        self.translate_action.setChecked(s.translate_captions)
+        self.timestamps_action.setChecked(s.show_timestamps)
+        for value, action in self.weights_actions.items():
+            action.setChecked(value == s.parakeet_weights)
+        for value, action in self.theme_actions.items():
+            action.setChecked(value == s.caption_theme)
 
     # ------------------------------------------------------------------ overlay
     def set_overlay_visible(self, visible: bool) -> None:
         self.settings.overlay_enabled = visible
-        self.store.save(self.settings)
         if visible:
             if self.captions.session is not None:
                 self.overlay.bind(self.captions.session)
@@ -108,22 +123,17 @@ class ViewMenu:
         from app.views.overlay_settings import OverlaySettingsDialog
 
         self.overlay_settings = OverlaySettingsDialog(self.settings, self.overlay.apply_settings, self.window)
-        self.overlay_settings.accepted.connect(lambda: self.store.save(self.settings))
         self.overlay_settings.show()
 
     def _set_click_through(self, enabled: bool) -> None:
-        self.settings.overlay_click_through = enabled
-        self.store.save(self.settings)
-        self.overlay.apply_settings(self.settings)
+        self.settings.overlay_click_through = enabled  # the overlay follows
 
     # ------------------------------------------------------------------ captions
     def _set_segmented(self, enabled: bool) -> None:
         self.settings.caption_mode = "segmented" if enabled else "auto"  # applies from the next start
-        self.store.save(self.settings)
 
     def _set_translate(self, enabled: bool) -> None:
         self.settings.translate_captions = enabled  # applies from the next start
-        self.store.save(self.settings)
 
     def update_translate(self) -> None:
         """Enabled for models that translate; otherwise the menu says why it is not."""
@@ -137,27 +147,17 @@ class ViewMenu:
         )
 
     def _set_parakeet_weights(self, value: str) -> None:
-        """Applies from the next start: the model list is rebuilt with the new load options."""
+        """Applies from the next start: the model list follows with the new load options."""
         self.settings.parakeet_weights = value
-        self.store.save(self.settings)
-        for key, action in self.weights_actions.items():
-            action.setChecked(key == value)
-        self.refill_models()
+        self._show_settings()  # a triggered mark toggles itself: unchanged settings put it back
 
     def change_font_size(self, step: int) -> None:
         size = 14 if step == 0 else max(8, min(72, self.settings.caption_font_size + step))
-        self.settings.caption_font_size = size
-        self.store.save(self.settings)
-        self.text_view.set_font_size(size)
+        self.settings.caption_font_size = size  # the caption text follows
 
     def set_caption_theme(self, theme: str) -> None:
-        self.settings.caption_theme = theme
-        self.store.save(self.settings)
-        self.text_view.set_theme(theme)
-        for value, action in self.theme_actions.items():
-            action.setChecked(value == theme)
+        self.settings.caption_theme = theme  # the caption text follows
+        self._show_settings()  # a triggered mark toggles itself: unchanged settings put it back
 
     def _set_timestamps(self, enabled: bool) -> None:
-        self.settings.show_timestamps = enabled
-        self.store.save(self.settings)
-        self.text_view.set_timestamps(enabled)
+        self.settings.show_timestamps = enabled  # the caption text follows

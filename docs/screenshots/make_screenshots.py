@@ -75,9 +75,9 @@ def shoot(out: Path, home: Path) -> None:
     from PySide6.QtWidgets import QApplication, QPlainTextEdit, QWidget
 
     from app.main_window import MainWindow
-    from app.models_dialog import ModelsDialog, make_store
+    from app.model_choices import AppState
+    from app.models.dialog import ModelsDialog, make_store
     from app.settings import SettingsStore
-    from app.state import AppState
     from app.views.dictation_indicator import DictationIndicator
     from app.views.dictation_settings import DictationSettingsDialog
     from app.views.overlay_settings import OverlaySettingsDialog

@@ -19,10 +19,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.controller import LiveController  # noqa: E402
+from app.live.controller import LiveController  # noqa: E402
 from app.main_window import MainWindow  # noqa: E402
+from app.model_choices import AppState  # noqa: E402
 from app.settings import SettingsStore  # noqa: E402
-from app.state import AppState  # noqa: E402
 from inference.client import WorkerClient  # noqa: E402
 from inference.paths import AppPaths  # noqa: E402
 

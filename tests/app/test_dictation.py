@@ -432,8 +432,8 @@ def test_dictation_in_the_window_toggled_from_the_command_line_tool(qtbot) -> No
     from app.dictation.controller import send_toggle
     from app.live.sources import ArraySource
     from app.main_window import MainWindow
+    from app.model_choices import AppState
     from app.settings import SettingsStore
-    from app.state import AppState
     from inference.audio.io import load_audio_file
     from inference.paths import AppPaths
 
@@ -464,8 +464,8 @@ def test_the_hotkey_is_captured_from_a_key_press_and_saved(qtbot) -> None:  # ty
     from PySide6.QtGui import QKeySequence
 
     from app.main_window import MainWindow
+    from app.model_choices import AppState
     from app.settings import SettingsStore
-    from app.state import AppState
     from app.views.dictation_settings import hotkey_from_sequence, sequence_from_hotkey
     from inference.paths import AppPaths
 
@@ -492,10 +492,9 @@ def test_the_hotkey_is_captured_from_a_key_press_and_saved(qtbot) -> None:  # ty
 
 
 def test_dictation_can_use_another_model_than_captions(qtbot) -> None:  # type: ignore[no-untyped-def]
-    from app.controller import ModelChoice
     from app.main_window import MainWindow
+    from app.model_choices import AppState, ModelChoice
     from app.settings import SettingsStore
-    from app.state import AppState
     from inference.paths import AppPaths
 
     paths = AppPaths.from_environment().ensure()
@@ -613,10 +612,10 @@ def test_esc_while_capturing_the_hotkey_cancels_instead_of_becoming_the_hotkey(q
 
 
 def test_push_to_talk_is_remembered_only_when_the_user_switches_it(qtbot) -> None:  # type: ignore[no-untyped-def]
-    from app.controller import LiveController
+    from app.live.controller import LiveController
     from app.main_window import MainWindow
+    from app.model_choices import AppState
     from app.settings import SettingsStore
-    from app.state import AppState
     from inference.client import WorkerClient
     from inference.paths import AppPaths
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.controller import LiveController
+from app.live.controller import LiveController
 from app.live.journal import FSYNC_INTERVAL_S, SessionJournal, read_session, sessions_dir
 from app.live.sources import ArraySource
 from app.main_window import MainWindow
+from app.model_choices import AppState
 from app.settings import SettingsStore
-from app.state import AppState
 from inference.audio.io import load_audio_file
 from inference.client import WorkerClient
 from inference.contract import Delta, SpeechEnd

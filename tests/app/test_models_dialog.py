@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import threading
 from collections import namedtuple
+from typing import Any
 
 import pytest
 
-from app.models_dialog import COLUMNS, ModelsDialog, first_run_suggestion  # noqa: E402
-from app.models_dialog import make_store as make_app_store  # noqa: E402
-from app.models_manager import explain, needs_first_run_offer  # noqa: E402
+from app.models.dialog import COLUMNS, ModelsDialog, first_run_suggestion  # noqa: E402
+from app.models.dialog import make_store as make_app_store  # noqa: E402
+from app.models.manager import explain, needs_first_run_offer  # noqa: E402
 from inference.models.catalog import Catalog  # noqa: E402
 from inference.models.errors import DiskSpaceError  # noqa: E402
 
@@ -74,9 +75,14 @@ def test_table_lists_packages_with_details(opened):
 def test_download_reports_progress_on_the_gui_thread_then_installs(opened, qtbot, app_paths):
     dialog = opened()
     on_gui_thread = []
-    dialog._bridge.progress.connect(
-        lambda *_: on_gui_thread.append(threading.current_thread() is threading.main_thread())
-    )
+    show_progress = dialog.manager.on_progress
+    assert show_progress is not None
+
+    def progress(*report: Any) -> None:
+        on_gui_thread.append(threading.current_thread() is threading.main_thread())
+        show_progress(*report)
+
+    dialog.manager.on_progress = progress
     dialog.download_button.click()
     qtbot.waitUntil(lambda: _row(dialog, "tiny_gguf")["State"] == "installed", timeout=10_000)
     assert on_gui_thread and all(on_gui_thread)
@@ -156,10 +162,10 @@ def test_first_run_offer_only_without_a_real_model(app_paths, hub, qtbot):
 def test_the_first_run_banner_blocks_nothing_and_stays_dismissed(app_paths, hub, qtbot):
     """No modal question: the window is usable at once; Download opens the list on the suggested package;
     Dismiss is remembered across starts; installing a real model hides it."""
-    from app.controller import LiveController
+    from app.live.controller import LiveController
     from app.main_window import MainWindow
+    from app.model_choices import AppState
     from app.settings import SettingsStore
-    from app.state import AppState
     from inference.client import WorkerClient
 
     def new_window() -> MainWindow:

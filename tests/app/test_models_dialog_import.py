@@ -8,7 +8,7 @@ import sys
 from collections import namedtuple
 from pathlib import Path
 
-from app.models_dialog import ModelsDialog
+from app.models.dialog import ModelsDialog
 from tests.models.hub_fixtures import app_paths, hub, hub_state, make_store  # noqa: F401
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "parakeet_tdt"))

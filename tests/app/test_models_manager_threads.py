@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from app.models_manager import JobOutcome, ModelsManager
+from app.models.manager import JobOutcome, ModelsManager
 from tests.models.hub_fixtures import app_paths, hub, hub_state, make_store  # noqa: F401
 
 # How long held work waits for the test to let it go: reached only when the call under test waited for the work.

@@ -139,10 +139,10 @@ def test_the_overlay_shows_no_more_lines_than_asked(qtbot, overlay) -> None:  # 
 
 
 def test_an_overlay_left_on_is_shown_at_the_next_start(qtbot) -> None:  # type: ignore[no-untyped-def]
-    from app.controller import LiveController
+    from app.live.controller import LiveController
     from app.main_window import MainWindow
+    from app.model_choices import AppState
     from app.settings import SettingsStore
-    from app.state import AppState
     from inference.client import WorkerClient
     from inference.paths import AppPaths
 
@@ -197,7 +197,8 @@ class _UnpluggedSource(ArraySource):
 def test_a_device_that_goes_away_ends_the_session_with_its_text_and_a_reason(qtbot) -> None:  # type: ignore[no-untyped-def]
     from pathlib import Path
 
-    from app.controller import LiveController, ModelChoice
+    from app.live.controller import LiveController
+    from app.model_choices import ModelChoice
     from inference.audio.io import load_audio_file
     from inference.client import WorkerClient
     from inference.paths import AppPaths
@@ -238,8 +239,8 @@ def test_pipeline_capture_times_follow_the_stream() -> None:
 
 def test_overlay_settings_apply_live_save_on_ok_and_restore_on_cancel(qtbot) -> None:  # type: ignore[no-untyped-def]
     from app.main_window import MainWindow
+    from app.model_choices import AppState
     from app.settings import SettingsStore
-    from app.state import AppState
     from inference.paths import AppPaths
 
     paths = AppPaths.from_environment().ensure()
@@ -264,10 +265,9 @@ def test_overlay_settings_apply_live_save_on_ok_and_restore_on_cancel(qtbot) -> 
 def test_changing_the_model_offers_that_family_s_options(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from pathlib import Path
 
-    from app.controller import ModelChoice
     from app.main_window import MainWindow
+    from app.model_choices import AppState, ModelChoice
     from app.settings import SettingsStore
-    from app.state import AppState
     from inference.paths import AppPaths
 
     paths = AppPaths.from_environment().ensure()
@@ -281,7 +281,8 @@ def test_changing_the_model_offers_that_family_s_options(qtbot, tmp_path) -> Non
 
 
 def test_a_device_that_goes_away_is_replaced_and_the_session_goes_on(qtbot) -> None:  # type: ignore[no-untyped-def]
-    from app.controller import LiveController, ModelChoice
+    from app.live.controller import LiveController
+    from app.model_choices import ModelChoice
     from inference.audio.io import load_audio_file
     from inference.client import WorkerClient
     from inference.paths import AppPaths

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.controller import LiveController
+from app.live.controller import LiveController
 from app.live.session import SessionChange, SessionModel
 from app.live.sources import ArraySource
 from app.main_window import MainWindow
+from app.model_choices import AppState
 from app.settings import SettingsStore
-from app.state import AppState
 from inference.audio.io import load_audio_file
 from inference.client import WorkerClient
 from inference.contract import SAMPLE_RATE, Delta, Snapshot, SpeechEnd, StreamEvent

@@ -14,12 +14,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from app.controller import LiveController
+from app.live.controller import LiveController
 from app.live.session import SessionChange
 from app.live.sources import BLOCK_S, Sink
 from app.main_window import MainWindow
+from app.model_choices import AppState
 from app.settings import SettingsStore
-from app.state import AppState
 from inference.audio.io import load_audio_file
 from inference.client import WorkerClient, WorkerPolicy
 from inference.contract import SAMPLE_RATE

@@ -14,8 +14,8 @@ from pathlib import Path
 from PySide6.QtWidgets import QApplication
 
 from app.main_window import MainWindow
+from app.model_choices import AppState
 from app.settings import SettingsStore
-from app.state import AppState
 from inference.contract import Delta, Snapshot
 from inference.paths import AppPaths
 

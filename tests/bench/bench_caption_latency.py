@@ -84,8 +84,9 @@ def main() -> None:
 
     from PySide6.QtCore import QCoreApplication
 
-    from app.controller import LiveController, ModelChoice
+    from app.live.controller import LiveController
     from app.live.sources import ArraySource
+    from app.model_choices import ModelChoice
     from inference.client import WorkerClient
     from inference.models.identify import detect_family
     from inference.paths import AppPaths

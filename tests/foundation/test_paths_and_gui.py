@@ -43,7 +43,7 @@ DEMO_LABEL = "Model: Demo: synthetic English only (bundled) — install a real m
 
 def test_main_window_shows_model_state(qtbot) -> None:  # type: ignore[no-untyped-def]
     from app.main_window import MainWindow
-    from app.state import AppState
+    from app.model_choices import AppState
 
     state = AppState.load(AppPaths.from_environment().ensure())
     window = MainWindow(state)
@@ -57,7 +57,7 @@ def test_main_window_shows_model_state(qtbot) -> None:  # type: ignore[no-untype
 
 def test_models_menu_opens_the_dialog_and_refreshes(qtbot) -> None:  # type: ignore[no-untyped-def]
     from app.main_window import MainWindow
-    from app.state import AppState
+    from app.model_choices import AppState
 
     window = MainWindow(AppState.load(AppPaths.from_environment().ensure()))
     qtbot.addWidget(window)

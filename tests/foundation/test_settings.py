@@ -61,7 +61,7 @@ def test_a_plaintext_token_from_an_old_version_is_dropped_and_not_logged(tmp_pat
 
 
 def test_parakeet_int8_weights_pick_the_cpu_backend_and_touch_no_other_family() -> None:
-    from app.state import weight_choice
+    from app.model_choices import weight_choice
 
     int8 = Settings(parakeet_weights="int8", backend="cuda")
     assert weight_choice("parakeet_tdt", "cuda", int8) == (
@@ -77,7 +77,7 @@ def test_parakeet_int8_weights_pick_the_cpu_backend_and_touch_no_other_family() 
 def test_the_window_captions_confucius4_r2t2_by_utterance() -> None:
     """One undivided R2T2 segment gave one paragraph and subtitles spread over every pause; endpointed streams
     give a segment (paragraph, cues) per utterance."""
-    from app.state import live_options
+    from app.model_choices import live_options
     from inference.engine import load_engine
     from inference.families.confucius4_r2t2.endpointing import EndpointedStream
     from tests.confucius4_r2t2.r2t2_fixtures import HF_CHECKPOINT

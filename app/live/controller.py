@@ -1,8 +1,8 @@
 """Runs live captioning for the window: model loading, the pipeline, the session model, autosave.
 
-Heavy work (starting the worker, loading a model, draining on stop) runs on background threads, which
-report back through Qt signals only — they never touch a widget (Anki's operations discipline). The
-session model is updated on the GUI thread, in event order, and views redraw from it.
+Heavy work (starting the worker, loading a model, draining on stop, closing the worker) runs as background
+operations (``app.operations``), which report back on the GUI thread and never touch a widget. The session
+model is updated on the GUI thread, in event order, and views redraw from it.
 """
 
 from __future__ import annotations
@@ -13,16 +13,18 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot
 
+from app.gui_thread import GuiThread
 from app.live.journal import SessionJournal, sessions_dir
 from app.live.pipeline import LivePipeline
 from app.live.session import SessionModel
 from app.live.silence import SILENT_AFTER_S
 from app.live.sources import AudioSource, DeviceSource
+from app.model_choices import ModelChoice
+from app.operations import Operation, on_the_worker
 from inference.audio.devices import SoundServerCapture, fallback_for
 from inference.client import BacklogPolicy, RemoteEngine, WorkerClient
 from inference.contract import Delta, Done, ErrorEvent, SpeechEnd, StreamEvent
@@ -37,25 +39,6 @@ def default_reconnect(lost: AudioSource) -> AudioSource | None:
     if isinstance(lost, SoundServerCapture):
         return SoundServerCapture(fallback_for(lost.input_id))
     return DeviceSource(None) if isinstance(lost, DeviceSource) else None
-
-
-@dataclass(frozen=True)
-class ModelChoice:
-    """What to load: a label for people, the path, and the family options the user picked."""
-
-    label: str
-    path: Path
-    family: str | None = None
-    session_options: tuple[tuple[str, object], ...] = ()
-    request_options: tuple[tuple[str, object], ...] = ()
-    backend: str = "auto"
-    threads: int | None = None
-    stream_mode: str = "auto"  # auto | native | segmented (see RemoteEngine.open_stream)
-
-    @property
-    def load_key(self) -> tuple[object, ...]:
-        """What makes a loaded engine: request options and stream mode do not (one load serves them all)."""
-        return (self.path, self.family, self.session_options, self.backend, self.threads)
 
 
 class LiveController(QObject):
@@ -96,6 +79,7 @@ class LiveController(QObject):
         self._silence_changed.connect(self._on_silence_changed)
         self._prepared.connect(self._on_prepared)
         self._state_request.connect(self._on_state_request)
+        self._gui = GuiThread(self)
         self._busy = threading.Lock()
 
     # ------------------------------------------------------------------ control (GUI thread)
@@ -106,9 +90,9 @@ class LiveController(QObject):
         self.latencies = []
         self.state = "loading"  # at once, so a second click does not start twice
         self._set_state("loading", f"loading {choice.label}…")
-        threading.Thread(
-            target=self._start_in_background, args=(choice, source), name="captioneer-start", daemon=True
-        ).start()
+        Operation(lambda: self._start_in_background(choice, source), "captioneer-start").success(
+            lambda _none: self._on_state_request("running", f"captioning {source.name} with {choice.label}")
+        ).failure(self._start_failed).run_in_background(self._gui.post)
 
     def stop(self, timeout_s: float = 600.0) -> None:
         if self.state != "running" or self.pipeline is None:
@@ -116,7 +100,7 @@ class LiveController(QObject):
         self.state = "stopping"
         self._set_state("stopping", "finishing the transcript…")
         pipeline = self.pipeline
-        threading.Thread(target=pipeline.stop, args=(timeout_s,), name="captioneer-stop", daemon=True).start()
+        Operation(lambda: pipeline.stop(timeout_s), "captioneer-stop").run_in_background(self._gui.post)
 
     def shutdown(self, drain_timeout_s: float = 3.0) -> None:
         """Window closing: drain like Stop for at most ``drain_timeout_s`` (the sentence in progress is committed
@@ -133,8 +117,8 @@ class LiveController(QObject):
         if self._client is not None:
             client, self._client = self._client, None
             # Stopping the worker process waits for it (up to its join timeout): never on the GUI thread. Not a
-            # daemon, so the interpreter still lets it finish at exit.
-            threading.Thread(target=client.close, name="captioneer-worker-close").start()
+            # daemon, so the interpreter still lets it finish at exit; nothing is delivered to a closing window.
+            Operation(client.close, "captioneer-worker-close").run_in_background(on_the_worker, daemon=False)
 
     def _drain(self, timeout_s: float) -> None:
         """Stop and wait (running the event loop, which applies the final events) until the session is done."""
@@ -163,38 +147,36 @@ class LiveController(QObject):
 
     # ------------------------------------------------------------------ background
     def _start_in_background(self, choice: ModelChoice, source: AudioSource) -> None:
-        journal = None
-        try:
-            engine = self._engine(choice)
-            # A recording played faster than real time waits for the model instead of having audio refused.
-            backlog = (
-                BacklogPolicy("block", max_in_flight=2, max_backlog_s=10.0)
-                if getattr(source, "paced_by_model", False)
-                else None
-            )
-            pipeline = LivePipeline(
-                engine,
-                source,
-                self.events_arrived.emit,
-                on_level=self.level_changed.emit,
-                on_source_end=self._source_ended.emit,
-                on_silence=self._silence_changed.emit,
-                request_options=dict(choice.request_options),
-                clock=self.clock,
-                stream_mode=choice.stream_mode,
-                backlog=backlog,
-            )
-            journal = SessionJournal(sessions_dir(self.data_dir), choice.label, source.name)
-            self._prepared.emit(pipeline, journal)  # queued ahead of any event of this pipeline
-            pipeline.start()
-        except CaptioneerError as exc:
-            self._set_state("failed", str(exc))
-            return
-        except Exception as exc:  # a bug: say so in words, keep the window alive
-            log.exception("starting live captions failed")
-            self._set_state("failed", f"could not start: {type(exc).__name__}: {exc}")
-            return
-        self._set_state("running", f"captioning {source.name} with {choice.label}")
+        """The start operation: load the model (and the worker), then start the pipeline."""
+        engine = self._engine(choice)
+        # A recording played faster than real time waits for the model instead of having audio refused.
+        backlog = (
+            BacklogPolicy("block", max_in_flight=2, max_backlog_s=10.0)
+            if getattr(source, "paced_by_model", False)
+            else None
+        )
+        pipeline = LivePipeline(
+            engine,
+            source,
+            self.events_arrived.emit,
+            on_level=self.level_changed.emit,
+            on_source_end=self._source_ended.emit,
+            on_silence=self._silence_changed.emit,
+            request_options=dict(choice.request_options),
+            clock=self.clock,
+            stream_mode=choice.stream_mode,
+            backlog=backlog,
+        )
+        journal = SessionJournal(sessions_dir(self.data_dir), choice.label, source.name)
+        self._prepared.emit(pipeline, journal)  # queued ahead of any event of this pipeline
+        pipeline.start()
+
+    def _start_failed(self, exc: BaseException) -> None:
+        """A model that cannot load says why in its words; anything else (a bug) says so and keeps the window."""
+        if isinstance(exc, CaptioneerError):
+            self._on_state_request("failed", str(exc))
+        else:
+            self._on_state_request("failed", f"could not start: {type(exc).__name__}: {exc}")
 
     @property
     def client(self) -> WorkerClient | None:

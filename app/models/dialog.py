@@ -1,11 +1,11 @@
 """The models dialog: catalog table, Download / Cancel / Delete / Open folder, progress, plain-word errors.
 
-A thin view over :class:`app.models_manager.ModelsManager`. Downloads run on the manager's worker
-threads; their callbacks only emit Qt signals, which Qt queues to the GUI thread, so widgets are
-touched on the GUI thread alone.
+A thin view over :class:`app.models.manager.ModelsManager`. Downloads run as the manager's background
+operations, which deliver their progress and outcome to the GUI thread (``GuiThread``), so widgets are touched
+on the GUI thread alone.
 
-Hooking it up (main window): ``open_models_dialog(window, paths)`` from a "Models…" menu action, and
-``offer_models_on_first_run(window, paths)`` once after the window is shown.
+Hooking it up (``app.window.models``): ``open_models_dialog(window, paths)`` from a "Models…" menu action, and
+``first_run_suggestion(paths)`` for the banner that offers a real model once the window is shown.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QUrl, Signal
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -31,7 +31,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.models_manager import (
+from app.gui_thread import GuiThread
+from app.models.manager import (
     JobOutcome,
     ModelsManager,
     PackageRow,
@@ -65,13 +66,6 @@ def _open_in_file_manager(path: Path) -> None:
     QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
 
 
-class _Bridge(QObject):
-    """Carries worker-thread callbacks to the GUI thread (signals emitted off-thread are queued)."""
-
-    progress = Signal(str, object)
-    finished = Signal(object)
-
-
 class ModelsDialog(QDialog):
     def __init__(
         self,
@@ -88,10 +82,7 @@ class ModelsDialog(QDialog):
         self._confirm = confirm
         self._open_folder = open_folder
         self._choose_file = choose_file
-        self._bridge = _Bridge(self)
-        self._bridge.progress.connect(self._on_progress)
-        self._bridge.finished.connect(self._on_finished)
-        self.manager = ModelsManager(store, self._bridge.progress.emit, self._bridge.finished.emit)
+        self.manager = ModelsManager(store, self._on_progress, self._on_finished, GuiThread(self).post)
         self._rows: list[PackageRow] = []
 
         self.table = QTableWidget(0, len(COLUMNS), self)
@@ -265,7 +256,7 @@ class ModelsDialog(QDialog):
         if row is not None and row.folder is not None:
             self._open_folder(row.folder)
 
-    # -- worker reports (GUI thread, via queued signals) ---------------------------------
+    # -- job reports (GUI thread) ---------------------------------------------------------
 
     def _on_progress(self, package_id: str, report: InstallProgress) -> None:
         fraction = report.fraction

@@ -2,9 +2,9 @@
 
 The dialog is a thin view: it renders :meth:`ModelsManager.rows` and forwards button presses. Everything
 that touches the disk for long (downloads, conversions, deleting a multi-gigabyte model, cleaning leftovers)
-runs on a worker thread, and nothing here ever waits for one: a GUI thread that calls in never blocks. Job
-callbacks (``on_progress`` / ``on_finished``) run on the worker thread; the view must hop to the GUI
-thread before touching widgets (the dialog does that with queued Qt signals).
+runs as a background operation (``app.operations``), and nothing here ever waits for one: a GUI thread that
+calls in never blocks. Job reports (``on_progress`` / ``on_finished``) reach the thread ``deliver`` names: the
+dialog's GUI thread, or the job's own thread for Qt-free callers and tests.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from inference.errors import Cancelled, CaptioneerError
+from app.operations import Deliver, Operation, is_cancellation, on_the_worker
+from inference.errors import CaptioneerError
 from inference.models.catalog import Catalog
 from inference.models.conversion import FORMATS_NEEDING_CONVERSION
 from inference.models.progress import InstallProgress, describe, human_bytes
@@ -102,10 +103,12 @@ class ModelsManager:
         store: ModelStore,
         on_progress: Callable[[str, InstallProgress], None] | None = None,
         on_finished: Callable[[JobOutcome], None] | None = None,
+        deliver: Deliver = on_the_worker,
     ) -> None:
         self.store = store
         self.on_progress = on_progress
         self.on_finished = on_finished
+        self.deliver = deliver
         self._jobs: dict[str, tuple[threading.Thread, threading.Event]] = {}
         self._deleting: set[str] = set()
         self._last: dict[str, InstallProgress] = {}
@@ -171,76 +174,94 @@ class ModelsManager:
             return any(thread.is_alive() for thread, _ in self._jobs.values())
 
     def download(self, package_id: str) -> bool:
-        """Start installing (download, then any conversion) on a worker thread; False if that package is busy."""
-        return self._start(package_id, self._run, "install")
-
-    def _start(self, package_id: str, target: Callable[[str, threading.Event], None], kind: str) -> bool:
-        with self._lock:
-            job = self._jobs.get(package_id)
-            if job is not None and job[0].is_alive():
-                return False
-            cancel = threading.Event()
-            thread = threading.Thread(
-                target=target, args=(package_id, cancel), name=f"{kind}-{package_id}", daemon=True
-            )
-            self._jobs[package_id] = (thread, cancel)
-            if kind == "delete":
-                self._deleting.add(package_id)
-        thread.start()
-        return True
-
-    def _run(self, package_id: str, cancel: threading.Event) -> None:
-        name = package_id
-        try:
-            name = self.store.catalog.get(package_id).name
-            self.store.install(package_id, progress=lambda r: self._progress(package_id, r), cancel=cancel)
-            outcome = JobOutcome(package_id, ok=True, headline=f"{name} is installed")
-        except BaseException as exc:  # the worker must always report back, whatever happened
-            cancelled = getattr(exc, "kind", "") == "cancelled"
-            if not cancelled:
-                log.warning("install of %s failed", package_id, exc_info=True)
-            headline, detail = explain(name, exc)
-            if cancelled:
-                detail = "The downloaded part is kept; Download resumes it."
-            outcome = JobOutcome(package_id, ok=False, cancelled=cancelled, headline=headline, detail=detail)
-        finally:
-            self._last.pop(package_id, None)
-        self._finish(package_id, outcome)
+        """Start installing (download, then any conversion) in the background; False if that package is busy."""
+        return self._start(package_id, "install", lambda cancel: self._install(package_id, cancel))
 
     def import_file(self, source: Path) -> bool:
-        """Import a local model file (a ``.nemo``, ``.gguf`` or Phonon-2 archive) on a worker thread; False while
+        """Import a local model file (a ``.nemo``, ``.gguf`` or Phonon-2 archive) in the background; False while
         another import runs. The result arrives through ``on_finished`` under the job id :data:`IMPORT_JOB`."""
-        return self._start(IMPORT_JOB, lambda job, cancel: self._import(job, source, cancel), "import")
+        return self._start(IMPORT_JOB, "import", lambda cancel: self._import(source, cancel), source.name)
 
-    def _import(self, job: str, source: Path, cancel: threading.Event) -> None:
-        try:
-            path = self.store.import_local(source, progress=lambda r: self._progress(job, r), cancel=cancel)
-            package_id = path.relative_to(self.store.root).parts[0]
-            outcome = JobOutcome(job, ok=True, headline=f"{source.name} is installed as {package_id}")
-        except BaseException as exc:  # the worker must always report back, whatever happened
-            cancelled = isinstance(exc, Cancelled) or getattr(exc, "kind", "") == "cancelled"
-            if not cancelled:
-                log.warning("import of %s failed", source, exc_info=True)
-            headline, detail = explain(source.name, exc)
-            outcome = JobOutcome(job, ok=False, cancelled=cancelled, headline=headline, detail=detail)
-        finally:
-            self._last.pop(job, None)
-        self._finish(job, outcome)
+    def delete(self, package_id: str) -> bool:
+        """Delete an installed package in the background (a model is gigabytes); False if the package is busy.
 
-    def _finish(self, package_id: str, outcome: JobOutcome) -> None:
+        The result arrives through ``on_finished`` like an install's.
+        """
+        return self._start(package_id, "delete", lambda _cancel: self._remove(package_id))
+
+    def _start(
+        self,
+        job: str,
+        kind: str,
+        work: Callable[[threading.Event], JobOutcome],
+        subject: str | None = None,
+    ) -> bool:
+        """Run ``work`` as job ``job`` (one at a time per id); its outcome, or its failure in words (about
+        ``subject``, by default the package's name), reaches ``on_finished``."""
         with self._lock:
-            self._jobs.pop(package_id, None)
-            self._deleting.discard(package_id)
-        if self.on_finished is not None:
-            try:
-                self.on_finished(outcome)
-            except RuntimeError:  # the view was closed and deleted while this job wound down
-                log.debug("install of %s finished after its view closed", package_id)
+            running = self._jobs.get(job)
+            if running is not None and running[0].is_alive():
+                return False
+            cancel = threading.Event()
+            operation = Operation(lambda: work(cancel), f"{kind}-{job}")
+            operation.success(lambda outcome: self._finish(job, cancel, outcome))
+            operation.failure(lambda exc: self._finish(job, cancel, self._failed(kind, job, subject, exc)))
+            if kind == "delete":
+                self._deleting.add(job)
+            # Registered before the job can end: its report (on this thread or another) finds it here.
+            self._jobs[job] = (operation.run_in_background(self.deliver), cancel)
+        return True
 
-    def _progress(self, package_id: str, report: InstallProgress) -> None:
-        self._last[package_id] = report
-        if self.on_progress is not None:
-            self.on_progress(package_id, report)
+    def _install(self, package_id: str, cancel: threading.Event) -> JobOutcome:
+        name = self.store.catalog.get(package_id).name
+        self.store.install(package_id, progress=lambda r: self._progress(package_id, r), cancel=cancel)
+        return JobOutcome(package_id, ok=True, headline=f"{name} is installed")
+
+    def _import(self, source: Path, cancel: threading.Event) -> JobOutcome:
+        path = self.store.import_local(
+            source, progress=lambda r: self._progress(IMPORT_JOB, r), cancel=cancel
+        )
+        package_id = path.relative_to(self.store.root).parts[0]
+        return JobOutcome(IMPORT_JOB, ok=True, headline=f"{source.name} is installed as {package_id}")
+
+    def _remove(self, package_id: str) -> JobOutcome:
+        name = self.store.catalog.get(package_id).name
+        self.store.remove(package_id)
+        return JobOutcome(package_id, ok=True, headline=f"Deleted {name}")
+
+    def _failed(self, kind: str, job: str, subject: str | None, exc: BaseException) -> JobOutcome:
+        """A failed job's outcome in words a user can act on (the failure itself is logged by the operation)."""
+        name = subject or self._package_name(job)
+        if kind == "delete":
+            detail = explain(name, exc)[1] if isinstance(exc, CaptioneerError) else str(exc)
+            return JobOutcome(job, ok=False, headline=f"Could not delete {name}", detail=detail)
+        # An import is also stopped by a converter's Cancelled; an install only by the store's cancelled kind.
+        cancelled = is_cancellation(exc) if kind == "import" else getattr(exc, "kind", "") == "cancelled"
+        headline, detail = explain(name, exc)
+        if cancelled and kind == "install":
+            detail = "The downloaded part is kept; Download resumes it."
+        return JobOutcome(job, ok=False, cancelled=cancelled, headline=headline, detail=detail)
+
+    def _package_name(self, package_id: str) -> str:
+        try:
+            return self.store.catalog.get(package_id).name
+        except CaptioneerError:  # an unknown id: the error says so in its own words
+            return package_id
+
+    def _finish(self, job: str, cancel: threading.Event, outcome: JobOutcome) -> None:
+        with self._lock:
+            if self._jobs.get(job, (None, None))[1] is cancel:  # not a newer job under the same id
+                del self._jobs[job]
+                self._deleting.discard(job)
+                self._last.pop(job, None)
+        if self.on_finished is not None:
+            self.on_finished(outcome)
+
+    def _progress(self, job: str, report: InstallProgress) -> None:
+        self._last[job] = report
+        on_progress = self.on_progress
+        if on_progress is not None:
+            self.deliver(lambda: on_progress(job, report))
 
     def cancel(self, package_id: str) -> None:
         with self._lock:
@@ -269,35 +290,15 @@ class ModelsManager:
                 return False
             alive[0].join(left)
 
-    def delete(self, package_id: str) -> bool:
-        """Delete an installed package on a worker thread (a model is gigabytes); False if the package is busy.
-
-        The result arrives through ``on_finished`` like an install's.
-        """
-        return self._start(package_id, self._remove, "delete")
-
-    def _remove(self, package_id: str, _cancel: threading.Event) -> None:
-        name = package_id
-        try:
-            name = self.store.catalog.get(package_id).name
-            self.store.remove(package_id)
-            outcome = JobOutcome(package_id, ok=True, headline=f"Deleted {name}")
-        except BaseException as exc:  # report back whatever happened
-            log.warning("deleting %s failed", package_id, exc_info=True)
-            detail = explain(name, exc)[1] if isinstance(exc, CaptioneerError) else str(exc)
-            outcome = JobOutcome(package_id, ok=False, headline=f"Could not delete {name}", detail=detail)
-        self._finish(package_id, outcome)
-
     def cleanup_in_background(self) -> None:
         """Remove old leftovers of interrupted installs without holding up the caller (it may be the GUI)."""
+        Operation(self._cleanup, "models-cleanup").run_in_background(self.deliver)
 
-        def clean() -> None:
-            try:
-                self.store.cleanup()
-            except OSError:  # a leftover still in use is tried again next time
-                log.debug("cleaning the model store failed", exc_info=True)
-
-        threading.Thread(target=clean, name="models-cleanup", daemon=True).start()
+    def _cleanup(self) -> None:
+        try:
+            self.store.cleanup()
+        except OSError:  # a leftover still in use is tried again next time
+            log.debug("cleaning the model store failed", exc_info=True)
 
     @staticmethod
     def status_line(report: InstallProgress) -> str:

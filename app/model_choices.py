@@ -1,17 +1,34 @@
-"""Qt-free application state: which model is active and how to describe it to the user."""
+"""Which models the window can caption with (Qt-free): the installed models as choices with their load options,
+and the line that says which model is active."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from inference.errors import CaptioneerError
 from inference.models.catalog import Catalog
 from inference.models.identify import detect_family
 from inference.paths import AppPaths
 
-if TYPE_CHECKING:
-    from app.controller import ModelChoice
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """What to load: a label for people, the path, and the family options the user picked."""
+
+    label: str
+    path: Path
+    family: str | None = None
+    session_options: tuple[tuple[str, object], ...] = ()
+    request_options: tuple[tuple[str, object], ...] = ()
+    backend: str = "auto"
+    threads: int | None = None
+    stream_mode: str = "auto"  # auto | native | segmented (see RemoteEngine.open_stream)
+
+    @property
+    def load_key(self) -> tuple[object, ...]:
+        """What makes a loaded engine: request options and stream mode do not (one load serves them all)."""
+        return (self.path, self.family, self.session_options, self.backend, self.threads)
 
 
 @dataclass(frozen=True)
@@ -35,8 +52,6 @@ class AppState:
 
 def installed_models(paths: AppPaths, settings: object | None = None) -> list[ModelChoice]:
     """Every installed package (and the bundled demo model), as choices for the model picker."""
-    from app.controller import ModelChoice
-
     catalog = Catalog(paths)
     choices = []
     for entry in catalog.entries():
