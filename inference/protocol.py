@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from inference.audio.samples import checked_samples
 from inference.contract import Capabilities, StreamEvent, Transcript, event_from_json, event_to_json
-from inference.errors import UsageError, WorkerError
+from inference.errors import WorkerError
 
 PROTOCOL_VERSION = 3
 _HEADER = struct.Struct("<I")
@@ -298,6 +299,8 @@ def decode(frame: bytes | memoryview) -> Message:
     names = {f.name for f in fields(cls)}
     if "pcm" in names:
         payload = view[_HEADER.size + length :]
+        # 1-D float32 by the frame's layout, finite because the sender built it with ``audio_payload``: the
+        # worker takes it as it is (inference/audio/samples.py).
         header["pcm"] = np.frombuffer(payload, dtype="<f4").astype(np.float32, copy=False)
     unknown = set(header) - names
     if unknown:
@@ -322,19 +325,6 @@ def check_version(hello: Message) -> Hello:
 
 
 def audio_payload(pcm: np.ndarray) -> np.ndarray:
-    """Validate audio before it crosses the boundary: 1-D float32, finite."""
-    samples = np.asarray(pcm)
-    if samples.ndim != 1:
-        raise UsageError(
-            f"audio must be a 1-D array of mono samples, got shape {samples.shape}", "mix down to mono"
-        )
-    if samples.dtype != np.float32:
-        if not np.issubdtype(samples.dtype, np.floating):
-            raise UsageError(
-                f"audio must be float32 samples in [-1, 1], got {samples.dtype}",
-                "convert integer PCM first (inference.audio.io.decode_raw_pcm)",
-            )
-        samples = samples.astype(np.float32)
-    if not np.isfinite(samples).all():
-        raise UsageError("the audio holds NaN or infinite samples", "check the audio source")
-    return samples
+    """The check of audio before it crosses the boundary (1-D float32, finite; other float types converted):
+    the worker takes the samples of a frame as they are (``inference/audio/samples.py``)."""
+    return checked_samples(pcm, "audio", convert=True)

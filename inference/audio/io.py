@@ -11,6 +11,9 @@ import soxr
 
 from inference.audio.decoding import decode_mono_16k, downmix_counting
 from inference.audio.limits import DEFAULT_FILE_SECONDS, MAX_CHANNELS, MAX_RATE, MIN_RATE, AudioLimits
+from inference.audio.samples import (
+    checked_samples as checked_samples,  # the one check, where streams import it
+)
 from inference.contract import SAMPLE_RATE
 from inference.errors import UsageError
 
@@ -97,16 +100,3 @@ class PcmStreamDecoder:
         if self._resampler is not None:
             mono = self._resampler.resample_chunk(np.ascontiguousarray(mono), last=last)
         return np.ascontiguousarray(mono, dtype=np.float32)
-
-
-def checked_samples(pcm: np.ndarray, what: str = "a stream") -> np.ndarray:
-    """The samples every engine and stream takes: 1-D float32 at ``SAMPLE_RATE``, finite (else a UsageError)."""
-    samples = np.asarray(pcm)
-    if samples.ndim != 1 or samples.dtype != np.float32:
-        raise UsageError(
-            f"{what} takes 1-D float32 samples at {SAMPLE_RATE} Hz, got {samples.dtype} with shape {samples.shape}",
-            "downmix, convert and resample first (inference.audio.io.to_mono_16k)",
-        )
-    if not np.isfinite(samples).all():
-        raise UsageError("the audio holds NaN or infinite samples", "check the audio source")
-    return samples

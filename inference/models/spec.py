@@ -180,7 +180,20 @@ class FamilySpec:
 
     def takes_request_option(self, name: str) -> bool:
         """Whether ``name`` is one of the request options, under its own name or as an alias."""
-        return any(name == option.name or name in option.aliases for option in self.request_options.values())
+        return self.request_option(name) is not None
+
+    def resolved_options(self, kind: str, raw: dict[str, Any]) -> dict[str, Any]:
+        """Every ``kind`` ("session" or "request") option with its value: the validated ``raw`` values over the
+        spec's defaults. The families' typed settings (their ``options.py``) are built from it."""
+        validate = self.validate_session_options if kind == "session" else self.validate_request_options
+        return {**self.defaults(kind), **validate(raw)}
+
+    def request_option(self, name: str) -> OptionSpec | None:
+        """The request option called ``name`` (its own name or an alias), if the family has one."""
+        return next(
+            (o for o in self.request_options.values() if name == o.name or name in o.aliases),
+            None,
+        )
 
     def defaults(self, kind: str) -> dict[str, Any]:
         options = self.session_options if kind == "session" else self.request_options

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inference.errors import UsageError
+from inference.server.live_pace import LivePaceLimit
 
 API_KEY_ENV = "CAPTIONEER_API_KEY"
 DEFAULT_HOST = "127.0.0.1"
@@ -25,6 +26,9 @@ class LiveLimits:
     max_stream_s: float | None = None
     max_body_bytes: int = 512 * 1024 * 1024
     max_chunk_bytes: int = 8 * 1024 * 1024
+    # A stream that delivers less than this share of real time over the window (seconds waited on the client)
+    # may have its model slot taken back by a request waiting for one (docs/server_limits.md §2).
+    pace: LivePaceLimit = field(default_factory=LivePaceLimit)
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,11 @@ class ServerConfig:
             raise UsageError(
                 f"--live-max-s must be a positive number of seconds, got {self.live.max_stream_s}",
                 "leave it out for no limit",
+            )
+        if not (0 < self.live.pace.min_realtime < math.inf and 0 < self.live.pace.window_s < math.inf):
+            raise UsageError(
+                "the live pace (share of real time and its window) must be positive finite numbers",
+                "e.g. LivePaceLimit(min_realtime=0.5, window_s=10)",
             )
         if not 0 <= self.grace_s < math.inf:
             raise UsageError(f"--grace-s must be a finite number of seconds >= 0, got {self.grace_s}")

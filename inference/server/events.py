@@ -28,7 +28,13 @@ DONE_LINE = b"data: [DONE]\n\n"
 
 # Notes a stream carries without ending (why it ended early, what was dropped), by code: the status whose
 # error type they take (a server shutting down is the server's doing, not a bad request).
-NOTE_STATUS = {"server_shutting_down": 503, "worker_failed": 503, "partial_frame": 400, "stream_limit": 413}
+NOTE_STATUS = {
+    "server_shutting_down": 503,
+    "worker_failed": 503,
+    "partial_frame": 400,
+    "stream_limit": 413,
+    "stream_too_slow": 408,
+}
 
 
 def sse(data: dict[str, Any]) -> bytes:

@@ -4,35 +4,32 @@ The query names the model and the PCM layout. The first piece of the body is che
 starts (an audio file instead of raw PCM, or f32 samples sent as s16le and the reverse, are 400s); from
 then on the answer is an SSE stream, and problems found later (a partial last frame, a stalled upload,
 the limits) arrive as an ``error`` event. Every way a stream ends in good order (the body's end, a body
-ending inside a frame, ``--live-max-s``, a shutdown) ends with ``transcript.text.done`` and ``[DONE]``; a
-non-fatal ``error`` event says why it ended early or what was dropped.
+ending inside a frame, ``--live-max-s``, a shutdown, its model slot taken back) ends with
+``transcript.text.done`` and ``[DONE]``; a non-fatal ``error`` event says why it ended early or what was
+dropped. The stream takes a model slot only once it has sent some audio (``live_upload.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio.to_thread
 import numpy as np
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 
 from inference.audio.io import PcmStreamDecoder
 from inference.audio.limits import MAX_RATE, MIN_RATE
-from inference.contract import SAMPLE_RATE, ErrorEvent
-from inference.errors import UsageError, WorkerError
-from inference.server.config import LiveLimits, ServerConfig
+from inference.contract import SAMPLE_RATE
+from inference.errors import UsageError
+from inference.server.config import ServerConfig
 from inference.server.errors import ApiError
 from inference.server.events import EventTranslator, SSEResponse
+from inference.server.live_upload import LiveUpload
 from inference.server.registry import ModelRegistry, ServedModel
 from inference.server.requests import busy_timeout_s, check_live_content_type, request_options, shown
 from inference.server.routes import closer
-from inference.server.shutdown import ShutdownState
-from inference.server.transcribe import EventPipe, finish_into, open_stream, sse_frames
+from inference.server.transcribe import EventPipe, open_stream, sse_frames
 
-PUSH_SAMPLES = int(0.16 * SAMPLE_RATE)  # decoded audio is handed to the model in pieces of at least this
 _QUERY = {"model", "sample_rate", "channels", "sample_format", "language", "prompt", "busy_timeout_ms"}
 _CONTAINERS = {b"RIFF": "WAV", b"RIFX": "WAV", b"OggS": "Ogg", b"fLaC": "FLAC", b"ID3": "MP3"}
 
@@ -123,29 +120,27 @@ async def live(request: Request) -> Response:
             "upload_too_large",
         )
 
-    body = request.stream().__aiter__()
-    first = await _next(body, limits.idle_timeout_s)
-    if not first:
-        raise ApiError(400, "the body is empty: send raw PCM samples", "invalid_audio")
-    check_first_piece(first, sample_format)
     try:
         decoder = PcmStreamDecoder(sample_format, rate, channels)
     except UsageError as exc:
         raise ApiError(400, str(exc), "invalid_value") from None
+    frame_bytes = (2 if sample_format == "s16le" else 4) * channels
+    shutdown = request.app.state.shutdown
+    upload = LiveUpload(request.stream().__aiter__(), decoder, frame_bytes, rate, limits, shutdown)
+    first = await upload.first_piece()
+    if not first:
+        raise ApiError(400, "the body is empty: send raw PCM samples", "invalid_audio")
+    check_first_piece(first, sample_format)
+    upload.accept(first)
+    # No slot before the stream delivers audio: a client that trickles bytes waits here, holding nothing.
+    await upload.read_opening()
 
-    async with model.slot(wait_s) as slot:
+    async with model.slot(wait_s, holder=upload) as slot:
         pipe = EventPipe()
         stream = await open_stream(model, pipe, options)
-        release = slot.hand_over()
-    frame_bytes = (2 if sample_format == "s16le" else 4) * channels
-
-    shutdown = request.app.state.shutdown
-
-    async def feed() -> None:
-        await feed_body(pipe, stream, body, first, decoder, frame_bytes, limits, rate, shutdown)
-
-    frames = sse_frames(pipe, EventTranslator(), feed, shutdown)
-    return SSEResponse(frames, on_close=closer(stream, release))  # type: ignore[return-value]
+        close = closer(stream, slot.hand_over())
+    frames = sse_frames(pipe, EventTranslator(), lambda: upload.feed(stream, pipe, close), shutdown)
+    return SSEResponse(frames, on_close=close)  # type: ignore[return-value]
 
 
 def refuse_unusable_prompt(model: ServedModel, options: dict[str, Any]) -> None:
@@ -159,128 +154,3 @@ def refuse_unusable_prompt(model: ServedModel, options: dict[str, Any]) -> None:
             "unsupported_parameter",
             param="prompt",
         )
-
-
-async def _next(
-    body: AsyncIterator[bytes], timeout_s: float, shutdown: ShutdownState | None = None
-) -> bytes | None:
-    """The next piece of the body; b"" at its end; None when the server began shutting down meanwhile."""
-    piece = asyncio.ensure_future(body.__anext__())
-    draining = asyncio.ensure_future(shutdown.wait_draining()) if shutdown is not None else None
-    try:
-        await asyncio.wait(
-            {piece} | ({draining} if draining else set()),
-            timeout=timeout_s,
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-    finally:
-        if draining is not None:
-            draining.cancel()
-    if not piece.done():
-        piece.cancel()
-        if draining is not None and shutdown is not None and shutdown.draining:
-            return None
-        raise ApiError(408, f"no audio arrived for {timeout_s:g} s; the upload was abandoned", "idle_timeout")
-    try:
-        return piece.result()
-    except StopAsyncIteration:
-        return b""
-    except ClientDisconnect:
-        raise ApiError(
-            400,
-            "the client closed the connection before the end of the body (the terminating zero-length chunk)",
-            "incomplete_body",
-        ) from None
-
-
-async def feed_body(
-    pipe: EventPipe,
-    stream: Any,
-    body: AsyncIterator[bytes],
-    first: bytes,
-    decoder: PcmStreamDecoder,
-    frame_bytes: int,
-    limits: LiveLimits,
-    rate: int,
-    shutdown: ShutdownState | None = None,
-) -> None:
-    """Decode and push the body as it arrives; at its end, the final transcript (or an error) goes to the pipe."""
-    received = 0
-    limit = None if limits.max_stream_s is None else round(limits.max_stream_s * SAMPLE_RATE)
-    taken = 0  # samples handed to the stream
-    pending: list[np.ndarray] = []
-    pending_samples = 0
-
-    async def push(samples: np.ndarray, force: bool = False) -> None:
-        nonlocal pending_samples, taken
-        if limit is not None:
-            samples = samples[: max(0, limit - taken)]
-        taken += samples.size
-        if samples.size:
-            pending.append(samples)
-            pending_samples += samples.size
-        if pending_samples and (force or pending_samples >= PUSH_SAMPLES):
-            chunk = np.concatenate(pending) if len(pending) > 1 else pending[0]
-            pending.clear()
-            pending_samples = 0
-            await anyio.to_thread.run_sync(stream.push, chunk)
-
-    def note(kind: str, message: str, fix: str) -> None:
-        """Why the stream ends early or what was dropped: an error event that does not end it."""
-        pipe.put([ErrorEvent(kind, message, fix, fatal=False)])
-
-    async def run() -> None:
-        nonlocal received
-        piece: bytes | None = first
-        while piece:
-            received += len(piece)
-            if received > limits.max_body_bytes:
-                raise ApiError(
-                    413,
-                    f"the body passed this server's limit of {limits.max_body_bytes} bytes",
-                    "upload_too_large",
-                )
-            await push(decoder.feed(piece))
-            if limit is not None and taken >= limit:
-                note(
-                    "stream_limit",
-                    f"the stream reached this server's limit of {limits.max_stream_s:g} s of audio "
-                    "(--live-max-s); the transcript covers that much, the rest of the upload was not read",
-                    "open a new stream for the rest, or ask for a higher --live-max-s",
-                )
-                break
-            piece = await _next(body, limits.idle_timeout_s, shutdown)
-        if piece is None:  # shutting down: the upload ends here, and what arrived is transcribed
-            said = received // frame_bytes / rate
-            note(
-                "server_shutting_down",
-                f"the server is shutting down: the upload was cut at {said:.1f} s; "
-                "the transcript covers the audio received",
-                "send the rest again",
-            )
-        elif piece == b"" and received % frame_bytes:
-            note(
-                "partial_frame",
-                f"the body ends inside a frame: {received} bytes is not a whole number of {frame_bytes}-byte "
-                f"frames, so the last {received % frame_bytes} byte(s) were dropped",
-                "send whole frames (check sample_format and channels)",
-            )
-        # A partial last frame is dropped, never an error: the decoder keeps only whole frames.
-        await push(decoder.feed(b"", last=True), force=True)
-
-    async def fed() -> Any:
-        try:
-            await run()
-            return await anyio.to_thread.run_sync(stream.finish)
-        except WorkerError as exc:
-            if getattr(getattr(stream, "client", None), "gave_up", None) is None:
-                raise
-            # The restart limit tripped: end in good order with what was transcribed (the gap is marked).
-            note(
-                "worker_failed",
-                f"{exc.message}; the stream ends with what was transcribed before",
-                "send the rest in a new stream in a moment: the next request starts a fresh worker",
-            )
-            return stream.heard()
-
-    await finish_into(pipe, fed)

@@ -2,7 +2,8 @@
 
 A model is named by the ``--model`` value it was given (a package id or a path) and, for a path, also by
 the folder or file name. Every request on a model holds one of its slots while it runs; past
-``max_concurrent`` the server answers 429 rather than queueing without bound.
+``max_concurrent`` the server answers 429 rather than queueing without bound (``slots.py``: waiting requests
+are served in arrival order, and may take a slot back from a live upload that fell behind real time).
 
 A worker that dies is restarted by its client; one that keeps dying makes the client give up (its
 ``max_restarts``). The server then answers 503 naming the failure, and after ``revive_after_s`` the next
@@ -20,7 +21,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from inference.errors import UsageError
 from inference.models.spec import FamilySpec
 from inference.paths import AppPaths
 from inference.server.errors import ApiError
+from inference.server.slots import Slot, SlotPool, Yielding
 
 log = logging.getLogger("captioneer.server")
 RESTARTED = "the inference worker was restarted"  # WorkerClient's status once a new worker has its models
@@ -56,7 +58,7 @@ class ServedModel:
     revive_after_s: float = REVIVE_AFTER_S
     client: WorkerClient | None = None
     engine: RemoteEngine | None = None
-    _active: int = 0
+    _slots: SlotPool = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _restored: threading.Event = field(default_factory=threading.Event)
     _revive_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -65,6 +67,9 @@ class ServedModel:
     _measured: int = 0
     _refused: deque[float] = field(default_factory=deque)  # when recent 429s were sent
     _start_args: tuple[str, int | None] = ("auto", None)
+
+    def __post_init__(self) -> None:
+        self._slots = SlotPool(self._too_many)
 
     def start(self, backend: str = "auto", threads: int | None = None) -> None:
         self._start_args = (backend, threads)
@@ -173,21 +178,7 @@ class ServedModel:
 
     @property
     def active(self) -> int:
-        with self._lock:
-            return self._active
-
-    def acquire(self) -> None:
-        """Take a slot or raise 429 (with Retry-After) when all are busy."""
-        with self._lock:
-            if self._active >= self.max_concurrent:
-                raise ApiError(
-                    429,
-                    f"model {self.id!r} is already running {self._active} requests (the limit is "
-                    f"{self.max_concurrent}); retry shortly, or start the server with a higher --max-concurrent",
-                    "too_many_requests",
-                    headers=self._retry_after(),
-                )
-            self._active += 1
+        return self._slots.active
 
     def note_duration(self, seconds: float) -> None:
         """A request held its slot this long: the estimate that 429s hand out follows it."""
@@ -196,44 +187,40 @@ class ServedModel:
             self._typical_s = seconds if self._measured == 0 else 0.7 * self._typical_s + 0.3 * seconds
             self._measured += 1
 
+    def _too_many(self, active: int) -> ApiError:
+        return ApiError(
+            429,
+            f"model {self.id!r} is already running {active} requests (the limit is "
+            f"{self.max_concurrent}); retry shortly, or start the server with a higher --max-concurrent",
+            "too_many_requests",
+            headers=self._retry_after(),
+        )
+
     def _retry_after(self) -> dict[str, str]:
         """When a slot is likely free for this client: the clients refused just before it come back first, so
         the wait grows with them; jittered, so they do not all come back at once (the ``openai`` client honours
-        retry-after-ms; others Retry-After in whole seconds). Lock held."""
-        now = time.monotonic()
-        horizon = max(1.0, 2 * self._typical_s)
-        while self._refused and now - self._refused[0] > horizon:
-            self._refused.popleft()
-        self._refused.append(now)
-        ahead = len(self._refused) / self.max_concurrent  # request times before a slot is free for this one
-        wait = max(0.2, self._typical_s) * ahead * random.uniform(0.5, 1.5)
+        retry-after-ms; others Retry-After in whole seconds)."""
+        with self._lock:
+            now = time.monotonic()
+            horizon = max(1.0, 2 * self._typical_s)
+            while self._refused and now - self._refused[0] > horizon:
+                self._refused.popleft()
+            self._refused.append(now)
+            # Request times before a slot is free for this one.
+            ahead = len(self._refused) / self.max_concurrent
+            wait = max(0.2, self._typical_s) * ahead * random.uniform(0.5, 1.5)
         return {
             "Retry-After": str(max(1, math.ceil(wait))),
             "retry-after-ms": str(max(1, round(wait * 1000))),
         }
 
-    async def acquire_within(self, busy_timeout_s: float) -> None:
-        """Take a slot, waiting up to ``busy_timeout_s`` for one to free up (the client's busy_timeout_ms)."""
-        deadline = time.monotonic() + busy_timeout_s
-        while True:
-            try:
-                self.acquire()
-                return
-            except ApiError:
-                if time.monotonic() >= deadline:
-                    raise
-            await asyncio.sleep(0.05)
-
-    def release(self) -> None:
-        with self._lock:
-            self._active = max(0, self._active - 1)
-
     @contextlib.asynccontextmanager
-    async def slot(self, busy_timeout_s: float = 0.0) -> AsyncIterator[Slot]:
+    async def slot(self, busy_timeout_s: float = 0.0, holder: Yielding | None = None) -> AsyncIterator[Slot]:
         """One of the model's slots for the block (429 when none frees up within ``busy_timeout_s``); freed
-        when the block ends, however it ends, unless the block handed it over (a streamed answer keeps it)."""
-        await self.acquire_within(busy_timeout_s)
-        held = Slot(self.release)
+        when the block ends, however it ends, unless the block handed it over (a streamed answer keeps it).
+        A ``holder`` (a live upload) may be asked to give the slot back while another request waits for one
+        (``slots.py``)."""
+        held = await self._slots.take(self.max_concurrent, busy_timeout_s, holder)
         try:
             yield held
         finally:
@@ -249,24 +236,6 @@ class ServedModel:
             "family": self.family,
             "aliases": list(self.aliases),
         }
-
-
-class Slot:
-    """A slot taken by ``ServedModel.slot``: released once, by the block or by whoever it was handed to."""
-
-    def __init__(self, release: Callable[[], None]) -> None:
-        self._release: Callable[[], None] | None = release
-        self.handed_over = False
-
-    def release(self) -> None:
-        release, self._release = self._release, None
-        if release is not None:
-            release()
-
-    def hand_over(self) -> Callable[[], None]:
-        """The slot outlives the block (a streamed answer): the returned function frees it, once."""
-        self.handed_over = True
-        return self.release
 
 
 class ModelRegistry:

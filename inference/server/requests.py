@@ -415,7 +415,7 @@ def _form_extra(form: Any) -> dict[str, Any]:
 
 def checked_task(model: ServedModel, task: str) -> str:
     """``task`` if the model's family offers it (Whisper's ``translate``), else a 400 naming what can."""
-    option = model.spec.request_options.get("task") if model.spec is not None else None
+    option = model.spec.request_option("task") if model.spec is not None else None
     if option is None or task not in option.choices:
         raise ApiError(
             400,
@@ -435,7 +435,7 @@ def request_options(
     raw.update(extra)
     spec = model.spec
     if language:
-        option = spec.request_options.get("language") if spec is not None else None
+        option = spec.request_option("language") if spec is not None else None
         known = model.languages or (spec.languages if spec is not None else ())
         if option is None or option.language_code:  # checked here, before the request reaches the model
             language = _known_language(model, language, known)

@@ -90,9 +90,14 @@ def test_a_partial_last_frame_is_dropped_with_a_note_and_the_stream_ends_with_do
 
 def test_a_stalled_upload_is_abandoned(registry: ModelRegistry) -> None:
     config = ServerConfig(live=LiveLimits(idle_timeout_s=0.5))
-    pieces = split(s16le(np.zeros(16000, np.float32)), 8000)
+    pieces = split(s16le(np.zeros(16000, np.float32)), 8000)  # 0.25 s each
     with running_server(config, registry) as url:
-        result = post_live(url, {"model": "demo"}, pieces, pause_after={0: 1.5}, finish=False, timeout_s=20)
+        # Past the opening half second the stream has started: the stall ends it with an error event.
+        result = post_live(url, {"model": "demo"}, pieces, pause_after={2: 1.5}, finish=False, timeout_s=20)
+        # Before it, the stream holds no model slot and has no answer yet: the stall is a plain 408.
+        early = post_live(url, {"model": "demo"}, pieces, pause_after={0: 1.5}, finish=False, timeout_s=20)
     assert result.status == 200
     error = result.events[-1]
     assert error["type"] == "error" and error["error"]["code"] == "idle_timeout" and error["fatal"] is True
+    assert "no audio arrived" in _error(early, 408, "idle_timeout")
+    assert registry.get("demo").active == 0

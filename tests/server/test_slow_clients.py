@@ -27,7 +27,8 @@ from inference.server.body_rate import BodyRate, BodyRateLimit
 from inference.server.config import ServerConfig
 from inference.server.connections import ClientCounts
 from inference.server.registry import ModelRegistry
-from tests.server.harness import SAMPLE_1, TEXT_1, running_server, wav_bytes
+from tests.server.harness import SAMPLE_1, TEXT_1, running_server, s16le, two_sentences, wav_bytes
+from tests.server.live_client import LiveResult, post_live, split
 
 DEADLINE_S = 120.0  # generous: the machine may be busy; nothing here waits on time, only on conditions
 
@@ -86,11 +87,13 @@ def _read_until_closed(sock: socket.socket, deadline: float) -> bytes | None:
 
 
 class Trickler:
-    """A live upload that sends a first piece, then 2 bytes every ``every_s``: it keeps "sending" forever."""
+    """A live upload that sends ``opening`` (a first piece), then 2 bytes every ``every_s``: it keeps "sending"
+    forever, far below real time."""
 
-    def __init__(self, url: str, source: str, every_s: float) -> None:
+    def __init__(self, url: str, source: str, every_s: float, opening: bytes = bytes(64)) -> None:
         self.sock = _connect(url, source)
         self.every_s = every_s
+        self.opening = opening
         self.answer = b""
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -100,7 +103,7 @@ class Trickler:
             "POST /v1/audio/transcriptions/live?model=demo&sample_rate=16000 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             "Transfer-Encoding: chunked\r\nContent-Type: application/octet-stream\r\n\r\n"
         )
-        self.sock.sendall(head.encode() + b"40\r\n" + bytes(64) + b"\r\n")
+        self.sock.sendall(head.encode() + b"%x\r\n" % len(self.opening) + self.opening + b"\r\n")
         self.thread.start()
         return self
 
@@ -118,42 +121,75 @@ class Trickler:
             except OSError:
                 return
 
+    @property
+    def sending(self) -> bool:
+        """Still trickling: the server has neither answered it in full nor closed it."""
+        return self.thread.is_alive()
+
     def close(self) -> None:
         self.stopped.set()
         self.thread.join(DEADLINE_S)
         self.sock.close()
 
 
-def test_1000_half_open_sockets_and_4_tricklers_leave_health_and_a_transcription_answered(
+def test_1000_half_open_sockets_and_4_tricklers_leave_health_a_transcription_and_a_live_stream_answered(
     registry: ModelRegistry,
 ) -> None:
+    """Two tricklers send a first piece and then 2 bytes every 0.5 s; two more send 0.6 s of audio first, enough
+    to take the demo model's two slots, then trickle. The header timeout and the body-rate window are an hour
+    here, so nothing that frees them by time can have happened when the requests are answered: the requests
+    get their slots because a trickle never holds one against a request that waits for it."""
     _raise_fd_limit(4096)  # both ends of every connection live in this process
     demo = registry.get("demo")
-    # The header timeout is long here, so that every half-open socket is still held while the server answers.
-    config = ServerConfig(header_timeout_s=3600, min_body_bytes_per_s=1024, body_window_s=2)
+    config = ServerConfig(header_timeout_s=3600, min_body_bytes_per_s=1024, body_window_s=3600)
+    opening = s16le(np.zeros(int(16000 * 0.6), np.float32))
     with running_server(config, registry) as url, httpx.Client(base_url=url, timeout=DEADLINE_S) as http:
         held = _half_open(url, 1000, per_address=50)  # 20 addresses, under the per-client limit
-        tricklers = [Trickler(url, "127.0.0.30", every_s=0.5).start() for _ in range(4)]
+        tricklers = [Trickler(url, "127.0.0.30", every_s=0.5).start() for _ in range(2)]
+        takers = [Trickler(url, "127.0.0.31", every_s=0.5, opening=opening).start() for _ in range(2)]
         try:
+            deadline = time.monotonic() + DEADLINE_S
+            while demo.active < 2:  # the two that sent audio hold both slots
+                assert time.monotonic() < deadline, "the tricklers that sent audio never took the slots"
+                time.sleep(0.01)
             health = http.get("/health")
-            assert health.status_code == 200 and "models" in health.json()
+            assert health.status_code == 200 and health.json()["models"]["demo"]["active"] == 2
+            # A real-time live stream waits for a slot: it takes one back from a trickler ...
+            audio = two_sentences()
+            lives: list[LiveResult] = []
+            query = {"model": "demo", "busy_timeout_ms": 600000}
+            pieces = split(s16le(audio), 3200)  # 0.1 s each, sent in real time: ~9.5 s
+            streaming = threading.Thread(
+                target=lambda: lives.append(post_live(url, query, pieces, pace_s=0.1))
+            )
+            streaming.start()
+            while not any(b"[DONE]" in t.answer for t in takers):
+                assert time.monotonic() < deadline, "no trickler gave its slot to the live stream"
+                time.sleep(0.01)
+            # ... and so does a transcription, while that stream keeps the other slot busy in real time.
             wav = base64.b64encode(wav_bytes(load_audio_file(SAMPLE_1))).decode()
-            # The tricklers that took the model's slots are dropped by the body rate; this waits for a slot.
             answer = http.post(
                 "/v1/audio/transcriptions", json={"model": "demo", "audio": wav, "busy_timeout_ms": 600000}
             )
             assert answer.status_code == 200 and answer.json()["text"].startswith(TEXT_1)
+            streaming.join(DEADLINE_S)
+            live = lives[0]
+            assert live.status == 200 and live.done_marker, live.raw_body
+            assert live.events[-1]["type"] == "transcript.text.done"
+            assert live.events[-1]["text"].startswith(TEXT_1)
+            # Answered while every half-open socket and both byte tricklers were held, unanswered.
             still_open = [s for s in held if not _readable(s, 0)]
-            assert len(still_open) == 1000  # answered while all of them were held
+            assert len(still_open) == 1000
+            assert all(t.sending and t.answer == b"" for t in tricklers), [t.answer for t in tricklers]
         finally:
-            for trickler in tricklers:
+            for trickler in tricklers + takers:
                 trickler.close()
             for sock in held:
                 sock.close()
-    answers = [t.answer for t in tricklers]
-    slow = [a for a in answers if b'"code": "body_too_slow"' in a]
-    assert slow, answers  # the ones that held a slot were cut off by the rate, not by an idle timeout
-    assert all(b"body_too_slow" in a or b"too_many_requests" in a for a in answers), answers
+    for taker in takers:  # gave its slot back: ended in good order, with its transcript
+        assert b'"code": "stream_too_slow"' in taker.answer, taker.answer
+        assert b'"transcript.text.done"' in taker.answer and b"[DONE]" in taker.answer
+    assert not any(b"body_too_slow" in t.answer for t in tricklers + takers)  # the rate cut nobody off
     assert demo.active == 0
 
 

@@ -157,11 +157,9 @@ def test_long_speech_is_cut_at_max_segment_length(speech: np.ndarray) -> None:
 
 
 def test_misuse_is_refused() -> None:
+    # Bad samples are refused where they enter (protocol.audio_payload, tests/worker/test_protocol.py); the
+    # worker's stream takes what crossed the boundary as it is.
     stream = SegmentedStream(RecordingEngine(), SileroVad())
-    with pytest.raises(UsageError, match="float32"):
-        stream.push(np.zeros(10, np.int16))
-    with pytest.raises(UsageError, match="NaN"):
-        stream.push(np.array([np.nan], np.float32))
     stream.finish()
     with pytest.raises(UsageError, match="push after finish"):
         stream.push(np.zeros(10, np.float32))

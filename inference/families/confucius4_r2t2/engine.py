@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from inference.audio.samples import checked_samples
 from inference.contract import (
     SAMPLE_RATE,
     CancelToken,
@@ -38,7 +39,8 @@ from inference.families.confucius4_r2t2.chunk_decoder import EngineChunkDecoder,
 from inference.families.confucius4_r2t2.endpointing import EndpointedStream, EndpointOptions
 from inference.families.confucius4_r2t2.frontend import log_mel
 from inference.families.confucius4_r2t2.languages import resolve_language, supported_languages
-from inference.families.confucius4_r2t2.lsp import STREAM_OPTIONS, StreamOptions
+from inference.families.confucius4_r2t2.lsp import StreamOptions
+from inference.families.confucius4_r2t2.options import RequestSettings, SessionSettings
 from inference.families.confucius4_r2t2.postprocess import parse_asr_output, truncate_at_pipe
 from inference.families.confucius4_r2t2.prompt import PromptOverflow, build_prompt
 from inference.families.confucius4_r2t2.spans import join_span_texts, plan_offline_spans
@@ -53,9 +55,6 @@ FAMILY = "confucius4_r2t2"
 # Prompt (~30 tokens + context) + 390 audio tokens per 30 s span + the default 512-token budget fit in 2048;
 # KV memory at the 1.7B shape is 28 x 2 x 1024 x 2048 x 2 bytes (f16) = 235 MB, twice that for f32.
 THINKER_CONTEXT = 2048
-STREAM_ENGINE_OPTIONS = frozenset(
-    {"stream_cache", "rolling_window_seconds"}
-)  # stream options beyond the LSP's
 
 
 @dataclass(frozen=True)
@@ -75,9 +74,8 @@ class R2T2Engine:
 
     def __init__(self, request: EngineRequest, spec: FamilySpec | None = None) -> None:
         self.spec = spec or load_family_spec(FAMILY)
-        options = self.spec.defaults("session")
-        options.update(self.spec.validate_session_options(dict(request.session_options)))
-        self.session_options = options
+        self.session = SessionSettings.from_options(self.spec, dict(request.session_options))
+        self.session_options = self.session.values
         self.checkpoint: R2T2Checkpoint = load_checkpoint(request.model_path)
         self.languages = supported_languages(self.checkpoint.config.support_languages)
         self.backend: Backend = open_backend(request.backend, threads=request.threads)
@@ -88,13 +86,13 @@ class R2T2Engine:
                 self.backend,
                 self.checkpoint.files,
                 self.checkpoint.config.audio,
-                storage=str(options["tower_weight_type"]),
+                storage=self.session.tower_weight_type,
             )
             # files.root is the package file for GGUF packages, the directory otherwise.
             self.thinker = Thinker(
                 self.checkpoint.files.root,
                 ThinkerOptions(
-                    storage_type=str(options["thinker_weight_type"]),
+                    storage_type=self.session.thinker_weight_type,
                     n_ctx=THINKER_CONTEXT,
                     n_threads=request.threads,
                     n_gpu_layers=0 if self.backend.is_cpu else -1,
@@ -122,16 +120,18 @@ class R2T2Engine:
     # ----------------------------------------------------------------- requests
     def _request(self, options: dict[str, Any]) -> tuple[str, int, str]:
         """(resolved language, token budget, context) from canonical or raw request options."""
-        valid = self.spec.validate_request_options(dict(options))
-        stream_only = sorted(set(valid) & ((set(STREAM_OPTIONS) | STREAM_ENGINE_OPTIONS) - {"max_tokens"}))
+        request = RequestSettings.from_options(self.spec, options)
+        stream_only = request.stream_only()
         if stream_only:
             raise UsageError(
                 f"option(s) {', '.join(stream_only)} apply to live streams only",
                 "remove them, or transcribe with --mode streaming",
             )
-        language = resolve_language(valid.get("language"), self.languages)
-        max_tokens = int(valid.get("max_tokens", self.checkpoint.generation.max_new_tokens))
-        return language, max_tokens, str(valid.get("context") or "")
+        language = resolve_language(request.language, self.languages)
+        max_tokens = (
+            self.checkpoint.generation.max_new_tokens if request.max_tokens is None else request.max_tokens
+        )
+        return language, max_tokens, request.context
 
     def transcribe(
         self,
@@ -145,14 +145,7 @@ class R2T2Engine:
         started = time.perf_counter()
         control = JobControl(progress, cancel)
         language, max_tokens, context = self._request(request_options)
-        samples = np.asarray(audio, dtype=np.float32)
-        if samples.ndim != 1:
-            raise UsageError(
-                f"audio must be mono (one axis of samples), got shape {samples.shape}",
-                "mix the channels down to mono at 16 kHz",
-            )
-        if not np.all(np.isfinite(samples)):
-            raise UsageError("the audio holds NaN or infinite samples", "check the decoder or the input file")
+        samples = checked_samples(audio, "Confucius4-R2T2", convert=True)
         total_s = samples.size / SAMPLE_RATE
         spans = []
         for start, end in plan_offline_spans(samples.size, SAMPLE_RATE):
@@ -225,15 +218,17 @@ class R2T2Engine:
                 f"streams take {SAMPLE_RATE} Hz audio, got sample_rate={sample_rate}",
                 "resample first (inference.audio.io.to_mono_16k)",
             )
-        valid = self.spec.validate_request_options(dict(request_options))
-        options = {name: self.session_options[name] for name in STREAM_OPTIONS}
-        options.update({name: valid[name] for name in STREAM_OPTIONS if name in valid})
-        language = resolve_language(valid.get("language"), self.languages)
-        cache = bool(valid.get("stream_cache", self.session_options["stream_cache"]))
-        rolling = float(valid.get("rolling_window_seconds", self.session_options["rolling_window_seconds"]))
-        context = str(valid.get("context") or "")
-        stream_options = StreamOptions.from_options(options)
-        if rolling and self.session_options["endpointing"]:
+        request = RequestSettings.from_options(self.spec, request_options)
+        language = resolve_language(request.language, self.languages)
+        cache = self.session.stream_cache if request.stream_cache is None else request.stream_cache
+        rolling = (
+            self.session.rolling_window_seconds
+            if request.rolling_window_seconds is None
+            else request.rolling_window_seconds
+        )
+        context = request.context
+        stream_options = StreamOptions.from_options(self.session.stream_options(request))
+        if rolling and self.session.endpointing:
             raise UsageError(
                 "rolling_window_seconds and endpointing both bound a live stream",
                 "use one of them (endpointing for speech with pauses, the rolling window without)",
@@ -248,10 +243,10 @@ class R2T2Engine:
         def new_decoder() -> EngineChunkDecoder:  # one per utterance: its caches hold that utterance's audio
             return EngineChunkDecoder(self, context, language, cache)
 
-        if self.session_options["endpointing"]:
+        if self.session.endpointing:
             from inference.audio.vad import SileroVad
 
-            path = str(self.session_options["vad_model_path"] or "")
+            path = self.session.vad_model_path
             vad = SileroVad(Path(path) if path else None)
             endpoints = EndpointOptions.from_options(self.session_options)
             return EndpointedStream(new_decoder, stream_options, endpoints, vad, language)

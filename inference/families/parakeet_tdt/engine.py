@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from inference.audio.samples import checked_samples
 from inference.audio.spans import (
     Span,
     plan_long_form_windows,
@@ -463,18 +464,8 @@ def check_weight_budget(used_bytes: int, limit_mb: int) -> None:
 
 
 def _mono_16k(audio: np.ndarray) -> np.ndarray:
-    samples = np.asarray(audio)
-    if samples.ndim != 1:
-        raise UsageError(
-            f"Parakeet-TDT expects mono 16 kHz samples (a 1-D array), got shape {samples.shape}",
-            "downmix and resample first (inference.audio.io.to_mono_16k)",
-        )
-    samples = samples.astype(np.float32, copy=False)
-    if not np.isfinite(
-        samples
-    ).all():  # the contract: engines refuse them; file decoding already replaced them
-        raise UsageError("the audio holds NaN or infinite samples", "check the decoder or the input file")
-    return np.ascontiguousarray(samples)
+    # The contract: engines refuse NaN/Inf (file decoding already replaced them) and non-mono audio.
+    return np.ascontiguousarray(checked_samples(audio, "Parakeet-TDT", convert=True))
 
 
 def create_engine(request: EngineRequest) -> ParakeetEngine:

@@ -48,8 +48,7 @@ class SessionSettings:
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> SessionSettings:
-        spec = family_spec()
-        values = {**spec.defaults("session"), **spec.validate_session_options(options)}
+        values = family_spec().resolved_options("session", options)
         return cls(
             offline_mode=values["offline_mode"],
             center_sec=float(values["audio_chunk_duration_sec"]),
@@ -81,8 +80,7 @@ class RequestSettings:
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> RequestSettings:
-        spec = family_spec()
-        values = {**spec.defaults("request"), **spec.validate_request_options(options)}
+        values = family_spec().resolved_options("request", options)
         chunk = values["audio_chunk_duration_sec"]
         return cls(
             max_tokens=int(values["max_tokens"]),

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from inference.audio.samples import checked_samples
 from inference.contract import (
     SAMPLE_RATE,
     CancelToken,
@@ -234,16 +235,8 @@ def _max_length(max_new_tokens: int, prompt_length: int) -> int:
 
 
 def _mono_16k(audio: np.ndarray) -> np.ndarray:
-    samples = np.asarray(audio)
-    if samples.ndim != 1:
-        raise UsageError(
-            f"Whisper expects mono 16 kHz samples (a 1-D array), got shape {samples.shape}",
-            "downmix and resample first (inference.audio.io.to_mono_16k)",
-        )
-    samples = samples.astype(np.float32, copy=False)
-    if not np.isfinite(samples).all():
-        raise UsageError("the audio holds NaN or infinite samples", "check the decoder or the input file")
-    return np.ascontiguousarray(samples)
+    # The contract: engines refuse NaN/Inf (file decoding already replaced them) and non-mono audio.
+    return np.ascontiguousarray(checked_samples(audio, "Whisper", convert=True))
 
 
 def resolve_device(backend: str) -> str:

@@ -22,8 +22,7 @@ class SessionSettings:
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> SessionSettings:
-        spec = family_spec()
-        values = {**spec.defaults("session"), **spec.validate_session_options(options)}
+        values = family_spec().resolved_options("session", options)
         return cls(compute_type=str(values["compute_type"]))
 
 
@@ -39,8 +38,7 @@ class RequestSettings:
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> RequestSettings:
-        spec = family_spec()
-        values = {**spec.defaults("request"), **spec.validate_request_options(options)}
+        values = family_spec().resolved_options("request", options)
         language = values["language"]
         language = str(language).strip().lower() or None if language is not None else None
         return cls(
