@@ -427,9 +427,14 @@ def _check_live_input(args: argparse.Namespace) -> None:
 
 
 def cmd_devices(out: IO[str]) -> int:
-    from inference.audio.devices import list_inputs, render_listing
+    """The inputs with their ids; PortAudio's, with a note on stderr, where no sound server answers."""
+    from inference.audio.devices import render_listing
+    from inference.audio.devices.listing import list_inputs_or_portaudio
 
-    out.write(render_listing(list_inputs()))
+    choices, note = list_inputs_or_portaudio()
+    if note:
+        sys.stderr.write(f"captioneer: {note}\n")
+    out.write(render_listing(choices))
     return 0
 
 

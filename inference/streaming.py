@@ -1,8 +1,9 @@
 """Live captions for any engine: Silero VAD closes a speech segment, the engine transcribes it, its text commits.
 
 Engines with their own live path (``Capabilities.streaming``) stream natively; every other engine is
-wrapped in a :class:`SegmentedStream`, so any installed model, the bundled demo model included, captions
-live. A segment commits when speech is followed by ``end_silence_s`` of non-speech or reaches
+wrapped in a :class:`SegmentedStream`, so any installed model captions live (a model whose speech gate decodes
+speech windows, the bundled demo model, gets a ``streaming_windows.SpeechWindowStream`` instead:
+:func:`open_vad_stream`). A segment commits when speech is followed by ``end_silence_s`` of non-speech or reaches
 ``max_segment_s``; the transcript of a segment is final. While it grows, the open segment is re-decoded about
 every ``snapshot_every_s`` of audio and shown as a revisable snapshot (less often when the model is slow).
 """
@@ -16,7 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from inference.audio.vad import FRAME_SAMPLES, SileroVad
+from inference.audio.speech_tracker import (
+    FRAME_SAMPLES,
+    FrameSplitter,
+    SpeechEnded,
+    SpeechStarted,
+    SpeechTracker,
+    TrackerRules,
+)
+from inference.audio.vad import SileroVad
 from inference.contract import (
     SAMPLE_RATE,
     Delta,
@@ -31,6 +40,7 @@ from inference.contract import (
     Word,
 )
 from inference.errors import UsageError
+from inference.streaming_windows import SpeechWindowEngine, SpeechWindowStream
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,12 @@ class SegmenterSettings:
             )
         return settings
 
+    def tracker_rules(self) -> TrackerRules:
+        """A plain hysteresis: a frame at ``release`` or above is speech; ``end_silence_s`` of frames below it,
+        the last one included, end the segment."""
+        end_silence = self.end_silence_s * SAMPLE_RATE - FRAME_SAMPLES
+        return TrackerRules(self.threshold, self.release, end_silence, self.release, end_below=self.release)
+
 
 class SegmentedStream:
     """A ``contract.Stream`` over an offline engine. Not thread-safe; one stream per VAD instance."""
@@ -86,16 +102,14 @@ class SegmentedStream:
             self.options.setdefault("speech_checked", True)
         self.settings = settings or SegmenterSettings()
         self._frames_seen = 0  # VAD frames consumed since the start of the stream
-        self._pending = np.zeros(0, dtype=np.float32)  # samples not yet a whole VAD frame
+        self._splitter = FrameSplitter()
+        self._tracker = SpeechTracker(self.settings.tracker_rules())
         self._pre_roll: list[np.ndarray] = []
         self._pre_roll_vad: list[str] = []  # the VAD's state before each pre-roll frame
         self._segment_vad = self.vad.snapshot()  # the VAD's state before the open segment's first frame
         self._segment: list[np.ndarray] | None = None  # frames of the open segment
         self._segment_start = 0  # sample index of the open segment's first sample
         self._speech_start = 0  # sample index of its first voiced frame (after the pre-roll)
-        self._voiced_frames = 0
-        self._voiced_end = 0  # sample index just after the open segment's last voiced frame
-        self._silent_run = 0
         self._snapshot_at_s = 0.0  # the open segment's length at its last snapshot
         self._snapshot_cost_s = 0.0  # what the last snapshot decode took
         self._segment_id = 0
@@ -113,14 +127,10 @@ class SegmentedStream:
             raise UsageError("push after finish or cancel", "open a new stream")
         samples = pcm  # checked where it entered, before the worker boundary (inference/audio/samples.py)
         self._samples_seen += samples.size
-        buffered = np.concatenate([self._pending, samples]) if self._pending.size else samples
-        complete = buffered.size // FRAME_SAMPLES
         events: list[StreamEvent] = []
-        for i in range(complete):
-            frame = buffered[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]
+        for frame in self._splitter.frames(samples):
             state = self.vad.snapshot()  # before this frame: where a replacement would pick the VAD up
             events.extend(self._frame(frame, self.vad.process(frame), state))
-        self._pending = buffered[complete * FRAME_SAMPLES :].copy()
         return events
 
     def flush(self) -> list[StreamEvent]:
@@ -130,9 +140,10 @@ class SegmentedStream:
             raise UsageError("the stream was already finished or cancelled", "open a new stream")
         events: list[StreamEvent] = []
         if self._segment is not None:
-            if self._pending.size:
-                self._segment.append(self._pending)
-                self._pending = np.zeros(0, dtype=np.float32)
+            pending = self._splitter.take_pending()
+            if pending.size:
+                self._segment.append(pending)
+            self._tracker.close()
             events = self._close_segment()
         return events
 
@@ -175,16 +186,15 @@ class SegmentedStream:
         s = self.settings
         self._frames_seen += 1
         frame_start = (self._frames_seen - 1) * FRAME_SAMPLES
+        event = self._tracker.step(probability, frame_start)
         if self._segment is None:
-            if probability >= s.threshold:
+            if isinstance(event, SpeechStarted):
                 pre_roll = self._pre_roll
                 self._segment = [*pre_roll, frame]
                 self._segment_start = frame_start - len(pre_roll) * FRAME_SAMPLES
                 self._speech_start = frame_start
                 self._segment_vad = self._pre_roll_vad[0] if pre_roll else vad_before
-                self._voiced_frames, self._silent_run = 1, 0
                 self._snapshot_at_s = 0.0
-                self._voiced_end = frame_start + FRAME_SAMPLES
                 self._pre_roll, self._pre_roll_vad = [], []
             else:
                 self._pre_roll.append(frame)
@@ -195,18 +205,14 @@ class SegmentedStream:
                     del self._pre_roll_vad[: len(self._pre_roll_vad) - keep]
             return []
         self._segment.append(frame)
-        if probability >= s.release:
-            self._voiced_frames += 1
-            self._voiced_end = frame_start + FRAME_SAMPLES
-            self._silent_run = 0
-        else:
-            self._silent_run += 1
         length_s = len(self._segment) * FRAME_SAMPLES / SAMPLE_RATE
-        if self._silent_run * FRAME_SAMPLES >= s.end_silence_s * SAMPLE_RATE or length_s >= s.max_segment_s:
+        if isinstance(event, SpeechEnded) or length_s >= s.max_segment_s:
+            self._tracker.close()
             return self._close_segment()
         # A slow model snapshots less often: re-decoding never takes more than half of the audio's time.
         due = max(s.snapshot_every_s, 2 * self._snapshot_cost_s)
-        if s.snapshot_every_s > 0 and self._silent_run == 0 and length_s - self._snapshot_at_s >= due:
+        in_dip = self._tracker.dip_from is not None
+        if s.snapshot_every_s > 0 and not in_dip and length_s - self._snapshot_at_s >= due:
             return self._snapshot(length_s)
         return []
 
@@ -221,7 +227,7 @@ class SegmentedStream:
         if not text:
             return []
         start_s, speech_s = self._segment_start / SAMPLE_RATE, self._speech_start / SAMPLE_RATE
-        end_s = self._voiced_end / SAMPLE_RATE
+        end_s = self._tracker.voiced_end / SAMPLE_RATE
         # Like the delta it becomes, it follows the committed text after a space (committed + snapshot reads).
         text = (" " if self._committed else "") + text
         return [Snapshot(text, self._segment_id, start_s, end_s, result.language, speech_s)]
@@ -230,7 +236,7 @@ class SegmentedStream:
         assert self._segment is not None
         audio = np.concatenate(self._segment)
         start = self._segment_start
-        voiced_s = self._voiced_frames * FRAME_SAMPLES / SAMPLE_RATE
+        voiced_s = self._tracker.voiced_frames * FRAME_SAMPLES / SAMPLE_RATE
         self._segment = None
         if voiced_s < self.settings.min_speech_s:
             return []
@@ -239,7 +245,7 @@ class SegmentedStream:
         self._model_wall_s += self._clock() - started
         text = result.text.strip()
         # The segment's audio runs on through the closing silence; its speech ends with the last voiced frame.
-        start_s, end_s = start / SAMPLE_RATE, min(self._voiced_end, start + audio.size) / SAMPLE_RATE
+        start_s, end_s = start / SAMPLE_RATE, min(self._tracker.voiced_end, start + audio.size) / SAMPLE_RATE
         speech_s = self._speech_start / SAMPLE_RATE
         segment_id = self._segment_id
         self._segment_id += 1
@@ -256,3 +262,18 @@ class SegmentedStream:
             Delta(piece, segment_id, start_s, end_s, result.language, speech_s),
             SpeechEnd(segment_id, start_s, end_s, text, result.language, speech_s),
         ]
+
+
+def open_vad_stream(
+    engine: Engine, gated: bool, request_options: dict[str, Any], segmenter_options: dict[str, Any]
+) -> SegmentedStream | SpeechWindowStream:
+    """The VAD-driven live stream of an engine: for a speech-gated model asked for "auto" whose gate decodes
+    speech windows, the stream that decodes the offline pass's windows (its text is the offline text; of the
+    segmenter options only ``snapshot_every_s`` applies there); else VAD segments one by one."""
+    settings = SegmenterSettings.from_options(segmenter_options)
+    if gated and isinstance(engine, SpeechWindowEngine) and set(segmenter_options) <= {"snapshot_every_s"}:
+        gate = engine.speech_window_gate()
+        if gate is not None:
+            vad = SileroVad(gate.vad_model)
+            return SpeechWindowStream(engine, gate, vad, request_options, settings.snapshot_every_s)
+    return SegmentedStream(engine, SileroVad(), request_options, settings)

@@ -280,11 +280,10 @@ class Worker:
                 raise UsageError("segmenter options apply to VAD-segmented streams", "add mode=segmented")
             stream, kind = engine.open_stream(**message.options), "native"
         else:
-            from inference.audio.vad import SileroVad
-            from inference.streaming import SegmentedStream, SegmenterSettings
+            from inference.streaming import open_vad_stream
 
-            settings = SegmenterSettings.from_options(dict(message.segmenter))
-            stream, kind = SegmentedStream(engine, SileroVad(), dict(message.options), settings), "segmented"
+            stream = open_vad_stream(engine, gated, dict(message.options), dict(message.segmenter))
+            kind = "segmented"
         if message.resume is not None:
             if not isinstance(stream, Resumable):
                 raise UsageError(

@@ -125,3 +125,15 @@ def start_sound_server(folder: Path) -> Iterator[SoundServer]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=30)
+
+
+def without_trailing_silence(wav: Path, out: Path) -> Path:
+    """``wav`` cut right after its last sound (above -40 dBFS): espeak-ng ends its files with ~0.4 s of silence,
+    so a player that returns at the file's end returns as the last word ends."""
+    import numpy as np
+    import soundfile
+
+    audio, rate = soundfile.read(str(wav), dtype="float32")
+    loud = np.flatnonzero(np.abs(audio) > 0.01)
+    soundfile.write(str(out), audio[: int(loud[-1]) + 1 if loud.size else 0], rate)
+    return out

@@ -5,6 +5,11 @@ stretch of audio was captured (to measure caption latency: speech end → commit
 stream's events to ``deliver`` — on the client's reader thread; the caller hops to its own thread.
 Stopping drains: the source stops, the last partial chunk is sent, the worker processes everything
 queued, and the final transcript arrives as a ``Done`` event.
+
+When the input goes away and another takes over (``swap_source``), the span no input delivered is sent as
+silence, so stream time stays wall time, and marked in the transcript by a committed gap segment (a ``Delta``
+with a negative segment id: the stream's own ids are never negative) placed before the first event about audio
+after it.
 """
 
 from __future__ import annotations
@@ -22,11 +27,14 @@ import numpy as np
 from app.live.silence import SilenceWatch
 from app.live.sources import AudioSource
 from inference.client import BacklogFull, BacklogPolicy, RemoteEngine, RemoteStream
-from inference.contract import SAMPLE_RATE, Done, ErrorEvent, StreamEvent
+from inference.contract import SAMPLE_RATE, Delta, Done, ErrorEvent, SpeechEnd, Stats, StreamEvent
 from inference.errors import CaptioneerError
 
 log = logging.getLogger("captioneer.app.pipeline")
 CHUNK_S = 0.32
+MAX_GAP_FILL_S = (
+    60.0  # a longer span without input is marked but not sent as silence (the model has no use for it)
+)
 Deliver = Callable[[list[StreamEvent]], None]
 
 
@@ -72,12 +80,19 @@ class LivePipeline:
         self._capture_marks: list[tuple[int, float]] = []  # (stream sample index, monotonic time captured)
         self._stream: RemoteStream | None = None
         self._refused_s = 0.0
+        self._last_audio_at: float | None = None  # when the latest block ended (monotonic)
+        self._lost: tuple[float, str] | None = None  # (when the input stopped, why), until a new one delivers
+        self._gaps: list[Delta] = []  # gap markers waiting for the stream's events to pass them
+        self._gap_ids = 0
         self.running = False
 
     # ------------------------------------------------------------------ control
     def start(self) -> None:
         self._stream = self.engine.open_stream(
-            on_events=self.deliver, backlog=self.backlog, mode=self.stream_mode, **self.request_options
+            on_events=self._deliver_in_order,
+            backlog=self.backlog,
+            mode=self.stream_mode,
+            **self.request_options,
         )
         self.running = True
         try:
@@ -105,7 +120,7 @@ class LivePipeline:
         except CaptioneerError as exc:
             self.deliver([ErrorEvent("worker_crashed", exc.message, exc.fix)])
             return
-        self.deliver([Done(final)])
+        self._deliver_in_order([Done(final)])
 
     def swap_source(self, source: AudioSource) -> None:
         """Continue the same stream from another input (the old one is gone); raises if it cannot start."""
@@ -139,6 +154,9 @@ class LivePipeline:
         if not self.running or block.size == 0:
             return
         now = self.clock()
+        if self._lost is not None:
+            self._mark_gap(now - block.size / SAMPLE_RATE)
+        self._last_audio_at = now
         level = level_dbfs(block)
         if self.on_level is not None:
             self.on_level(level)
@@ -185,5 +203,56 @@ class LivePipeline:
             self.deliver([ErrorEvent("worker_crashed", exc.message, exc.fix)])
 
     def _on_end(self, reason: str | None) -> None:
+        if reason and self._last_audio_at is not None:
+            self._lost = (self._last_audio_at, reason)
         if self.on_source_end is not None:
             self.on_source_end(reason)
+
+    def _mark_gap(self, resumed_at: float) -> None:
+        """The new input's first block (captured from ``resumed_at``): the span since the old input's last one
+        is sent as silence (up to MAX_GAP_FILL_S) and a gap marker is queued for it."""
+        assert self._lost is not None
+        lost_at, reason = self._lost
+        self._lost = None
+        missing_s = max(0.0, resumed_at - lost_at)
+        fill = np.zeros(round(min(missing_s, MAX_GAP_FILL_S) * SAMPLE_RATE), np.float32)
+        with self._lock:
+            start_s = (self._sent_samples + self._pending_samples) / SAMPLE_RATE
+            self._gap_ids -= 1
+            text = f"[… {start_s:.1f} s: no audio for {missing_s:.2f} s ({reason}) …]"
+            self._gaps.append(Delta(" " + text, self._gap_ids, start_s, start_s + fill.size / SAMPLE_RATE))
+            if fill.size:
+                self._capture_marks.append((self._sent_samples + self._pending_samples, lost_at))
+                self._pending.append(fill)
+                self._pending_samples += fill.size
+
+    def _deliver_in_order(self, events: list[StreamEvent]) -> None:
+        """The stream's events, with each waiting gap marker put before the first event about audio after it
+        (or before the end): text said before the input went away stays before the marker."""
+        with self._lock:
+            if not self._gaps:
+                gaps: list[Delta] = []
+            else:
+                gaps, self._gaps = self._gaps, []
+        if not gaps:
+            self.deliver(events)
+            return
+        ordered: list[StreamEvent] = []
+        for event in events:
+            while gaps and _comes_after(event, gaps[0]):
+                ordered.append(gaps.pop(0))
+            ordered.append(event)
+        if gaps:
+            with self._lock:
+                self._gaps[:0] = gaps
+        self.deliver(ordered)
+
+
+def _comes_after(event: StreamEvent, gap: Delta) -> bool:
+    """Whether ``event`` is about audio after the gap (or the stream processed past it, or ended)."""
+    if isinstance(event, Done):
+        return True
+    if isinstance(event, Stats):
+        return gap.end_s is not None and event.audio_s >= gap.end_s
+    end = event.end_s if isinstance(event, Delta | SpeechEnd) else None
+    return end is not None and gap.end_s is not None and end > gap.end_s

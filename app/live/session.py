@@ -176,7 +176,8 @@ class SessionModel:
         """The stream's final transcript may commit a tail no delta announced: append what is new."""
         self.provisional.clear()
         self.final = final
-        committed = self.committed_text.strip()
+        # Gap markers (negative ids, ``app.live.pipeline``) are the app's, not in the stream's final text.
+        committed = "".join(s.text for s in self.segments if s.segment_id >= 0).strip()
         text = final.text.strip()
         if not text.startswith(committed) or text == committed:
             return SessionChange(provisional=True)

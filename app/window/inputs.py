@@ -19,8 +19,10 @@ from app.live.sources import AudioSource, AudioSourceError, DeviceSource, FileSo
 from app.settings import Settings
 from app.views.caption_panel import CaptionPanel
 from inference.audio.devices import (
+    MIC_DEFAULT,
     MICROPHONES,
     SYSTEM_AUDIO,
+    SYSTEM_DEFAULT,
     InputChoice,
     InputDeviceError,
     SoundServerCapture,
@@ -215,6 +217,14 @@ class InputPicker:
 
     def open_source(self) -> AudioSource:
         return self.source_factory(self.current())
+
+    def open_microphone(self) -> AudioSource:
+        """Dictation's input: the chosen one when it is a microphone (or a recording), the default microphone
+        when system audio is chosen for captions (dictating what the computer plays makes no sense)."""
+        current = self.current()
+        if current is not None and is_input_id(current) and fallback_for(current) == SYSTEM_DEFAULT:
+            return self.source_factory(MIC_DEFAULT)
+        return self.source_factory(current)
 
     def remember_current(self) -> None:
         """Keep the chosen input for the next start (not a recording, fast or not)."""

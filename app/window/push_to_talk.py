@@ -99,7 +99,7 @@ class PushToTalk:
             return
         s = self.settings
         try:
-            source = source or self.inputs.open_source()
+            source = source or self.inputs.open_microphone()
             if output is None:
                 keys = PynputKeys() if s.dictation_output in ("paste", "type") else None
                 output = TextOutput(s.dictation_output, QGuiApplication.clipboard(), keys)

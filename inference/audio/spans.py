@@ -223,6 +223,16 @@ class SpeechWindow:
     speech: Span
 
 
+@dataclass(frozen=True)
+class SpeechWindowPlan:
+    """The numbers of ``plan_speech_windows`` for one model (its speech gate), in samples."""
+
+    max_group_samples: int
+    merge_gap_samples: int
+    padding_samples: int
+    word_reach: int = 0  # samples a kept word's midpoint can lie past the audio it was decoded from
+
+
 def plan_speech_windows(
     speech: Iterable[_HasStartEnd],
     n_samples: int,
@@ -230,11 +240,13 @@ def plan_speech_windows(
     *,
     merge_gap_samples: int,
     padding_samples: int,
+    after: int | None = None,
 ) -> list[SpeechWindow]:
     """Group speech segments (in order) while the gap to the next one is at most ``merge_gap_samples`` and the
     group stays within ``max_group_samples``; a longer segment is cut into pieces of that length. Each group is
     decoded with up to ``padding_samples`` of audio on each side (not past its zone), so onsets and ends the VAD
-    cut off are heard."""
+    cut off are heard. ``after``: the end of a group before these segments that none of them joins (a live
+    plan continued after the windows it gave already), which the first zone starts halfway from."""
     _require_non_negative(n_samples, "audio length")
     _require_positive(max_group_samples, "max speech group length")
     _require_non_negative(merge_gap_samples, "speech merge gap")
@@ -260,7 +272,8 @@ def plan_speech_windows(
             groups.append([piece, min(piece + max_group_samples, end)])
     windows: list[SpeechWindow] = []
     for i, (start, end) in enumerate(groups):
-        zone_start = 0 if i == 0 else (groups[i - 1][1] + start) // 2
+        before = groups[i - 1][1] if i else after
+        zone_start = 0 if before is None else (before + start) // 2
         zone_end = n_samples if i + 1 == len(groups) else (end + groups[i + 1][0]) // 2
         # Padding stops at the zone: a window never holds a neighbour's speech, whose words would disturb the
         # decoder's start (measured: tests/bench/bench_speech_gate.py, long recordings).

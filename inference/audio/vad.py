@@ -15,12 +15,18 @@ from pathlib import Path
 
 import numpy as np
 
+from inference.audio.speech_tracker import (
+    FRAME_SAMPLES,
+    FrameSplitter,
+    SpeechEnded,
+    SpeechTracker,
+    TrackerRules,
+)
 from inference.contract import SAMPLE_RATE
 from inference.errors import ModelError, UsageError
 from inference.paths import resources_dir
 
 VAD_SAMPLE_RATE = SAMPLE_RATE  # Silero also runs at 8 kHz; Captioneer feeds it the engines' rate
-FRAME_SAMPLES = 512  # 32 ms
 CONTEXT_SAMPLES = 64
 _STATE_SHAPE = (2, 1, 128)
 _EXPECTED_INPUTS = {"input", "state", "sr"}
@@ -76,13 +82,13 @@ class SileroVad:
         self._rate = np.array(VAD_SAMPLE_RATE, dtype=np.int64)
         self._window = np.zeros((1, CONTEXT_SAMPLES + FRAME_SAMPLES), dtype=np.float32)
         self._state = np.zeros(_STATE_SHAPE, dtype=np.float32)
-        self._pending = np.zeros(0, dtype=np.float32)
+        self._frames = FrameSplitter()
 
     def reset(self) -> None:
         """Forget the recurrent state, the 64-sample context and any buffered partial frame."""
         self._window[:] = 0.0
         self._state = np.zeros(_STATE_SHAPE, dtype=np.float32)
-        self._pending = np.zeros(0, dtype=np.float32)
+        self._frames = FrameSplitter()
 
     def snapshot(self) -> str:
         """The recurrent state and the 64-sample context, as text (a live stream's resume point carries it)."""
@@ -99,7 +105,7 @@ class SileroVad:
             )
         self._state = values[:size].reshape(_STATE_SHAPE).astype(np.float32)
         self._window[0, :CONTEXT_SAMPLES] = values[size:]
-        self._pending = np.zeros(0, dtype=np.float32)
+        self._frames = FrameSplitter()
 
     def process(self, frame: np.ndarray) -> float:
         """Speech probability of one 512-sample, 16 kHz frame, continuing the stream."""
@@ -120,14 +126,7 @@ class SileroVad:
         Frames stay aligned to the start of the stream however the packets are cut.
         """
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
-        buffered = np.concatenate([self._pending, samples]) if self._pending.size else samples
-        complete = buffered.size // FRAME_SAMPLES
-        probs = np.array(
-            [self.process(buffered[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES]) for i in range(complete)],
-            dtype=np.float32,
-        )
-        self._pending = buffered[complete * FRAME_SAMPLES :].copy()
-        return probs
+        return np.array([self.process(frame) for frame in self._frames.frames(samples)], dtype=np.float32)
 
     def frame_probabilities(self, audio: np.ndarray) -> np.ndarray:
         """Probabilities for a whole clip from a fresh state; the last partial frame is zero-padded.
@@ -180,6 +179,35 @@ def _validate_thresholds(threshold: float, neg_threshold: float | None) -> None:
         raise UsageError(f"VAD negative threshold must be in [0, threshold={threshold}], got {neg_threshold}")
 
 
+@dataclass(frozen=True)
+class SpeechRules:
+    """The numbers of Silero's offline speech segments (``get_speech_timestamps``); the defaults are what
+    ``speech_segments`` uses, the speech gate's VAD pass included."""
+
+    threshold: float = 0.5
+    min_speech_ms: float = 250
+    min_silence_ms: float = 100
+    speech_pad_ms: float = 30
+    neg_threshold: float | None = None  # threshold - 0.15 (at least 0.01) when not given
+
+    def __post_init__(self) -> None:
+        _validate_thresholds(self.threshold, self.neg_threshold)
+
+    @property
+    def min_speech(self) -> float:
+        """Samples a segment must exceed to be kept."""
+        return VAD_SAMPLE_RATE / 1000 * self.min_speech_ms
+
+    @property
+    def pad(self) -> float:
+        return VAD_SAMPLE_RATE / 1000 * self.speech_pad_ms
+
+    def tracker_rules(self) -> TrackerRules:
+        negative = max(self.threshold - 0.15, 0.01) if self.neg_threshold is None else self.neg_threshold
+        min_silence = VAD_SAMPLE_RATE / 1000 * self.min_silence_ms
+        return TrackerRules(self.threshold, negative, min_silence, self.threshold, end_below=negative)
+
+
 def segments_from_probabilities(
     probs: Sequence[float] | np.ndarray,
     n_samples: int,
@@ -198,41 +226,29 @@ def segments_from_probabilities(
     min_speech_ms are dropped. Padding grows each segment by speech_pad_ms, but two
     neighbours closer than twice the pad split the silence between them instead.
     """
-    _validate_thresholds(threshold, neg_threshold)
-    if neg_threshold is None:
-        neg_threshold = max(threshold - 0.15, 0.01)
-    per_ms = VAD_SAMPLE_RATE / 1000
-    min_speech = per_ms * min_speech_ms
-    min_silence = per_ms * min_silence_ms
-    pad = per_ms * speech_pad_ms
-
+    rules = SpeechRules(threshold, min_speech_ms, min_silence_ms, speech_pad_ms, neg_threshold)
+    tracker = SpeechTracker(rules.tracker_rules())
     raw: list[list[int]] = []
-    start: int | None = None
-    silence_start = 0  # 0 = no dip pending (a dip can never begin at sample 0 while in speech)
     for index, prob in enumerate(np.asarray(probs, dtype=np.float64)):
-        position = index * FRAME_SAMPLES
-        if prob >= threshold:
-            silence_start = 0
-            if start is None:
-                start = position
-            continue
-        if start is None or prob >= neg_threshold:
-            continue
-        if not silence_start:
-            silence_start = position
-        if position - silence_start < min_silence:
-            continue
-        if silence_start - start > min_speech:
-            raw.append([start, silence_start])
-        start, silence_start = None, 0
-    if start is not None and n_samples - start > min_speech:
-        raw.append([start, n_samples])
-    return _pad_segments(raw, n_samples, pad)
+        ended = tracker.step(float(prob), index * FRAME_SAMPLES)
+        if isinstance(ended, SpeechEnded) and ended.end - ended.start > rules.min_speech:
+            raw.append([ended.start, ended.end])
+    if tracker.in_speech and n_samples - tracker.start > rules.min_speech:
+        raw.append([tracker.start, n_samples])
+    return pad_speech(raw, n_samples, rules.pad)
 
 
-def _pad_segments(raw: list[list[int]], n_samples: int, pad: float) -> list[SpeechSegment]:
+def pad_speech(
+    raw: list[list[int]], n_samples: int, pad: float, before_end: int | None = None
+) -> list[SpeechSegment]:
+    """Grow each [start, end) by ``pad`` samples, splitting the silence between neighbours closer than twice
+    that. ``before_end``: the unpadded end of a segment before these (a live plan continued), else none."""
+    raw = [list(segment) for segment in raw]
+    if raw and before_end is not None:
+        silence = raw[0][0] - before_end
+        raw[0][0] = int(max(0, raw[0][0] - (silence // 2 if silence < 2 * pad else pad)))
     for i, segment in enumerate(raw):
-        if i == 0:
+        if i == 0 and before_end is None:
             segment[0] = int(max(0, segment[0] - pad))
         if i + 1 < len(raw):
             following = raw[i + 1]

@@ -316,7 +316,13 @@ def test_a_device_that_goes_away_is_replaced_and_the_session_goes_on(qtbot) -> N
         assert any("now listening on built-in microphone" in m for m in messages)
         assert replacements and replacements[0].played_samples == replacements[0].samples.size
         text = controller.session.committed_text.strip()
-        assert text == "emma quickly closed the early bottle and sang there are twenty hearts in the garden"
+        words_said = text.replace(
+            text[text.index(" […") : text.index("…]") + 2], ""
+        )  # the gap marker (test_device_gap)
+        assert (
+            words_said
+            == "emma quickly closed the early bottle and sang there are twenty hearts in the garden"
+        )
     finally:
         controller.shutdown()
 

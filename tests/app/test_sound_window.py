@@ -103,6 +103,14 @@ def test_an_input_plugged_in_is_listed_and_unplugged_mid_session_continues_on_th
         speech_wav(tmp_path, "emma", EMMA), SPEAKERS
     )  # the same session goes on, on the default
     window.wait_words(EMMA)
+    window.wait_for(  # the moment without input is marked in the transcript, before the words said after it
+        "the gap marker before the words",
+        lambda: (
+            "s: no audio for" in window.captions()
+            and window.captions().index("was unplugged or removed) …]")
+            < window.captions().lower().index("emma")
+        ),
+    )
     window.wait_event(
         lambda e: e["event"] == "inputs" and "pulse:source:usb.monitor" not in str(e["items"]),
         "the headset gone from the list",

@@ -5,7 +5,8 @@ Ids survive restarts and re-plugging (they name the sound server's device, never
 * ``mic:default`` — whatever the system's default microphone is now;
 * ``system:default`` — "What this computer plays": the monitor of the default output, following it;
 * ``pulse:source:NAME`` — one PulseAudio/PipeWire source (a microphone, or ``SINK.monitor`` for an output);
-* ``soundcard:mic:ID`` / ``soundcard:loopback:ID`` — a device on Windows or macOS, by the soundcard library's id.
+* ``soundcard:mic:ID`` / ``soundcard:loopback:ID`` — a device on Windows or macOS, by the soundcard library's id;
+* ``portaudio:NAME`` — a PortAudio device, by its name, where no sound server answers (the command line).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ SYSTEM_DEFAULT = "system:default"
 PULSE_SOURCE = "pulse:source:"
 SOUNDCARD_MIC = "soundcard:mic:"
 SOUNDCARD_LOOPBACK = "soundcard:loopback:"
+PORTAUDIO = "portaudio:"  # PortAudio's devices by name, where no sound server answers
 MICROPHONES = "Microphones"
 SYSTEM_AUDIO = "System audio"
 SYSTEM_DEFAULT_LABEL = "What this computer plays"
@@ -27,6 +29,10 @@ SHORT_NAMES = {"mic": MIC_DEFAULT, "system": SYSTEM_DEFAULT}  # `captioneer tran
 
 class InputDeviceError(CaptioneerError):
     """The sound server is unreachable, or the chosen input is gone or cannot be opened."""
+
+
+class NoSoundServerError(InputDeviceError):
+    """No sound server answered at all (as opposed to one that lacks the input asked for)."""
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from inference.audio.devices.capture import SoundServerCapture
 from inference.audio.devices.choices import InputDeviceError, fallback_for
+from inference.audio.devices.opening import open_capture as open_input
 
 WAIT_S = 0.2  # how often the loop looks up from an empty queue (for Ctrl-C), not a pause in the audio
 
@@ -23,12 +23,14 @@ def feed_until_interrupted(
     input_id: str,
     chunk_samples: int,
     notify: Callable[[str], object],
-    open_capture: Callable[[str], Any] = SoundServerCapture,
+    open_capture: Callable[[str], Any] | None = None,
 ) -> None:
     """Capture ``input_id`` and ``push`` chunks of ``chunk_samples`` until KeyboardInterrupt; a device that
-    goes away is announced through ``notify`` and replaced by the default of its kind."""
+    goes away is announced through ``notify`` and replaced by the default of its kind. ``open_capture(id)``:
+    the capture for an id (by default through the sound server, or PortAudio where none answers)."""
+    opener = open_capture or (lambda wanted: open_input(wanted, notify))
     blocks: queue.Queue[np.ndarray | str] = queue.Queue()
-    capture = open_capture(input_id)
+    capture = opener(input_id)
     capture.start(blocks.put, lambda reason: blocks.put(reason or "the input ended"))
     notify(f"listening on {capture.name} (Ctrl-C to finish)")
     pending: list[np.ndarray] = []
@@ -42,7 +44,7 @@ def feed_until_interrupted(
             if isinstance(item, str):
                 capture.stop()
                 try:
-                    capture = open_capture(fallback_for(capture.input_id))
+                    capture = opener(fallback_for(capture.input_id))
                     capture.start(blocks.put, lambda reason: blocks.put(reason or "the input ended"))
                 except InputDeviceError as exc:  # nothing to continue on: finish what was said
                     notify(

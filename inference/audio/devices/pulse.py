@@ -21,6 +21,7 @@ from inference.audio.devices.choices import (
     SYSTEM_DEFAULT_LABEL,
     InputChoice,
     InputDeviceError,
+    NoSoundServerError,
 )
 
 log = logging.getLogger("captioneer.audio.pulse")
@@ -53,7 +54,7 @@ def _pulsectl() -> Any:
     try:
         import pulsectl
     except (ImportError, OSError) as exc:  # not installed, or libpulse itself is missing
-        raise InputDeviceError(f"cannot use the sound server: {exc}", NO_SERVER_FIX) from exc
+        raise NoSoundServerError(f"cannot use the sound server: {exc}", NO_SERVER_FIX) from exc
     return pulsectl
 
 
@@ -63,7 +64,7 @@ def connect(purpose: str) -> Any:
     try:
         return pulsectl.Pulse(f"{CLIENT_NAME} {purpose}", connect=True)
     except Exception as exc:  # PulseError: no server, or a refused connection
-        raise InputDeviceError(f"no sound server answered ({exc})", NO_SERVER_FIX) from exc
+        raise NoSoundServerError(f"no sound server answered ({exc})", NO_SERVER_FIX) from exc
 
 
 def read_state() -> PulseState:
@@ -131,6 +132,15 @@ def resolve(input_id: str, state: PulseState) -> tuple[str, str]:
     if source.monitor_of is not None:
         return name, state.sink_descriptions.get(source.monitor_of, source.description)
     return name, source.description
+
+
+def server_answers() -> bool:
+    """Whether a sound server takes a connection now (one short connection)."""
+    try:
+        connect("probe").close()
+    except NoSoundServerError:
+        return False
+    return True
 
 
 class PulseWatcher:

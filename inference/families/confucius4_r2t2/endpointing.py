@@ -16,6 +16,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from inference.audio.speech_tracker import (
+    FRAME_SAMPLES,
+    FrameSplitter,
+    SpeechEnded,
+    SpeechStarted,
+    SpeechTracker,
+    TrackerRules,
+)
 from inference.contract import (
     SAMPLE_RATE,
     Delta,
@@ -31,7 +39,7 @@ from inference.errors import UsageError
 from inference.families.confucius4_r2t2.lsp import ChunkDecoder, LspRecognizer, StreamOptions
 from inference.families.confucius4_r2t2.streaming import _checked, provisional_tail
 
-FRAME = 512  # Silero frame at 16 kHz
+FRAME = FRAME_SAMPLES  # Silero frame at 16 kHz
 NEG_OFFSET = 0.15  # speech continues until the probability drops below threshold - 0.15
 
 
@@ -61,36 +69,34 @@ class FrameVad(Protocol):
 
 
 class SpeechDetector:
-    """Speech start/end from per-frame probabilities (Silero's streaming iterator rules), in stream samples."""
+    """Speech start/end from per-frame probabilities, in stream samples: the shared tracker under Silero's
+    streaming iterator rules (except that any frame under the threshold may end a dip that is old enough),
+    its spans padded on both sides."""
 
     def __init__(self, options: EndpointOptions) -> None:
-        self.threshold = options.threshold
-        self.negative = options.threshold - NEG_OFFSET
-        self.min_silence = options.min_silence_ms * SAMPLE_RATE // 1000
         self.pad = options.speech_pad_ms * SAMPLE_RATE // 1000
-        self.in_speech = False
-        self._start = 0
-        self._silence_from: int | None = None
+        min_silence = options.min_silence_ms * SAMPLE_RATE // 1000
+        threshold = options.threshold
+        rules = TrackerRules(threshold, threshold - NEG_OFFSET, min_silence, threshold, end_below=threshold)
+        self._tracker = SpeechTracker(rules)
+
+    @property
+    def in_speech(self) -> bool:
+        return self._tracker.in_speech
+
+    @in_speech.setter
+    def in_speech(self, value: bool) -> None:  # a resumed stream continues the speech it was in
+        self._tracker.close()
+        self._tracker.in_speech = value
 
     def frame(self, probability: float, frame_start: int) -> tuple[bool, tuple[int, int] | None]:
         """(speech started at this frame, (start, end) span of speech that ended here)."""
-        frame_end = frame_start + FRAME
-        if not self.in_speech:
-            if probability >= self.threshold:
-                self.in_speech = True
-                self._start = max(0, frame_start - self.pad)
-                self._silence_from = None
-                return True, None
-            return False, None
-        if probability >= self.threshold:
-            self._silence_from = None
-        elif probability < self.negative and self._silence_from is None:
-            self._silence_from = frame_end
-        if self._silence_from is not None and frame_end - self._silence_from >= self.min_silence:
-            self.in_speech = False
-            span = (self._start, self._silence_from + self.pad)
-            self._silence_from = None
-            return False, span
+        event = self._tracker.step(probability, frame_start)
+        if isinstance(event, SpeechStarted):
+            return True, None
+        if isinstance(event, SpeechEnded):
+            # From the padded start to the padded end of the closing dip's first frame.
+            return False, (max(0, event.start - self.pad), event.end + FRAME + self.pad)
         return False, None
 
 
@@ -115,7 +121,7 @@ class EndpointedStream:
         self._max_segment = max(1, int(endpoints.max_segment_seconds * SAMPLE_RATE))
         self._seed_limit = min(self._max_segment - 1, endpoints.gap_keep_ms * SAMPLE_RATE // 1000)
         self._min_speech = endpoints.min_speech_ms * SAMPLE_RATE // 1000
-        self._pending = np.zeros(0, dtype=np.float32)  # samples short of a whole VAD frame
+        self._frames = FrameSplitter()  # stream-aligned VAD frames
         self._seed = np.zeros(0, dtype=np.float32)
         self._buffer = np.zeros(0, dtype=np.float32)  # segment audio not yet a whole chunk
         self._accum = np.zeros(0, dtype=np.float32)  # the open segment's decoded audio
@@ -140,20 +146,17 @@ class EndpointedStream:
         if self._closed:
             raise UsageError("push after finish or cancel", "open a new stream")
         samples = _checked(pcm)
-        data = np.concatenate([self._pending, samples]) if self._pending.size else samples
         events: list[StreamEvent] = []
-        whole = data.size // FRAME * FRAME
-        for start in range(0, whole, FRAME):
-            events += self._frame(data[start : start + FRAME])
-        self._pending = data[whole:].copy()
+        for frame in self._frames.frames(samples):
+            events += self._frame(frame)
         return events
 
     def finish(self) -> Transcript:
         if self._closed:
             raise UsageError("the stream was already finished or cancelled", "open a new stream")
         self._closed = True
-        if self._pending.size:  # less than a VAD frame: it joins whatever is open
-            tail, self._pending = self._pending, np.zeros(0, dtype=np.float32)
+        tail = self._frames.take_pending()
+        if tail.size:  # less than a VAD frame: it joins whatever is open
             if self.detector.in_speech or self._segment_audio:
                 self._add_segment_audio(tail)
             else:
@@ -177,7 +180,8 @@ class EndpointedStream:
 
     def cancel(self) -> None:
         self._closed = True
-        self._buffer = self._accum = self._seed = self._pending = np.zeros(0, dtype=np.float32)
+        self._buffer = self._accum = self._seed = np.zeros(0, dtype=np.float32)
+        self._frames = FrameSplitter()
 
     # ------------------------------------------------------------------ contract.Resumable
     def resume_point(self) -> ResumePoint:

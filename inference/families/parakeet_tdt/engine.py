@@ -21,9 +21,12 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from inference.audio.live_windows import SpeechWindowGate
 from inference.audio.samples import checked_samples
 from inference.audio.spans import (
     Span,
+    SpeechWindow,
+    SpeechWindowPlan,
     plan_long_form_windows,
     plan_speech_windows,
     plan_vad_chunks,
@@ -182,6 +185,57 @@ class ParakeetEngine:
         if self.is_phonon:
             return RollingStream(self, request, bias)
         return BufferedStream(self, request, bias)
+
+    def speech_window_gate(self) -> SpeechWindowGate | None:
+        """The window plan of a speech gate that decodes windows, for a live stream that decodes the same
+        windows (``inference/streaming_windows.py``); None for any other model."""
+        gate = self.speech_gate
+        if gate is None or gate.method != "windows":
+            return None
+        # How far past its window a word's midpoint can lie: its last token's duration reaches past the audio.
+        reach = max(*self.config.durations, 1) * self.samples_per_frame // 2 + self.samples_per_frame
+        plan = SpeechWindowPlan(
+            seconds_to_samples(gate.max_span_sec),
+            seconds_to_samples(gate.merge_gap_sec),
+            seconds_to_samples(gate.padding_sec),
+            reach,
+        )
+        path = Path(self.session.vad_model_path) if self.session.vad_model_path else None
+        return SpeechWindowGate(plan, path)
+
+    def transcribe_speech_window(
+        self, audio: np.ndarray, window: SpeechWindow, **request_options: Any
+    ) -> Transcript:
+        """One window of the speech gate's plan decoded exactly as the offline pass decodes it (``audio`` holds
+        the samples of ``window.window``); word times count from the window's start."""
+        started = time.perf_counter()
+        gate = self.speech_gate
+        if gate is None or gate.method != "windows":
+            raise UsageError(
+                "this model's speech gate does not decode speech windows", "transcribe the audio"
+            )
+        request = RequestSettings.from_options(request_options)
+        samples = _mono_16k(audio)
+        if samples.size != window.window.length:
+            raise UsageError(f"a speech window of {window.window.length} samples got {samples.size}")
+        offset = window.window.start
+        local = SpeechWindow(
+            Span(0, samples.size),
+            Span(window.zone.start - offset, window.zone.end - offset),
+            Span(window.speech.start - offset, window.speech.end - offset),
+        )
+        budget = request.max_tokens or None
+        result = self.decode_full_context(samples, local.window, budget, self.token_bias(request))
+        margin = seconds_to_samples(gate.margin_sec or 0.0)
+        kept = tokens_of_window(
+            result.tokens, self.tokenizer.starts_word, local, self.samples_per_frame, margin
+        )
+        decoded = Decoded(DecodeMode.VAD, [SpanDecode(local.window, kept)], samples.size)
+        transcript = self._transcript(decoded, request.keep_language_tags)
+        if self.is_phonon:
+            transcript.language = "en"
+        transcript.timing = Timing(samples.size / SAMPLE_RATE, time.perf_counter() - started)
+        return transcript
 
     def close(self) -> None:
         self.encoder.close()
