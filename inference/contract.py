@@ -264,6 +264,7 @@ ERROR_KINDS = (
     "worker_hung",  # the worker stopped answering and was killed
     "worker_restarted",  # not fatal: the worker died; a new one is starting and will replay the audio
     "worker_resumed",  # not fatal, a notice: the new worker took the stream over
+    "worker_failed",  # not fatal: the restart limit tripped; the stream stays open until a worker is revived
     "backlog",  # audio arrives faster than it is transcribed and the policy refused it
     "cancelled",
     "internal",  # a bug: report it

@@ -111,6 +111,16 @@ class ReplayBuffer:
         self._start, self._sent_end = start, start + context.size
         return replay
 
+    def restart_at(self, start: int) -> None:
+        """A fresh worker stream (no resume state) starts at absolute sample ``start``: nothing before it is held
+        or will be replayed (a worker revived after the client stopped restarting; the span before it was
+        marked as lost)."""
+        self._chunks = deque()
+        self._start = self._sent_end = self._base = self._answered_end = start
+        self._point = ResumePoint(0)
+        self._resumable = None
+        self._deaths = 0
+
     def _resume_start(self) -> int:
         if self._resumable is False:
             return self._answered_end

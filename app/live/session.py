@@ -145,9 +145,11 @@ class SessionModel:
             return SessionChange(provisional=dropped)
         if isinstance(event, ErrorEvent):
             self.errors.append(event)
-            worker = {"worker_restarted": "restarting", "worker_resumed": "running"}.get(
-                event.kind, "failed" if event.fatal else "running"
-            )
+            worker = {
+                "worker_restarted": "restarting",
+                "worker_failed": "down",
+                "worker_resumed": "running",
+            }.get(event.kind, "failed" if event.fatal else "running")
             self.status = replace(self.status, worker=worker, message=event.message)
             # The dead worker's provisional text is no one's guess any more: the new stream renumbers its
             # segments and replays the audio, so its own snapshots take over from nothing, not from a ghost.

@@ -6,7 +6,9 @@ then on the answer is an SSE stream, and problems found later (a partial last fr
 the limits) arrive as an ``error`` event. Every way a stream ends in good order (the body's end, a body
 ending inside a frame, ``--live-max-s``, a shutdown, its model slot taken back) ends with
 ``transcript.text.done`` and ``[DONE]``; a non-fatal ``error`` event says why it ended early or what was
-dropped. The stream takes a model slot only once it has sent some audio (``live_upload.py``).
+dropped. The stream takes a model slot only once it has sent some audio (``live_upload.py``). A worker past its
+restart limit does not end the stream: it stays open, holding its newest audio, and resumes when the client
+revives the worker; a body that ends before that ends with what was transcribed (docs/architecture.md §4.2).
 """
 
 from __future__ import annotations

@@ -186,10 +186,12 @@ class LiveUpload:
             except WorkerError as exc:
                 if getattr(getattr(stream, "client", None), "gave_up", None) is None:
                     raise
-                # The restart limit tripped: end in good order with what was transcribed (the gap is marked).
+                # The body ended while no worker runs (none was revived yet): end in good order with what was
+                # transcribed; the audio since the failure is marked as a gap.
                 note(
                     "worker_failed",
-                    f"{exc.message}; the stream ends with what was transcribed before",
+                    f"{exc.message}; no worker was revived before the upload ended, so the stream ends with "
+                    "what was transcribed before",
                     "send the rest in a new stream in a moment: the next request starts a fresh worker",
                 )
                 return stream.heard()

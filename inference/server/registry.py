@@ -6,15 +6,18 @@ the folder or file name. Every request on a model holds one of its slots while i
 are served in arrival order, and may take a slot back from a live upload that fell behind real time).
 
 A worker that dies is restarted by its client; one that keeps dying makes the client give up (its
-``max_restarts``). The server then answers 503 naming the failure, and after ``revive_after_s`` the next
-request starts a fresh worker and loads the model again (a circuit breaker), so a transient fault — memory
-pressure, a driver reset — never needs the server restarted by hand.
+``max_restarts``). The server then answers 503 naming the failure; after ``revive_after_s`` the client tries a
+fresh worker that loads the model again (a revival, repeated after each further ``revive_after_s``), and a
+request that arrives past that pause tries at once (a circuit breaker), so a transient fault — memory pressure,
+a driver reset — never needs the server restarted by hand. Live streams stay open meanwhile and resume on the
+revived worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import math
 import random
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from inference.client import RemoteEngine, WorkerClient, WorkerPolicy
-from inference.errors import UsageError
+from inference.errors import CaptioneerError, UsageError
 from inference.models.spec import FamilySpec
 from inference.paths import AppPaths
 from inference.server.errors import ApiError
@@ -66,15 +69,14 @@ class ServedModel:
     _typical_s: float = 1.0  # how long a request holds its slot (moving average; a guess until measured)
     _measured: int = 0
     _refused: deque[float] = field(default_factory=deque)  # when recent 429s were sent
-    _start_args: tuple[str, int | None] = ("auto", None)
 
     def __post_init__(self) -> None:
         self._slots = SlotPool(self._too_many)
 
     def start(self, backend: str = "auto", threads: int | None = None) -> None:
-        self._start_args = (backend, threads)
         self._restored.set()
-        self.client = WorkerClient(self.policy, on_status=self._on_status).start()
+        policy = dataclasses.replace(self.policy, revive_after_s=(self.revive_after_s,))
+        self.client = WorkerClient(policy, on_status=self._on_status).start()
         try:
             self.engine = self.client.load(
                 self.path, self.family, self.session_options, backend, threads, factory=self.factory
@@ -134,7 +136,8 @@ class ServedModel:
             await asyncio.sleep(0.05)
 
     def _revive(self) -> None:
-        """Replace a client that gave up with a fresh worker and model, at most once per ``revive_after_s``."""
+        """Have a client that gave up try a fresh worker now, at most once per ``revive_after_s`` (its own
+        revivals keep their schedule); its open streams resume on it."""
         with self._revive_lock:
             client = self.client
             if client is None or client.gave_up is None:
@@ -150,11 +153,9 @@ class ServedModel:
                     headers={"Retry-After": str(retry)},
                 )
             log.warning("model %s: starting a fresh worker after %.0f s", self.id, waited)
-            client.close()
-            self.engine = None
             try:
-                self.start(*self._start_args)
-            except Exception as exc:
+                client.revive()
+            except CaptioneerError as exc:
                 self._gave_up_at = time.monotonic()  # try again only after another full wait
                 raise ApiError(
                     503,

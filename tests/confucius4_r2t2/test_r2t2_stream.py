@@ -11,7 +11,7 @@ from inference.contract import Stream
 from inference.engine import EngineRequest
 from inference.errors import UsageError
 from inference.families.confucius4_r2t2.chunk_decoder import max_stream_samples
-from inference.families.confucius4_r2t2.engine import R2T2Engine, create_engine
+from inference.families.confucius4_r2t2.engine import CPU_CHUNK_MS, R2T2Engine, create_engine
 from inference.families.confucius4_r2t2.lsp import StreamOptions
 from inference.families.confucius4_r2t2.streaming import R2T2Stream
 from inference.models.spec import load_family_spec
@@ -173,6 +173,19 @@ def test_the_engine_streams_with_session_defaults_and_per_stream_overrides(engin
     assert stream.options == StreamOptions(1000.0, 2, 3, True, 4)
     assert stream.recognizer.forced_language == "English"
     stream.cancel()
+
+
+def test_a_cpu_engine_streams_in_1000_ms_chunks_unless_the_session_names_a_size(tmp_path):
+    """On a CPU every chunk re-prefills the open tower window and the text after it: 320 ms chunks cannot keep
+    up on 2 cores, so a CPU engine defaults to CPU_CHUNK_MS; a chosen size (session or stream) wins."""
+    path = checkpoint_variant(HF_CHECKPOINT, tmp_path / "hf", 800)
+    spec_default = load_family_spec(FAMILY).defaults("session")["chunk_size_ms"]
+    assert spec_default == 320.0 and CPU_CHUNK_MS == 1000.0
+    with create_engine(EngineRequest(path, FAMILY, {}, "cpu", 1)) as cpu_default:
+        assert cpu_default.open_stream().options.chunk_size_ms == CPU_CHUNK_MS
+        assert cpu_default.open_stream(chunk_size_ms=640).options.chunk_size_ms == 640.0
+    with create_engine(EngineRequest(path, FAMILY, {"chunk_size_ms": 320}, "cpu", 1)) as chosen:
+        assert chosen.open_stream().options.chunk_size_ms == 320.0
 
 
 def test_the_engine_rejects_bad_stream_requests(engine: R2T2Engine):

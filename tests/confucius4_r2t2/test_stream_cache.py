@@ -10,6 +10,7 @@ from inference.engine import EngineRequest
 from inference.families.confucius4_r2t2.chunk_decoder import WindowedEncoder
 from inference.families.confucius4_r2t2.engine import create_engine
 from inference.families.confucius4_r2t2.frontend import audio_token_count, log_mel
+from inference.families.confucius4_r2t2.prompt import build_prompt
 from inference.families.confucius4_r2t2.stream_frontend import BLOCK, StreamingLogMel
 
 MELS = 4
@@ -239,3 +240,81 @@ def test_the_stem_cache_gives_the_same_bits_and_runs_only_new_chunks(engine):
         tower.encode(louder, cache, row_invariant=True), tower.encode(louder, row_invariant=True)
     )
     assert cache.computed_chunks - before == -(-louder.shape[1] // chunk)
+
+
+def answers_of(engine, audio: np.ndarray, chunk_ms: int, draft: bool):
+    """Every decode's answer, the events and the final text of a cached stream, drafting on or off."""
+    stream = engine.open_stream(language="English", chunk_size_ms=chunk_ms, max_tokens=16)
+    decoders = []
+    original_factory = stream._decoder_factory
+
+    def watched(decoder):
+        decoders.append(decoder)
+        if not draft:
+            decoder._draft = lambda after_audio, prefix: []
+        original = decoder.generate
+
+        def spy(clip, prefix, max_tokens):  # type: ignore[no-untyped-def]
+            answers.append(original(clip, prefix, max_tokens))
+            return answers[-1]
+
+        decoder.generate = spy
+        return decoder
+
+    answers: list[str] = []
+    stream.recognizer.decoder = watched(stream.recognizer.decoder)
+    stream._decoder_factory = lambda: watched(original_factory())
+    events = [e for start in range(0, audio.size, 4000) for e in stream.push(audio[start : start + 4000])]
+    text = stream.finish().text
+    return answers, events, text, sum(d.drafted for d in decoders), sum(d.accepted for d in decoders)
+
+
+@pytest.mark.parametrize("chunk_ms", [320, 640])
+def test_drafting_from_the_previous_answer_changes_no_answer(quantised_engine, chunk_ms):
+    """The previous answer verified in one batch (an f16 KV cache, q8_0 weights): every decode's answer, every
+    event and the final text are those of plain greedy decoding, and the draft saves steps."""
+    audio = stream_clip("quiet_then_loud")
+    answers_on, events_on, text_on, drafted, accepted = answers_of(quantised_engine, audio, chunk_ms, True)
+    answers_off, events_off, text_off, drafted_off, _ = answers_of(quantised_engine, audio, chunk_ms, False)
+    assert len(answers_on) > 5 and answers_on == answers_off
+    assert events_on == events_off and text_on == text_off
+    assert drafted_off == 0 and accepted > 0 and drafted >= accepted
+
+
+def test_float_weights_never_draft(engine):
+    """f32 products take another kernel for one row than for several: a verified draft could differ in the last
+    bits from greedy steps, so float thinkers decode step by step."""
+    assert not engine.thinker.verifies_drafts_exactly
+    _, _, _, drafted, _ = answers_of(engine, stream_clip("quiet_then_loud"), 640, True)
+    assert drafted == 0
+
+
+@pytest.mark.parametrize("which", ["f32", "q8_0"])
+def test_a_new_stream_decoder_reuses_the_kv_rows_before_the_audio(engine, quantised_engine, which):
+    """A new segment, a rolled window or another stream starts with the same system turn and context: those
+    KV rows are kept from whichever stream decoder prefilled last, and the answer is the one a fresh prefill gives."""
+    chosen = engine if which == "f32" else quantised_engine
+    context = "Names: " + "Ada Lovelace, Grace Hopper, Alan Turing. " * 6
+    audio = stream_clip("quiet_then_loud")
+
+    def first_decode(fresh: bool):
+        stream = chosen.open_stream(language="English", chunk_size_ms=1000, max_tokens=8, context=context)
+        if fresh:
+            chosen.kv_owner = None
+        events = stream.push(audio[16000:32000])
+        decoder = stream.recognizer.decoder
+        stream.cancel()
+        return events, decoder.prefilled_rows, decoder._rows
+
+    chosen.open_stream(language="English", chunk_size_ms=1000, max_tokens=8, context=context).push(
+        audio[:16000]
+    )
+    events, prefilled, rows = first_decode(fresh=False)
+    events_fresh, prefilled_fresh, _ = first_decode(fresh=True)
+    assert events == events_fresh
+    assert prefilled_fresh == rows.shape[0]
+    tokenizer, audio_id = chosen.checkpoint.tokenizer, chosen.checkpoint.special.audio
+    head = build_prompt(tokenizer, audio_id, 1, context, "English").audio_start  # rows before the audio
+    least = chosen.thinker.min_prefill_rows
+    assert head > 2 * least  # the context is longer than what must be prefilled
+    assert prefilled == rows.shape[0] - min(head, rows.shape[0] - least)

@@ -16,6 +16,7 @@ from r2t2_fixtures import FIXTURE_DIR, HF_CHECKPOINT, LEGACY_CHECKPOINT, stream_
 from inference.contract import Delta
 from inference.engine import EngineRequest
 from inference.families.confucius4_r2t2.engine import create_engine
+from inference.models.spec import load_family_spec
 
 PUSH_SIZES = (1000, 7777, 333, 5120)
 # (checkpoint, thinker_weight_type) per reference window: the legacy checkpoint holds the HF weights in bf16
@@ -44,7 +45,9 @@ def engines(tmp_path_factory: pytest.TempPathFactory):
         key = (window, checkpoint.name, weight_type)
         if key not in made:
             path = stream_variant(checkpoint, root / "-".join(map(str, key)), window)
-            options = {"thinker_weight_type": weight_type}
+            # The reference runs the spec's session defaults (a CPU engine would otherwise take CPU_CHUNK_MS).
+            chunk = load_family_spec("confucius4_r2t2").defaults("session")["chunk_size_ms"]
+            options = {"thinker_weight_type": weight_type, "chunk_size_ms": chunk}
             made[key] = create_engine(EngineRequest(path, "confucius4_r2t2", options, "cpu", 1))
         return made[key]
 

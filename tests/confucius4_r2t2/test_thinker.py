@@ -10,7 +10,13 @@ import pytest
 import thinker_checkpoints as tc  # on sys.path via this folder's conftest
 
 from inference.errors import UsageError
-from inference.families.confucius4_r2t2.thinker import Thinker, ThinkerOptions, placeholder_positions
+from inference.families.confucius4_r2t2.thinker import (
+    DRAFT_BATCH_ROWS,
+    STEP_EXACT_TYPES,
+    Thinker,
+    ThinkerOptions,
+    placeholder_positions,
+)
 
 ref = tc.ref
 CFG = ref.TinyQwen3(vocab_size=272, rope_theta=1_000_000.0)
@@ -200,3 +206,71 @@ def test_reference_fixture_greedy_ids(fixture_thinkers, checkpoint: str, case: s
     result = thinker.decode_greedy(meta["max_new_tokens"], meta["eos_token_ids"])
     generated = result.token_ids + ([result.eos_id] if result.eos_id is not None else [])
     assert generated == expected_ids
+
+
+@pytest.mark.parametrize("wrong_at", [None, 0, 3])
+def test_a_verified_draft_gives_the_greedy_ids_and_takes_only_what_greedy_picks(
+    thinker: Thinker, audio: np.ndarray, wrong_at: int | None
+) -> None:
+    ids = prompt_with_audio(len(audio))
+    positions = placeholder_positions(ids, tc.AUDIO_PAD)
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    plain = thinker.decode_greedy(10, eos_ids=[], record_margins=True)
+    draft = list(plain.token_ids[:8])
+    if wrong_at is not None:  # a draft that parts from greedy decoding at this index
+        draft[wrong_at] = next(t for t in range(CFG.vocab_size) if t != draft[wrong_at])
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    drafted = thinker.decode_greedy(10, eos_ids=[], record_margins=True, draft=draft)
+    assert drafted.token_ids == plain.token_ids
+    assert drafted.margins == pytest.approx(plain.margins, abs=1e-5)
+    # The draft's first token is checked by the prefill's logits, the rest in batches of DRAFT_BATCH_ROWS - 1
+    # guesses behind the token they follow (a last lone guess is a plain step), cut at the first miss.
+    assert DRAFT_BATCH_ROWS == 7
+    expected = {None: (6, 6), 0: (0, 0), 3: (6, 2)}[wrong_at]
+    assert (drafted.drafted, drafted.accepted) == expected
+    # The rejected rows left the KV cache: decoding on equals decoding on from the plain run.
+    assert thinker.n_past in (ids.size + 9, ids.size + 10)  # the last token fed lazily or in the batch
+    follow = thinker.decode_greedy(3, eos_ids=[]).token_ids
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    assert thinker.decode_greedy(13, eos_ids=[]).token_ids[10:] == follow
+
+
+def test_a_draft_stops_at_eos_and_at_the_budget(thinker: Thinker, audio: np.ndarray) -> None:
+    ids = prompt_with_audio(len(audio))
+    positions = placeholder_positions(ids, tc.AUDIO_PAD)
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    free_run = thinker.decode_greedy(10, eos_ids=[]).token_ids
+    stop_at = next(k for k in range(1, 10) if free_run[k] not in free_run[:k])
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    stopped = thinker.decode_greedy(10, eos_ids=[free_run[stop_at]], draft=free_run)
+    assert (stopped.token_ids, stopped.eos_id) == (free_run[:stop_at], free_run[stop_at])
+    thinker.truncate(0)
+    thinker.prefill(ids, audio, positions)
+    short = thinker.decode_greedy(4, eos_ids=[], draft=free_run)
+    assert short.token_ids == free_run[:4] and short.accepted == 3
+
+
+@pytest.mark.parametrize("storage", sorted(STEP_EXACT_TYPES))
+def test_quantized_weights_give_a_batch_row_the_bits_of_a_single_step(tmp_path: Path, storage: str) -> None:
+    """What drafting relies on (``verifies_drafts_exactly``): the logits of up to DRAFT_BATCH_ROWS token rows
+    decoded together equal those of the same tokens decoded one per step, bit for bit, with two threads. The
+    thinker is 256 wide so that k-quant matrices really are k-quants (narrower ones fall back to q5_0/q8_0)."""
+    cfg = ref.TinyQwen3(vocab_size=272, hidden_size=256, intermediate_size=512, head_dim=64, rope_theta=1e6)
+    weights = ref.random_weights(cfg, seed=11, embed_std=0.05, residual_gain=3.0)
+    directory = tc.write_checkpoint(tmp_path / "hf", cfg, weights, "hf")
+    rng = np.random.default_rng(5)
+    prompt = [int(t) for t in rng.integers(0, 250, 40)]
+    tokens = [int(t) for t in rng.integers(0, 250, DRAFT_BATCH_ROWS)]
+    with Thinker(directory, ThinkerOptions(storage_type=storage, n_ctx=256, n_threads=2)) as quantized:
+        assert quantized.verifies_drafts_exactly
+        quantized.prefill(prompt)
+        steps = np.stack([quantized.context.decode_tokens([token])[0] for token in tokens])
+        for rows in range(2, DRAFT_BATCH_ROWS + 1):
+            quantized.truncate(len(prompt))
+            batch = quantized.context.decode_tokens(tokens[:rows], logits="all")
+            assert np.array_equal(batch, steps[:rows]), f"{rows} rows"

@@ -298,8 +298,9 @@ def test_an_offline_job_lost_in_a_crash_fails_with_the_reason(client: WorkerClie
 def test_repeated_crashes_back_off_then_stop_with_a_message(tmp_path: Path) -> None:
     """One push whose audio kills every worker it reaches: it is replayed into each new worker (it might have been
     chance), the restarts back off, and the third failure stops the client with a message; the audio no worker
-    transcribed is marked in the transcript where it was said."""
-    policy = WorkerPolicy(ping_interval_s=0.2, max_restarts=2, backoff_s=(0.0, 0.3))
+    transcribed is marked in the transcript where it was said. The stream stays open (a revival may come); ended
+    before one, it raises the message and what it holds is marked too."""
+    policy = WorkerPolicy(ping_interval_s=0.2, max_restarts=2, backoff_s=(0.0, 0.3), revive_after_s=(3600.0,))
     statuses: list[str] = []
     with WorkerClient(policy, on_status=statuses.append) as client:
         recorder = Recorder()
@@ -307,24 +308,32 @@ def test_repeated_crashes_back_off_then_stop_with_a_message(tmp_path: Path) -> N
         stream = engine.open_stream(on_events=recorder, fault="exit", fault_at=1)
         started = time.monotonic()
 
-        def fatal() -> list[ErrorEvent]:
-            return [e for e in recorder.of(ErrorEvent) if e.fatal]  # type: ignore[misc]
+        def failed() -> list[ErrorEvent]:
+            return [e for e in recorder.of(ErrorEvent) if e.kind == "worker_failed"]  # type: ignore[misc]
 
         stream.push(CHUNK)  # every new worker's stream exits on its first push: the replay of this one
-        wait_until(lambda: bool(fatal()), what="the client to give up")
-        with pytest.raises(WorkerError, match="stopped restarting"):
-            stream.push(CHUNK)
-        message = fatal()[0].message
+        wait_until(lambda: bool(failed()), what="the client to give up")
+        assert stream.push(CHUNK) is not None  # held, not refused
+        message = failed()[0].message
         history = [e.message for e in recorder.of(ErrorEvent)]
         assert "stopped restarting" in message and "exited with code 3" in message, history
+        assert "stays open" in message and "3600 s" in message
+        assert not [e for e in recorder.of(ErrorEvent) if e.fatal]  # type: ignore[attr-defined]
         assert len(restarts(recorder)) == 3 and client.generation == 3  # the first worker and two restarts
         assert time.monotonic() - started >= 0.3  # the second restart waited for its backoff
         with pytest.raises(WorkerError, match="stopped restarting"):
             client.load("unused", factory=FAULTY)
         assert any("restarted" in s for s in statuses)
+        with pytest.raises(WorkerError, match="stopped restarting"):
+            stream.finish()
         gaps = [d for d in recorder.of(Delta) if "not transcribed" in d.text]
-        assert stream.committed_text == "".join(d.text for d in gaps)
-        assert gaps[0].start_s == 0.0 and gaps[-1].end_s == pytest.approx(CHUNK.size / SAMPLE_RATE)
+        assert (
+            stream.committed_text
+            == "".join(d.text for d in gaps)
+            == " ".join(["[… 0.0–0.3 s not transcribed …]", "[… 0.3–0.6 s not transcribed …]"])
+        )
+        assert gaps[0].start_s == 0.0 and gaps[-1].end_s == pytest.approx(2 * CHUNK.size / SAMPLE_RATE)
+        assert stream.heard().text == stream.committed_text.strip()
 
 
 # ------------------------------------------------------------------------------------------ backpressure

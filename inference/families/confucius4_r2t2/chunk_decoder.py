@@ -7,7 +7,9 @@ greedy decoding, detokenised with special tokens (invalid UTF-8 as one U+FFFD pe
 (``stream_frontend.py``), tower windows whose log-mel slice is bit-identical and conv-stem rows of earlier chunks
 (``audio_tower.StemCache``), and the thinker's KV rows up to the first input row that differs. The re-prefill is
 at least ``inference.native.llama.TILED_ATTENTION_MIN_ROWS`` rows with an f16 KV cache, so its rows are computed
-exactly as in a whole-prompt prefill.
+exactly as in a whole-prompt prefill. With the cache on, the previous answer is also a draft of this one: a chunk
+re-generates mostly the same tail, which one batched forward pass verifies (``Thinker.decode_greedy``) where a
+batch row's logits are those of a single step (quantized weights on the CPU).
 """
 
 from __future__ import annotations
@@ -142,6 +144,11 @@ class EngineChunkDecoder:
             None  # input rows of this decoder's last prefill (still in the KV cache?)
         )
         self.prefilled_rows = 0  # rows prefilled over the stream (for tests and benchmarks)
+        # The last call's prompt past the audio and its generated ids, and the same as text: the next draft.
+        self._answer_ids: list[int] = []
+        self._answer_text = ""
+        self.drafted = 0  # draft tokens verified over the stream (for tests and benchmarks)
+        self.accepted = 0  # of those, the ones taken without a decoding step of their own
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text)
@@ -172,15 +179,37 @@ class EngineChunkDecoder:
         self.prefilled_rows += rows.shape[0] - keep
         engine.kv_owner = self
         self._rows = rows if self.cache else None
-        result = thinker.decode_greedy(budget, ckpt.special.eos)
+        after_audio = [int(i) for i in prompt.ids[prompt.audio_start + prompt.audio_count :]]
+        draft = self._draft(after_audio, prefix) if self.cache and thinker.verifies_drafts_exactly else []
+        result = thinker.decode_greedy(budget, ckpt.special.eos, draft=draft)
+        self.drafted += result.drafted
+        self.accepted += result.accepted
         # Ids past the tokenizer (padding rows of a larger vocabulary) carry no text.
         ids = [i for i in result.token_ids if i < self.tokenizer.size]
-        return self.tokenizer.decode(ids, drop=engine.drop_ids)
+        text = self.tokenizer.decode(ids, drop=engine.drop_ids)
+        if self.cache:
+            self._answer_ids, self._answer_text = after_audio + result.token_ids, prefix + text
+        return text
+
+    def _draft(self, after_audio: list[int], prefix: str) -> list[int]:
+        """The previous answer past this prompt's end: its own ids when this prompt's tail is a prefix of them,
+        else the tokens of its text past ``prefix``; nothing when the two parted."""
+        previous = self._answer_ids
+        if len(previous) > len(after_audio) and previous[: len(after_audio)] == after_audio:
+            return previous[len(after_audio) :]
+        if len(self._answer_text) > len(prefix) and self._answer_text.startswith(prefix):
+            return self.tokenizer.encode(self._answer_text[len(prefix) :])
+        return []
 
     def _reusable_rows(self, rows: np.ndarray) -> int:
-        """Leading rows whose KV entries the thinker still holds from this decoder's previous prefill."""
-        previous = self._rows
-        if not self.cache or previous is None or self.engine.kv_owner is not self:
+        """Leading rows whose KV entries the thinker still holds: from this decoder's previous prefill, or from
+        another stream decoder's on the same engine (a new segment or a rolled window, or another stream, starts
+        with the same system turn, context and audio header: only the rows from the audio on are new)."""
+        owner = self.engine.kv_owner
+        previous = (
+            owner._rows if isinstance(owner, EngineChunkDecoder) and owner.engine is self.engine else None
+        )
+        if not self.cache or previous is None:
             return 0
         # At least one row is prefilled, for the logits; with an f16 KV cache at least a full attention tile,
         # or the prefilled rows would come out slightly different from a prefill of the whole prompt.

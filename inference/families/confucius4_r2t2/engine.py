@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,11 @@ FAMILY = "confucius4_r2t2"
 # Prompt (~30 tokens + context) + 390 audio tokens per 30 s span + the default 512-token budget fit in 2048;
 # KV memory at the 1.7B shape is 28 x 2 x 1024 x 2048 x 2 bytes (f16) = 235 MB, twice that for f32.
 THINKER_CONTEXT = 2048
+# Every chunk re-decodes the open tower window and the text after it (~60-100 prefilled rows however short the
+# chunk), so a CPU's cost per audio second falls as the chunk grows: on 2 cores the 0.6B shape needs about 1 s of
+# CPU per chunk, which 320 ms chunks cannot keep up with and 1000 ms chunks can (tests/bench/README.md, "R2T2
+# live as the front ends open it"). Streams on the CPU backend take this unless the session names chunk_size_ms.
+CPU_CHUNK_MS = 1000.0
 
 
 @dataclass(frozen=True)
@@ -75,10 +80,16 @@ class R2T2Engine:
     def __init__(self, request: EngineRequest, spec: FamilySpec | None = None) -> None:
         self.spec = spec or load_family_spec(FAMILY)
         self.session = SessionSettings.from_options(self.spec, dict(request.session_options))
-        self.session_options = self.session.values
         self.checkpoint: R2T2Checkpoint = load_checkpoint(request.model_path)
         self.languages = supported_languages(self.checkpoint.config.support_languages)
         self.backend: Backend = open_backend(request.backend, threads=request.threads)
+        if self.backend.is_cpu and "chunk_size_ms" not in self.spec.validate_session_options(
+            dict(request.session_options)
+        ):
+            self.session = replace(
+                self.session, values={**self.session.values, "chunk_size_ms": CPU_CHUNK_MS}
+            )
+        self.session_options = self.session.values
         self.tower: AudioTower | None = None
         self.thinker: Thinker | None = None
         try:

@@ -29,6 +29,15 @@ from inference.native.llama import (
     default_threads,
 )
 
+# Weight types whose CPU products give a row the same bits in a batch of a few rows as in a one-row step (ggml
+# quantizes the activations per row and sums blocks in a fixed order; measured on the 0.6B shape and the tiny one).
+# Float weights take another kernel for one row than for several (up to 3e-4 apart with f16), so only these
+# types verify a draft in one batch (figures: tests/bench/README.md, "Draft decoding").
+STEP_EXACT_TYPES = frozenset({"q8_0", "q6_k", "q4_k"})
+# ... in batches of at most this many rows: from 8 rows on ggml takes another product kernel for k-quants (rows
+# 0.04-0.06 apart on the 0.6B shape and a 256-wide test thinker). A rolled-back tail of 5 tokens fits one batch.
+DRAFT_BATCH_ROWS = 7
+
 
 @dataclass(frozen=True)
 class ThinkerOptions:
@@ -47,6 +56,10 @@ class GreedyResult:
     token_ids: list[int] = field(default_factory=list)  # generated ids, without the eos id
     eos_id: int | None = None  # the eos id that stopped decoding, None when max_tokens ran out
     margins: list[float] = field(default_factory=list)  # top-1 minus top-2 logit per step (if asked)
+    drafted: int = 0  # draft tokens checked in a verification pass
+    accepted: int = (
+        0  # of those, the ones greedy decoding would have chosen (taken without a step of their own)
+    )
 
 
 def placeholder_positions(token_ids: Sequence[int] | np.ndarray, audio_token_id: int) -> np.ndarray:
@@ -108,6 +121,12 @@ class Thinker:
         """Fewest rows a prefill after a kept KV prefix may hold for its rows to come out as in a prefill of
         the whole prompt (1 with the f32 cache; a full flash-attention tile with the f16 one)."""
         return 1 if self.context.options.kv_type == "f32" else TILED_ATTENTION_MIN_ROWS
+
+    @property
+    def verifies_drafts_exactly(self) -> bool:
+        """Whether a batch of draft tokens yields each row's logits exactly as one greedy step would (so a
+        verified draft cannot change the greedy ids): quantized weights on the CPU."""
+        return self.options.n_gpu_layers == 0 and self.storage_type in STEP_EXACT_TYPES
 
     @property
     def n_past(self) -> int:
@@ -187,14 +206,28 @@ class Thinker:
         return self._last_logits
 
     def decode_greedy(
-        self, max_tokens: int, eos_ids: Iterable[int], record_margins: bool = False
+        self,
+        max_tokens: int,
+        eos_ids: Iterable[int],
+        record_margins: bool = False,
+        draft: Sequence[int] = (),
     ) -> GreedyResult:
-        """Greedy continuation from the last logits until an eos id or ``max_tokens`` new tokens."""
+        """Greedy continuation from the last logits until an eos id or ``max_tokens`` new tokens.
+
+        ``draft`` is a guess at the continuation (a live stream's previous answer). Once greedy decoding picks the
+        draft's first token, that token and the next draft tokens go through the model in one batch (at most
+        ``DRAFT_BATCH_ROWS`` rows; another batch follows when all were taken); every draft
+        token whose preceding row's argmax is that very token is taken without a step of its own, the KV rows past
+        the first mismatch are dropped, and decoding goes on from the mismatching row's logits. The ids are the
+        greedy ids either way when a row's logits do not depend on how many rows share its batch
+        (:attr:`verifies_drafts_exactly`; callers pass a draft only then, tests compare both paths).
+        """
         if self._last_logits is None:
             raise UsageError("nothing to continue from", "call prefill() first")
         stop = set(int(i) for i in eos_ids)
         result = GreedyResult()
         self._flush_pending()
+        guess = [int(i) for i in draft]
         while len(result.token_ids) < max_tokens:
             logits = self._last_logits
             token = greedy_pick(logits)
@@ -207,8 +240,37 @@ class Thinker:
             if len(result.token_ids) == max_tokens:
                 self._pending = token  # fed lazily: a caller that truncates never pays for it
                 break
+            if len(guess) > 1 and guess[0] == token:
+                room = min(max_tokens - len(result.token_ids), DRAFT_BATCH_ROWS - 1)
+                batch = guess[1 : 1 + room]
+                kept = self._verify(token, batch, stop, result, record_margins)
+                # All taken: the rest of the draft may follow; past a mismatch it no longer lines up.
+                guess = guess[1 + kept :] if kept == len(batch) else []
+                continue
+            guess = []
             self._last_logits = self.context.decode_tokens([token], logits="last")[0]
         return result
+
+    def _verify(
+        self, token: int, guess: list[int], stop: set[int], result: GreedyResult, record_margins: bool
+    ) -> int:
+        """Decode ``token`` and ``guess`` in one batch and keep the guessed ids greedy decoding agrees with
+        (returns how many)."""
+        start = self.context.n_past
+        rows = self.context.decode_tokens([token, *guess], logits="all")
+        result.drafted += len(guess)
+        kept = 0
+        for index, wanted in enumerate(guess):
+            if greedy_pick(rows[index]) != wanted or wanted in stop:
+                break
+            if record_margins:
+                result.margins.append(_margin(rows[index]))
+            result.token_ids.append(wanted)
+            kept += 1
+        result.accepted += kept
+        self.context.truncate(start + 1 + kept)  # the rows of rejected guesses never happened
+        self._last_logits = rows[kept]
+        return kept
 
     def _flush_pending(self) -> None:
         if self._pending is not None:

@@ -1,0 +1,196 @@
+"""The current worker process and its pipe: spawning it, a writer thread, and a reader thread that hands every
+message it receives on. Each worker the client starts is a new generation."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from inference import protocol as p
+from inference.client.failures import describe_exit
+from inference.client.policies import WorkerPolicy
+from inference.errors import WorkerError
+
+log = logging.getLogger("captioneer.client")
+
+Process = multiprocessing.process.BaseProcess
+
+
+class WorkerConnection:
+    """``on_message`` runs on the reader thread for every message; ``on_pipe_end`` when the current worker's
+    pipe ends, ``on_write_error`` when writing to it fails (both: the supervisor finds out why)."""
+
+    def __init__(
+        self,
+        policy: WorkerPolicy,
+        closing: threading.Event,
+        on_message: Callable[[p.Message], None],
+        on_pipe_end: Callable[[], None],
+        on_write_error: Callable[[], None],
+    ) -> None:
+        self._policy = policy
+        self._closing = closing
+        self._on_message = on_message
+        self._on_pipe_end = on_pipe_end
+        self._on_write_error = on_write_error
+        self._lock = threading.Lock()
+        self._process: Process | None = None
+        self._conn: Any = None
+        self._outbox: queue.SimpleQueue[bytes | None] | None = None  # frames for the current worker's writer
+        self._reader: threading.Thread | None = None
+        self._generation = 0
+
+    # ------------------------------------------------------------------ the current worker
+    @property
+    def process(self) -> Process | None:
+        return self._process
+
+    @property
+    def pid(self) -> int | None:
+        process = self._process
+        return process.pid if process is not None else None
+
+    @property
+    def generation(self) -> int:
+        """How many worker processes have been adopted (1 + restarts)."""
+        return self._generation
+
+    @property
+    def up(self) -> bool:
+        """A worker is adopted and its pipe open."""
+        return self._conn is not None
+
+    def join_reader(self, timeout: float) -> None:
+        """Wait for the current reader to read what the worker said last (unless called on that thread)."""
+        reader = self._reader
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(timeout)
+
+    # ------------------------------------------------------------------ starting and ending
+    def spawn(self) -> tuple[Process, Any]:
+        """Start a worker and wait for its hello. Takes no lock: a handshake may take a minute, and closing the
+        window or cancelling a stream meanwhile must not wait for it."""
+        from inference.worker import worker_main
+
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe(duplex=True)
+        process = context.Process(
+            target=worker_main, args=(child, logging.WARNING), name="captioneer-worker", daemon=True
+        )
+        process.start()
+        child.close()
+        deadline = time.monotonic() + self._policy.start_timeout_s
+        while not parent.poll(0.1) and not self._closing.is_set() and time.monotonic() < deadline:
+            pass
+        if self._closing.is_set():
+            process.kill()
+            process.join(5)
+            raise WorkerError("the worker client was closed")
+        if not parent.poll(0):
+            process.kill()
+            process.join(5)
+            raise WorkerError(
+                f"the inference worker did not start within {self._policy.start_timeout_s:g} s "
+                f"({describe_exit(process.exitcode)})",
+                "check the log; reinstall Captioneer if it keeps failing",
+            )
+        try:
+            p.check_version(p.decode(parent.recv_bytes()))
+        except (EOFError, OSError) as exc:
+            process.join(5)
+            raise WorkerError(
+                f"the inference worker failed to start ({describe_exit(process.exitcode)})",
+                "run `captioneer transcribe --verbose` to see why",
+            ) from exc
+        return process, parent
+
+    def adopt(self, process: Process, conn: Any) -> None:
+        """Make a started worker the current one and start its threads; a client closed meanwhile stops it."""
+        outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        with self._lock:
+            adopted = not self._closing.is_set()
+            if adopted:
+                self._process, self._conn, self._outbox = process, conn, outbox
+                self._generation += 1
+                generation = self._generation
+        if not adopted:
+            conn.close()
+            process.kill()
+            process.join(5)
+            raise WorkerError("the worker client was closed")
+        threading.Thread(
+            target=self._write, args=(conn, outbox), name="captioneer-writer", daemon=True
+        ).start()
+        reader = threading.Thread(
+            target=self._read, args=(conn, generation), name="captioneer-reader", daemon=True
+        )
+        self._reader = reader
+        reader.start()
+
+    def retire(self) -> None:
+        """Forget the current worker's process and pipe; its writer thread ends."""
+        with self._lock:
+            if self._outbox is not None:
+                self._outbox.put(None)
+            if self._conn is not None:
+                self._conn.close()
+            self._conn, self._process, self._outbox = None, None, None
+
+    def kill(self) -> None:
+        """Kill the current worker process, if any (its pipe ends; retire it afterwards)."""
+        process = self._process
+        if process is not None:
+            process.kill()
+
+    def shut_down(self, timeout: float = 5.0) -> None:
+        """Ask the worker to exit, kill it if it does not, then retire it."""
+        process = self._process
+        if self._conn is not None:
+            self.send(p.Shutdown())
+        if process is not None:
+            process.join(timeout=timeout)
+            if process.is_alive():
+                process.kill()
+                process.join(timeout=timeout)
+        self.retire()
+
+    # ------------------------------------------------------------------ sending and receiving
+    def send(self, message: p.Message) -> bool:
+        """Queue a message for the worker if one is up; False when none is. Never blocks: a frozen worker whose
+        pipe is full stalls only the writer thread."""
+        outbox = self._outbox
+        if outbox is None or self._conn is None:
+            return False
+        outbox.put(p.encode(message))
+        return True
+
+    def _write(self, conn: Any, outbox: queue.SimpleQueue[bytes | None]) -> None:
+        """Writer thread of one worker: sends queued frames in order until told to stop or the pipe breaks."""
+        while True:
+            frame = outbox.get()
+            if frame is None:
+                return
+            try:
+                conn.send_bytes(frame)
+            except (OSError, ValueError, TypeError):  # TypeError: the pipe was closed under a long write
+                self._on_write_error()
+                return
+
+    def _read(self, conn: Any, generation: int) -> None:
+        """Reader thread of one worker: every message goes to ``on_message`` until the pipe ends."""
+        while True:
+            try:
+                frame = conn.recv_bytes()
+            except (EOFError, OSError):
+                break
+            try:
+                self._on_message(p.decode(frame))
+            except Exception:
+                log.exception("cannot handle a message from the worker")
+        if generation == self._generation:
+            self._on_pipe_end()

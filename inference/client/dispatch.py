@@ -1,0 +1,83 @@
+"""Where each message from the worker goes: a table from message type to handler, run on the reader thread."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from inference import protocol as p
+from inference.client.failures import error_from_failure
+from inference.client.health import WorkerHealth
+from inference.client.interfaces import StreamDirectory
+from inference.client.requests import PendingRequests
+from inference.contract import Progress, event_from_json
+
+log = logging.getLogger("captioneer.client")
+
+
+class MessageRouter:
+    """Pongs to the worker's health, stream messages to their stream, answers to the request that waits."""
+
+    def __init__(self, pending: PendingRequests, streams: StreamDirectory, health: WorkerHealth) -> None:
+        self._pending = pending
+        self._streams = streams
+        self._health = health
+        # Every other message (loaded, opened, result) answers a request.
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            p.Pong: self._pong,
+            p.Pushed: self._pushed,
+            p.Decoding: self._decoding,
+            p.EventMessage: self._event,
+            p.Failed: self._failed,
+        }
+
+    def route(self, message: p.Message) -> None:
+        self._handlers.get(type(message), self._answer)(message)
+
+    def _pong(self, message: p.Pong) -> None:
+        self._health.heard(message.busy_s, message.rss_bytes)
+
+    def _pushed(self, message: p.Pushed) -> None:
+        stream = self._streams.get(message.stream_id)
+        if stream is not None:
+            stream.on_pushed(message)
+
+    def _decoding(self, message: p.Decoding) -> None:
+        stream = self._streams.get(message.stream_id)
+        if stream is not None:
+            stream.on_decoding(message.seq)
+
+    def _event(self, message: p.EventMessage) -> None:
+        """Progress of a request, or a stream's events outside a push (its last segment's at finish)."""
+        event = event_from_json(message.event)
+        if message.request_id is not None:
+            pending = self._pending.get(message.request_id)
+            if pending is not None and pending.progress is not None and isinstance(event, Progress):
+                pending.progress(event)
+        elif message.stream_id is not None:
+            stream = self._streams.get(message.stream_id)
+            if stream is not None:
+                stream.on_worker_events([event])
+
+    def _failed(self, message: p.Failed) -> None:
+        """A request failed, or (no request id) a push of a stream did: that stream is over."""
+        if message.request_id is None:
+            stream = self._streams.get(message.stream_id or "")
+            if stream is not None:
+                stream.on_failed(error_from_failure(message), message.kind)
+                self._streams.forget(stream.stream_id)
+            return
+        pending = self._pending.pop(message.request_id)
+        if pending is None:
+            log.debug("a failure of an unknown request from the worker")
+            return
+        pending.future.set_exception(error_from_failure(message))
+
+    def _answer(self, message: p.Message) -> None:
+        request_id = getattr(message, "request_id", None)
+        pending = self._pending.pop(request_id) if request_id is not None else None
+        if pending is None:
+            log.debug("unexpected %s message from the worker", message.type)
+            return
+        pending.future.set_result(message)

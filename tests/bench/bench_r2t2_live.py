@@ -1,0 +1,382 @@
+"""Realistic Confucius4-R2T2 live captions: per-chunk cost per minute, arrival-to-commit time and memory.
+
+Full-size 0.6B and 1.7B shapes with random weights (``r2t2_random_checkpoint.py``, numpy only). Random weights
+would never stop (every chunk would decode the whole ``max_tokens``) nor repeat themselves (a live stream's
+previous answer would never be a draft of the next), so the thinker is *steered*: a bias on the logits, by
+position in the answer, makes greedy decoding emit a script of English-like text growing at 3.3 tokens per
+second of audio (speech at ~150 words/min in Qwen's tokenizer; the bench checkpoints' tiny tokenizer takes more
+words per token, so the script's words come at the rate that gives that token count), then end-of-text. The
+decoder itself is untouched: every chunk runs the frontend, the tower, the prefill of the prompt with the text
+prefix the LSP state machine built from the previous answer, and greedy decoding of the re-decoded unfixed tail
+plus the new words, token by token (or verified in one batch when the previous answer drafts it).
+
+Speech is espeak-ng sentences with pauses (``tests/long_speech.py``), pushed one chunk at a time. Real time is
+simulated from the measured costs: chunk i arrives at (i+1) x chunk; it starts when it has arrived and the
+previous one is done. Printed per configuration and minute: chunk cost p50/p95 and RSS; then overall p50/p95, the
+time from the arrival of the chunk that brought a committed word to the moment its delta was out (p50/p95), where
+a chunk's time goes (tower, prefill, decoding), the draft acceptance rate, and whether it keeps up (p95 < chunk).
+
+Configurations (the defaults each front end opens a stream with): ``app`` (the caption window: VAD endpointing,
+``app/state.py`` ``live_options``), ``cli`` (``captioneer live`` / ``transcribe --mode streaming``) and ``live``
+(the server's ``/live``) -- the CLI and ``/live`` open the engine's defaults, so they are one run, ``cli-live``.
+
+    nice .venv/bin/python tests/bench/bench_r2t2_live.py [--minutes 10] [--sizes 0.6b,1.7b] [--types q8_0,q4_k]
+        [--chunks 320,640,1000] [--configs app,cli-live] [--threads 2] [--tower-type q8_0] [--no-draft]
+        [--json out.json]
+
+Run the full figures (10 minutes, every combination: hours) on a quiet machine; ``--minutes 1`` tries it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import math
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "bench"))
+
+from bench_r2t2_stream import SHAPES, TOKENS_PER_SECOND, WORDS  # noqa: E402
+from machine import print_machine_header, rss_mib  # noqa: E402
+from r2t2_random_checkpoint import build  # noqa: E402
+
+from inference.contract import SAMPLE_RATE, Delta  # noqa: E402
+
+CONFIGS: dict[str, dict[str, Any]] = {"app": {"endpointing": True}, "cli-live": {}}
+HEADER = "language English<asr_text>"  # what the model answers first in automatic language mode
+BIAS = 1000.0  # far above any logit of the random weights (|logit| ~ 1)
+
+
+class Script:
+    """Endless text with each word's time: word k is spoken by the end of second (k + 1) / words_per_second."""
+
+    def __init__(self, words_per_second: float, seconds: float) -> None:
+        self.words_per_second = words_per_second
+        count = int(seconds * words_per_second) + 2
+        words = [WORDS[i % len(WORDS)] for i in range(count)]
+        self.text = " ".join(words)
+        self.word_ends: list[int] = []  # char index just past each word
+        end = -1
+        for word in words:
+            end += 1 + len(word)
+            self.word_ends.append(end)
+
+    def words_by(self, seconds: float) -> int:
+        return int(seconds * self.words_per_second + 1e-9)
+
+    def end_char(self, words: int) -> int:
+        return self.word_ends[words - 1] if words else 0
+
+    def start_char(self, words: int) -> int:
+        return self.word_ends[words - 1] + 1 if words else 0
+
+    def spoken_at(self, char: int) -> float:
+        """Stream second by which the word holding ``char`` was spoken."""
+        word = bisect.bisect_left(self.word_ends, char)
+        return (word + 1) / self.words_per_second
+
+
+class Steering:
+    """Bias the thinker's logits, by position in the answer, toward ``target`` and then end-of-text.
+
+    Wraps the llama context's decode calls (the thinker's own code runs unchanged): the prefill's last row
+    predicts answer token 0; a token batch's rows predict the tokens after their positions.
+    """
+
+    def __init__(self, context: Any, eos: int) -> None:
+        self.context, self.eos = context, eos
+        self.target: list[int] = []
+        self.answer_start = 0
+        self.forwards = 0  # token batches decoded (greedy steps and draft verifications)
+        self._tokens, self._embeddings = context.decode_tokens, context.decode_embeddings
+        context.decode_tokens, context.decode_embeddings = self.decode_tokens, self.decode_embeddings
+
+    def _bias(self, row: np.ndarray, index: int) -> None:
+        row[self.target[index] if 0 <= index < len(self.target) else self.eos] += BIAS
+
+    def decode_embeddings(self, rows: np.ndarray, logits: Any = "last") -> np.ndarray:
+        out = self._embeddings(rows, logits)
+        self.answer_start = self.context.n_past
+        self._bias(out[-1], 0)
+        return out
+
+    def decode_tokens(self, ids: Any, logits: Any = "last") -> np.ndarray:
+        start = self.context.n_past
+        out = self._tokens(ids, logits)
+        self.forwards += 1
+        count = len(ids)
+        positions = range(start, start + count) if logits == "all" else [start + count - 1]
+        for row, position in zip(out, positions, strict=True):
+            self._bias(row, position + 1 - self.answer_start)
+        return out
+
+
+class ScriptedDecoder:
+    """A chunk decoder that sets the steering target to the script past the prompt's text prefix, then runs
+    the real decoder: its answer *is* the model's greedy output, steered."""
+
+    def __init__(
+        self, real: Any, steering: Steering, script: Script, window_start_s: Callable[[], float], auto: bool
+    ) -> None:
+        self.real, self.steering, self.script = real, steering, script
+        self.window_start_s, self.auto = window_start_s, auto
+
+    def encode(self, text: str) -> list[int]:
+        return self.real.encode(text)
+
+    def decode(self, ids: Any) -> str:
+        return self.real.decode(ids)
+
+    def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
+        start_s = self.window_start_s()
+        script = self.script
+        end = script.end_char(script.words_by(start_s + audio.size / SAMPLE_RATE))
+        begin = script.start_char(script.words_by(start_s))
+        body = prefix[len(HEADER) :] if prefix.startswith(HEADER) else prefix
+        if body:  # where the prefix ends in the script (after a roll it is text of earlier audio)
+            tail = body[-48:]
+            found = script.text.rfind(tail, 0, end)
+            begin = found + len(tail) if found >= 0 else begin
+        lead = HEADER if self.auto and not prefix.startswith(HEADER) else ""
+        self.steering.target = self.real.encode(lead + script.text[begin:end]) if begin < end or lead else []
+        return self.real.generate(audio, prefix, max_tokens)
+
+
+class StageClock:
+    """Wall and process CPU seconds in the tower, the thinker prefill and greedy decoding (wrapped methods)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.totals: dict[str, float] = {}
+        for name, owner, method in (
+            ("tower", engine.tower, "encode"),
+            ("prefill", engine.thinker, "prefill_rows"),
+            ("decode", engine.thinker, "decode_greedy"),
+        ):
+            self.totals[name] = self.totals[f"{name} cpu"] = 0.0
+            setattr(owner, method, self._timed(name, getattr(owner, method)))
+
+    def _timed(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.totals[name] += time.perf_counter() - wall
+                self.totals[f"{name} cpu"] += time.process_time() - cpu
+
+        return wrapper
+
+    def snapshot(self) -> dict[str, float]:
+        return dict(self.totals)
+
+
+def speech(minutes: float) -> np.ndarray:
+    from tests.long_speech import recording
+
+    parts, total, seed = [], 0, 100
+    while total < minutes * 60 * SAMPLE_RATE:
+        parts.append(recording(600.0, seed=seed).audio)
+        total += parts[-1].size
+        seed += 1
+    return np.concatenate(parts)[: int(minutes * 60 * SAMPLE_RATE)]
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def run(
+    engine: Any,
+    steering: Steering,
+    clock: StageClock,
+    audio: np.ndarray,
+    chunk_ms: float,
+    draft: bool,
+    stream_options: dict,
+) -> dict[str, Any]:
+    """One stream; ``steering`` and ``clock`` wrap the engine once (wrapping twice would bias and count twice)."""
+    tokens_per_word = len(engine.checkpoint.tokenizer.encode(" ".join(WORDS * 4))) / (4 * len(WORDS))
+    script = Script(TOKENS_PER_SECOND / tokens_per_word, audio.size / SAMPLE_RATE + 60)
+    forwards_before = steering.forwards
+    auto = "language" not in stream_options
+    stream = engine.open_stream(chunk_size_ms=chunk_ms, **stream_options)
+    plain = hasattr(stream, "_dropped_samples")
+
+    def window_start_s() -> float:
+        return (stream._dropped_samples if plain else stream._segment_start) / SAMPLE_RATE
+
+    decoders: list[Any] = []
+
+    def scripted(real: Any) -> ScriptedDecoder:
+        decoders.append(real)
+        if not draft:
+            real._draft = lambda after_audio, prefix: []
+        return ScriptedDecoder(real, steering, script, window_start_s, auto)
+
+    factory = stream._decoder_factory
+    stream._decoder_factory = lambda: scripted(factory())
+    stream.recognizer.decoder = scripted(stream.recognizer.decoder)
+
+    step = round(chunk_ms * SAMPLE_RATE / 1000)
+    chunk_s = step / SAMPLE_RATE
+    finish_s, cursor = 0.0, 0
+    costs: list[float] = []
+    cpu: list[float] = []  # process CPU seconds per chunk: the work, whatever else the machine runs
+    latencies: list[float] = []
+    minutes: list[dict[str, float]] = []
+    stages: dict[str, float] = {}
+    minute_costs: list[float] = []
+    began = time.monotonic()
+    for index, start in enumerate(range(0, audio.size - step + 1, step)):
+        before = clock.snapshot()
+        t0, c0 = time.perf_counter(), time.process_time()
+        events = stream.push(audio[start : start + step])
+        cost = time.perf_counter() - t0
+        cpu.append(time.process_time() - c0)
+        for name, value in clock.snapshot().items():
+            stages[name] = stages.get(name, 0.0) + value - before[name]
+        arrival = (index + 1) * chunk_s
+        finish_s = max(arrival, finish_s) + cost
+        costs.append(cost)
+        minute_costs.append(cost)
+        for event in events:
+            text = event.text.strip() if isinstance(event, Delta) else ""
+            found = script.text.find(text, cursor) if text else -1  # deltas only move forward
+            if found >= 0:
+                cursor = found + len(text)
+                spoken = script.spoken_at(cursor - 1)
+                latencies.append(finish_s - math.ceil(spoken / chunk_s - 1e-9) * chunk_s)
+        if int(arrival // 60) > int((arrival - chunk_s) // 60):
+            minutes.append(
+                {
+                    "minute": int(arrival // 60),
+                    "p50_ms": 1000 * statistics.median(minute_costs),
+                    "p95_ms": 1000 * percentile(minute_costs, 95),
+                    "rss_mib": rss_mib(),
+                }
+            )
+            minute_costs = []
+            row = minutes[-1]
+            print(
+                f"    minute {row['minute']:3d}: chunk p50 {row['p50_ms']:7.1f} ms p95 {row['p95_ms']:7.1f} ms, "
+                f"RSS {row['rss_mib']:7.1f} MiB",
+                flush=True,
+            )
+    stream.cancel()
+    drafted = sum(d.drafted for d in decoders)
+    accepted = sum(d.accepted for d in decoders)
+    seconds = len(costs) * chunk_s
+    return {
+        "chunks": len(costs),
+        "wall_s": time.monotonic() - began,
+        "p50_ms": 1000 * statistics.median(costs),
+        "p95_ms": 1000 * percentile(costs, 95),
+        "worst_minute_p95_ms": max((m["p95_ms"] for m in minutes), default=float("nan")),
+        "rtf": sum(costs) / seconds,
+        "cpu_p50_ms": 1000 * statistics.median(cpu),
+        "cpu_p95_ms": 1000 * percentile(cpu, 95),
+        "forwards_per_chunk": (steering.forwards - forwards_before) / len(costs),
+        "lag_at_end_s": finish_s - seconds,
+        "commit_p50_s": percentile(latencies, 50),
+        "commit_p95_s": percentile(latencies, 95),
+        "deltas_matched": len(latencies),
+        "stage_ms_per_chunk": {name: 1000 * value / len(costs) for name, value in stages.items()},
+        "prefilled_rows_per_chunk": sum(d.prefilled_rows for d in decoders) / len(costs),
+        "drafted": drafted,
+        "accepted": accepted,
+        "rss_end_mib": rss_mib(),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # conversion included
+        "chunk_costs_s": costs,
+        "minutes": minutes,
+        "keeps_up": percentile(costs, 95) < chunk_s,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--work", type=Path, default=Path("/tmp/r2t2-live"))
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--sizes", default="0.6b,1.7b")
+    parser.add_argument("--types", default="q8_0,q4_k")
+    parser.add_argument("--chunks", default="320,640,1000", help="chunk sizes in ms")
+    parser.add_argument("--configs", default="app,cli-live")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--tower-type",
+        default="q8_0",
+        help="tower_weight_type (q8_0 as in the default GGUF package; native runs the random bf16 as f32)",
+    )
+    parser.add_argument("--no-draft", action="store_true", help="greedy decoding without the previous answer")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--stream-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra request option for every stream, e.g. rolling_window_seconds=16 (JSON value)",
+    )
+    args = parser.parse_args()
+    stream_options = {k: json.loads(v) for k, _, v in (o.partition("=") for o in args.stream_option)}
+    print_machine_header(args.threads)
+    from inference.engine import EngineRequest
+    from inference.families.confucius4_r2t2.engine import create_engine
+
+    audio = speech(args.minutes)
+    print(f"speech: {audio.size / SAMPLE_RATE / 60:.1f} min of espeak-ng sentences with pauses", flush=True)
+    results = []
+    for size in args.sizes.split(","):
+        model = build(args.work / f"model-{size}", SHAPES[size])
+        for storage in args.types.split(","):
+            for config in args.configs.split(","):
+                session = {
+                    "thinker_weight_type": storage,
+                    "tower_weight_type": args.tower_type,
+                    **CONFIGS[config],
+                }
+                engine = create_engine(EngineRequest(model, "confucius4_r2t2", session, "cpu", args.threads))
+                steering = Steering(engine.thinker.context, engine.checkpoint.special.eos[0])
+                clock = StageClock(engine)
+                try:
+                    for chunk_ms in (float(c) for c in args.chunks.split(",")):
+                        name = f"{size} {storage} {config} chunk {chunk_ms:.0f} ms"
+                        print(f"  {name}{' (no draft)' if args.no_draft else ''}:", flush=True)
+                        result = run(
+                            engine, steering, clock, audio, chunk_ms, not args.no_draft, stream_options
+                        )
+                        result.update(size=size, type=storage, config=config, chunk_ms=chunk_ms)
+                        results.append(result)
+                        stages = " ".join(f"{k} {v:.0f}" for k, v in result["stage_ms_per_chunk"].items())
+                        rate = result["accepted"] / result["drafted"] if result["drafted"] else float("nan")
+                        print(
+                            f"  {name}: p50 {result['p50_ms']:.0f} ms p95 {result['p95_ms']:.0f} ms (worst "
+                            f"minute p95 {result['worst_minute_p95_ms']:.0f}) | RTF {result['rtf']:.2f}, lag at "
+                            f"end {result['lag_at_end_s']:.1f} s | commit p50 {result['commit_p50_s']:.2f} s "
+                            f"p95 {result['commit_p95_s']:.2f} s ({result['deltas_matched']} deltas) | per "
+                            f"chunk ms: {stages}, {result['prefilled_rows_per_chunk']:.0f} rows prefilled, "
+                            f"{result['forwards_per_chunk']:.1f} decode forwards | CPU s per chunk p50 "
+                            f"{result['cpu_p50_ms'] / 1000:.2f} p95 {result['cpu_p95_ms'] / 1000:.2f} | draft {result['accepted']}/{result['drafted']} accepted "
+                            f"({rate:.0%}) | RSS {result['rss_end_mib']:.0f} MiB (peak {result['peak_rss_mib']:.0f}) | "
+                            f"{'keeps up' if result['keeps_up'] else 'falls behind'}",
+                            flush=True,
+                        )
+                finally:
+                    engine.close()
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
