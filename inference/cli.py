@@ -31,12 +31,16 @@ from inference.audio.limits import DEFAULT_FILE_SECONDS as DEFAULT_TRANSCRIBE_MA
 from inference.audio.limits import MAX_RATE, MIN_RATE
 from inference.audio.vad import needs_speech_stretches, speech_stretches
 from inference.contract import BACKEND_NAMES
-from inference.errors import CaptioneerError, UsageError
+from inference.errors import CaptioneerError, UsageError, WorkerError
 from inference.formats import FORMATS, render
 from inference.paths import AppPaths
 
 log = logging.getLogger("captioneer.cli")
 STREAM_PUSH_SECONDS = 0.32
+# A live stream ended while the model's worker was down: the transcript printed keeps what was heard, with the
+# audio since the failure marked as a gap. Not 0 (part of the audio was never transcribed), not 1 (there is a
+# transcript to keep): a script can tell the two apart.
+EXIT_HEARD_ONLY = 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -323,6 +327,12 @@ def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
     return load_audio_file(Path(args.audio), limits)
 
 
+def _file_blocks(args: argparse.Namespace) -> Any:
+    from inference.audio.decoding import FileBlocks
+
+    return FileBlocks(Path(args.audio), _transcribe_limits(args))
+
+
 def _transcribe_limits(args: argparse.Namespace) -> Any:
     from inference.audio.limits import AudioLimits
 
@@ -380,27 +390,33 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
     request_options = spec.validate_request_options(raw_request)
     # Files are read before the model loads, so a bad file fails fast; stdin streams as it arrives.
     live = args.audio is None or (args.audio == "-" and args.mode == "streaming")
-    audio = None if live else _read_input_audio(args, stdin)
+    # An offline file is sent in blocks as it decodes (memory flat in its length); its header is checked now.
+    blocks = _file_blocks(args) if args.mode == "offline" and args.audio not in (None, "-") else None
+    audio = None if live or blocks is not None else _read_input_audio(args, stdin)
 
     from inference.client import WorkerClient, WorkerPolicy
 
     # A lost offline job is lost either way: fail at once. A live stream outlives a crash (restart).
     policy = WorkerPolicy(max_restarts=0) if args.mode == "offline" else WorkerPolicy()
+    heard_only = False  # the stream ended while the worker was down
     with WorkerClient(policy) as client:
         engine = client.load(
             model_path, family, session_options, args.backend, args.threads, progress=_load_progress_printer()
         )
         if args.mode == "streaming":
-            transcript = _run_stream(engine, args, audio, stdin, request_options, out)
+            transcript, heard_only = _run_stream(engine, client, args, audio, stdin, request_options, out)
         else:
-            transcript = _run_offline(engine, audio, request_options)
+            transcript = _run_offline(engine, audio if blocks is None else blocks, request_options)
+    exit_code = EXIT_HEARD_ONLY if heard_only else 0
     if args.format == "jsonl":
         from inference.contract import Done, event_to_json
 
         _emit(out, event_to_json(Done(transcript)))
-        return 0
-    if audio is not None and needs_speech_stretches(len(transcript.words), args.format):
-        transcript.speech = speech_stretches(audio)
+        return exit_code
+    if (audio is not None or blocks is not None) and needs_speech_stretches(
+        len(transcript.words), args.format
+    ):
+        transcript.speech = speech_stretches(audio if audio is not None else _read_input_audio(args, stdin))
     rendered = render(transcript, args.format)
     if args.output:
         try:
@@ -411,7 +427,7 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
             ) from None
     else:
         out.write(rendered)
-    return 0
+    return exit_code
 
 
 def _check_live_input(args: argparse.Namespace) -> None:
@@ -464,10 +480,15 @@ def _load_progress_printer() -> Any:
 
 
 def _run_offline(engine: Any, audio: Any, request_options: dict[str, Any]) -> Any:
+    from inference.audio.decoding import FileBlocks
     from inference.contract import CancelToken
 
     cancel = CancelToken()
     try:
+        if isinstance(audio, FileBlocks):
+            return engine.transcribe_blocks(
+                audio, expected_samples=audio.expected_samples, cancel=cancel, **request_options
+            )
         return engine.transcribe(audio, cancel=cancel, **request_options)
     except KeyboardInterrupt:
         cancel.cancel()  # the worker stops at its next span; the CLI reports the interruption
@@ -481,29 +502,35 @@ def _emit(out: IO[str], event: dict[str, Any]) -> None:
 
 def _run_stream(
     engine: Any,
+    client: Any,
     args: argparse.Namespace,
     audio: Any,
     stdin: IO[bytes],
     request_options: dict[str, Any],
     out: IO[str],
-) -> Any:
+) -> tuple[Any, bool]:
     """Push audio as it comes (a file in 320 ms pieces, or stdin as it arrives); events print as they happen.
 
     Ctrl-C or the end of the input finishes the stream: queued audio is drained and the final ``done``
-    event follows.
+    event follows. Returns the transcript and whether the stream ended while the client had no worker (past
+    its restart limit, before a revival): then the transcript is what was heard, the rest a gap marker.
     """
     import threading
 
+    from inference.audio.devices.gaps import GapMarkers
     from inference.client import BacklogPolicy
     from inference.contract import SAMPLE_RATE, Delta, Stats, event_to_json
 
     lock = threading.Lock()
 
     printed: list[str] = []
+    deltas: list[Delta] = []  # every committed piece, gap markers included: the segments of what was heard
 
     def print_events(events: list[Any]) -> None:
         with lock:
             for event in events:
+                if isinstance(event, Delta):
+                    deltas.append(event)
                 if args.format == "jsonl" and not isinstance(event, Stats):
                     _emit(out, event_to_json(event))
                 elif args.format == "text" and isinstance(event, Delta) and event.text:
@@ -519,8 +546,10 @@ def _run_stream(
         if args.input
         else BacklogPolicy("block")
     )
+    # A live device that goes away leaves a marked gap in the transcript (as in the window).
+    gaps = GapMarkers(print_events)
     stream = engine.open_stream(
-        on_events=print_events, backlog=backlog, mode=args.stream_mode, **request_options
+        on_events=gaps.deliver, backlog=backlog, mode=args.stream_mode, **request_options
     )
     step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
     try:
@@ -533,6 +562,7 @@ def _run_stream(
                     args.input,
                     step,
                     lambda note: sys.stderr.write(f"captioneer: {note}\n"),
+                    on_gap=gaps.add,
                 )
         elif audio is not None:
             for start in range(0, audio.size, step):
@@ -551,10 +581,42 @@ def _run_stream(
                     break
     except KeyboardInterrupt:
         sys.stderr.write("captioneer: interrupted; finishing the transcript\n")
-    final = stream.finish()
+    heard_only = False
+    try:
+        final = stream.finish()
+    except WorkerError as exc:
+        if client.gave_up is None:
+            raise
+        gaps.flush()
+        final = _end_while_down(stream, exc, print_events, deltas, lock)
+        heard_only = True
+    else:
+        gaps.flush()
     if printed:
         out.write("\n")
-    return final
+    return gaps.into(final), heard_only
+
+
+def _end_while_down(
+    stream: Any, error: CaptioneerError, print_events: Any, deltas: list[Any], lock: Any
+) -> Any:
+    """The stream ended while its worker was down: ``finish`` marked the held audio as a gap (a delta, printed
+    already); say what happened (an event for jsonl, a note on stderr) and return the transcript of what was
+    heard, with its segments."""
+    from inference.contract import ErrorEvent
+    from inference.heard import heard_with_segments
+
+    fix = "run it again in a moment for the rest: a new run starts a fresh worker"
+    message = (
+        f"the model's worker is down ({error.message}) and no fresh one took over before the stream ended; "
+        "the transcript keeps what was heard, the audio since the failure is marked as not transcribed"
+    )
+    print_events([ErrorEvent("worker_failed", message, fix, fatal=False)])
+    sys.stderr.write(f"captioneer: {message} (exit code {EXIT_HEARD_ONLY}); {fix}\n")
+    if error.fix:
+        sys.stderr.write(f"captioneer: if it keeps failing: {error.fix}\n")
+    with lock:
+        return heard_with_segments(stream.heard(), list(deltas))
 
 
 @contextlib.contextmanager

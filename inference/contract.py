@@ -84,19 +84,30 @@ class Segment:
     start_s: float
     end_s: float
     words: tuple[Word, ...] = ()
+    speaker: str | None = None  # who said it, where a transcript has speakers (the app's meeting mode)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "text": self.text,
             "start": _round(self.start_s),
             "end": _round(self.end_s),
             "words": [w.to_json() for w in self.words],
         }
+        if self.speaker is not None:
+            data["speaker"] = self.speaker
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Segment:
         words = tuple(Word.from_json(w) for w in data.get("words", ()))
-        return cls(str(data["text"]), float(data["start"]), float(data["end"]), words)
+        speaker = data.get("speaker")
+        return cls(
+            str(data["text"]),
+            float(data["start"]),
+            float(data["end"]),
+            words,
+            str(speaker) if speaker is not None else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -475,3 +486,37 @@ class Engine(Protocol):
     def open_stream(self, **request_options: Any) -> Stream: ...
 
     def close(self) -> None: ...
+
+
+class OfflineJob(Protocol):
+    """An offline transcription fed a file's audio in blocks (``inference/offline_jobs.py``): its transcript is
+    the one ``Engine.transcribe`` gives for the same audio. ``passes`` is 1, or 2 when the plan needs the whole
+    clip first (its length, its VAD speech): then the same audio is fed twice."""
+
+    passes: int
+
+    def feed(self, pcm: np.ndarray) -> None:
+        """The next block of the current pass (mono float32 at ``SAMPLE_RATE``, checked at the boundary)."""
+        ...
+
+    def end_pass(self) -> None:
+        """The current pass's audio has all arrived."""
+        ...
+
+    def finish(self) -> Transcript:
+        """After the last pass: the transcript."""
+        ...
+
+
+@runtime_checkable
+class StreamedOffline(Protocol):
+    """An engine that plans a long file's windows as its audio arrives, holding only what the next window
+    needs (engines without it are fed through ``offline_jobs.WholeClipJob``)."""
+
+    def open_offline_job(
+        self,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        **request_options: Any,
+    ) -> OfflineJob: ...

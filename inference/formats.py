@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from inference.contract import Transcript, Word
+from inference.contract import Segment, Transcript, Word
 
 FORMATS = ("text", "json", "jsonl", "srt", "vtt")
 
@@ -16,6 +16,7 @@ class Cue:
     end_s: float
     lines: tuple[str, ...]
     words: tuple[Word, ...] = ()  # the timed words it shows (none for text without word times)
+    speaker: str | None = None  # who says it (segments with speakers: the app's meeting mode)
 
 
 def build_cues(
@@ -26,8 +27,11 @@ def build_cues(
     With word timestamps (Parakeet) cues are cut between words, at sentence punctuation or at the limits,
     and span exactly their words. Without them (R2T2, live segments) each segment is cut into pieces that
     fit the line limits, and the segment's time is shared among its pieces by their length; a clip with
-    neither words nor segments is treated as one segment over its duration.
+    neither words nor segments is treated as one segment over its duration. Segments with speakers are cut one
+    by one (a cue never mixes two speakers), in time order.
     """
+    if any(segment.speaker for segment in transcript.segments):
+        return _cues_by_speaker(transcript.segments, transcript.speech, max_line_chars, max_lines, max_cue_s)
     if transcript.words:
         return _cues_from_words(transcript.words, max_line_chars, max_lines, max_cue_s)
     spans = [(s.text, s.start_s, s.end_s) for s in transcript.segments if s.text.strip()]
@@ -38,6 +42,29 @@ def build_cues(
     for text, start, end in spans:
         for piece, piece_start, piece_end in _over_speech(text, start, end, transcript.speech):
             cues += _cues_from_text(piece, piece_start, piece_end, max_line_chars, max_lines, max_cue_s)
+    return cues
+
+
+def _cues_by_speaker(
+    segments: list[Segment],
+    speech: list[tuple[float, float]],
+    max_line_chars: int,
+    max_lines: int,
+    max_cue_s: float,
+) -> list[Cue]:
+    cues: list[Cue] = []
+    for segment in sorted(segments, key=lambda s: s.start_s):
+        if not segment.text.strip():
+            continue
+        if segment.words:
+            pieces = _cues_from_words(list(segment.words), max_line_chars, max_lines, max_cue_s)
+        else:
+            pieces = [
+                cue
+                for piece, start, end in _over_speech(segment.text, segment.start_s, segment.end_s, speech)
+                for cue in _cues_from_text(piece, start, end, max_line_chars, max_lines, max_cue_s)
+            ]
+        cues += [replace(cue, speaker=segment.speaker) for cue in pieces]
     return cues
 
 
@@ -181,8 +208,11 @@ def _stamp(seconds: float, sep: str) -> str:
 def to_srt(transcript: Transcript, **cue_args: float) -> str:
     blocks = []
     for index, cue in enumerate(build_cues(transcript, **cue_args), start=1):  # type: ignore[arg-type]
+        lines = list(cue.lines)
+        if cue.speaker:  # SubRip has no speaker markup: the name leads the cue, as in subtitles of dialogue
+            lines[0] = f"{cue.speaker}: {lines[0]}"
         blocks.append(
-            f"{index}\n{_stamp(cue.start_s, ',')} --> {_stamp(cue.end_s, ',')}\n" + "\n".join(cue.lines)
+            f"{index}\n{_stamp(cue.start_s, ',')} --> {_stamp(cue.end_s, ',')}\n" + "\n".join(lines)
         )
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
@@ -190,9 +220,16 @@ def to_srt(transcript: Transcript, **cue_args: float) -> str:
 def to_vtt(transcript: Transcript, **cue_args: float) -> str:
     parts = ["WEBVTT", ""]
     for cue in build_cues(transcript, **cue_args):  # type: ignore[arg-type]
-        parts.append(f"{_stamp(cue.start_s, '.')} --> {_stamp(cue.end_s, '.')}\n" + "\n".join(cue.lines))
+        text = "\n".join(cue.lines)
+        if cue.speaker:  # WebVTT's voice span names the speaker (players show or style it)
+            text = f"<v {_vtt_escape(cue.speaker)}>{_vtt_escape(text)}</v>"
+        parts.append(f"{_stamp(cue.start_s, '.')} --> {_stamp(cue.end_s, '.')}\n" + text)
         parts.append("")
     return "\n".join(parts)
+
+
+def _vtt_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def to_json(transcript: Transcript) -> str:

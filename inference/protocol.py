@@ -19,7 +19,7 @@ from inference.audio.samples import checked_samples
 from inference.contract import Capabilities, StreamEvent, Transcript, event_from_json, event_to_json
 from inference.errors import WorkerError
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4  # 4: streamed offline jobs (OpenJob/JobAudio/JobPassEnd)
 _HEADER = struct.Struct("<I")
 
 
@@ -69,6 +69,39 @@ class Transcribe:
 class CancelJob:
     type: ClassVar[str] = "cancel_job"
     request_id: int
+
+
+@dataclass(frozen=True)
+class OpenJob:
+    """A streamed offline transcription: a file's audio arrives in blocks, so neither side holds all of it.
+
+    The worker answers ``JobOpened`` with how many passes over the audio the engine needs (a second pass when
+    its plan needs the whole clip first: its length, its VAD speech). Each pass is ``JobAudio`` blocks (each
+    answered by ``JobTook``, which paces the sender) and a ``JobPassEnd``; the last pass's end is answered by
+    ``Result`` for ``request_id`` (or ``Failed``). ``expected_samples`` (from the file's header) only sizes
+    progress until the first pass has counted the audio."""
+
+    type: ClassVar[str] = "open_job"
+    request_id: int
+    engine_id: str
+    options: dict[str, Any] = field(default_factory=dict)
+    expected_samples: int | None = None
+
+
+@dataclass(frozen=True)
+class JobAudio:
+    """Block ``seq`` (counted per pass) of a streamed job's current pass."""
+
+    type: ClassVar[str] = "job_audio"
+    job_id: int
+    seq: int
+    pcm: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class JobPassEnd:
+    type: ClassVar[str] = "job_pass_end"
+    job_id: int
 
 
 @dataclass(frozen=True)
@@ -142,6 +175,24 @@ class Opened:
     request_id: int
     stream_id: str
     kind: str  # "native" (the engine's own live path) or "segmented" (VAD segments, transcribed offline)
+
+
+@dataclass(frozen=True)
+class JobOpened:
+    """Streamed job ``job_id`` (its OpenJob's request id) is open and needs ``passes`` passes over the audio."""
+
+    type: ClassVar[str] = "job_opened"
+    job_id: int
+    passes: int
+
+
+@dataclass(frozen=True)
+class JobTook:
+    """The worker has taken block ``seq`` of job ``job_id`` (and done the work it allowed)."""
+
+    type: ClassVar[str] = "job_took"
+    job_id: int
+    seq: int
 
 
 @dataclass(frozen=True)
@@ -228,6 +279,9 @@ Message = (
     | UnloadModel
     | Transcribe
     | CancelJob
+    | OpenJob
+    | JobAudio
+    | JobPassEnd
     | OpenStream
     | PushAudio
     | FinishStream
@@ -236,6 +290,8 @@ Message = (
     | Shutdown
     | Loaded
     | Opened
+    | JobOpened
+    | JobTook
     | Decoding
     | Pushed
     | Result
@@ -251,6 +307,9 @@ MESSAGE_TYPES: dict[str, type] = {
         UnloadModel,
         Transcribe,
         CancelJob,
+        OpenJob,
+        JobAudio,
+        JobPassEnd,
         OpenStream,
         PushAudio,
         FinishStream,
@@ -259,6 +318,8 @@ MESSAGE_TYPES: dict[str, type] = {
         Shutdown,
         Loaded,
         Opened,
+        JobOpened,
+        JobTook,
         Decoding,
         Pushed,
         Result,
@@ -272,19 +333,26 @@ MESSAGE_TYPES: dict[str, type] = {
 # ------------------------------------------------------------------------------------------ frames
 
 
-def encode(message: Message) -> bytes:
+def encode(message: Message) -> bytearray:
     """One frame. A ``pcm`` field travels as the payload (float32), every other field as JSON."""
     header: dict[str, Any] = {"type": message.type}
-    payload = b""
+    samples: np.ndarray | None = None
     for f in fields(message):  # type: ignore[arg-type]
         value = getattr(message, f.name)
         if f.name == "pcm":
             if value is not None:
-                payload = np.ascontiguousarray(value, dtype="<f4").tobytes()
+                samples = np.ascontiguousarray(value, dtype="<f4").reshape(-1)
             continue
         header[f.name] = value
     head = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return _HEADER.pack(len(head)) + head + payload
+    start = _HEADER.size + len(head)
+    # The samples are written once, straight into the frame (tobytes() and a concatenation were two copies).
+    frame = bytearray(start + (0 if samples is None else samples.nbytes))
+    _HEADER.pack_into(frame, 0, len(head))
+    frame[_HEADER.size : start] = head
+    if samples is not None:
+        frame[start:] = samples.data.cast("B")
+    return frame
 
 
 def decode(frame: bytes | memoryview) -> Message:

@@ -31,12 +31,13 @@ from inference.contract import (
     Engine,
     Flushable,
     JobControl,
+    OfflineJob,
     Progress,
     Resumable,
     Stream,
     event_to_json,
 )
-from inference.errors import CaptioneerError, UsageError, error_kind
+from inference.errors import Cancelled, CaptioneerError, UsageError, error_kind
 
 log = logging.getLogger("captioneer.worker")
 
@@ -78,6 +79,12 @@ class _StreamSlot:
     cancelled: bool = False
 
 
+@dataclass
+class _JobSlot:
+    job: OfflineJob
+    passes_left: int
+
+
 class Worker:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -86,6 +93,7 @@ class Worker:
         self.engines: dict[str, Engine] = {}
         self.streams: dict[str, _StreamSlot] = {}
         self._jobs: dict[int, CancelToken] = {}
+        self.offline_jobs: dict[int, _JobSlot] = {}  # streamed offline jobs by request id
         self._busy_since: float | None = None  # reset by progress, so long jobs that advance are not hangs
 
     # ------------------------------------------------------------------ threads
@@ -114,6 +122,8 @@ class Worker:
             token = self._jobs.get(message.request_id)
             if token is not None:
                 token.cancel()
+            if message.request_id in self.offline_jobs:
+                self._queue.put(message)  # a job waiting for audio that will not come ends in order
         elif isinstance(message, p.CancelStream):
             slot = self.streams.get(message.stream_id)
             if slot is not None:
@@ -122,7 +132,7 @@ class Worker:
         elif isinstance(message, p.Shutdown):
             return False
         else:
-            if isinstance(message, p.Transcribe | p.LoadModel):
+            if isinstance(message, p.Transcribe | p.LoadModel | p.OpenJob):
                 self._jobs[message.request_id] = CancelToken()
             self._queue.put(message)
         return True
@@ -137,9 +147,10 @@ class Worker:
                 self._dispatch(message)
             except BaseException as exc:  # noqa: BLE001 - every failure goes back to the client
                 log.debug("request failed", exc_info=True)
-                self.send(
-                    failure(exc, getattr(message, "request_id", None), getattr(message, "stream_id", None))
-                )
+                request_id = getattr(message, "request_id", getattr(message, "job_id", None))
+                if isinstance(message, p.OpenJob | p.JobAudio | p.JobPassEnd):
+                    self._end_job(message.request_id if isinstance(message, p.OpenJob) else message.job_id)
+                self.send(failure(exc, request_id, getattr(message, "stream_id", None)))
             finally:
                 self._busy_since = None
 
@@ -164,6 +175,16 @@ class Worker:
             self._load(message)
         elif isinstance(message, p.Transcribe):
             self._transcribe(message)
+        elif isinstance(message, p.OpenJob):
+            self._open_job(message)
+        elif isinstance(message, p.JobAudio):
+            self._job_audio(message)
+        elif isinstance(message, p.JobPassEnd):
+            self._job_pass_end(message)
+        elif isinstance(message, p.CancelJob):
+            if message.request_id in self.offline_jobs:
+                self._end_job(message.request_id)
+                raise Cancelled("the transcription was cancelled")
         elif isinstance(message, p.OpenStream):
             self._open_stream(message)
         elif isinstance(message, p.FinishStream):
@@ -254,6 +275,43 @@ class Worker:
             self.send(p.Result(message.request_id, transcript.to_json(), time.perf_counter() - started))
         finally:
             self._jobs.pop(message.request_id, None)
+
+    def _open_job(self, message: p.OpenJob) -> None:
+        from inference.offline_jobs import open_offline_job
+
+        engine = self._engine(message.engine_id)
+        token = self._jobs.get(message.request_id) or CancelToken()
+        self._jobs[message.request_id] = token
+        job = open_offline_job(
+            engine, progress=self._progress(message.request_id), cancel=token, **message.options
+        )
+        self.offline_jobs[message.request_id] = _JobSlot(job, job.passes)
+        self.send(p.JobOpened(message.request_id, job.passes))
+
+    def _job_audio(self, message: p.JobAudio) -> None:
+        slot = self.offline_jobs.get(message.job_id)
+        if slot is None:
+            return  # a job that failed or was cancelled drops the blocks still on their way
+        assert message.pcm is not None
+        slot.job.feed(message.pcm)
+        self.send(p.JobTook(message.job_id, message.seq))
+
+    def _job_pass_end(self, message: p.JobPassEnd) -> None:
+        slot = self.offline_jobs.get(message.job_id)
+        if slot is None:
+            return
+        slot.job.end_pass()
+        slot.passes_left -= 1
+        if slot.passes_left > 0:
+            return
+        started = time.perf_counter()
+        transcript = slot.job.finish()
+        self._end_job(message.job_id)
+        self.send(p.Result(message.job_id, transcript.to_json(), time.perf_counter() - started))
+
+    def _end_job(self, job_id: int) -> None:
+        self.offline_jobs.pop(job_id, None)
+        self._jobs.pop(job_id, None)
 
     def _open_stream(self, message: p.OpenStream) -> None:
         engine = self._engine(message.engine_id)

@@ -19,10 +19,12 @@ from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot
 
 from app.gui_thread import GuiThread
 from app.live.journal import SessionJournal, sessions_dir
-from app.live.pipeline import LivePipeline
+from app.live.meeting import MeetingInput, MeetingPipeline, live_pipeline
+from app.live.pipeline import WORKER_DOWN_AT_END, LivePipeline
 from app.live.session import SessionModel
 from app.live.silence import SILENT_AFTER_S
 from app.live.sources import AudioSource, DeviceSource
+from app.live.speakers import SpeakerEvent
 from app.model_choices import ModelChoice
 from app.operations import Operation, on_the_worker
 from inference.audio.devices import SoundServerCapture, fallback_for
@@ -35,7 +37,9 @@ log = logging.getLogger("captioneer.app.controller")
 
 def default_reconnect(lost: AudioSource) -> AudioSource | None:
     """A lost input → the system's default of its kind: microphone for a microphone, what the computer plays
-    for system audio (a recording that ended is not replaced)."""
+    for system audio, both for a meeting (a recording that ended is not replaced)."""
+    if isinstance(lost, MeetingInput):
+        return lost.reopened(default_reconnect)
     if isinstance(lost, SoundServerCapture):
         return SoundServerCapture(fallback_for(lost.input_id))
     return DeviceSource(None) if isinstance(lost, DeviceSource) else None
@@ -70,7 +74,7 @@ class LiveController(QObject):
         self.data_dir = data_dir
         self.clock = clock
         self.session = SessionModel()
-        self.pipeline: LivePipeline | None = None
+        self.pipeline: LivePipeline | MeetingPipeline | None = None
         self.journal: SessionJournal | None = None
         self.state = "idle"
         self.latencies: list[float] = []  # seconds from the end of speech to its text in the session model
@@ -155,7 +159,7 @@ class LiveController(QObject):
             if getattr(source, "paced_by_model", False)
             else None
         )
-        pipeline = LivePipeline(
+        pipeline = live_pipeline(  # a meeting input runs two labelled streams on the engine
             engine,
             source,
             self.events_arrived.emit,
@@ -201,7 +205,7 @@ class LiveController(QObject):
 
     # ------------------------------------------------------------------ GUI thread
     @Slot(object, object)
-    def _on_prepared(self, pipeline: LivePipeline, journal: SessionJournal) -> None:
+    def _on_prepared(self, pipeline: LivePipeline | MeetingPipeline, journal: SessionJournal) -> None:
         self.pipeline = pipeline
         self.journal = journal
 
@@ -233,10 +237,10 @@ class LiveController(QObject):
         if self.journal is not None:
             self.journal.record(events)
             if any(
-                isinstance(e, Done) for e in events
+                isinstance(e.event if isinstance(e, SpeakerEvent) else e, Done) for e in events
             ):  # text the final transcript committed without a delta
                 for segment in self.session.segments[committed_before:]:
-                    self.journal.record_final_tail(segment.segment_id, segment.text)
+                    self.journal.record_final_tail(segment.stream_id, segment.text, segment.speaker)
         for event in events:
             if isinstance(event, ErrorEvent):
                 if event.fatal:
@@ -244,9 +248,10 @@ class LiveController(QObject):
                 else:  # a restarted worker or a backlog warning: captions go on, the status says what happened
                     self.state_changed.emit(self.state, event.message)
             elif isinstance(event, Done):
+                down = self.pipeline is not None and self.pipeline.ended_while_down
                 self._close_journal()
                 self.pipeline = None
-                self._set_state("idle", "stopped")
+                self._set_state("idle", f"stopped: {WORKER_DOWN_AT_END}" if down else "stopped")
                 self.session_finished.emit()
         if self.pipeline is not None and self.pipeline.stream is not None:
             stats = self.pipeline.stream.stats()

@@ -8,6 +8,9 @@ Each session is one JSON-lines file in ``<data dir>/sessions/`` named by its sta
     {"type": "speech_end", "segment_id": 0, "text": "hello", "start_s": 0.1, "end_s": 1.2, "at": ...}
     {"type": "closed", "at": 1764589990.0}
 
+In meeting mode a delta or speech end also names its speaker (``"speaker": "You"``) and its segment id is that
+speaker's stream's; lines without a speaker (every journal before meeting mode) read as before.
+
 Lines are flushed when text is committed (a killed app loses nothing) and fsync-ed when a segment closes or by a
 flusher thread within a second (a power cut loses at most that second). A file without its ``closed`` line is
 offered for recovery; a line cut off by a power cut is skipped.
@@ -21,12 +24,13 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeGuard
 
 from app.live.session import SessionModel, speech_start
+from app.live.speakers import SpeakerEvent, is_label
 from inference.contract import Delta, SpeechEnd, StreamEvent
 
 log = logging.getLogger("captioneer.app.journal")
@@ -79,44 +83,36 @@ class SessionJournal:
         self._flusher = threading.Thread(target=self._flush_pending, name="captioneer-journal", daemon=True)
         self._flusher.start()
 
-    def record(self, events: list[StreamEvent]) -> None:
-        for event in events:
-            if isinstance(event, Delta):
-                self._write(
-                    {
-                        "type": "delta",
-                        "segment_id": event.segment_id,
-                        "text": event.text,
-                        "start_s": speech_start(event),
-                        "end_s": event.end_s,
-                        "at": self.clock(),
-                    }
-                )
-            elif isinstance(event, SpeechEnd):
-                self._write(
-                    {
-                        "type": "speech_end",
-                        "segment_id": event.segment_id,
-                        "text": event.text,
-                        "start_s": speech_start(event),
-                        "end_s": event.end_s,
-                        "at": self.clock(),
-                    },
-                    force_sync=True,
-                )
+    def record(self, events: Sequence[StreamEvent | SpeakerEvent]) -> None:
+        for item in events:
+            event, speaker = (item.event, item.speaker) if isinstance(item, SpeakerEvent) else (item, None)
+            if isinstance(event, Delta | SpeechEnd):
+                entry = {
+                    "type": "delta" if isinstance(event, Delta) else "speech_end",
+                    "segment_id": event.segment_id,
+                    "text": event.text,
+                    "start_s": speech_start(event),
+                    "end_s": event.end_s,
+                    "at": self.clock(),
+                }
+                if speaker is not None:
+                    entry["speaker"] = speaker
+                self._write(entry, force_sync=isinstance(event, SpeechEnd))
 
-    def record_final_tail(self, segment_id: int, text: str) -> None:
-        """Text the stream's final transcript committed without a delta (see ``SessionModel``)."""
-        self._write(
-            {
-                "type": "delta",
-                "segment_id": segment_id,
-                "text": text,
-                "start_s": None,
-                "end_s": None,
-                "at": self.clock(),
-            }
-        )
+    def record_final_tail(self, segment_id: int, text: str, speaker: str | None = None) -> None:
+        """Text the stream's final transcript committed without a delta (see ``SessionModel``); ``segment_id`` is
+        the stream's id of the segment (``SessionSegment.stream_id``)."""
+        entry: dict[str, Any] = {
+            "type": "delta",
+            "segment_id": segment_id,
+            "text": text,
+            "start_s": None,
+            "end_s": None,
+            "at": self.clock(),
+        }
+        if speaker is not None:
+            entry["speaker"] = speaker
+        self._write(entry)
 
     def close(self) -> None:
         if self._file is not None:
@@ -198,11 +194,12 @@ def read_session(path: Path) -> tuple[SavedSession, SessionModel]:
                 closed = True
             elif kind in ("delta", "speech_end"):
                 event = _event(entry)
-                if event is None:
+                speaker = entry.get("speaker")
+                if event is None or not (speaker is None or is_label(speaker)):
                     skipped += 1
                     log.warning("%s line %d is not a valid %s; skipped", path.name, number, kind)
                 else:
-                    model.apply([event])
+                    model.apply([event if speaker is None else SpeakerEvent(speaker, event)])
     if skipped:
         log.warning("%s: %d damaged line(s) skipped; the rest of the session is kept", path.name, skipped)
     saved = SavedSession(
@@ -211,7 +208,7 @@ def read_session(path: Path) -> tuple[SavedSession, SessionModel]:
         _label(header.get("model")),
         _label(header.get("source")),
         closed,
-        model.committed_text.strip(),
+        model.labelled_text,
     )
     return saved, model
 

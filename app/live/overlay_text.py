@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.live.session import SessionModel
+from app.live.session import SessionModel, SessionSegment
+from app.live.speakers import label_lead
 
 AFTER_FADE = {
     "new": "Only what is said after the pause",
@@ -38,15 +39,33 @@ class FadeMark:
 def split_at_mark(session: SessionModel, mark: FadeMark | None) -> tuple[str, str]:
     """(before, after): the committed text up to ``mark`` and since it (all of it is "after" without a mark).
 
-    A segment before the mark that a speech end rewrote stays before it: a correction of old text is not news."""
-    texts = [segment.text for segment in session.segments]
+    A segment before the mark that a speech end rewrote stays before it: a correction of old text is not news.
+    In meeting mode each change of speaker is labelled ("… Others: …")."""
+    texts = _labelled(session.segments)
     if mark is None:
         return "", "".join(texts)
     before = texts[: mark.segments]
     after = texts[mark.segments :]
     if before and mark.open:
         last = before[-1]
-        cut = min(mark.chars, len(last))
+        label = len(last) - len(
+            session.segments[mark.segments - 1].text
+        )  # the mark counts the segment's text
+        cut = min(mark.chars + label, len(last))
         before[-1] = last[:cut]
         after.insert(0, last[cut:])
     return "".join(before), "".join(after)
+
+
+def _labelled(segments: list[SessionSegment]) -> list[str]:
+    """The segments' texts, each change of speaker starting with the new speaker's label."""
+    texts: list[str] = []
+    previous: str | None = None
+    for segment in segments:
+        if segment.speaker != previous and segment.speaker is not None:
+            lead = " " if texts else ""
+            texts.append(lead + label_lead(segment.speaker) + segment.text.lstrip())
+        else:
+            texts.append(segment.text)
+        previous = segment.speaker
+    return texts

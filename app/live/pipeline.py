@@ -4,7 +4,9 @@
 stretch of audio was captured (to measure caption latency: speech end → committed text) and hands the
 stream's events to ``deliver`` — on the client's reader thread; the caller hops to its own thread.
 Stopping drains: the source stops, the last partial chunk is sent, the worker processes everything
-queued, and the final transcript arrives as a ``Done`` event.
+queued, and the final transcript arrives as a ``Done`` event. Stopped while the model's worker is down (past its
+restart limit, before a revival), the stream marks the audio it held as a gap and the ``Done`` carries what was
+heard, after a non-fatal ``worker_failed`` note (docs/architecture.md §4.2).
 
 When the input goes away and another takes over (``swap_source``), the span no input delivered is sent as
 silence, so stream time stays wall time, and marked in the transcript by a committed gap segment (a ``Delta``
@@ -36,6 +38,7 @@ MAX_GAP_FILL_S = (
     60.0  # a longer span without input is marked but not sent as silence (the model has no use for it)
 )
 Deliver = Callable[[list[StreamEvent]], None]
+WORKER_DOWN_AT_END = "the model's worker is down; the transcript keeps what was heard"
 
 
 def level_dbfs(block: np.ndarray) -> float:
@@ -85,6 +88,7 @@ class LivePipeline:
         self._gaps: list[Delta] = []  # gap markers waiting for the stream's events to pass them
         self._gap_ids = 0
         self.running = False
+        self.ended_while_down = False  # stopped while the client had no worker: the Done is what was heard
 
     # ------------------------------------------------------------------ control
     def start(self) -> None:
@@ -118,7 +122,19 @@ class LivePipeline:
                 stream.push(tail)
             final = stream.finish(timeout=timeout_s)
         except CaptioneerError as exc:
-            self.deliver([ErrorEvent("worker_crashed", exc.message, exc.fix)])
+            if stream.client.gave_up is None:
+                self.deliver([ErrorEvent("worker_crashed", exc.message, exc.fix)])
+                return
+            # No worker runs and none was revived yet: the session ends in good order with what was heard (the
+            # audio held since the failure is marked as a gap by ``finish``).
+            self.ended_while_down = True
+            note = ErrorEvent(
+                "worker_failed",
+                f"{WORKER_DOWN_AT_END} ({exc.message})",
+                "start again in a moment: a new session starts a fresh worker",
+                fatal=False,
+            )
+            self._deliver_in_order([note, Done(stream.heard())])
             return
         self._deliver_in_order([Done(final)])
 

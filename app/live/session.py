@@ -8,14 +8,21 @@ Rules (``inference.contract``): a ``Delta`` appends committed text to its segmen
 segment's snapshot; a ``Snapshot`` replaces the segment's provisional text; a ``SpeechEnd`` closes the
 segment, its text being authoritative (it replaces what the deltas had added up to when they differ); a
 worker restart drops every snapshot (the dead stream's guesses; the resumed stream publishes its own).
+
+In meeting mode (``app.live.speakers``) events come wrapped in ``SpeakerEvent``: each speaker's stream numbers
+its segments from 0, so the model gives every (speaker, stream segment) its own session id, labels the segment,
+and keeps the segments in the order their speech started — a segment that started before one already shown is
+placed before it and the change says ``rewritten`` (views redraw), as does text added to a segment that is no
+longer the last one.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from app.live.speakers import SpeakerEvent, label_lead, turns
 from inference.contract import (
     Delta,
     Done,
@@ -44,6 +51,12 @@ class SessionSegment:
     language: str | None = None
     words: tuple[Word, ...] = ()
     closed: bool = False
+    speaker: str | None = None  # "You" / "Others" in meeting mode
+    stream_segment_id: int | None = None  # the id its own stream gave it (``segment_id`` is the session's)
+
+    @property
+    def stream_id(self) -> int:
+        return self.segment_id if self.stream_segment_id is None else self.stream_segment_id
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,10 @@ class SessionModel:
     errors: list[ErrorEvent] = field(default_factory=list)
     final: Transcript | None = None  # the stream's final transcript (its words), once it finished
     _by_id: dict[int, SessionSegment] = field(default_factory=dict)
+    _session_ids: dict[tuple[str, int], int] = field(
+        default_factory=dict
+    )  # (speaker, stream id) → session id
+    speakers: dict[int, str] = field(default_factory=dict)  # session segment id → speaker (meeting mode)
     _listeners: list[Listener] = field(default_factory=list)
 
     # ------------------------------------------------------------------ listeners
@@ -93,9 +110,48 @@ class SessionModel:
             listener(change)
 
     # ------------------------------------------------------------------ events
-    def apply(self, events: list[StreamEvent]) -> None:
+    def apply(self, events: Sequence[StreamEvent | SpeakerEvent]) -> None:
         for event in events:
-            self._notify(self._apply_one(event))
+            if isinstance(event, SpeakerEvent):
+                self._notify(self._apply_spoken(event))
+            else:
+                self._notify(self._apply_one(event))
+
+    def _apply_spoken(self, spoken: SpeakerEvent) -> SessionChange:
+        """One speaker's event: its segment id mapped to the session's, the segment labelled and kept in time order."""
+        event = spoken.event
+        if isinstance(event, Done):
+            return self._adopt_final(event.transcript, self.clock(), spoken.speaker)
+        if not isinstance(event, Delta | Snapshot | SpeechEnd):
+            return self._apply_one(event)
+        key = (spoken.speaker, event.segment_id)
+        session_id = self._session_ids.get(key)
+        if session_id is None:
+            session_id = self._session_ids[key] = len(self._session_ids)
+            self.speakers[session_id] = spoken.speaker
+        change = self._apply_one(replace(event, segment_id=session_id))
+        segment = self._by_id.get(session_id)
+        if segment is None:
+            return change
+        segment.speaker, segment.stream_segment_id = spoken.speaker, event.segment_id
+        if change.opened_segment is not None and self._place_by_start(segment):
+            return replace(change, committed="", rewritten=True, opened_segment=None)
+        if (change.committed or change.rewritten) and segment is not self.segments[-1]:
+            return replace(change, committed="", rewritten=True, opened_segment=None)
+        return change
+
+    def _place_by_start(self, segment: SessionSegment) -> bool:
+        """Move a newly opened segment before those whose speech started later; True when it moved."""
+        if segment.start_s is None:
+            return False
+        index = self.segments.index(segment)
+        target = index
+        while target > 0 and _starts_after(self.segments[target - 1], segment.start_s):
+            target -= 1
+        if target == index:
+            return False
+        self.segments.insert(target, self.segments.pop(index))
+        return True
 
     def _apply_one(self, event: StreamEvent) -> SessionChange:
         now = self.clock()
@@ -163,6 +219,10 @@ class SessionModel:
             )
             return SessionChange(status=True)
         if isinstance(event, Done):
+            if self.speakers:  # a meeting's merged transcript: each speaker's tail was adopted with its own
+                self.provisional.clear()
+                self.final = event.transcript
+                return SessionChange(provisional=True)
             return self._adopt_final(event.transcript, now)
         return SessionChange()
 
@@ -174,29 +234,45 @@ class SessionModel:
             self.segments.append(segment)
         return segment
 
-    def _adopt_final(self, final: Transcript, now: float) -> SessionChange:
-        """The stream's final transcript may commit a tail no delta announced: append what is new."""
-        self.provisional.clear()
-        self.final = final
-        # Gap markers (negative ids, ``app.live.pipeline``) are the app's, not in the stream's final text.
-        committed = "".join(s.text for s in self.segments if s.segment_id >= 0).strip()
+    def _adopt_final(self, final: Transcript, now: float, speaker: str | None = None) -> SessionChange:
+        """The stream's final transcript may commit a tail no delta announced: append what is new (in meeting
+        mode, to that speaker's text; the meeting's merged transcript arrives later, unlabelled)."""
+        if speaker is None:
+            self.provisional.clear()
+            self.final = final
+        else:
+            for session_id in [i for i in self.provisional if self.speakers.get(i) == speaker]:
+                del self.provisional[session_id]
+        mine = [s for s in self.segments if s.speaker == speaker]
+        # Gap markers (negative stream ids, ``app.live.pipeline``) are the app's, not in the stream's final text.
+        committed = "".join(s.text for s in mine if s.stream_id >= 0).strip()
         text = final.text.strip()
         if not text.startswith(committed) or text == committed:
             return SessionChange(provisional=True)
         tail = text[len(committed) :].strip()
+        session_id = max(self._by_id, default=-1) + 1 if speaker is None else len(self._session_ids)
         segment = SessionSegment(
-            max(self._by_id, default=-1) + 1,
-            " " + tail if committed else tail,
+            session_id,
+            " " + tail if self.committed_text.strip() else tail,
             started_at=now,
             committed_at=now,
             language=final.language,
             closed=True,
+            speaker=speaker,
         )
+        if speaker is not None:
+            segment.stream_segment_id = 1 + max((s.stream_id for s in mine), default=-1)
+            self._session_ids[(speaker, segment.stream_segment_id)] = session_id
+            self.speakers[session_id] = speaker
         for source in final.segments:
             if source.text.strip() and tail.endswith(source.text.strip()):
                 segment.start_s, segment.end_s, segment.words = source.start_s, source.end_s, source.words
+            elif speaker is not None and source.text.strip().endswith(tail):  # the end of its last segment
+                segment.start_s, segment.end_s = source.start_s, source.end_s
         self._by_id[segment.segment_id] = segment
         self.segments.append(segment)
+        if speaker is not None and self._place_by_start(segment):
+            return SessionChange(rewritten=True, provisional=True)
         return SessionChange(committed=segment.text, provisional=True, opened_segment=len(self.segments) - 1)
 
     def set_status(self, worker: str, message: str = "", latency_s: float | None = None) -> None:
@@ -212,7 +288,24 @@ class SessionModel:
 
     @property
     def provisional_text(self) -> str:
-        return " ".join(s.text.strip() for _, s in sorted(self.provisional.items()) if s.text.strip())
+        """The provisional text after the committed text; in meeting mode each speaker's part starts with its
+        label where the speaker changes."""
+        previous = self.segments[-1].speaker if self.segments else None
+        parts = []
+        for session_id, snapshot in sorted(self.provisional.items()):
+            if not snapshot.text.strip():
+                continue
+            speaker = self.speakers.get(session_id)
+            parts.append((label_lead(speaker) if speaker != previous else "") + snapshot.text.strip())
+            previous = speaker
+        return " ".join(parts)
+
+    @property
+    def labelled_text(self) -> str:
+        """The committed text; in meeting mode one line per turn, each starting with its speaker."""
+        if not self.speakers:
+            return self.committed_text.strip()
+        return turns((segment.speaker, segment.text) for segment in self.segments)
 
     def to_transcript(self) -> Transcript:
         segments = [
@@ -221,15 +314,24 @@ class SessionModel:
                 s.start_s or 0.0,
                 s.end_s if s.end_s is not None else (s.start_s or 0.0),
                 s.words,
+                s.speaker,
             )
             for s in self.segments
             if s.text.strip()
         ]
+        languages = [s.language for s in self.segments if s.language]
+        language = languages[-1] if languages else None
+        if self.speakers:  # two streams' times: subtitles are cut per segment, each with its speaker
+            return Transcript(self.labelled_text, language, [], segments)
         words = [w for s in self.segments for w in s.words]
         if not words and self.final is not None and self.final.text.strip() == self.committed_text.strip():
             words = list(self.final.words)  # live deltas carry no word times; the final transcript does
-        languages = [s.language for s in self.segments if s.language]
-        return Transcript(self.committed_text.strip(), languages[-1] if languages else None, words, segments)
+        return Transcript(self.committed_text.strip(), language, words, segments)
+
+
+def _starts_after(segment: SessionSegment, start_s: float) -> bool:
+    """Unknown times (a tail only a final transcript held) count as late: they are the end of a stream."""
+    return segment.start_s is None or segment.start_s > start_s
 
 
 def speech_start(event: Delta | SpeechEnd) -> float | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -19,7 +19,7 @@ from inference.audio.devices.choices import InputDeviceError
 from inference.audio.devices.portaudio import DeviceSource, InputDevice, list_input_devices
 from inference.audio.limits import DEFAULT_FILE_SECONDS, AudioLimits
 from inference.contract import SAMPLE_RATE
-from inference.errors import InputFileError, UsageError
+from inference.errors import CaptioneerError, InputFileError, UsageError
 
 __all__ = ["AudioSourceError", "DeviceSource", "InputDevice", "list_input_devices"]
 Sink = Callable[[np.ndarray], None]
@@ -68,20 +68,29 @@ class ArraySource:
         """Faster than real time: the pipeline should make the source wait for the model, not refuse audio."""
         return self.speed > 1.0
 
+    def pieces(self, step: int) -> Iterator[np.ndarray]:
+        """The samples in pieces of ``step`` (the last one shorter)."""
+        for start in range(0, self.samples.size, step):
+            yield self.samples[start : start + step]
+
     def start(self, sink: Sink, on_end: Callable[[str | None], None]) -> None:
         step = int(BLOCK_S * SAMPLE_RATE)
 
         def play() -> None:
             began = self.clock()
-            for index, start in enumerate(range(0, self.samples.size, step)):
-                if self._stop.is_set():
-                    return
-                due = began + index * BLOCK_S / self.speed
-                delay = due - self.clock()
-                if delay > 0 and self._stop.wait(delay):
-                    return
-                sink(self.samples[start : start + step])
-                self.played_samples = min(self.samples.size, start + step)
+            try:
+                for index, piece in enumerate(self.pieces(step)):
+                    if self._stop.is_set():
+                        return
+                    due = began + index * BLOCK_S / self.speed
+                    delay = due - self.clock()
+                    if delay > 0 and self._stop.wait(delay):
+                        return
+                    sink(piece)
+                    self.played_samples += piece.size
+            except CaptioneerError as exc:  # a recording that cannot be decoded past some point
+                on_end(str(exc))
+                return
             on_end(None)
 
         self._thread = threading.Thread(target=play, name="captioneer-file-source", daemon=True)
@@ -98,7 +107,7 @@ class FileSource(ArraySource):
     is paced by the model (``paced_by_model``), never dropping audio."""
 
     def __init__(self, path: Path, speed: float = 1.0, max_audio_s: float = DEFAULT_FILE_SECONDS) -> None:
-        from inference.audio.io import load_audio_file
+        from inference.audio.decoding import FileBlocks
 
         path = Path(path)
         if not path.is_file():
@@ -112,4 +121,14 @@ class FileSource(ArraySource):
             max_audio_s,
             'raise "max_file_audio_s" (seconds) in Captioneer\'s settings.json, or split the file',
         )
-        super().__init__(load_audio_file(path, limits), path.name, speed)
+        # Decoded as it plays, a block at a time: a recording of hours does not sit in memory (issue 43).
+        self.blocks = FileBlocks(path, limits)
+        super().__init__(np.zeros(0, np.float32), path.name, speed)
+
+    @property
+    def total_samples(self) -> int:
+        expected = self.blocks.expected_samples
+        return max(self.played_samples, expected if expected is not None else self.played_samples)
+
+    def pieces(self, step: int) -> Iterator[np.ndarray]:
+        return self.blocks.pieces(step)

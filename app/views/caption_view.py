@@ -16,6 +16,7 @@ from PySide6.QtGui import QFont, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextEdit, QWidget
 
 from app.live.paragraphs import (
+    paragraph_lead,
     provisional_opens_segment,
     provisional_start_s,
     provisional_starts_paragraph,
@@ -116,6 +117,8 @@ class CaptionView(QTextEdit):
         lead = "\n" if paragraph else ""
         if self.timestamps and (cursor.position() == 0 or paragraph):
             lead += f"[{_clock(segment.start_s)}] "
+        if cursor.position() == 0 or paragraph:
+            lead += paragraph_lead(session, index)  # meeting mode: who speaks
         cursor.insertText(lead + text, QTextCharFormat())
 
     def _insert_provisional(self, cursor: QTextCursor) -> None:

@@ -146,4 +146,5 @@ class LiveCaptions(QObject):
         summary = self.controller.latency_summary()
         if summary is not None:
             p50, p95 = summary
-            self.panel.status_label.setText(f"stopped · caption latency p50 {p50:.2f} s, p95 {p95:.2f} s")
+            ended = self.controller.session.status.message or "stopped"  # "stopped", or why it ended so
+            self.panel.status_label.setText(f"{ended} · caption latency p50 {p50:.2f} s, p95 {p95:.2f} s")

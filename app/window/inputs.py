@@ -2,9 +2,10 @@
 each one opens.
 
 An item's data names its input: an input id from ``inference.audio.devices`` (``pulse:source:NAME``,
-``system:default``, ...), a PortAudio device name where no sound server answers, ``file:PATH`` (a recording
-played in real time) or ``fastfile:PATH`` (a recording played as fast as the model goes). Group headings
-(*Microphones*, *System audio*) are disabled items with no data.
+``system:default``, ...), ``meeting:default`` (meeting mode: the microphone and system audio as two labelled
+streams), a PortAudio device name where no sound server answers, ``file:PATH`` (a recording played in real time)
+or ``fastfile:PATH`` (a recording played as fast as the model goes). Group headings (*Microphones*, *System
+audio*, *Meeting: microphone + system audio*) are disabled items with no data.
 """
 
 from __future__ import annotations
@@ -15,10 +16,14 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QStandardItemModel
 
+from app.live.meeting import MeetingInput
 from app.live.sources import AudioSource, AudioSourceError, DeviceSource, FileSource, list_input_devices
 from app.settings import Settings
 from app.views.caption_panel import CaptionPanel
+from inference.audio.bleed import BleedFilter
 from inference.audio.devices import (
+    MEETING,
+    MEETING_DEFAULT,
     MIC_DEFAULT,
     MICROPHONES,
     SYSTEM_AUDIO,
@@ -30,6 +35,7 @@ from inference.audio.devices import (
     find_choice,
     is_input_id,
     list_inputs,
+    meeting_choices,
 )
 from inference.audio.devices.listing import uses_pulse
 from inference.audio.devices.pulse import PulseWatcher
@@ -46,6 +52,10 @@ def default_source(device: str | None, max_file_audio_s: float = DEFAULT_FILE_SE
         return FileSource(Path(device[len(FAST_FILE_ITEM) :]), FAST_SPEED, max_file_audio_s)
     if device is not None and device.startswith(FILE_ITEM):
         return FileSource(Path(device[len(FILE_ITEM) :]), max_audio_s=max_file_audio_s)
+    if device == MEETING_DEFAULT:
+        # The bleed filter keeps the far end heard through the speakers out of "You".
+        microphone, system = SoundServerCapture(MIC_DEFAULT), SoundServerCapture(SYSTEM_DEFAULT)
+        return MeetingInput(microphone, system, BleedFilter())
     if device is not None and is_input_id(device):
         return SoundServerCapture(device)
     return DeviceSource(device)
@@ -156,7 +166,8 @@ class InputPicker:
     ) -> None:
         """Grouped under headings; the remembered id chosen, or, when it is gone, the default of its kind
         with a sentence saying so."""
-        for group in (MICROPHONES, SYSTEM_AUDIO):
+        choices = choices + meeting_choices(choices)
+        for group in (MICROPHONES, SYSTEM_AUDIO, MEETING):
             members = [choice for choice in choices if choice.group == group]
             if not members:
                 continue
@@ -220,8 +231,11 @@ class InputPicker:
 
     def open_microphone(self) -> AudioSource:
         """Dictation's input: the chosen one when it is a microphone (or a recording), the default microphone
-        when system audio is chosen for captions (dictating what the computer plays makes no sense)."""
+        when system audio or a meeting is chosen for captions (dictating what the computer plays makes no
+        sense, and a meeting's microphone is the default one)."""
         current = self.current()
+        if current == MEETING_DEFAULT:
+            return self.source_factory(MIC_DEFAULT)
         if current is not None and is_input_id(current) and fallback_for(current) == SYSTEM_DEFAULT:
             return self.source_factory(MIC_DEFAULT)
         return self.source_factory(current)

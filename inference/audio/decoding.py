@@ -7,8 +7,8 @@ input block plus the mono 16 kHz output, whatever the file's rate, channel count
 rate, channels and length are checked before the first block, and the length again as blocks decode (a header
 may under-declare it or not state it at all).
 
-``mono_16k_blocks`` is the streaming form (windows can be transcribed as they come); ``decode_mono_16k`` collects
-it into one array that grows in place (``ndarray.resize``: realloc, i.e. mremap for large buffers, not a copy).
+``mono_16k_blocks`` is the streaming form (``FileBlocks`` reads a file with it as often as a streamed offline job
+asks, so windows are transcribed as they come); ``decode_mono_16k`` collects it into one array that grows in place (``ndarray.resize``: realloc, i.e. mremap for large buffers, not a copy).
 """
 
 from __future__ import annotations
@@ -98,10 +98,8 @@ def mono_16k_blocks(reader: BlockReader, limits: AudioLimits) -> Iterator[np.nda
     """The file as mono float32 blocks at ``SAMPLE_RATE``; refused (``AudioTooLong``, ``InputFileError``) before
     the first block when the header is out of range, and as soon as decoding passes the length limit."""
     rate, name = reader.rate, reader.name
-    limits.check_layout(name, rate, reader.channels)
+    check_header(reader, limits)
     most = limits.max_frames(rate)
-    if reader.declared_frames is not None and reader.declared_frames > most:
-        raise AudioTooLong(name, reader.declared_frames / rate, limits)
     resampler = (
         soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="float32", quality="VHQ")
         if rate != SAMPLE_RATE
@@ -119,6 +117,55 @@ def mono_16k_blocks(reader: BlockReader, limits: AudioLimits) -> Iterator[np.nda
         yield resampler.resample_chunk(np.zeros(0, np.float32), last=True)
     if replaced:
         log.warning("%s: replaced %d non-finite samples (NaN/Inf) with silence", name, replaced)
+
+
+def check_header(reader: BlockReader, limits: AudioLimits) -> None:
+    """The rate, channel count and declared length against ``limits`` (before any block is decoded)."""
+    limits.check_layout(reader.name, reader.rate, reader.channels)
+    if reader.declared_frames is not None and reader.declared_frames > limits.max_frames(reader.rate):
+        raise AudioTooLong(reader.name, reader.declared_frames / reader.rate, limits)
+
+
+class FileBlocks:
+    """A file's audio as mono 16 kHz blocks, decoded afresh from its start each time it is called (a streamed
+    offline job may read it twice: ``protocol.OpenJob``), so no more than a block is ever held. The header is
+    checked when this is made, so a bad file fails before a model loads."""
+
+    def __init__(self, source: AudioInput, limits: AudioLimits, name: str | None = None) -> None:
+        self.source, self.limits, self.name = source, limits, name
+        with open_audio(source, name) as reader:
+            check_header(reader, limits)
+            self.expected_samples = (
+                math.ceil(reader.declared_frames * SAMPLE_RATE / reader.rate)
+                if reader.declared_frames is not None and reader.rate > 0
+                else None
+            )
+
+        self.samples = 0  # decoded by the latest read (all of them once a read has ended)
+
+    def __call__(self) -> Iterator[np.ndarray]:
+        self.samples = 0
+        with open_audio(self.source, self.name) as reader:
+            for block in mono_16k_blocks(reader, self.limits):
+                self.samples += block.size
+                yield block
+
+    def pieces(self, step: int) -> Iterator[np.ndarray]:
+        """The audio in pieces of ``step`` samples (the last one shorter), as a live path takes it."""
+        carry = np.zeros(0, np.float32)
+        for block in self():
+            if carry.size:
+                block = np.concatenate([carry, block])
+            whole = block.size - block.size % step
+            for start in range(0, whole, step):
+                yield block[start : start + step]
+            carry = block[whole:]
+        if carry.size:
+            yield carry
+
+    def decode_all(self) -> np.ndarray:
+        """The whole clip in one array (for what needs it all at once: speech stretches for subtitles)."""
+        return decode_mono_16k(self.source, self.limits, self.name)
 
 
 def decode_mono_16k(source: AudioInput, limits: AudioLimits, name: str | None = None) -> np.ndarray:

@@ -41,7 +41,9 @@ class WorkerConnection:
         self._lock = threading.Lock()
         self._process: Process | None = None
         self._conn: Any = None
-        self._outbox: queue.SimpleQueue[bytes | None] | None = None  # frames for the current worker's writer
+        self._outbox: queue.SimpleQueue[bytes | bytearray | None] | None = (
+            None  # frames for the current worker's writer
+        )
         self._reader: threading.Thread | None = None
         self._generation = 0
 
@@ -111,7 +113,7 @@ class WorkerConnection:
 
     def adopt(self, process: Process, conn: Any) -> None:
         """Make a started worker the current one and start its threads; a client closed meanwhile stops it."""
-        outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        outbox: queue.SimpleQueue[bytes | bytearray | None] = queue.SimpleQueue()
         with self._lock:
             adopted = not self._closing.is_set()
             if adopted:
@@ -169,7 +171,7 @@ class WorkerConnection:
         outbox.put(p.encode(message))
         return True
 
-    def _write(self, conn: Any, outbox: queue.SimpleQueue[bytes | None]) -> None:
+    def _write(self, conn: Any, outbox: queue.SimpleQueue[bytes | bytearray | None]) -> None:
         """Writer thread of one worker: sends queued frames in order until told to stop or the pipe breaks."""
         while True:
             frame = outbox.get()

@@ -10,6 +10,7 @@ from inference import protocol as p
 from inference.client.failures import error_from_failure
 from inference.client.health import WorkerHealth
 from inference.client.interfaces import StreamDirectory
+from inference.client.jobs import JobFeed
 from inference.client.requests import PendingRequests
 from inference.contract import Progress, event_from_json
 
@@ -19,10 +20,17 @@ log = logging.getLogger("captioneer.client")
 class MessageRouter:
     """Pongs to the worker's health, stream messages to their stream, answers to the request that waits."""
 
-    def __init__(self, pending: PendingRequests, streams: StreamDirectory, health: WorkerHealth) -> None:
+    def __init__(
+        self,
+        pending: PendingRequests,
+        streams: StreamDirectory,
+        health: WorkerHealth,
+        jobs: dict[int, JobFeed] | None = None,
+    ) -> None:
         self._pending = pending
         self._streams = streams
         self._health = health
+        self._jobs = jobs if jobs is not None else {}  # streamed offline jobs by request id (jobs.py)
         # Every other message (loaded, opened, result) answers a request.
         self._handlers: dict[type, Callable[[Any], None]] = {
             p.Pong: self._pong,
@@ -30,6 +38,8 @@ class MessageRouter:
             p.Decoding: self._decoding,
             p.EventMessage: self._event,
             p.Failed: self._failed,
+            p.JobOpened: self._job,
+            p.JobTook: self._job,
         }
 
     def route(self, message: p.Message) -> None:
@@ -42,6 +52,11 @@ class MessageRouter:
         stream = self._streams.get(message.stream_id)
         if stream is not None:
             stream.on_pushed(message)
+
+    def _job(self, message: p.JobOpened | p.JobTook) -> None:
+        feed = self._jobs.get(message.job_id)
+        if feed is not None:
+            feed.on_message(message)
 
     def _decoding(self, message: p.Decoding) -> None:
         stream = self._streams.get(message.stream_id)

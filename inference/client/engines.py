@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from inference import protocol as p
 from inference.client.interfaces import EngineHost
+from inference.client.jobs import run_job
 from inference.client.policies import BacklogPolicy
 from inference.client.streams import EventsCallback, RemoteStream
 from inference.contract import CancelToken, Capabilities, ProgressCallback, Transcript
@@ -47,6 +49,30 @@ class RemoteEngine:
         result = self.client.request(message, progress=progress, cancel=cancel, timeout=timeout)
         assert isinstance(result, p.Result)
         return result.as_transcript()
+
+    def transcribe_blocks(
+        self,
+        blocks: Callable[[], Iterable[np.ndarray]],
+        *,
+        expected_samples: int | None = None,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        timeout: float | None = None,
+        **request_options: Any,
+    ) -> Transcript:
+        """``transcribe`` of a file's audio sent in blocks, so neither process holds the whole clip.
+        ``blocks()`` yields the audio (mono float32 at 16 kHz) from its start each time it is called: the
+        worker may ask for two passes (``protocol.OpenJob``). The transcript is ``transcribe``'s."""
+        return run_job(
+            self.client,
+            self.engine_id,
+            blocks,
+            expected_samples,
+            dict(request_options),
+            progress,
+            cancel,
+            timeout,
+        )
 
     def open_stream(
         self,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from inference import protocol as p
+from inference.client.jobs import JobClient
 from inference.client.policies import WorkerPolicy
 from inference.client.requests import PendingRequest
 from inference.contract import CancelToken, ProgressCallback, StreamEvent
@@ -95,8 +96,9 @@ class StreamHost(Protocol):
     def forget_stream(self, stream: SupervisedStream) -> None: ...
 
 
-class EngineHost(StreamHost, Protocol):
-    """What an engine needs of its client: a stream's calls, opening streams and unloading."""
+class EngineHost(StreamHost, JobClient, Protocol):
+    """What an engine needs of its client: a stream's calls, streamed offline jobs, opening streams and
+    unloading."""
 
     def open_stream(self, stream: SupervisedStream) -> None: ...
 

@@ -20,6 +20,7 @@ from inference.client.dispatch import MessageRouter
 from inference.client.engines import EngineRecord, RemoteEngine
 from inference.client.health import WorkerHealth
 from inference.client.interfaces import SupervisedStream
+from inference.client.jobs import JobFeed
 from inference.client.policies import WorkerPolicy
 from inference.client.requests import PendingRequest, PendingRequests
 from inference.client.streams import StreamTable
@@ -46,7 +47,8 @@ class WorkerClient:
         self._engines: dict[str, EngineRecord] = {}
         self._streams = StreamTable()
         self._health = WorkerHealth()
-        router = MessageRouter(self._pending, self._streams, self._health)
+        self._job_feeds: dict[int, JobFeed] = {}  # streamed offline jobs, by request id
+        router = MessageRouter(self._pending, self._streams, self._health, self._job_feeds)
         self._connection = WorkerConnection(
             self._policy, self._closing, router.route, self._pipe_ended, self._write_failed
         )
@@ -152,18 +154,8 @@ class WorkerClient:
         While a restarted worker is being restored (models reloaded, streams reopened), callers wait: a
         request sent earlier would reach a worker that does not have its model yet.
         """
-        self._raise_if_dead()
-        if self._supervisor.restarting and not self._supervisor.on_this_thread():
-            self._wait_for_worker()
         request_id = int(getattr(message, "request_id"))  # noqa: B009 - every request type has one
-        pending = PendingRequest(Future(), message, progress)
-        self._pending.add(request_id, pending)
-        if not self.send_quietly(message):
-            self._wait_for_worker()
-            if not self.send_quietly(message):
-                raise self._supervisor.gave_up or WorkerError(
-                    "the inference worker is not running", "restart Captioneer"
-                )
+        pending = self.submit(message, progress)
         deadline = None if timeout is None else time.monotonic() + timeout
         cancel_sent = False
         while True:
@@ -177,6 +169,36 @@ class WorkerClient:
             if deadline is not None and time.monotonic() > deadline:
                 self._pending.pop(request_id)
                 raise WorkerError(f"the worker did not answer a {message.type} request within {timeout:g} s")
+
+    def submit(self, message: p.Message, progress: ProgressCallback | None = None) -> PendingRequest:
+        """Send a request with a ``request_id``; its answer (or failure) completes the returned future."""
+        self._raise_if_dead()
+        if self._supervisor.restarting and not self._supervisor.on_this_thread():
+            self._wait_for_worker()
+        request_id = int(getattr(message, "request_id"))  # noqa: B009 - every request type has one
+        pending = PendingRequest(Future(), message, progress)
+        self._pending.add(request_id, pending)
+        if not self.send_quietly(message):
+            self._wait_for_worker()
+            if not self.send_quietly(message):
+                raise self._supervisor.gave_up or WorkerError(
+                    "the inference worker is not running", "restart Captioneer"
+                )
+        return pending
+
+    def forget_request(self, request_id: int) -> None:
+        """Stop waiting for a request's answer (its caller gave up on it)."""
+        self._pending.pop(request_id)
+
+    def open_job_feed(self, job_id: int) -> JobFeed:
+        feed = JobFeed(job_id)
+        with self._lock:
+            self._job_feeds[job_id] = feed
+        return feed
+
+    def close_job_feed(self, job_id: int) -> None:
+        with self._lock:
+            self._job_feeds.pop(job_id, None)
 
     def _wait_for_worker(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout

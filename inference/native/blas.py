@@ -21,10 +21,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import I32, I64, CustomOp, P
 from inference.native.callback_errors import CallbackErrors
+from inference.native.node_plans import NodePlans
 
 GEMM_CHOICES = ("auto", "ggml", "openblas")
 GEMM_ENV = "CAPTIONEER_F32_GEMM"
@@ -59,6 +61,7 @@ class ProductArgs(ctypes.Structure):
         ("a_nb3", I64),
         ("b_nb2", I64),
         ("b_nb3", I64),
+        ("serial", I64),  # the node's number in the gemm's plans (OpenBlasGemm.register)
     ]
 
 
@@ -116,8 +119,14 @@ class OpenBlasGemm:
         self._sgemm = sgemm
         self._lib = lib
         self._errors = CallbackErrors("an OpenBLAS product", f"set {GEMM_ENV}=ggml")
+        # Each node's sgemm calls per thread, worked out on its first compute (native/node_plans.py).
+        self.plans: NodePlans[tuple[tuple[Any, ...], ...]] = NodePlans()
         # One C entry point for every node; the node's ProductArgs arrive as userdata.
         self.callback = CustomOp(self._compute)
+
+    def register(self, args: ProductArgs) -> None:
+        """Number a new node's arguments (before the graph computes); its builder forgets it when freed."""
+        args.serial = self.plans.new_serial()
 
     def routes(self, rows: int, n: int, k: int, batches: int = 1) -> bool:
         """Whether a product of ``batches`` matrices, each (rows, k) times (k, n), should go to OpenBLAS."""
@@ -125,35 +134,47 @@ class OpenBlasGemm:
 
     def _compute(self, dst: int, ith: int, nth: int, userdata: int) -> None:
         try:
-            args = ProductArgs.from_address(userdata)
-            n, rows = args.n, args.rows
-            a0, b0, out0 = self._get_data(args.a), self._get_data(args.b), self._get_data(dst)
-            if args.batches >= nth:  # whole matrices per thread (attention heads)
-                batches, first, columns = range(ith, args.batches, nth), 0, n
-            else:  # a share of the output columns per thread, whole 64-column panels where possible
-                share = -(-n // nth)
-                share = -(-share // _COLUMN_ALIGN) * _COLUMN_ALIGN
-                first = ith * share
-                columns = min(n, first + share) - first
-                if columns <= 0:
-                    return
-                batches = range(args.batches)
-            lda, ldb = args.a_row // 4, args.b_row // 4
-            for i in batches:
-                i2, i3 = i % args.batches2, i // args.batches2
-                a = (
-                    a0
-                    + (i2 // args.a_repeat2) * args.a_nb2
-                    + (i3 // args.a_repeat3) * args.a_nb3
-                    + first * args.a_row
-                )
-                b = b0 + i2 * args.b_nb2 + i3 * args.b_nb3
-                out = out0 + (i * rows * n + first) * 4
-                self._sgemm(
-                    _ROW_MAJOR, _NO_TRANS, _TRANS, rows, columns, args.k, 1.0, b, ldb, a, lda, 0.0, out, n
-                )
+            serial = ProductArgs.from_address(userdata).serial
+            plan = self.plans.get(serial, ith, nth)
+            if plan is None:
+                plan = self._plan(ProductArgs.from_address(userdata), dst, ith, nth)
+                self.plans.put(serial, ith, nth, plan)
+            sgemm = self._sgemm
+            for call in plan:
+                sgemm(*call)
         except BaseException as exc:  # a C caller cannot take an exception: keep it for check()
             self._errors.keep(exc)
+
+    def _plan(self, args: ProductArgs, dst: int, ith: int, nth: int) -> tuple[tuple[Any, ...], ...]:
+        """The ``cblas_sgemm`` arguments thread ``ith`` of ``nth`` runs for this node (none: no share)."""
+        n, rows = args.n, args.rows
+        a0, b0, out0 = self._get_data(args.a), self._get_data(args.b), self._get_data(dst)
+        if args.batches >= nth:  # whole matrices per thread (attention heads)
+            batches, first, columns = range(ith, args.batches, nth), 0, n
+        else:  # a share of the output columns per thread, whole 64-column panels where possible
+            share = -(-n // nth)
+            share = -(-share // _COLUMN_ALIGN) * _COLUMN_ALIGN
+            first = ith * share
+            columns = min(n, first + share) - first
+            if columns <= 0:
+                return ()
+            batches = range(args.batches)
+        lda, ldb = args.a_row // 4, args.b_row // 4
+        calls = []
+        for i in batches:
+            i2, i3 = i % args.batches2, i // args.batches2
+            a = (
+                a0
+                + (i2 // args.a_repeat2) * args.a_nb2
+                + (i3 // args.a_repeat3) * args.a_nb3
+                + first * args.a_row
+            )
+            b = b0 + i2 * args.b_nb2 + i3 * args.b_nb3
+            out = out0 + (i * rows * n + first) * 4
+            calls.append(
+                (_ROW_MAJOR, _NO_TRANS, _TRANS, rows, columns, args.k, 1.0, b, ldb, a, lda, 0.0, out, n)
+            )
+        return tuple(calls)
 
     def check(self) -> None:
         """Raise what a product callback failed with during the last compute (then forget it)."""

@@ -25,6 +25,7 @@ import numpy as np
 from inference.errors import BackendError
 from inference.native.bindings import I64, CustomOp, P
 from inference.native.callback_errors import CallbackErrors
+from inference.native.node_plans import NodePlans
 
 MODEL_PATH = Path(__file__).with_name("dynamic_quantize_matmul.onnx")
 INSTALL_FIX = "pip install onnxruntime (a Captioneer dependency), or pick weight_type q8_0"
@@ -36,7 +37,15 @@ QMAX_VNNI, QMAX_NO_VNNI = 127, 63
 class Int8Args(ctypes.Structure):
     """One int8 product node: ``out (rows, n) = x (rows, k) @ dequant(w)``; ggml tensors read at compute time."""
 
-    _fields_ = [("x", P), ("w", P), ("scale", P), ("rows", I64), ("n", I64), ("k", I64)]
+    _fields_ = [
+        ("x", P),
+        ("w", P),
+        ("scale", P),
+        ("rows", I64),
+        ("n", I64),
+        ("k", I64),
+        ("serial", I64),  # the node's number in the Int8Gemm's plans (Int8Gemm.register)
+    ]
 
 
 def quantize_rows(weight: np.ndarray, qmax: int) -> tuple[np.ndarray, np.ndarray]:
@@ -78,25 +87,41 @@ class Int8Gemm:
         self.version = ort.__version__
         self._get_data = get_data
         self._errors = CallbackErrors("an int8 product", INSTALL_FIX)
+        # Each node's I/O binding per thread (None: no rows for that thread), made on its first compute
+        # (native/node_plans.py): binding four tensors cost more Python than the run itself on short clips.
+        self.plans: NodePlans[Any] = NodePlans()
         self.callback = CustomOp(self._compute)
+
+    def register(self, args: Int8Args) -> None:
+        """Number a new node's arguments (before the graph computes); its builder forgets it when freed."""
+        args.serial = self.plans.new_serial()
 
     def _compute(self, dst: int, ith: int, nth: int, userdata: int) -> None:
         try:
-            args = Int8Args.from_address(userdata)
-            share = -(-args.rows // nth)
-            first = ith * share
-            rows = min(args.rows, first + share) - first
-            if rows <= 0:
-                return
-            n, k = args.n, args.k
-            binding = self._session.io_binding()
-            binding.bind_input("x", "cpu", 0, np.float32, [rows, k], self._get_data(args.x) + first * k * 4)
-            binding.bind_input("w", "cpu", 0, np.int8, [k, n], self._get_data(args.w))
-            binding.bind_input("w_scale", "cpu", 0, np.float32, [n], self._get_data(args.scale))
-            binding.bind_output("y", "cpu", 0, np.float32, [rows, n], self._get_data(dst) + first * n * 4)
-            self._session.run_with_iobinding(binding)
+            serial = Int8Args.from_address(userdata).serial
+            binding = self.plans.get(serial, ith, nth)
+            if binding is None:
+                binding = self._bind(Int8Args.from_address(userdata), dst, ith, nth)
+                self.plans.put(serial, ith, nth, binding)
+            if binding is not False:
+                self._session.run_with_iobinding(binding)
         except BaseException as exc:  # a C caller cannot take an exception: keep it for check()
             self._errors.keep(exc)
+
+    def _bind(self, args: Int8Args, dst: int, ith: int, nth: int) -> Any:
+        """Thread ``ith``'s share of the rows bound to ONNX Runtime (False: no rows for this thread)."""
+        share = -(-args.rows // nth)
+        first = ith * share
+        rows = min(args.rows, first + share) - first
+        if rows <= 0:
+            return False
+        n, k = args.n, args.k
+        binding = self._session.io_binding()
+        binding.bind_input("x", "cpu", 0, np.float32, [rows, k], self._get_data(args.x) + first * k * 4)
+        binding.bind_input("w", "cpu", 0, np.int8, [k, n], self._get_data(args.w))
+        binding.bind_input("w_scale", "cpu", 0, np.float32, [n], self._get_data(args.scale))
+        binding.bind_output("y", "cpu", 0, np.float32, [rows, n], self._get_data(dst) + first * n * 4)
+        return binding
 
     def check(self) -> None:
         """Raise what an int8 product failed with during the last compute (then forget it)."""

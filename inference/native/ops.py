@@ -98,6 +98,13 @@ class GraphBuilder:
         if self.ctx is not None:
             self.api.ggml_free(self.ctx)
             self.ctx = None
+        for args in self.product_args:  # their plans hold addresses that die with this graph
+            if isinstance(args, Int8Args):
+                if self.int8 is not None:
+                    self.int8.plans.forget(args.serial)
+            elif self.gemm is not None:
+                self.gemm.plans.forget(args.serial)
+        self.product_args.clear()
 
     def _ctx(self) -> int:
         if self.ctx is None:
@@ -361,6 +368,7 @@ class GraphBuilder:
             nb_b[2],
             nb_b[3],
         )
+        self.gemm.register(args)
         self.product_args.append(args)
         sources = (ctypes.c_void_p * 2)(a.ptr, b.ptr)
         ptr = self.api.ggml_custom_4d(
@@ -398,6 +406,7 @@ class GraphBuilder:
         b = self.contiguous(self._as_f32(b))
         ne_b = b.ne
         args = Int8Args(b.ptr, a.ptr, scale.ptr, ne_b[1] * ne_b[2] * ne_b[3], n, k)
+        self.int8.register(args)
         self.product_args.append(args)
         sources = (ctypes.c_void_p * 3)(b.ptr, a.ptr, scale.ptr)
         ptr = self.api.ggml_custom_4d(

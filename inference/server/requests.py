@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import errno
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio.to_thread
-import numpy as np
 from starlette.datastructures import UploadFile
 from starlette.requests import ClientDisconnect, Request
 
+from inference.audio.decoding import FileBlocks
+from inference.audio.limits import AudioLimits, AudioTooLong
 from inference.contract import SAMPLE_RATE
-from inference.errors import CaptioneerError, UsageError
+from inference.errors import CaptioneerError, InputFileError, UsageError
 from inference.languages import language_code
 from inference.server.config import ServerConfig
 from inference.server.errors import ApiError, from_captioneer
@@ -63,24 +66,25 @@ _JSON_FIELDS = {
 @dataclass
 class TranscriptionRequest:
     model: ServedModel
-    upload: bytes  # the audio file as sent; decoded by ``decode`` once the request holds a slot of the model
+    upload: (
+        bytes  # the audio file as sent; read by ``open_source`` once the request holds a slot of the model
+    )
     upload_name: str
     options: dict[str, Any]  # validated request options for the engine
     response_format: str = "json"
     stream: bool = False
     notes: list[str] = field(default_factory=list)
     busy_timeout_s: float = 0.0  # how long the client will wait for a busy model before a 429
-    audio: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # mono float32 at SAMPLE_RATE
+    source: FileBlocks | None = None  # the upload as blocks, once the request holds a slot (``open_source``)
 
-    async def decode(self, max_audio_s: float) -> None:
-        """Decode the upload (off the event loop); longer audio than ``max_audio_s`` is refused from the
-        header or as soon as decoding passes it, so a small compressed file cannot expand without bound."""
-        self.audio = await anyio.to_thread.run_sync(decode_audio, self.upload, self.upload_name, max_audio_s)
+    async def open_source(self, max_audio_s: float) -> None:
+        """The upload as blocks (header checked off the event loop): decoded as the worker takes them."""
+        self.source = await anyio.to_thread.run_sync(audio_source, self.upload, self.upload_name, max_audio_s)
         self.upload = b""
 
     @property
     def duration_s(self) -> float:
-        return self.audio.size / SAMPLE_RATE
+        return (self.source.samples if self.source is not None else 0) / SAMPLE_RATE
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -341,16 +345,27 @@ def busy_timeout_s(value: Any) -> float:
     return millis / 1000
 
 
-def decode_audio(data: bytes, name: str, max_audio_s: float) -> np.ndarray:
-    """The upload as mono 16 kHz, decoded block by block: its rate, channels and length are checked from the
-    header and its length again while decoding, so memory follows the limit, not what the file claims."""
-    from inference.audio.decoding import decode_mono_16k
-    from inference.audio.limits import AudioLimits, AudioTooLong
-
+def audio_source(data: bytes, name: str, max_audio_s: float) -> FileBlocks:
+    """The upload as blocks for a streamed job (``FileBlocks``): the header is checked now, the length again
+    as the blocks decode (``audio_errors`` turns what the decoder refuses into the same answers)."""
     if not data:
         raise ApiError(400, f"the audio {name!r} is empty", "invalid_audio", param="file")
     try:
-        audio = decode_mono_16k(data, AudioLimits(max_audio_s), name)
+        with audio_errors(max_audio_s):
+            source = FileBlocks(data, AudioLimits(max_audio_s), name)
+    except CaptioneerError as exc:
+        raise from_captioneer(exc, param="file") from None
+    if source.expected_samples == 0:
+        raise ApiError(400, f"the audio {name!r} has no samples", "invalid_audio", param="file")
+    return source
+
+
+@contextlib.contextmanager
+def audio_errors(max_audio_s: float) -> Iterator[None]:
+    """The decoder's refusals (while decoding, perhaps in a job's blocks) as API errors: too long → 413, a file
+    that cannot be read → from its error."""
+    try:
+        yield
     except AudioTooLong as exc:
         lasts = f"{exc.seconds:.1f} s" if exc.exact else f"more than {max_audio_s:g} s"
         raise ApiError(
@@ -359,11 +374,8 @@ def decode_audio(data: bytes, name: str, max_audio_s: float) -> np.ndarray:
             "audio_too_long",
             param="file",
         ) from None
-    except CaptioneerError as exc:
+    except InputFileError as exc:
         raise from_captioneer(exc, param="file") from None
-    if audio.size == 0:
-        raise ApiError(400, f"the audio {name!r} has no samples", "invalid_audio", param="file")
-    return audio
 
 
 def _form_extra(form: Any) -> dict[str, Any]:

@@ -87,11 +87,16 @@ async def _transcribe(request: Request, *, details: bool, task: str | None = Non
 
     async def run() -> tuple[Transcript, float]:
         async with job.model.slot(job.busy_timeout_s):
-            # Decoding in the slot: concurrent uploads cannot all expand in memory at once.
-            await job.decode(config.max_audio_s)
+            # The header is read in the slot; the audio decodes block by block as the worker takes it.
+            await job.open_source(config.max_audio_s)
+            assert job.source is not None
             started = time.monotonic()
-            work = transcribe_file(job.model, job.audio, job.options, config.request_timeout_s)
+            work = transcribe_file(job.model, job.source, job.options, config.request_timeout_s)
             transcript = await shutdown.bounded(work)
+            if job.source.samples == 0:  # a file whose header did not say it was empty
+                raise ApiError(
+                    400, f"the audio {job.upload_name!r} has no samples", "invalid_audio", param="file"
+                )
             wall_s = time.monotonic() - started
             job.model.note_duration(wall_s)
             return transcript, wall_s
@@ -100,7 +105,9 @@ async def _transcribe(request: Request, *, details: bool, task: str | None = Non
     if needs_speech_stretches(
         len(transcript.words), job.response_format
     ):  # off the event loop: ~1 s per minute
-        transcript.speech = await anyio.to_thread.run_sync(speech_stretches, job.audio)
+        assert job.source is not None  # the whole clip, only for subtitles of text without word times
+        audio = await anyio.to_thread.run_sync(job.source.decode_all)
+        transcript.speech = await anyio.to_thread.run_sync(speech_stretches, audio)
     return _render(job, transcript, wall_s, details, headers)
 
 
@@ -110,13 +117,15 @@ async def _stream(
     """``stream=true``: the file goes through the model's live path and its events come back as SSE; the
     answer holds the slot until it ends."""
     async with job.model.slot(job.busy_timeout_s) as slot:
-        await job.decode(config.max_audio_s)
+        await job.open_source(config.max_audio_s)
+        assert job.source is not None
+        source = job.source
         pipe = EventPipe()
         stream = await open_stream(job.model, pipe, job.options)
         frames = sse_frames(
             pipe,
             EventTranslator(),
-            lambda: feed_file(stream, job.audio, pipe, config.request_timeout_s),
+            lambda: feed_file(stream, source, pipe, config.request_timeout_s),
             shutdown,
         )
         on_close = closer(stream, slot.hand_over())

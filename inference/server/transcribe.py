@@ -12,12 +12,14 @@ from typing import Any
 import anyio.to_thread
 import numpy as np
 
+from inference.audio.decoding import FileBlocks
 from inference.client import BacklogPolicy
 from inference.contract import SAMPLE_RATE, CancelToken, ErrorEvent, StreamEvent, Transcript
 from inference.errors import Cancelled, CaptioneerError, WorkerError
 from inference.server.errors import ApiError, error_event, from_captioneer
 from inference.server.events import DONE_LINE, EventTranslator, sse
 from inference.server.registry import ServedModel
+from inference.server.requests import audio_errors
 from inference.server.shutdown import ShutdownState
 
 PUSH_SECONDS = 0.32  # a file streamed through the live path is pushed in pieces of this length
@@ -32,9 +34,10 @@ def _engine(model: ServedModel) -> Any:
 
 
 async def transcribe_file(
-    model: ServedModel, audio: np.ndarray, options: dict[str, Any], timeout_s: float
+    model: ServedModel, audio: np.ndarray | FileBlocks, options: dict[str, Any], timeout_s: float
 ) -> Transcript:
-    """The whole clip at once; past ``timeout_s`` the worker is told to stop and the answer is 504."""
+    """A clip, or a file's blocks as they decode (a streamed job: the audio is never whole in memory); past
+    ``timeout_s`` the worker is told to stop and the answer is 504."""
     await model.wait_until_restored()
     engine = _engine(model)
     cancel = CancelToken()
@@ -49,6 +52,11 @@ async def transcribe_file(
         timer.daemon = True
         timer.start()
         try:
+            if isinstance(audio, FileBlocks):
+                with audio_errors(audio.limits.max_seconds):
+                    return engine.transcribe_blocks(  # type: ignore[no-any-return]
+                        audio, expected_samples=audio.expected_samples, cancel=cancel, **options
+                    )
             return engine.transcribe(audio, cancel=cancel, **options)  # type: ignore[no-any-return]
         finally:
             timer.cancel()
@@ -165,18 +173,24 @@ async def sse_frames(
                 await task
 
 
-async def feed_file(stream: Any, audio: np.ndarray, pipe: EventPipe, timeout_s: float) -> None:
-    """A whole file through the live path, in PUSH_SECONDS pieces; then the final transcript. Past
-    ``timeout_s`` the stream is dropped and the answer ends with a 504 error event."""
+async def feed_file(stream: Any, audio: np.ndarray | FileBlocks, pipe: EventPipe, timeout_s: float) -> None:
+    """A whole file through the live path, in PUSH_SECONDS pieces (decoded as they go when ``audio`` is the
+    file's blocks); then the final transcript. Past ``timeout_s`` the stream is dropped and the answer ends with a
+    504 error event."""
 
     def run() -> Transcript:
         step = int(PUSH_SECONDS * SAMPLE_RATE)
         deadline = time.monotonic() + timeout_s
+        if isinstance(audio, FileBlocks):
+            pieces, limit = audio.pieces(step), audio.limits.max_seconds
+        else:
+            pieces, limit = (audio[start : start + step] for start in range(0, audio.size, step)), 0.0
         try:
-            for start in range(0, audio.size, step):
-                if time.monotonic() > deadline:
-                    raise _timeout(timeout_s)
-                stream.push(audio[start : start + step])
+            with audio_errors(limit):
+                for piece in pieces:
+                    if time.monotonic() > deadline:
+                        raise _timeout(timeout_s)
+                    stream.push(piece)
             return stream.finish(timeout=max(deadline - time.monotonic(), 0.001))  # type: ignore[no-any-return]
         except BaseException as exc:
             stream.cancel()

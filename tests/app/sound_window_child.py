@@ -1,9 +1,11 @@
 """The caption window (offscreen Qt, the real worker and the demo model) driven over stdin, for tests that play
 speech into a real sound server. A child process: soundcard binds one sound-server connection per process.
 
-Commands (one JSON object a line): {"cmd": "start", "input": ID}, {"cmd": "stop"}, {"cmd": "fill"}.
+Commands (one JSON object a line): {"cmd": "start", "input": ID}, {"cmd": "stop"}, {"cmd": "fill"},
+{"cmd": "transcript"}.
 Reports (one JSON object a line): inputs (the list as shown), state (state, message, the status line),
-captions (the window's text when it changes), peak (the meter's highest level since the last start).
+captions (the window's text when it changes), peak (the meter's highest level since the last start),
+transcript (the session's labelled text and its segments as [speaker, text], and the bleed filter's figures).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from app.live.controller import LiveController  # noqa: E402
+from app.live.sources import AudioSource  # noqa: E402
 from app.main_window import MainWindow  # noqa: E402
 from app.model_choices import AppState  # noqa: E402
 from app.settings import SettingsStore  # noqa: E402
@@ -32,6 +35,22 @@ def report(event: str, **fields: object) -> None:
     sys.stdout.flush()
 
 
+def bleed_figures(source: object) -> dict[str, object] | None:
+    bleed = getattr(source, "bleed_report", None)
+    if bleed is None:
+        return None
+    return {
+        "delay_ms": bleed.delay_ms,
+        "correlation": bleed.correlation,
+        "offset_ms": bleed.offset_samples / 16.0,
+        "blocks_with_playback": bleed.blocks_with_playback,
+        "blocks_suppressed": bleed.blocks_suppressed,
+        "delays_found": [
+            (round(at, 2), round(delay / 16.0, 1), round(peak, 2)) for at, delay, peak in bleed.found
+        ],
+    }
+
+
 def main() -> None:
     app = QApplication([])
     paths = AppPaths.from_environment().ensure()
@@ -39,6 +58,14 @@ def main() -> None:
     window = MainWindow(AppState.load(paths), SettingsStore(paths), controller)
     window.show()
     combo = window.panel.device_combo
+    opened: list[object] = []  # the sources the window opened (the meeting's bleed figures, after it stopped)
+    open_source = window.inputs.open_source
+
+    def remember_opened() -> AudioSource:
+        opened.append(open_source())
+        return opened[-1]  # type: ignore[return-value]
+
+    window.inputs.open_source = remember_opened  # type: ignore[method-assign]
     commands: queue.Queue[dict[str, str] | None] = queue.Queue()
     seen = {"text": "", "peak": -100.0, "items": []}
 
@@ -88,6 +115,15 @@ def main() -> None:
                 window.captions.start()
             elif command["cmd"] == "stop":
                 controller.stop()
+            elif command["cmd"] == "transcript":
+                session = controller.session
+                source = opened[-1] if opened else None
+                report(
+                    "transcript",
+                    text=session.labelled_text,
+                    segments=[[s.speaker, s.text.strip()] for s in session.segments],
+                    bleed=bleed_figures(source),
+                )
 
     controller.state_changed.connect(
         lambda state, message: report(

@@ -107,11 +107,46 @@ def test_the_feed_continues_on_the_default_after_an_unplug_and_pushes_every_bloc
 
     notes: list[str] = []
     with pytest.raises(KeyboardInterrupt):
-        feed_until_interrupted(push, "pulse:source:usb.monitor", 960, notes.append, open_capture)
+        feed_until_interrupted(
+            push, "pulse:source:usb.monitor", 960, notes.append, open_capture, clock=lambda: 0.0
+        )  # every block comes at once: no span without audio
     assert [c.input_id for c in opened] == ["pulse:source:usb.monitor", "system:default"]
     assert all(c.stopped for c in opened)
     assert notes[1] == "the input 'USB' was unplugged or removed; now listening on system:default"
     assert sum(chunk.size for chunk in pushed) == 6 * 480  # every block, across the swap
+
+
+def test_the_span_without_an_input_is_sent_as_silence_and_reported_as_a_gap() -> None:
+    block = np.ones(480, np.float32)  # 30 ms
+    opened: list[FakeCapture] = []
+
+    def open_capture(input_id: str) -> FakeCapture:
+        first = not opened
+        reason = "the input 'USB' was unplugged" if first else None
+        opened.append(FakeCapture(input_id, [block] * 3, reason, interrupt=not first))
+        return opened[-1]
+
+    # When each block arrives: the new input's first block comes 2 s after the old one's last ended.
+    arrivals = iter([0.03, 0.06, 0.09, 2.12, 2.15, 2.18, 2.24])
+    pushed: list[np.ndarray] = []
+
+    def push(chunk: np.ndarray) -> None:
+        if np.isnan(chunk).any():
+            raise KeyboardInterrupt
+        pushed.append(chunk)
+
+    gaps: list[tuple[float, float, str, float]] = []
+    with pytest.raises(KeyboardInterrupt):
+        feed_until_interrupted(
+            push, "pulse:source:usb", 960, lambda _note: None, open_capture,
+            on_gap=lambda *gap: gaps.append(gap), clock=lambda: next(arrivals),
+        )  # fmt: skip
+    assert gaps == [(pytest.approx(0.09), pytest.approx(2.0), "the input 'USB' was unplugged", 2.0)]
+    audio = np.concatenate(pushed)
+    assert audio.size == 6 * 480 + 2 * 16000
+    assert (
+        not audio[3 * 480 : 3 * 480 + 32000].any() and audio[3 * 480 + 32000 :].all()
+    )  # silence in its place
 
 
 def test_the_feed_finishes_when_no_default_can_be_opened() -> None:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.live_cli import REPO_ROOT, LiveCli, words
-from tests.sound_server import MIC_FEED, SPEAKERS, SoundServer, speech_wav
+from tests.live_cli import DEADLINE_S, REPO_ROOT, LiveCli, share_of_words, words
+from tests.sound_server import MIC_FEED, SPEAKERS, SoundServer, die_with_parent, speech_wav
 from tests.text_metrics import word_edits
 
 EMMA = "Emma quickly closed the early bottle and sang."
@@ -92,11 +93,15 @@ def test_an_unplugged_input_is_announced_and_captioning_goes_on(
     assert "What this computer plays (Speakers)" in note
     sound_server.play(speech_wav(tmp_path, "hearts", HEARTS), SPEAKERS)  # the session goes on, on the default
     cli.wait_words(EMMA + " " + HEARTS, SHARE)
+    gap = wait_gap_marker(cli)
+    assert "'USB-headset' was unplugged or removed" in gap, gap
 
     sound_server.add_output("usb", "USB-headset")  # plugged back in: listed again, the session undisturbed
     assert "usb.monitor" in sound_server.pactl("list", "short", "sources")
     final = cli.interrupt()
     assert {"emma", "quickly", "twenty", "hearts"} <= set(words(str(final["text"]))), final["text"]
+    assert_marked_between(str(final["text"]), gap.strip(), "emma", "hearts")
+    assert_marked_between(cli.committed(), gap.strip(), "emma", "hearts")
 
 
 def test_a_changed_default_output_is_followed(
@@ -108,5 +113,68 @@ def test_a_changed_default_output_is_followed(
     assert "the default output changed" in note and "Mic-feed" in note
     sound_server.play(speech_wav(tmp_path, "emma", EMMA), MIC_FEED)
     cli.wait_words(EMMA, SHARE)
+    gap = wait_gap_marker(cli)
+    assert "the default output changed" in gap and "Mic-feed" in gap, gap
     final = cli.interrupt(signal.SIGTERM)  # `kill PID` from a script finishes the transcript as Ctrl-C does
     assert {"emma", "quickly", "bottle"} <= set(words(str(final["text"]))), final["text"]
+    assert gap.strip() in str(final["text"]) and str(final["text"]).index(gap.strip()) < str(
+        final["text"]
+    ).lower().index("emma"), final["text"]  # the gap came before the words played on the new default
+
+
+def wait_gap_marker(cli: LiveCli) -> str:
+    """The text of the gap marker (a delta with a negative segment id, as the window shows it)."""
+    event = cli.wait_event(
+        lambda e: e.get("type") == "delta" and int(str(e.get("segment_id", 0))) < 0, "a gap marker"
+    )
+    text = str(event["text"])
+    assert "no audio for" in text, text
+    return text
+
+
+def assert_marked_between(text: str, marker: str, before: str, after: str) -> None:
+    """``marker`` in ``text`` after the word ``before`` and ahead of the word ``after``."""
+    assert marker in text, text
+    at = text.index(marker)
+    assert before in text[:at].lower() and after in text[at:].lower(), text
+
+
+def test_text_output_shows_the_gap_marker_where_the_input_changed(
+    sound_server: SoundServer, tmp_path: Path
+) -> None:
+    """``--format text``: the running line and the final text both carry the marker, before the words played
+    on the new default."""
+    output = tmp_path / "captions.txt"
+    with output.open("w") as stdout:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "inference.cli", "transcribe", "--input", "system", "--mode", "streaming"],
+            cwd=REPO_ROOT, env=sound_server.env, stdout=stdout, stderr=subprocess.PIPE, text=True,
+            preexec_fn=die_with_parent,
+        )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        notes = [process.stderr.readline()]
+        while "listening on" not in notes[-1]:
+            notes.append(process.stderr.readline())
+            assert notes[-1], f"captioneer exited: {notes}"
+        sound_server.pactl("set-default-sink", MIC_FEED)
+        while "now listening on" not in notes[-1]:
+            notes.append(process.stderr.readline())
+            assert notes[-1], f"captioneer exited: {notes}"
+        sound_server.play(speech_wav(tmp_path, "emma", EMMA), MIC_FEED)
+        deadline = time.monotonic() + DEADLINE_S  # a bound for a failing run; the loop waits for the words
+        while share_of_words(EMMA, output.read_text()) < SHARE:
+            assert time.monotonic() < deadline and process.poll() is None, output.read_text()
+            time.sleep(
+                0.2
+            )  # polling the condition (the captions file holds the words), not a stand-in for it
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=DEADLINE_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=60)
+    running, final = output.read_text().rstrip("\n").split("\n")[-2:]
+    for line in (running, final):
+        assert "no audio for" in line and "the default output changed" in line, line
+        assert line.index("no audio for") < line.lower().index("emma"), line

@@ -5,7 +5,7 @@ up right after it. The figure includes the trailing capture (default 300 ms of r
 the zero padding and the transcription, exactly as a user waits for it.
 
     .venv/bin/python tests/bench/bench_dictation_latency.py [--model resources/demo_model] [--utterances 12]
-        [--threads 2] [--session-option weight_type=q8_0]
+        [--threads 2] [--session-option weight_type=q8_0] [--seconds 5]
 
 Quote the CPU (printed) with the figures.
 """
@@ -53,13 +53,20 @@ def main() -> None:
     parser.add_argument("--utterances", type=int, default=12)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--session-option", action="append", default=[], metavar="K=V")
+    parser.add_argument(
+        "--seconds", type=float, help="every utterance this long (the samples looped with 0.3 s gaps)"
+    )
     args = parser.parse_args()
     clips = [load_audio_file(REPO / "resources" / "samples" / f"demo_sample_{i}.wav") for i in (1, 2)]
     gap = np.zeros(int(0.3 * SAMPLE_RATE), np.float32)
-    utterances = [
-        clips[i % 2] if i % 3 else np.concatenate([clips[0], gap, clips[1]][: 1 + i % 2])
-        for i in range(args.utterances)
-    ]
+    if args.seconds:
+        looped = np.tile(np.concatenate([clips[0], gap, clips[1], gap]), 1 + int(args.seconds) // 2)
+        utterances = [looped[: int(args.seconds * SAMPLE_RATE)]] * args.utterances
+    else:
+        utterances = [
+            clips[i % 2] if i % 3 else np.concatenate([clips[0], gap, clips[1]][: 1 + i % 2])
+            for i in range(args.utterances)
+        ]
     options = dict(item.split("=", 1) for item in args.session_option)
     print_machine_header(args.threads)
     print(

@@ -69,13 +69,16 @@ from inference.audio.devices import SoundServerCapture
 seconds = float(sys.argv[1])
 capture = SoundServerCapture("system")
 blocks = []
+opened = time.monotonic()
 capture.start(lambda b: blocks.append(b.size), lambda reason: None)
+capture.wait_until_delivering()  # a new stream's first audio comes late: count from when it flows
 before, began = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
+at_start = sum(blocks)
 time.sleep(seconds)
 after, wall = resource.getrusage(resource.RUSAGE_SELF), time.monotonic() - began
 capture.stop()
 cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-print(f"{cpu / wall * 100:.2f} {sum(blocks) / 16000 / wall:.3f}")
+print(f"{cpu / wall * 100:.2f} {(sum(blocks) - at_start) / 16000 / wall:.3f} {began - opened:.2f}")
 """
 
 
@@ -225,7 +228,8 @@ def main() -> None:
                 cwd=REPO, env=env, capture_output=True, text=True, check=True,
             ).stdout.split()  # fmt: skip
             print(f"capture alone (system audio, 16 kHz mono, 30 ms blocks): {cpu[0]}% of one core, "
-                  f"{cpu[1]} s of audio per second ({load()})")  # fmt: skip
+                  f"{cpu[1]} s of audio per second once flowing, first audio {cpu[2]} s after opening "
+                  f"({load()})")  # fmt: skip
         for model in args.models:
             caption_latency(server, env, model, wavs, args.sentences)
         if args.dictations > 0:

@@ -170,3 +170,22 @@ def test_reduced_precision_agrees_while_margins_are_clear(engines, weight_type: 
         margins = load_expected_arrays()[f"case/{case}/margins"]
         clear = next((i for i, m in enumerate(margins) if m < MARGIN_GATE), len(margins))
         assert got[:clear] == ids[:clear], case
+
+
+def test_a_clip_fed_in_blocks_gives_the_whole_clip_transcript(engines) -> None:
+    """A streamed job (one pass, each 30 s span decoded once full) gives ``transcribe``'s transcript."""
+    from inference.offline_jobs import open_offline_job
+
+    engine = engines("checkpoint_hf", 800, "native")
+    audio = load_audio()["clip_long"]
+    whole = engine.transcribe(audio, max_tokens=20).to_json()
+    whole.pop("timing")
+    for size in (5, 7919, 16000 * 30, 16000 * 31):
+        job = open_offline_job(engine, max_tokens=20)
+        assert job.passes == 1
+        for start in range(0, audio.size, size):
+            job.feed(audio[start : start + size])
+        job.end_pass()
+        got = job.finish().to_json()
+        got.pop("timing")
+        assert got == whole, size

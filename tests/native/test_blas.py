@@ -201,3 +201,22 @@ def test_batched_operands_may_be_strided_views(blas_backend):
         got = graph.run(q=q, k=k)["scores"]
     expected = q.transpose(1, 0, 2) @ k.transpose(1, 2, 0)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_a_node_plans_its_products_once_and_the_plan_dies_with_its_graph(blas_backend):
+    rng = np.random.default_rng(7)
+    plans = blas_backend.gemm.plans
+    before = len(plans)
+    for round_ in range(
+        3
+    ):  # later graphs may reuse the freed addresses: their products must not use old plans
+        weight = rng.standard_normal((256, 256)).astype(np.float32)
+        x = rng.standard_normal((80, 256)).astype(np.float32)
+        store, graph = linear_graph(blas_backend, weight, x.shape)
+        with store, graph:
+            first = graph.run(x=x)["y"]
+            assert len(plans) == before + 1  # one product node, planned on its first compute
+            x2 = x[::-1].copy()  # new input values through the same plan
+            np.testing.assert_allclose(graph.run(x=x2)["y"], x2 @ weight.T, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(first, x @ weight.T, rtol=1e-5, atol=1e-4)
+        assert len(plans) == before, f"round {round_}: the closed graph's plan is still kept"

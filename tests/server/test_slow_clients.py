@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from inference.audio.io import load_audio_file
-from inference.protocol import Transcribe
+from inference.protocol import OpenJob, Transcribe
 from inference.server.body_rate import BodyRate, BodyRateLimit
 from inference.server.config import ServerConfig
 from inference.server.connections import ClientCounts
@@ -286,7 +286,7 @@ def test_a_client_that_leaves_frees_its_slot_and_the_worker(base_url: str, regis
     assert client is not None
 
     def transcribing() -> bool:  # the job has reached the worker
-        return any(isinstance(job.message, Transcribe) for job in list(client._pending.values()))
+        return any(isinstance(job.message, Transcribe | OpenJob) for job in list(client._pending.values()))
 
     deadline = time.monotonic() + DEADLINE_S
     while not transcribing():

@@ -2,6 +2,8 @@
 
 from inference.audio.devices.capture import SoundServerCapture
 from inference.audio.devices.choices import (
+    MEETING,
+    MEETING_DEFAULT,
     MIC_DEFAULT,
     MICROPHONES,
     SYSTEM_AUDIO,
@@ -12,11 +14,14 @@ from inference.audio.devices.choices import (
     fallback_for,
     find_choice,
     is_input_id,
+    meeting_choices,
     render_listing,
 )
 from inference.audio.devices.listing import list_inputs
 
 __all__ = [
+    "MEETING",
+    "MEETING_DEFAULT",
     "MICROPHONES",
     "MIC_DEFAULT",
     "SYSTEM_AUDIO",
@@ -29,5 +34,6 @@ __all__ = [
     "find_choice",
     "is_input_id",
     "list_inputs",
+    "meeting_choices",
     "render_listing",
 ]

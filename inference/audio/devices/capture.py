@@ -23,11 +23,16 @@ from inference.contract import SAMPLE_RATE
 log = logging.getLogger("captioneer.audio.capture")
 Sink = Callable[[np.ndarray], None]
 BLOCK_SAMPLES = 480  # 30 ms: small enough for a lively level meter, large enough to keep Python calls rare
+# A new record stream gets its first audio only when the server next renders: up to ~2 s later for a null sink
+# or a timer-scheduled output that had nothing asking for low latency. What plays before that never reaches
+# the stream, so a caller waits for it before saying "listening" (bounded: a slow server must not hang it).
+FIRST_AUDIO_WAIT_S = 10.0
 
 
 class SoundServerCapture:
     """An input by id (see ``choices``); ``start(sink, on_end)`` delivers blocks on its own thread until
-    ``stop()``; ``on_end(reason)`` when the input went away by itself."""
+    ``stop()``, every sample once ``wait_until_delivering()`` has returned True; ``on_end(reason)`` when the
+    input went away by itself."""
 
     def __init__(self, input_id: str, block_samples: int = BLOCK_SAMPLES) -> None:
         self.input_id = expand_short_name(input_id)
@@ -37,6 +42,7 @@ class SoundServerCapture:
         self._stop = threading.Event()
         self._ended: str | None = None
         self._thread: threading.Thread | None = None
+        self._delivering = threading.Event()  # the first block reached the sink (or the recording ended)
         self._watcher: pulse.PulseWatcher | None = None
 
     @property
@@ -65,6 +71,20 @@ class SoundServerCapture:
         )
         self._thread.start()
 
+    def wait_until_delivering(self, timeout_s: float = FIRST_AUDIO_WAIT_S) -> bool:
+        """Block until the stream's first audio came (True) or the recording ended or ``timeout_s`` passed
+        (False): from then on every sample reaches the sink. Call it before telling a person to speak; not on
+        a GUI thread (a null sink takes up to ~2 s)."""
+        if not self._delivering.wait(timeout_s):
+            log.warning("no audio from %r within %g s of opening it", self.name, timeout_s)
+            return False
+        return (
+            self._ended is None
+            and not self._stop.is_set()
+            and self._thread is not None
+            and self._thread.is_alive()
+        )
+
     def _open_device(self) -> Any:
         if not uses_pulse():
             device, self.name = portable.open_device(self.input_id)
@@ -85,10 +105,12 @@ class SoundServerCapture:
             while not self._stop.is_set() and self._ended is None:
                 block = recorder.record(self.block_samples)
                 sink(np.ascontiguousarray(block[:, 0] if block.ndim == 2 else block, dtype=np.float32))
+                self._delivering.set()  # after the sink: a waiter finds the first block delivered
         except Exception as exc:  # the server died or the device failed
             log.debug("capture failed", exc_info=True)
             failure = f"the input {self.name!r} stopped delivering audio ({exc})"
         finally:
+            self._delivering.set()
             try:
                 recorder.__exit__(None, None, None)
             except Exception:

@@ -6,7 +6,9 @@ Ids survive restarts and re-plugging (they name the sound server's device, never
 * ``system:default`` — "What this computer plays": the monitor of the default output, following it;
 * ``pulse:source:NAME`` — one PulseAudio/PipeWire source (a microphone, or ``SINK.monitor`` for an output);
 * ``soundcard:mic:ID`` / ``soundcard:loopback:ID`` — a device on Windows or macOS, by the soundcard library's id;
-* ``portaudio:NAME`` — a PortAudio device, by its name, where no sound server answers (the command line).
+* ``portaudio:NAME`` — a PortAudio device, by its name, where no sound server answers (the command line);
+* ``meeting:default`` — meeting mode: the default microphone ("You") and what the computer plays ("Others"),
+  captured together (the window's third group; ``meeting_choices``).
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ PULSE_SOURCE = "pulse:source:"
 SOUNDCARD_MIC = "soundcard:mic:"
 SOUNDCARD_LOOPBACK = "soundcard:loopback:"
 PORTAUDIO = "portaudio:"  # PortAudio's devices by name, where no sound server answers
+MEETING_DEFAULT = "meeting:default"
 MICROPHONES = "Microphones"
 SYSTEM_AUDIO = "System audio"
+MEETING = "Meeting: microphone + system audio"
 SYSTEM_DEFAULT_LABEL = "What this computer plays"
+MEETING_LABEL = "You (microphone) and Others (what this computer plays)"
 SHORT_NAMES = {"mic": MIC_DEFAULT, "system": SYSTEM_DEFAULT}  # `captioneer transcribe --input system`
 
 
@@ -41,7 +46,7 @@ class InputChoice:
 
     id: str
     label: str
-    group: str  # MICROPHONES or SYSTEM_AUDIO
+    group: str  # MICROPHONES, SYSTEM_AUDIO or MEETING
     is_default: bool = False
 
     @property
@@ -59,6 +64,14 @@ def is_input_id(value: str) -> bool:
     return value in (MIC_DEFAULT, SYSTEM_DEFAULT) or value.startswith(
         (PULSE_SOURCE, SOUNDCARD_MIC, SOUNDCARD_LOOPBACK)
     )
+
+
+def meeting_choices(choices: list[InputChoice]) -> list[InputChoice]:
+    """The meeting entry, where there is a microphone and system audio to capture together."""
+    groups = {choice.group for choice in choices}
+    if MICROPHONES in groups and SYSTEM_AUDIO in groups:
+        return [InputChoice(MEETING_DEFAULT, MEETING_LABEL, MEETING, True)]
+    return []
 
 
 def fallback_for(input_id: str) -> str:

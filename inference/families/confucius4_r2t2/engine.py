@@ -16,7 +16,7 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,6 +48,9 @@ from inference.families.confucius4_r2t2.streaming import R2T2Stream
 from inference.families.confucius4_r2t2.thinker import GreedyResult, Thinker, ThinkerOptions
 from inference.models.spec import FamilySpec, load_family_spec
 from inference.native import Backend, open_backend
+
+if TYPE_CHECKING:
+    from inference.families.confucius4_r2t2.offline_job import R2T2OfflineJob
 
 log = logging.getLogger(__name__)
 
@@ -165,14 +168,34 @@ class R2T2Engine:
                 self.transcribe_span(samples[start:end], language, max_tokens, context, start / SAMPLE_RATE)
             )
         control.step(total_s, total_s)
+        return self.spans_transcript(spans, total_s, time.perf_counter() - started)
+
+    def offline_request(self, request_options: dict[str, Any]) -> tuple[str, int, str]:
+        """Language, token budget and context of an offline request (refusing what only streams take)."""
+        return self._request(request_options)
+
+    def spans_transcript(self, spans: list[SpanResult], total_s: float, wall_s: float) -> Transcript:
+        """The offline transcript of decoded spans."""
         detected = next((span.language for span in spans if span.language), None)
         return Transcript(
             text=join_span_texts([span.text for span in spans]),
             language=detected,
             segments=[Segment(span.text, span.start_s, span.end_s) for span in spans if span.text],
             token_ids=[token for span in spans for token in span.token_ids],
-            timing=Timing(total_s, time.perf_counter() - started),
+            timing=Timing(total_s, wall_s),
         )
+
+    def open_offline_job(
+        self,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        **request_options: Any,
+    ) -> R2T2OfflineJob:
+        """``transcribe`` of a file fed in blocks, one 30 s span held at a time (offline_job.py)."""
+        from inference.families.confucius4_r2t2.offline_job import R2T2OfflineJob
+
+        return R2T2OfflineJob(self, request_options, JobControl(progress, cancel))
 
     def transcribe_span(
         self, samples: np.ndarray, language: str, max_tokens: int, context: str, offset_s: float = 0.0

@@ -24,6 +24,7 @@ from threadpoolctl import ThreadpoolController
 from inference.audio.live_windows import SpeechWindowGate
 from inference.audio.samples import checked_samples
 from inference.audio.spans import (
+    LongFormWindow,
     Span,
     SpeechWindow,
     SpeechWindowPlan,
@@ -63,6 +64,7 @@ from inference.families.parakeet_tdt.hotwords import (
     check_strength,
     resolve_terms,
 )
+from inference.families.parakeet_tdt.offline_job import ParakeetOfflineJob
 from inference.families.parakeet_tdt.options import (
     DecodeMode,
     RequestSettings,
@@ -168,15 +170,25 @@ class ParakeetEngine:
         started = time.perf_counter()
         request = RequestSettings.from_options(request_options)
         decoded = self._decode(audio, request, JobControl(progress, cancel))
-        transcript = self._transcript(decoded, request.keep_language_tags)
-        if self.is_phonon:
-            transcript.language = "en"  # Phonon-2 is English only
+        transcript = self.render_transcript(
+            decoded.mode, decoded.spans, decoded.n_samples, request.keep_language_tags
+        )
         transcript.timing = Timing(decoded.n_samples / SAMPLE_RATE, time.perf_counter() - started)
         return transcript
 
     def decode(self, audio: np.ndarray, **request_options: Any) -> Decoded:
         """The raw greedy result (token ids with frames and durations, per decoded span), before text."""
         return self._decode(audio, RequestSettings.from_options(request_options), JobControl())
+
+    def open_offline_job(
+        self,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        **request_options: Any,
+    ) -> ParakeetOfflineJob:
+        """``transcribe`` of a file fed in blocks, holding only what the next window needs (offline_job.py)."""
+        return ParakeetOfflineJob(self, request_options, JobControl(progress, cancel))
 
     def open_stream(self, **request_options: Any) -> BufferedStream | RollingStream:
         """A live stream: Phonon-2's rolling phrases (docs/families/parakeet_tdt.md §7.4), else buffered long-form windows (§6.4)."""
@@ -355,29 +367,42 @@ class ParakeetEngine:
             seconds_to_samples(session.right_context_sec),
             hop_length=self.config.features.hop_length,
         )
-        remaining = (
-            budget if budget is not None else TOKENS_PER_FRAME_BUDGET * math.ceil(n / self.samples_per_frame)
-        )
+        remaining = budget if budget is not None else self.long_form_budget(n)
         state: DecoderState | None = None
         tokens: list[TokenStep] = []
         for window in windows:
             control.step(window.window.start / SAMPLE_RATE, n / SAMPLE_RATE)
             if remaining <= 0:
                 break
-            if window.kept_frames <= 0:
-                continue
             window_samples = samples[window.window.start : window.window.end]
-            if not window_samples.any():
-                continue  # digital silence carries no information (see the module doc); streams skip it too
-            frames = self.encode_frames(window_samples)
-            kept = frames[window.keep_start : min(window.keep_end, frames.shape[0])]
-            if kept.shape[0] == 0:
-                continue
-            got, state = self.greedy(kept, state, window.frame_offset, remaining, bias)
+            got, state = self.decode_long_form_window(window_samples, window, state, remaining, bias)
             tokens.extend(got)
             remaining -= len(got)
         log.debug("long-form: %d windows, %d tokens", len(windows), len(tokens))
         return SpanDecode(Span(0, n), tokens)
+
+    def long_form_budget(self, n_samples: int) -> int:
+        return TOKENS_PER_FRAME_BUDGET * math.ceil(n_samples / self.samples_per_frame)
+
+    def decode_long_form_window(
+        self,
+        window_samples: np.ndarray,
+        window: LongFormWindow,
+        state: DecoderState | None,
+        remaining: int,
+        bias: TokenBias | None,
+    ) -> tuple[list[TokenStep], DecoderState | None]:
+        """One long-form window (``window_samples`` are the samples of ``window.window``), continuing ``state``."""
+        if window.kept_frames <= 0 or not window_samples.any():
+            return (
+                [],
+                state,
+            )  # digital silence carries no information (see the module doc); streams skip it too
+        frames = self.encode_frames(window_samples)
+        kept = frames[window.keep_start : min(window.keep_end, frames.shape[0])]
+        if kept.shape[0] == 0:
+            return [], state
+        return self.greedy(kept, state, window.frame_offset, remaining, bias)
 
     def _decode_vad(
         self,
@@ -388,24 +413,7 @@ class ParakeetEngine:
         control: JobControl,
         bias: TokenBias | None,
     ) -> list[SpanDecode]:
-        gate = self.speech_gate
-        chunk_sec = request.vad_chunk_sec or (gate.max_span_sec if gate else self.session.center_sec)
-        if gate is not None and gate.method != "spans":
-            gate = None  # its padding and merge gap are for its own windows, not for plain VAD spans
-        max_full_context_sec = self.config.encoder.max_position_embeddings * self.seconds_per_frame
-        if chunk_sec >= max_full_context_sec:
-            raise UsageError(
-                f"audio_chunk_duration_sec={chunk_sec:g} is too long for VAD spans decoded in full context "
-                f"(the encoder attends to at most {max_full_context_sec:.0f} s)",
-                "use a shorter audio_chunk_duration_sec",
-            )
-        spans = plan_vad_chunks(
-            speech,
-            samples.size,
-            seconds_to_samples(chunk_sec),
-            merge_gap_samples=seconds_to_samples(gate.merge_gap_sec if gate else VAD_MERGE_GAP_SEC),
-            padding_samples=seconds_to_samples(gate.padding_sec if gate else VAD_PADDING_SEC),
-        )
+        spans = self.plan_vad_spans(speech, samples.size, request)
         decoded: list[SpanDecode] = []
         for span in spans:  # each span from a fresh decoder state; the token budget spans the request
             control.step(span.start / SAMPLE_RATE, samples.size / SAMPLE_RATE)
@@ -417,6 +425,27 @@ class ParakeetEngine:
             decoded.append(result)
         log.debug("vad: %d spans", len(spans))
         return decoded
+
+    def plan_vad_spans(self, speech: list[Span], n_samples: int, request: RequestSettings) -> list[Span]:
+        """The VAD chunks decoded in mode ``vad``."""
+        gate = self.speech_gate
+        chunk_sec = request.vad_chunk_sec or (gate.max_span_sec if gate else self.session.center_sec)
+        if gate is not None and gate.method != "spans":
+            gate = None  # its padding and merge gap are for its own windows, not for plain VAD spans
+        max_full_context_sec = self.config.encoder.max_position_embeddings * self.seconds_per_frame
+        if chunk_sec >= max_full_context_sec:
+            raise UsageError(
+                f"audio_chunk_duration_sec={chunk_sec:g} is too long for VAD spans decoded in full context "
+                f"(the encoder attends to at most {max_full_context_sec:.0f} s)",
+                "use a shorter audio_chunk_duration_sec",
+            )
+        return plan_vad_chunks(
+            speech,
+            n_samples,
+            seconds_to_samples(chunk_sec),
+            merge_gap_samples=seconds_to_samples(gate.merge_gap_sec if gate else VAD_MERGE_GAP_SEC),
+            padding_samples=seconds_to_samples(gate.padding_sec if gate else VAD_PADDING_SEC),
+        )
 
     def _decode_windows(
         self,
@@ -453,12 +482,29 @@ class ParakeetEngine:
 
     def _speech(self, samples: np.ndarray) -> list[Span]:
         """The Silero VAD's speech segments of the clip (one VAD pass)."""
-        from inference.audio.vad import SileroVad, speech_segments  # onnxruntime only for VAD requests
+        from inference.audio.vad import speech_segments
 
         if self._vad is None:
-            path = Path(self.session.vad_model_path) if self.session.vad_model_path else None
-            self._vad = SileroVad(path)
+            self._vad = self.new_vad()
         return [Span(segment.start, segment.end) for segment in speech_segments(samples, self._vad)]
+
+    def new_vad(self) -> Any:
+        """A Silero VAD of this model's settings (a ``SileroVad``; onnxruntime is imported only for VAD)."""
+        from inference.audio.vad import SileroVad
+
+        return SileroVad(Path(self.session.vad_model_path) if self.session.vad_model_path else None)
+
+    def near_speech(self, decoded: SpanDecode, speech: list[Span], margin: int) -> SpanDecode:
+        return self._near_speech(decoded, speech, margin)
+
+    def render_transcript(
+        self, mode: DecodeMode, spans: list[SpanDecode], n_samples: int, keep_language_tags: bool
+    ) -> Transcript:
+        """The transcript of decoded spans, as ``transcribe`` builds it (without its timing)."""
+        transcript = self._transcript(Decoded(mode, spans, n_samples), keep_language_tags)
+        if self.is_phonon:
+            transcript.language = "en"  # Phonon-2 is English only
+        return transcript
 
     def _near_speech(self, decoded: SpanDecode, speech: list[Span], margin: int) -> SpanDecode:
         """``decoded`` without the words that lie more than ``margin`` samples outside the VAD's speech."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from inference.families.whisper_ct2.options import RequestSettings, SessionSetti
 from inference.families.whisper_ct2.tokenizer import WhisperTokenizer
 from inference.families.whisper_ct2.words import SPACELESS_LANGUAGES, aligned_words
 from inference.native_stderr import CTRANSLATE2_LINES, native_output_logged
+
+if TYPE_CHECKING:
+    from inference.families.whisper_ct2.offline_job import WhisperOfflineJob
 
 log = logging.getLogger(__name__)
 
@@ -141,16 +144,40 @@ class WhisperEngine:
         results = []
         for start in range(0, samples.size, size):
             control.step(start / SAMPLE_RATE, total_s)
-            window = samples[start : start + size]
-            if not window.any():
-                continue  # digital silence: Whisper would only invent text
-            result = self.decode_window(window, request)
-            result.start_s += start / SAMPLE_RATE
-            result.end_s += start / SAMPLE_RATE
-            result.words = [w.shifted(start / SAMPLE_RATE, limit=result.end_s) for w in result.words]
-            results.append(result)
+            result = self.decode_placed_window(samples[start : start + size], start, request)
+            if result is not None:
+                results.append(result)
         control.step(total_s, total_s)
         return results
+
+    def decode_placed_window(
+        self, window: np.ndarray, start: int, request: RequestSettings
+    ) -> WindowResult | None:
+        """The window of the clip starting at sample ``start``, its times counted from the clip's start; None for
+        digital silence (Whisper would only invent text)."""
+        if not window.any():
+            return None
+        result = self.decode_window(window, request)
+        result.start_s += start / SAMPLE_RATE
+        result.end_s += start / SAMPLE_RATE
+        result.words = [w.shifted(start / SAMPLE_RATE, limit=result.end_s) for w in result.words]
+        return result
+
+    def windows_transcript(self, windows: list[WindowResult], request: RequestSettings) -> Transcript:
+        """The offline transcript of decoded windows (without its timing)."""
+        return self._transcript(windows, request)
+
+    def open_offline_job(
+        self,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        **request_options: Any,
+    ) -> WhisperOfflineJob:
+        """``transcribe`` of a file fed in blocks, one 30 s window held at a time (offline_job.py)."""
+        from inference.families.whisper_ct2.offline_job import WhisperOfflineJob
+
+        return WhisperOfflineJob(self, request_options, JobControl(progress, cancel))
 
     def decode_window(self, window: np.ndarray, request: RequestSettings) -> WindowResult:
         """One window of at most 30 s; times count from its start."""

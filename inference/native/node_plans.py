@@ -1,0 +1,45 @@
+"""Per-node plans of the product callbacks (native/blas.py, native/int8.py), worked out once per graph.
+
+A custom-op callback used to redo, on every compute and every thread, what never changes while its graph lives:
+read the node's arguments, look up three tensors' data addresses, split the output between the threads and
+(int8) bind ONNX Runtime's inputs and outputs. That Python work is a fixed cost of every call, per product node
+and thread, whatever the clip length (tests/bench/README.md, "Fixed per-call cost"). A plan keeps it: the
+addresses are placed once when the graph is allocated and stay put until the graph is freed, when its builder
+forgets its nodes. Nodes are known by a serial number the plans hand out (a struct's address may be reused by a
+later graph; a serial is never reused), so a plan can never outlive the node it was made for.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Generic, TypeVar
+
+Plan = TypeVar("Plan")
+
+
+class NodePlans(Generic[Plan]):
+    """Plans by node serial and (thread index, thread count); at most ``max_nodes`` nodes are kept (beyond that
+    everything is dropped and made again on the next compute, so a forgotten ``forget`` cannot grow memory)."""
+
+    def __init__(self, max_nodes: int = 16384) -> None:
+        self.max_nodes = max_nodes
+        self._serials = itertools.count(1)
+        self._plans: dict[int, dict[tuple[int, int], Plan]] = {}
+
+    def new_serial(self) -> int:
+        return next(self._serials)
+
+    def get(self, serial: int, ith: int, nth: int) -> Plan | None:
+        per_thread = self._plans.get(serial)
+        return None if per_thread is None else per_thread.get((ith, nth))
+
+    def put(self, serial: int, ith: int, nth: int, plan: Plan) -> None:
+        if serial not in self._plans and len(self._plans) >= self.max_nodes:
+            self._plans.clear()
+        self._plans.setdefault(serial, {})[(ith, nth)] = plan
+
+    def forget(self, serial: int) -> None:
+        self._plans.pop(serial, None)
+
+    def __len__(self) -> int:
+        return len(self._plans)
