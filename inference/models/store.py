@@ -4,8 +4,8 @@
 folders, catalog, hub, locks, free space, progress, the atomic swap) and each usable alone:
 :class:`Maintenance` (remove, verify, cleanup), :class:`Downloads` (plan, resume, fetch, check),
 :class:`Assembler` (temporary folder → converted → marker → swapped into place), :class:`Installer` (a catalog
-package from the hub), :class:`Importer` (a local folder or file, a Phonon-2 source) and :class:`NemoImporter`
-(a ``.nemo``). It forwards the operations callers use to the part that does them.
+package from the hub) and :class:`Importer` (a local folder or file, or a source a family converts). It forwards
+the operations callers use to the part that does them.
 
 Layout under the models directory (``AppPaths.models``, overridable with ``CAPTIONEER_MODELS_DIR``)::
 
@@ -34,7 +34,6 @@ from inference.models.downloads import Downloads
 from inference.models.hub import HubClient
 from inference.models.importing import Importer
 from inference.models.maintenance import FileCheck, Maintenance, VerifyReport
-from inference.models.nemo_importing import NemoImporter
 from inference.models.store_context import DiskUsage, StoreContext
 from inference.models.store_layout import (
     DAY_S,
@@ -81,10 +80,7 @@ class ModelStore:
         self.downloads = Downloads(self.context)
         self.assembler = Assembler(self.context)
         self.installer = Installer(self.context, self.downloads, self.assembler, self.maintenance)
-        self.nemo_importer = NemoImporter(self.context, self.assembler, self.maintenance)
-        self.importer = Importer(
-            self.context, self.downloads, self.assembler, self.maintenance, self.nemo_importer
-        )
+        self.importer = Importer(self.context, self.downloads, self.assembler, self.maintenance)
         self.install = self.installer.install
         self.import_local = self.importer.import_local
         self.remove = self.maintenance.remove

@@ -1,7 +1,7 @@
 """What every part of the model store shares (:class:`StoreContext`): its folders, catalog, hub client,
 conversions and clock, the per-package lock, free space checks, progress reports and the atomic swap of an
-assembled package into place. The parts (``maintenance``, ``downloads``, ``assembly``, ``importing``,
-``nemo_importing``) each hold one context; none inherits another."""
+assembled package into place. The parts (``maintenance``, ``downloads``, ``assembly``, ``importing``) each hold
+one context; none inherits another."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from filelock import FileLock, Timeout
 from inference.errors import UsageError
 from inference.models.catalog import Catalog
 from inference.models.conversion import ConversionRegistry
-from inference.models.default_conversions import default_conversions
 from inference.models.errors import DiskSpaceError
 from inference.models.fsops import is_linked, remove_tree, walk_files
 from inference.models.hashing import sha256_file
@@ -55,7 +54,8 @@ class StoreContext:
         self.paths = paths
         self.catalog = catalog or Catalog(paths)
         self._hub = hub
-        self.conversions = conversions or default_conversions()
+        # The families' hooks (``FamilyRegistry.conversions()``); without them the store converts nothing.
+        self.conversions = conversions or ConversionRegistry()
         self.disk_usage = disk_usage
         self.clock = clock
 

@@ -26,10 +26,10 @@ from safetensors.numpy import load_file  # noqa: E402
 from inference.cli import main  # noqa: E402
 from inference.errors import ModelError  # noqa: E402
 from inference.models.catalog import INSTALL_MARKER, Catalog  # noqa: E402
-from inference.models.default_conversions import default_conversions  # noqa: E402
 from inference.models.errors import ChecksumMismatchError  # noqa: E402
 from inference.models.spec import PackageFile, parse_family_spec  # noqa: E402
 from inference.models.store import PARTIAL_DIR, ModelStore  # noqa: E402
+from inference.registry import FamilyRegistry  # noqa: E402
 from tests.models.hub_fixtures import FAST_RETRY  # noqa: E402
 from tests.models.phonon_fixtures import (  # noqa: E402
     ARCHIVE,
@@ -74,7 +74,7 @@ def store_for(app_paths, archive_sha256: str | None = None) -> ModelStore:  # ty
         app_paths,
         catalog,
         hub=client,
-        conversions=default_conversions(),
+        conversions=FamilyRegistry().conversions(),
         disk_usage=lambda _path: Usage(10**13, 0, 10**13),
     )
 
@@ -331,7 +331,9 @@ def test_phonon_only_options_are_refused_for_other_models(real_catalog, tmp_path
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "parakeet_tdt"}))
     code, _ = run("models", "import", str(folder), "--sha256", "0" * 64)
-    assert code == 2 and "apply to Phonon-2 and .nemo sources only" in last_line(capsys.readouterr().err)
+    assert code == 2 and "--sha256 applies to .nemo checkpoints and Phonon-2 sources only" in last_line(
+        capsys.readouterr().err
+    )
 
 
 # ------------------------------------------------------------------------------------------ catalog schema

@@ -16,19 +16,24 @@ import pytest
 from inference.errors import ModelError, UsageError
 from inference.models.assembly import Assembler, Installer
 from inference.models.catalog import Catalog
-from inference.models.conversion import ConversionContext, ConversionRegistry
+from inference.models.conversion import ConversionContext
 from inference.models.downloads import Downloads, PlannedFile
 from inference.models.errors import DiskSpaceError
 from inference.models.hub import RemoteFile
 from inference.models.importing import Importer
 from inference.models.maintenance import Maintenance
 from inference.models.marker import INSTALL_MARKER, InstallMarker, MarkerFile, read_marker, write_marker
-from inference.models.nemo_importing import NemoImporter
 from inference.models.progress import InstallProgress
 from inference.models.store_context import StoreContext
 from inference.models.store_layout import DAY_S, LOCK_DIR, PARTIAL_DIR
 from inference.paths import AppPaths
-from tests.models.hub_fixtures import CONFIG_BYTES, GGUF_BYTES, WEIGHTS_BYTES, hub_client
+from tests.models.hub_fixtures import (
+    CONFIG_BYTES,
+    GGUF_BYTES,
+    WEIGHTS_BYTES,
+    hub_client,
+    importers_without_conversions,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "parakeet_tdt"))
 from nemo_package import build_nemo  # noqa: E402
@@ -42,7 +47,7 @@ def sha256(data: bytes) -> str:
 
 
 def context_for(paths: AppPaths, **kwargs) -> StoreContext:  # type: ignore[no-untyped-def]
-    kwargs.setdefault("conversions", ConversionRegistry())
+    kwargs.setdefault("conversions", importers_without_conversions())
     context = StoreContext(paths, Catalog(paths), **kwargs)
     context.root.mkdir(parents=True)
     return context
@@ -194,11 +199,14 @@ def test_the_installer_runs_on_the_parts_it_is_given(app_paths, hub, hub_state):
     assert installer.install("tiny_gguf") == path and len(hub_state.requests) == asked  # installed: no hub
 
 
+def importer_for(context: StoreContext) -> tuple[Importer, Maintenance]:
+    maintenance = Maintenance(context)
+    return Importer(context, Downloads(context), Assembler(context), maintenance), maintenance
+
+
 def test_the_importer_copies_a_local_folder_into_a_package(app_paths, tmp_path):
     context = context_for(app_paths)
-    maintenance, assembler = Maintenance(context), Assembler(context)
-    nemo_importer = NemoImporter(context, assembler, maintenance)
-    importer = Importer(context, Downloads(context), assembler, maintenance, nemo_importer)
+    importer, maintenance = importer_for(context)
     source = tmp_path / "my-model"
     source.mkdir()
     (source / "config.json").write_text(json.dumps({"model_type": "parakeet_tdt"}), encoding="utf-8")
@@ -210,12 +218,11 @@ def test_the_importer_copies_a_local_folder_into_a_package(app_paths, tmp_path):
         importer.import_local(source)
 
 
-def test_the_nemo_importer_converts_a_nemo_into_a_package(app_paths, tmp_path):
+def test_the_importer_hands_a_nemo_to_its_family_which_converts_it_into_a_package(app_paths, tmp_path):
     source = build_nemo(model_dir("tiny_a"), tmp_path / "tiny_a.nemo")
     context = context_for(app_paths)
-    maintenance = Maintenance(context)
-    nemo_importer = NemoImporter(context, Assembler(context), maintenance)
-    path = nemo_importer.import_nemo(source, None, None, None, "test licence", None, None)
+    importer, maintenance = importer_for(context)
+    path = importer.import_local(source, license_text="test licence")
     assert path == context.root / "tiny_a" / "model" and (path / "config.json").is_file()
     marker = read_marker(context.root / "tiny_a")
     assert marker is not None and marker.format == "nemo" and marker.origin == str(source)
