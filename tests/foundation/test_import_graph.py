@@ -35,6 +35,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "inference",
             "inference.streaming",
             "inference.streaming_windows",
+            "inference.offline_jobs",
+            "inference.heard",
             "inference.audio.*",
             "inference.native.*",
             "inference.contract",
