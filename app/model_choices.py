@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inference.errors import CaptioneerError
+from inference.family import LiveDefaults
 from inference.models.catalog import Catalog
-from inference.models.identify import detect_family
 from inference.paths import AppPaths
+from inference.registry import FamilyRegistry
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class AppState:
     @classmethod
     def load(cls, paths: AppPaths) -> AppState:
         try:
-            catalog = Catalog(paths)
+            catalog = FamilyRegistry.from_environment().catalog(paths)
             model_path, package = catalog.resolve_model(None)
             name = package.name if package else str(model_path)
             summary = f"Model: {name}"
@@ -52,7 +53,8 @@ class AppState:
 
 def installed_models(paths: AppPaths, settings: object | None = None) -> list[ModelChoice]:
     """Every installed package (and the bundled demo model), as choices for the model picker."""
-    catalog = Catalog(paths)
+    families = FamilyRegistry.from_environment()
+    catalog: Catalog = families.catalog(paths)
     choices = []
     for entry in catalog.entries():
         if not entry.installed:
@@ -64,8 +66,8 @@ def installed_models(paths: AppPaths, settings: object | None = None) -> list[Mo
         # come segment by segment (figures: tests/bench/README.md, "Figures behind code comments").
         mode = "segmented" if entry.package.format == "bundled" else "auto"
         family = entry.package.family
-        backend, options = weight_choice(family, getattr(settings, "backend", "auto"), settings)
-        options += live_options(family)
+        backend, options = weight_choice(family, getattr(settings, "backend", "auto"), settings, families)
+        options += live_options(family, families)
         choices.append(
             ModelChoice(
                 entry.package.name,
@@ -79,8 +81,8 @@ def installed_models(paths: AppPaths, settings: object | None = None) -> list[Mo
         )
     if not choices:  # the catalog's fallback: the bundled demo model
         path, package = catalog.resolve_model(None)
-        family = detect_family(path)
-        backend, options = weight_choice(family, "auto", settings)
+        family = families.detect_family(path)
+        backend, options = weight_choice(family, "auto", settings, families)
         choices.append(
             ModelChoice(
                 package.name if package else path.name,
@@ -94,17 +96,27 @@ def installed_models(paths: AppPaths, settings: object | None = None) -> list[Mo
     return choices
 
 
-def live_options(family: str | None) -> tuple[tuple[str, object], ...]:
-    """Session options for captioning in the window. Confucius4-R2T2 streams are VAD-endpointed: a paragraph and
-    subtitle cues per utterance (one undivided segment otherwise), and each utterance decoded fresh."""
-    return (("endpointing", True),) if family == "confucius4_r2t2" else ()
+def live_options(
+    family: str | None, families: FamilyRegistry | None = None
+) -> tuple[tuple[str, object], ...]:
+    """Session options for captioning in the window, as the family's descriptor gives them."""
+    return _live_defaults(family, families).session_options
 
 
 def weight_choice(
-    family: str | None, backend: str, settings: object | None
+    family: str | None, backend: str, settings: object | None, families: FamilyRegistry | None = None
 ) -> tuple[str, tuple[tuple[str, object], ...]]:
-    """(backend, session options) for a family under the user's weights setting: Parakeet-TDT's int8 weights run
-    on ONNX Runtime's CPU kernels only, so that choice also picks the CPU backend (a GPU build would refuse them)."""
-    if family == "parakeet_tdt" and getattr(settings, "parakeet_weights", "native") == "int8":
-        return "cpu", (("conv_weight_type", "int8"), ("weight_type", "int8"))
-    return backend, ()
+    """(backend, session options) for a family under the user's weights setting (the family's descriptor names
+    the setting and what each value needs; a variant that needs a backend overrides the user's)."""
+    live = _live_defaults(family, families)
+    if live.weights_setting is None:
+        return backend, ()
+    variant = live.weight_variants.get(str(getattr(settings, live.weights_setting, "")))
+    if variant is None:
+        return backend, ()
+    return variant.backend or backend, variant.session_options
+
+
+def _live_defaults(family: str | None, families: FamilyRegistry | None) -> LiveDefaults:
+    registry = families or FamilyRegistry.from_environment()
+    return registry.get(family).live if family in registry.names() else LiveDefaults()

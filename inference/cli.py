@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--input",
         metavar="ID",
         help="caption a live input until Ctrl-C (with --mode streaming): an id from 'captioneer devices', "
-        "'mic' (the default microphone) or 'system' (what this computer plays)",
+        "'mic' (the default microphone), 'system' (what this computer plays) or 'meeting' (both, printed as "
+        "'You: …' and 'Others: …')",
     )
     tr.add_argument(
         "--model", help="model directory, .gguf file or installed package id (default: installed model)"
@@ -343,12 +344,11 @@ def _transcribe_limits(args: argparse.Namespace) -> Any:
 
 def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdin: IO[bytes]) -> int:
     """Transcribe through the inference worker, so a native crash is an error message, not a dead shell."""
-    from inference.models.catalog import Catalog
-    from inference.models.identify import KNOWN_FAMILIES, detect_family
-    from inference.models.spec import load_family_spec
+    from inference.registry import FamilyRegistry
 
-    if args.family is not None and args.family not in KNOWN_FAMILIES:
-        raise UsageError(f"unknown family {args.family!r}", f"choose one of: {', '.join(KNOWN_FAMILIES)}")
+    families = FamilyRegistry.from_environment()
+    if args.family is not None:
+        families.get(args.family)  # an unknown family is a usage error naming the known ones
     _check_live_input(args)
     if args.audio is not None and args.audio != "-" and not Path(args.audio).exists():
         from inference.errors import InputFileError
@@ -363,14 +363,14 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
             "--format jsonl prints streaming events", "add --mode streaming or choose --format json"
         )
 
-    catalog = Catalog(paths)
+    catalog = families.catalog(paths)
     model_path, package = catalog.resolve_model(args.model)
     if package is not None and package.format == "bundled" and args.model is None:
         sys.stderr.write(
             f"captioneer: note: using {package.name} — install a real model with `captioneer models install ID`\n"
         )
-    family = args.family or detect_family(model_path)
-    spec = load_family_spec(family)
+    family = args.family or families.detect_family(model_path)
+    spec = families.spec(family)
     session_options = spec.validate_session_options(_parse_kv(args.session_option, "--session-option"))
     raw_request = _parse_kv(args.request_option, "--request-option")
     if args.language is not None:
@@ -384,7 +384,7 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
             if name == "task":
                 raise UsageError(
                     f"the {family} family does not take --task: it cannot {raw_request['task']}",
-                    "translation into English needs a Whisper model (family whisper_ct2); drop --task",
+                    f"translation into English needs {families.translators()}; drop --task",
                 )
             raise UsageError(f"the {family} family does not take --{name}", f"remove --{name}")
     request_options = spec.validate_request_options(raw_request)
@@ -517,6 +517,7 @@ def _run_stream(
     """
     import threading
 
+    from inference.audio.devices.choices import MEETING_DEFAULT, expand_short_name
     from inference.audio.devices.gaps import GapMarkers
     from inference.client import BacklogPolicy
     from inference.contract import SAMPLE_RATE, Delta, Stats, event_to_json
@@ -538,6 +539,14 @@ def _run_stream(
                     out.write(event.text if printed else event.text.lstrip())
                     out.flush()
                     printed.append(event.text)
+
+    if args.input is not None and expand_short_name(args.input) == MEETING_DEFAULT:
+        from inference.cli_meeting import run_meeting_stream
+
+        step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
+        with _sigterm_finishes():
+            meeting = run_meeting_stream(engine, args.format, args.stream_mode, request_options, step, out)
+        return meeting, False  # a meeting whose worker is down past its restart limit fails as a whole
 
     # A file or a pipe can wait for the model: block instead of refusing audio. A live device cannot wait:
     # its audio queues (bounded), as in the window.
@@ -673,16 +682,17 @@ def _posix_fileno(stream: IO[bytes]) -> int | None:
 
 
 def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:
-    from inference.models.catalog import Catalog
     from inference.models.checksums import file_checksums
     from inference.models.marker import installed_marker
+    from inference.registry import FamilyRegistry
 
-    catalog = Catalog(paths)
+    families = FamilyRegistry.from_environment()
+    catalog = families.catalog(paths)
     if args.models_command == "path":
         out.write(f"{paths.models}\n")
         return 0
     if args.models_command in ("install", "remove", "import", "verify", "cleanup"):
-        return _cmd_models_store(args, paths, catalog, out)
+        return _cmd_models_store(args, paths, catalog, families.conversions(), out)
     if args.models_command == "info":
         pkg = catalog.get(args.id)
         installed = catalog.installed_path(pkg)
@@ -734,13 +744,15 @@ def cmd_models(args: argparse.Namespace, paths: AppPaths, out: IO[str]) -> int:
     raise UsageError(f"unknown models command {args.models_command!r}")
 
 
-def _cmd_models_store(args: argparse.Namespace, paths: AppPaths, catalog: Any, out: IO[str]) -> int:
+def _cmd_models_store(
+    args: argparse.Namespace, paths: AppPaths, catalog: Any, conversions: Any, out: IO[str]
+) -> int:
     """install / remove / import / verify / cleanup: progress goes to stderr, results to ``out``."""
     from inference.models.errors import CorruptPackageError, InstallCancelled
     from inference.models.store import ModelStore
     from inference.models.terminal import TerminalProgress
 
-    store = ModelStore(paths, catalog)
+    store = ModelStore(paths, catalog, conversions=conversions)
     command = args.models_command
     if command == "remove":
         removed = store.remove(args.id)

@@ -1,41 +1,23 @@
-"""Loading engines: the family registry and the entry point that picks the family.
+"""Loading engines: the entry point that picks the family and imports its factory.
 
 ``load_engine(model_path, family=None, session_options=..., backend=...)`` inspects the checkpoint
-(``config.json`` or GGUF metadata) to infer the family when none is given. The interface engines
-implement (``Engine``, ``Stream``) is in :mod:`inference.contract`.
+(``config.json`` or GGUF metadata) to infer the family when none is given; the families are those of
+``inference.registry``. The interface engines implement (``Engine``, ``Stream``) is in :mod:`inference.contract`;
+what an engine factory receives (``EngineRequest``) is in :mod:`inference.family`.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from inference.contract import Engine, JobControl
-from inference.errors import BackendError, UsageError
-from inference.models.identify import KNOWN_FAMILIES, detect_family
+from inference.errors import BackendError
+from inference.family import EngineFactory, EngineRequest
+from inference.registry import FamilyRegistry
 
-# Family -> "module:function" of its engine factory, imported only when that family is loaded, so a
-# broken or heavy family never blocks the others.
-FAMILY_FACTORIES: dict[str, str] = {
-    family: f"inference.families.{family}.engine:create_engine" for family in KNOWN_FAMILIES
-}
-
-
-@dataclass(frozen=True)
-class EngineRequest:
-    model_path: Path
-    family: str
-    session_options: dict[str, Any] = field(default_factory=dict)
-    backend: str = "auto"
-    threads: int | None = None
-    # Long loads (a first R2T2 load converts gigabytes) report progress and stop when cancelled.
-    control: JobControl = field(default_factory=lambda: JobControl(stage="load"), compare=False)
-
-
-EngineFactory = Callable[[EngineRequest], Engine]
+__all__ = ["EngineFactory", "EngineRequest", "import_factory", "load_engine"]
 
 
 def import_factory(target: str, family: str) -> EngineFactory:
@@ -55,7 +37,7 @@ def import_factory(target: str, family: str) -> EngineFactory:
         ) from exc
     factory = getattr(module, function, None)
     if not callable(factory):
-        raise BackendError(f"{target} is not an engine factory", "check the engine registry")
+        raise BackendError(f"{target} is not an engine factory", "check the family's engine_factory")
     return factory  # type: ignore[no-any-return]
 
 
@@ -66,11 +48,11 @@ def load_engine(
     backend: str = "auto",
     threads: int | None = None,
     control: JobControl | None = None,
+    families: FamilyRegistry | None = None,
 ) -> Engine:
-    if family is not None and family not in KNOWN_FAMILIES:
-        raise UsageError(f"unknown family {family!r}", f"choose one of: {', '.join(KNOWN_FAMILIES)}")
-    resolved = family or detect_family(model_path)
-    factory = import_factory(FAMILY_FACTORIES[resolved], resolved)
+    registry = families or FamilyRegistry.from_environment()
+    resolved = registry.get(family).name if family is not None else registry.detect_family(model_path)
+    factory = import_factory(registry.get(resolved).engine_factory, resolved)
     request = EngineRequest(
         Path(model_path),
         resolved,

@@ -211,7 +211,8 @@ class Worker:
             raise UsageError(f"the worker does not accept {message.type!r} messages here")
 
     def _load(self, message: p.LoadModel) -> None:
-        from inference.engine import FAMILY_FACTORIES, EngineRequest, detect_family, import_factory
+        from inference.engine import EngineRequest, import_factory
+        from inference.registry import FamilyRegistry
 
         started = time.perf_counter()
         report = self._progress(message.request_id)
@@ -221,12 +222,10 @@ class Worker:
             family = message.family or "custom"
             factory = import_factory(message.factory, family)
         else:
-            family = message.family or detect_family(path)
-            if family not in FAMILY_FACTORIES:
-                raise UsageError(
-                    f"unknown family {family!r}", f"choose one of: {', '.join(FAMILY_FACTORIES)}"
-                )
-            factory = import_factory(FAMILY_FACTORIES[family], family)
+            # Built here, in the worker: CAPTIONEER_FAMILY_PATH came with the environment of the spawn.
+            families = FamilyRegistry.from_environment()
+            family = message.family or families.detect_family(path)
+            factory = import_factory(families.get(family).engine_factory, family)
         control = JobControl(report, self._jobs.get(message.request_id), stage="load")
         request = EngineRequest(
             path, family, dict(message.session_options), message.backend, message.threads, control

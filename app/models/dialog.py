@@ -39,12 +39,12 @@ from app.models.manager import (
     needs_first_run_offer,
     suggested_package,
 )
-from inference.models.catalog import Catalog
 from inference.models.hub import HubClient
 from inference.models.progress import InstallProgress, describe
 from inference.models.spec import PackageSpec
 from inference.models.store import ModelStore
 from inference.paths import AppPaths
+from inference.registry import FamilyRegistry
 
 COLUMNS = ("Package", "Family", "Size", "Quantisation", "Languages", "Licence", "State")
 Confirm = Callable[[QWidget, str, str], bool]
@@ -298,7 +298,10 @@ def _escape(text: str) -> str:
 
 def make_store(paths: AppPaths) -> ModelStore:
     """The store the app uses: ``HF_ENDPOINT`` and ``HF_TOKEN`` honoured (else a CLI login's token)."""
-    return ModelStore(paths, Catalog(paths), hub=HubClient.from_environment())
+    families = FamilyRegistry.from_environment()
+    return ModelStore(
+        paths, families.catalog(paths), hub=HubClient.from_environment(), conversions=families.conversions()
+    )
 
 
 def open_models_dialog(parent: QWidget | None, paths: AppPaths, select: str | None = None) -> ModelsDialog:
@@ -311,7 +314,7 @@ def open_models_dialog(parent: QWidget | None, paths: AppPaths, select: str | No
 
 def first_run_suggestion(paths: AppPaths) -> tuple[bool, PackageSpec | None]:
     """(no real model is installed, the package to suggest downloading) for the first-run banner."""
-    catalog = Catalog(paths)
+    catalog = FamilyRegistry.from_environment().catalog(paths)
     if not needs_first_run_offer(catalog):
         return False, None
     return True, suggested_package(catalog)

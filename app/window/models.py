@@ -12,7 +12,7 @@ from app.models.manager import size_text
 from app.settings import Settings
 from app.views.caption_panel import CaptionPanel
 from inference.errors import CaptioneerError
-from inference.models.spec import load_family_spec
+from inference.registry import FamilyRegistry
 
 
 class ModelPicker:
@@ -62,7 +62,7 @@ class ModelPicker:
         if choice is None or choice.family is None:
             return False
         try:
-            task = load_family_spec(choice.family).request_options.get("task")
+            task = FamilyRegistry.from_environment().spec(choice.family).request_options.get("task")
         except CaptioneerError:
             return False
         return task is not None and "translate" in task.choices
@@ -73,7 +73,7 @@ class ModelPicker:
         if choice is None or choice.family is None:
             return False
         try:
-            return option in load_family_spec(choice.family).request_options
+            return option in FamilyRegistry.from_environment().spec(choice.family).request_options
         except CaptioneerError:
             return False
 

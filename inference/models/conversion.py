@@ -1,9 +1,10 @@
-"""Install-time conversion steps, one optional hook per model family.
+"""What the store runs of the model families: install-time conversions, one optional hook per family, the
+importers of local sources (``source_import.py``) and the detection of an imported folder's family.
 
 A hook runs inside the temporary install directory after every download is verified and before the
 package is marked installed, so a failed or cancelled conversion never leaves an installed-looking
-package. The families' install modules implement the hooks; ``default_conversions.py`` lists the ones this
-build ships.
+package. The families' descriptors name their hooks; ``inference.registry`` builds one registry from them
+(``FamilyRegistry.conversions()``), so nothing here knows a family.
 """
 
 from __future__ import annotations
@@ -13,10 +14,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inference.models.spec import PackageSpec
+from inference.errors import ModelError
+from inference.models.source_import import SourceImporter
+from inference.models.spec import FORMATS_NEEDING_CONVERSION, PackageSpec
 
-# Formats whose downloaded files no engine loads directly.
-FORMATS_NEEDING_CONVERSION = frozenset({"phonon2-archive"})
+__all__ = [
+    "FORMATS_NEEDING_CONVERSION",  # where the app and the store looked for it before it joined the schema
+    "ConversionContext",
+    "ConversionRegistry",
+    "ConversionResult",
+    "Converter",
+    "FamilyDetector",
+    "Preflight",
+    "SpaceEstimate",
+]
 
 
 @dataclass(frozen=True)
@@ -46,13 +57,24 @@ SpaceEstimate = Callable[[PackageSpec], int]
 Preflight = Callable[[PackageSpec], None]
 
 
+# The family of a local model folder or file (``FamilyRegistry.detect_family``).
+FamilyDetector = Callable[[Path], str]
+
+
+def _no_family(path: Path) -> str:
+    raise ModelError(f"no model family is known to detect {path}", "build the store from the family registry")
+
+
 @dataclass
 class ConversionRegistry:
-    """family → converter. Build one per store (no module-level registry)."""
+    """family → converter, the source importers and the family detector. Build one per store (no module-level
+    registry); an empty one converts nothing and detects no family."""
 
     converters: dict[str, Converter] = field(default_factory=dict)
     space_estimates: dict[str, SpaceEstimate] = field(default_factory=dict)
     preflights: dict[str, Preflight] = field(default_factory=dict)
+    source_importers: list[SourceImporter] = field(default_factory=list)
+    detect_family: FamilyDetector = _no_family
 
     def register(
         self,

@@ -1,29 +1,40 @@
-"""Importing a local model folder or file (copied while hashing, or linked), and converting a local Phonon-2
-source (``families/parakeet_tdt/phonon_source.py``) or a NeMo ``.nemo`` (``nemo_importing.py``), with the same
-all-or-nothing assembly as an install."""
+"""Importing a local model folder or file (copied while hashing, or linked), or handing a local source that a
+family converts (``source_import.py``: its importers come with the context's ``conversions``) to that family, with
+the same all-or-nothing assembly as an install."""
 
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 from inference.errors import UsageError
-from inference.families.parakeet_tdt import phonon_source as phonon
-from inference.families.parakeet_tdt.install import extra_space as phonon_extra_space
-from inference.models import nemo
-from inference.models.downloads import PlannedFile
+from inference.models.assembly import Assembler
+from inference.models.catalog import Catalog
+from inference.models.downloads import Downloads
 from inference.models.fsops import copy_hashing, remove_tree, walk_files
-from inference.models.identify import detect_family
+from inference.models.hub import HubClient
 from inference.models.layout import locate_model
+from inference.models.maintenance import Maintenance
 from inference.models.marker import INSTALL_MARKER, InstallMarker, write_marker
-from inference.models.nemo_importing import NemoImporter
-from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter
-from inference.models.spec import PackageFile, PackageSpec
-from inference.models.store_layout import DISK_RESERVE_BYTES, PACKAGE_ID, SKIP_IMPORT_DIRS, file_target, slug
+from inference.models.progress import ProgressCallback, ProgressTracker
+from inference.models.source_import import SOURCE_OPTIONS, Planned, SourceImport, SourceImporter, claiming
+from inference.models.spec import PackageSpec
+from inference.models.store_context import StoreContext
+from inference.models.store_layout import DISK_RESERVE_BYTES, PACKAGE_ID, SKIP_IMPORT_DIRS, slug
 
 
-class StoreImporter(NemoImporter):
-    """Add a local model (copy or link) or convert a local Phonon-2 or NeMo source into a package."""
+class Importer:
+    """Add a local model (copy or link) or convert a local source a family knows into a package."""
+
+    def __init__(
+        self, context: StoreContext, downloads: Downloads, assembler: Assembler, maintenance: Maintenance
+    ) -> None:
+        self.context = context
+        self.downloads = downloads
+        self.assembler = assembler
+        self.maintenance = maintenance
 
     def import_local(
         self,
@@ -38,152 +49,50 @@ class StoreImporter(NemoImporter):
     ) -> Path:
         """Copy (or link) a model folder or file into the store under ``package_id``.
 
-        A Phonon-2 source (a ``.tar.zst`` archive, or a folder holding ``model.fermion`` and ``config.json``)
-        is converted instead, see :meth:`_import_phonon2`, and so is a NeMo ``.nemo`` checkpoint, see
-        :meth:`import_nemo`; ``sidecars`` and ``sha256`` apply to those only, ``license_text`` to a ``.nemo``.
+        A source that a family converts (its importer in ``context.conversions.source_importers`` claims it: a
+        NeMo ``.nemo``, a Phonon-2 archive) is handed to that importer instead; ``sidecars``, ``sha256`` and
+        ``license_text`` apply to such sources only, each to the importers that take it.
         """
         source = Path(source).expanduser()
         if not source.exists():
             raise UsageError(f"nothing to import at {source}", "pass an existing model folder or .gguf file")
         source = source.resolve()
-        if nemo.is_nemo_source(source):
+        importers = self.context.conversions.source_importers
+        given = {"sidecars": sidecars, "sha256": sha256, "license_text": license_text}
+        importer = claiming(importers, source)
+        _check_source_options(
+            importer, importers, [name for name, value in given.items() if value is not None]
+        )
+        if importer is not None:
             if link:
                 raise UsageError(
                     f"{source.name} cannot be linked: it is converted into a new model",
                     "import it without --link",
                 )
-            return self.import_nemo(source, package_id, sidecars, sha256, license_text, progress, cancel)
-        if license_text is not None:
-            raise UsageError("--license applies to .nemo checkpoints only", "leave it out for this model")
-        if phonon.is_phonon2_source(source):
-            if link:
-                raise UsageError(
-                    f"{source.name} cannot be linked: it is converted into a new model",
-                    "import it without --link",
-                )
-            return self._import_phonon2(source, package_id, sidecars, sha256, progress, cancel)
-        if sidecars is not None or sha256 is not None:
-            raise UsageError(
-                "--sidecars and --sha256 apply to Phonon-2 and .nemo sources only",
-                "pass a .nemo file, a .tar.zst archive or a folder holding model.fermion",
-            )
-        family = detect_family(source)  # raises ModelError with a fix if it is no model we can load
+            request = SourceImport(source, package_id, sidecars, sha256, license_text, progress, cancel)
+            return importer.import_source(_ImportTools(self), request)
+        family = self.context.conversions.detect_family(
+            source
+        )  # a ModelError with a fix if no family loads it
         pid = package_id or slug(source.stem if source.is_file() else source.name)
         if not PACKAGE_ID.match(pid):
             raise UsageError(
                 f"{pid!r} cannot be a package id", "use letters, digits, '_', '-' or '.', e.g. --id my_model"
             )
-        known = {p.id: p for p in self.catalog.packages()}
+        known = {p.id: p for p in self.context.catalog.packages()}
         if pid in known:
             if known[pid].family != family:
                 raise UsageError(
                     f"{pid} is a {known[pid].family} package, but {source} is a {family} model",
                     "choose another id with --id",
                 )
-            if self.catalog.installed_path(known[pid]) is not None:
+            if self.context.catalog.installed_path(known[pid]) is not None:
                 raise UsageError(
                     f"{pid} is already installed", "remove it first or choose another id with --id"
                 )
-        self.root.mkdir(parents=True, exist_ok=True)
-        with self._package_lock(pid, "import"):
+        self.context.root.mkdir(parents=True, exist_ok=True)
+        with self.context.package_lock(pid, "import"):
             return self._import_locked(source, pid, family, known, link, progress, cancel)
-
-    def _import_phonon2(
-        self,
-        source: Path,
-        package_id: str | None,
-        sidecars: Path | None,
-        sha256: str | None,
-        progress: ProgressCallback | None,
-        cancel: threading.Event | None,
-    ) -> Path:
-        """Convert a local Phonon-2 source into a package (default id: the catalog's Phonon-2 package).
-
-        The sidecars (nvidia v3 ``config.json``, ``tokenizer.json``, ``processor_config.json``) come from the
-        folder ``sidecars`` or, without it, from the hub as the catalog's Phonon-2 package lists them. The
-        source must hash to ``sha256``, else to the digest the catalog pins or the published one. Everything
-        is assembled in a temporary directory, so a refused or failed import leaves nothing installed.
-        """
-        known = {p.id: p for p in self.catalog.packages()}
-        catalog_pkg = next(
-            (
-                p
-                for p in known.values()
-                if p.format == phonon.FORMAT and p.family == phonon.FAMILY and p.files
-            ),
-            None,
-        )
-        pid = package_id or (catalog_pkg.id if catalog_pkg is not None else "phonon2")
-        if not PACKAGE_ID.match(pid):
-            raise UsageError(
-                f"{pid!r} cannot be a package id", "use letters, digits, '_', '-' or '.', e.g. --id my_model"
-            )
-        if pid in known and known[pid].family != phonon.FAMILY:
-            raise UsageError(
-                f"{pid} is a {known[pid].family} package, but {source} is a Phonon-2 ({phonon.FAMILY}) model",
-                "choose another id with --id",
-            )
-        if pid in known and self.catalog.installed_path(known[pid]) is not None:
-            raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
-        expected = phonon.expected_digest(source, catalog_pkg, sha256)
-        if source.is_file():
-            phonon.require_zstandard(f"reading {source.name}")
-        side_files: tuple[PackageFile, ...] = ()
-        if sidecars is not None:
-            sidecars = Path(sidecars).expanduser().resolve()
-            if not sidecars.is_dir():
-                raise UsageError(
-                    f"--sidecars {sidecars} is not a folder",
-                    "pass the folder holding config.json, tokenizer.json and processor_config.json",
-                )
-        elif catalog_pkg is not None:
-            side_files = phonon.sidecar_files(catalog_pkg, lambda f: file_target(catalog_pkg, f))
-        if sidecars is None and not side_files:
-            raise UsageError(
-                "the catalog does not say where the Phonon-2 sidecars come from",
-                "pass --sidecars DIR holding config.json, tokenizer.json and processor_config.json of "
-                "nvidia/parakeet-tdt-0.6b-v3",
-            )
-        size = (
-            source.stat().st_size if source.is_file() else sum(p.stat().st_size for p in walk_files(source))
-        )
-        named = known.get(pid)
-        pkg = PackageSpec(
-            id=pid,
-            family=phonon.FAMILY,
-            name=named.name if named else f"{source.name} (imported Phonon-2)",
-            format=phonon.FORMAT,
-            files=side_files,
-            size_bytes=size,
-            hf_repo=catalog_pkg.hf_repo if catalog_pkg else None,
-            revision=catalog_pkg.revision if catalog_pkg else None,
-            quantization="f32",
-            languages=("en",),
-        )
-        self.root.mkdir(parents=True, exist_ok=True)
-        with self._package_lock(pid, "import"):
-            if (self.root / pid / INSTALL_MARKER).exists():
-                raise UsageError(
-                    f"{pid} is already installed", "remove it first or choose another id with --id"
-                )
-            self.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
-            tracker = ProgressTracker(pid, ThrottledReporter(progress))
-            checked = source if source.is_file() else source / phonon.CONTAINER
-            total = checked.stat().st_size
-            phonon.check_digest(
-                checked, expected, lambda done: tracker.emit("verifying", done, total, checked.name), cancel
-            )
-            planned: list[PlannedFile] = []
-            if side_files:
-                tracker.emit("checking", message=f"asking {self.hub.endpoint} for the sidecars", force=True)
-                planned = self._plan(pkg, cancel)
-            needed = self._remaining(planned) + phonon_extra_space(pkg) + DISK_RESERVE_BYTES
-            self._require_space(needed, f"to import {source.name}")
-            if planned:
-                self._download_all(pkg, planned, tracker, cancel)
-                self._verify_downloads(planned, tracker, cancel)
-            converter = phonon.import_converter(source, sidecars)
-            return self._assemble_converted(pkg, planned, tracker, cancel, converter, source, sidecars)
 
     def _import_locked(
         self,
@@ -195,15 +104,15 @@ class StoreImporter(NemoImporter):
         progress: ProgressCallback | None,
         cancel: threading.Event | None,
     ) -> Path:
-        if (self.root / pid / INSTALL_MARKER).exists():
+        if (self.context.root / pid / INSTALL_MARKER).exists():
             raise UsageError(f"{pid} is already installed", "remove it first or choose another id with --id")
-        self.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
-        tracker = ProgressTracker(pid, ThrottledReporter(progress))
+        self.maintenance.cleanup(keep=pid)  # what a killed import of this id left (we hold its lock now)
+        tracker = self.context.tracker(pid, progress)
         sources = [source] if source.is_file() else list(walk_files(source, skip_dirs=SKIP_IMPORT_DIRS))
         total = sum(p.stat().st_size for p in sources)
         if not link:
-            self._require_space(total + DISK_RESERVE_BYTES, f"to import {source.name}")
-        tmp = self._new_tmp_dir(pid)
+            self.context.require_space(total + DISK_RESERVE_BYTES, f"to import {source.name}")
+        tmp = self.context.new_tmp_dir(pid)
         try:
             known_hashes: dict[str, str | None] = {}
             if link:
@@ -220,7 +129,7 @@ class StoreImporter(NemoImporter):
                     done += path.stat().st_size
                 model_path = "."
             tracker.emit("finishing", message="recording sizes", force=True)
-            files = self._describe_files(tmp, known_hashes, tracker, cancel, hash_links=False)
+            files = self.context.describe_files(tmp, known_hashes, tracker, cancel, hash_links=False)
             fmt = locate_model(source).kind  # the file the engine will load decides the format
             catalog_pkg = known.get(pid)
             write_marker(
@@ -235,13 +144,96 @@ class StoreImporter(NemoImporter):
                     source="import",
                     origin=str(source),
                     linked=link,
-                    installed_at=self.clock(),
+                    installed_at=self.context.clock(),
                     files=files,
                 ),
             )
-            final = self._swap_into_place(tmp, pid)
+            final = self.context.swap_into_place(tmp, pid)
         except BaseException:
             remove_tree(tmp)
             raise
         tracker.emit("done", message=str(final / model_path), force=True)
         return final / model_path
+
+
+def _check_source_options(
+    importer: SourceImporter | None, importers: list[SourceImporter], given: list[str]
+) -> None:
+    """Refuse the source-only options that ``importer`` (None: a plain model) does not take, naming the sources
+    that do."""
+    refused = [name for name in given if importer is None or name not in importer.options]
+    if not refused:
+        return
+    takers = [i for i in importers if set(refused) <= i.options]
+    flags = " and ".join(SOURCE_OPTIONS[name] for name in refused)
+    verb = "applies" if len(refused) == 1 else "apply"
+    leave = f"leave {'it' if len(refused) == 1 else 'them'} out"
+    if not takers:
+        raise UsageError(f"{flags} {verb} to no source this build converts", leave)
+    raise UsageError(
+        f"{flags} {verb} to {' and '.join(i.label for i in takers)} only",
+        f"{leave} for this model, or pass " + " or ".join(i.example for i in takers),
+    )
+
+
+class _ImportTools:
+    """The store as a source importer sees it (``source_import.ConvertingStore``): the importer's parts."""
+
+    def __init__(self, importer: Importer) -> None:
+        self._context = importer.context
+        self._downloads = importer.downloads
+        self._assembler = importer.assembler
+        self._maintenance = importer.maintenance
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._context.catalog
+
+    @property
+    def root(self) -> Path:
+        return self._context.root
+
+    @property
+    def hub(self) -> HubClient:
+        return self._context.hub
+
+    def package_lock(self, package_id: str, action: str) -> AbstractContextManager[None]:
+        return self._context.package_lock(package_id, action)
+
+    def cleanup(self, keep: str) -> None:
+        self._maintenance.cleanup(keep=keep)
+
+    def require_space(self, needed: int, purpose: str) -> None:
+        self._context.require_space(needed, purpose)
+
+    def plan(self, pkg: PackageSpec, cancel: threading.Event | None) -> list[Planned]:
+        return self._downloads.plan(pkg, cancel)
+
+    def remaining(self, planned: list[Planned]) -> int:
+        return self._downloads.remaining(planned)
+
+    def download_all(
+        self,
+        pkg: PackageSpec,
+        planned: list[Planned],
+        tracker: ProgressTracker,
+        cancel: threading.Event | None,
+    ) -> None:
+        self._downloads.download_all(pkg, planned, tracker, cancel)
+
+    def verify_downloads(
+        self, planned: list[Planned], tracker: ProgressTracker, cancel: threading.Event | None
+    ) -> None:
+        self._downloads.verify_downloads(planned, tracker, cancel)
+
+    def assemble_converted(
+        self,
+        pkg: PackageSpec,
+        planned: list[Planned],
+        tracker: ProgressTracker,
+        cancel: threading.Event | None,
+        converter: Any,
+        source: Path,
+        sidecars: Path | None,
+    ) -> Path:
+        return self._assembler.assemble_converted(pkg, planned, tracker, cancel, converter, source, sidecars)

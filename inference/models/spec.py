@@ -40,6 +40,8 @@ from inference.paths import model_specs_dir
 
 OPTION_TYPES = ("int", "float", "bool", "string", "enum")
 PACKAGE_FORMATS = ("gguf", "safetensors", "ctranslate2", "phonon2-archive", "nemo", "bundled")
+# Formats whose downloaded files no engine loads directly: installable only with their family's conversion.
+FORMATS_NEEDING_CONVERSION = frozenset({"phonon2-archive"})
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 

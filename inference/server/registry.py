@@ -292,17 +292,16 @@ class ModelRegistry:
 
 def resolve_models(names: list[str], paths: AppPaths, max_concurrent: int) -> list[ServedModel]:
     """``--model`` values (package ids or paths; none: the installed default) → models to serve."""
-    from inference.models.catalog import Catalog
-    from inference.models.identify import detect_family
-    from inference.models.spec import load_family_spec
+    from inference.registry import FamilyRegistry
 
-    catalog = Catalog(paths)
+    families = FamilyRegistry.from_environment()
+    catalog = families.catalog(paths)
     out: list[ServedModel] = []
     wanted: list[str | None] = list(names) or [None]
     for name in wanted:
         path, package = catalog.resolve_model(name)
-        family = package.family if package is not None else detect_family(path)
-        spec = load_family_spec(family)
+        family = package.family if package is not None else families.detect_family(path)
+        spec = families.spec(family)
         aliases: tuple[str, ...] = ()
         if package is not None:
             model_id = package.id

@@ -429,10 +429,13 @@ def checked_task(model: ServedModel, task: str) -> str:
     """``task`` if the model's family offers it (Whisper's ``translate``), else a 400 naming what can."""
     option = model.spec.request_option("task") if model.spec is not None else None
     if option is None or task not in option.choices:
+        from inference.registry import FamilyRegistry
+
+        translators = FamilyRegistry.from_environment().translators()
         raise ApiError(
             400,
-            f"model {model.id!r} cannot {task}: only Whisper models (family whisper_ct2) translate speech into "
-            "English; use /v1/audio/transcriptions, or serve a Whisper model",
+            f"model {model.id!r} cannot {task}: only {translators} translate speech into English; use "
+            "/v1/audio/transcriptions, or serve one of those",
             "unsupported_task",
             param="model",
         )

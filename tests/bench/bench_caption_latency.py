@@ -88,12 +88,12 @@ def main() -> None:
     from app.live.sources import ArraySource
     from app.model_choices import ModelChoice
     from inference.client import WorkerClient
-    from inference.models.identify import detect_family
     from inference.paths import AppPaths
+    from inference.registry import FamilyRegistry
 
     app = QCoreApplication([sys.argv[0]])
     audio = speech_clip(args.seconds, gap_s=0.8)
-    family = detect_family(args.model)
+    family = FamilyRegistry.from_environment().detect_family(args.model)
     options = tuple(tuple(item.split("=", 1)) for item in args.session_option)
     print_machine_header(args.threads)
     print(

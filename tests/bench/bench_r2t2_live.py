@@ -16,9 +16,12 @@ previous one is done. Printed per configuration and minute: chunk cost p50/p95 a
 time from the arrival of the chunk that brought a committed word to the moment its delta was out (p50/p95), where
 a chunk's time goes (tower, prefill, decoding), the draft acceptance rate, and whether it keeps up (p95 < chunk).
 
-Configurations (the defaults each front end opens a stream with): ``app`` (the caption window: VAD endpointing,
-``app/state.py`` ``live_options``), ``cli`` (``captioneer live`` / ``transcribe --mode streaming``) and ``live``
-(the server's ``/live``) -- the CLI and ``/live`` open the engine's defaults, so they are one run, ``cli-live``.
+Configurations (the defaults each front end opens a stream with): ``app`` (the caption window, which names
+``endpointing`` in its session options), ``cli`` (``captioneer live`` / ``transcribe --mode streaming``) and
+``live`` (the server's ``/live``) -- the CLI and ``/live`` open the engine's defaults, so they are one run,
+``cli-live``. The family's live default is VAD endpointing for all three, so ``app`` and ``cli-live`` decode the
+same; ``unbounded`` (``endpointing`` off: one window that rolls only when full) is what the CLI and ``/live``
+opened before that default.
 
     nice .venv/bin/python tests/bench/bench_r2t2_live.py [--minutes 10] [--sizes 0.6b,1.7b] [--types q8_0,q4_k]
         [--chunks 320,640,1000] [--configs app,cli-live] [--threads 2] [--tower-type q8_0] [--no-draft]
@@ -53,7 +56,13 @@ from r2t2_random_checkpoint import build  # noqa: E402
 
 from inference.contract import SAMPLE_RATE, Delta  # noqa: E402
 
-CONFIGS: dict[str, dict[str, Any]] = {"app": {"endpointing": True}, "cli-live": {}}
+# The app and the CLI/``/live`` open the family's live default (endpointing) the same way, the app naming it;
+# ``unbounded`` is the CLI's and ``/live``'s default before it (one growing window that rolls when full).
+CONFIGS: dict[str, dict[str, Any]] = {
+    "app": {"endpointing": True},
+    "cli-live": {},
+    "unbounded": {"endpointing": False},
+}
 HEADER = "language English<asr_text>"  # what the model answers first in automatic language mode
 BIAS = 1000.0  # far above any logit of the random weights (|logit| ~ 1)
 

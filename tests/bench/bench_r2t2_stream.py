@@ -290,7 +290,11 @@ def main() -> None:
         for storage in args.types.split(","):
             engine = create_engine(
                 EngineRequest(
-                    model_dir, "confucius4_r2t2", {"thinker_weight_type": storage}, "cpu", args.threads
+                    model_dir,
+                    "confucius4_r2t2",
+                    {"thinker_weight_type": storage, "endpointing": False},  # the LSP on one segment
+                    "cpu",
+                    args.threads,
                 )
             )
             try:

@@ -7,7 +7,7 @@ fast as the worker answers (faster than real time where the model allows), throu
 
 * ``demo-segmented``: the bundled demo model, Silero VAD segments (the app's mode for it), 320 ms pushes;
 * ``parakeet-buffered``: the demo model's buffered windows (Parakeet's own live path), 320 ms pushes;
-* ``r2t2-tiny``: Confucius4-R2T2 with default live options (no window, no endpointing: it rolls when full) on
+* ``r2t2-tiny``: Confucius4-R2T2 without endpointing (no window either: one segment that rolls when full) on
   the tiny fixture checkpoint, 1000 ms chunks;
 * ``r2t2-full``: the same on a full-size checkpoint with random weights (``--r2t2-model DIR``, built by
   ``bench_r2t2_stream.py``), 1000 ms chunks.
@@ -78,7 +78,9 @@ def mode_setup(
 
             model = stream_variant(R2T2_TINY, scratch / "r2t2", 800)
         # Forced language: random weights never emit a language tag (automatic mode would show nothing).
-        return model, {}, {"mode": "native", "language": "English", "chunk_size_ms": 1000}, 16000
+        # Endpointing off (the family's live default is on): this soaks one segment that rolls when full.
+        session = {"endpointing": False}
+        return model, session, {"mode": "native", "language": "English", "chunk_size_ms": 1000}, 16000
     raise SystemExit(f"unknown mode {mode!r}")
 
 

@@ -89,18 +89,37 @@ def test_two_utterances_make_two_segments_with_seeds_speech_ends_and_a_joined_te
     assert {d.segment_id for d in deltas} == {0, 1}
     assert [d.text[0] == " " for d in deltas if d.segment_id == 1][0]  # a new segment's first delta
     committed = "".join(d.text for d in deltas)
-    assert committed.split(" " + word(0))[0] == " ".join(first.split()[:-5])  # the flush rolled back 5 words
+    # Each flush commits its segment's last words too (a chunk's delta stops 5 words short): the deltas add up
+    # to the final text across the utterance boundary, as the CLI's and /live's outputs need.
+    flushes = [events[i - 1] for i, e in enumerate(events) if isinstance(e, SpeechEnd)]
+    assert all(isinstance(d, Delta) and len(d.text.split()) >= 5 for d in flushes)
+    assert committed.split(" " + word(0))[0] == first
     snapshots = [e for e in events if isinstance(e, Snapshot)]
     assert {e.segment_id for e in snapshots} == {0, 1}
     # after earlier committed text, a segment's provisional words start with the joining space
     assert all(e.text.startswith(" ") for e in snapshots if e.segment_id == 1 and e.text)
     last_of_first = max(i for i, e in enumerate(events) if isinstance(e, Snapshot) and e.segment_id == 0)
     assert isinstance(events[last_of_first + 1], Delta | SpeechEnd)  # the flush sends no snapshot
-    assert transcript.text == first + " " + second
+    assert transcript.text == first + " " + second == committed
     assert [(s.text, s.start_s) for s in transcript.segments] == [(first, 0.0), (second, 102 * FRAME / 16000)]
     # each segment has its own decoder; the trailing silence (a seed) was decoded once at finish
     assert len(decoders) == 4 and decoders[2].calls and not decoders[3].calls
     assert decoders[2].calls == [11 * FRAME]
+
+
+def test_a_segment_decodes_its_seed_as_one_chunk():
+    """The lead-in seed arrives at once when speech starts: one decode of all its whole chunks, not one per
+    chunk in the same push (each decode re-reads the segment's audio anyway); then one per chunk."""
+    stream, decoders = make()
+    chunk = StreamOptions().chunk_samples
+    stream.push(frames((70, False), (1, True)))  # the seed keeps the last 2 s of the silence
+    seed_and_frame = min(70 * FRAME, 2 * 16000) + FRAME
+    assert decoders[0].calls == [seed_and_frame // chunk * chunk]
+    stream.push(frames((40, True)))
+    assert [b - a for a, b in zip(decoders[0].calls, decoders[0].calls[1:], strict=False)] == [chunk] * (
+        len(decoders[0].calls) - 1
+    )
+    assert len(decoders[0].calls) == (seed_and_frame + 40 * FRAME) // chunk - seed_and_frame // chunk + 1
 
 
 def test_max_segment_seconds_cuts_continuous_speech():
@@ -156,15 +175,18 @@ def test_a_ten_minute_stream_keeps_its_state_and_work_per_chunk_bounded():
     stream, decoders = make(endpoints)
     utterance = frames((125, True), (31, False))  # 4.0 s + 0.99 s
     ends = 0
+    committed = ""
     for _ in range(120):
         for start in range(0, utterance.size, 5120):
             events = stream.push(utterance[start : start + 5120])
             ends += sum(isinstance(e, SpeechEnd) for e in events)
+            committed += "".join(e.text for e in events if isinstance(e, Delta))
             # nothing the stream holds grows with the length of the stream
             assert stream._accum.size + stream._buffer.size <= 3 * 16000
             assert stream._seed.size <= endpoints.gap_keep_ms * 16
     transcript = stream.finish()
     assert ends == 240  # every utterance is cut once at 3 s and ends once at the silence
+    assert committed == transcript.text  # append-only across all 240 segment boundaries
     calls = [size for d in decoders for size in d.calls]
     assert max(calls) <= 3 * 16000  # each decode sees at most one segment's audio
     # one decode per 320 ms of segment audio (each utterance with its seed is at most 5 s) + two flushes

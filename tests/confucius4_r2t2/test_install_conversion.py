@@ -13,9 +13,9 @@ from r2t2_fixtures import HF_CHECKPOINT
 
 from inference.families.confucius4_r2t2 import thinker_gguf as tg
 from inference.models.catalog import INSTALL_MARKER
-from inference.models.default_conversions import default_conversions
 from inference.models.errors import DiskSpaceError, InstallCancelled
 from inference.models.spec import load_family_spec
+from inference.registry import FamilyRegistry
 from tests.models.hub_fixtures import app_paths, hub, hub_state, make_store  # noqa: F401  (pytest fixtures)
 from tests.models.hub_server import HubState
 
@@ -63,7 +63,7 @@ def r2t2_hub(app_paths, hub_state: HubState, hub, tmp_path: Path):  # noqa: F811
 
 def test_safetensors_install_builds_the_thinker_gguf_with_progress(r2t2_hub) -> None:
     reports = []
-    store = make_store(r2t2_hub, conversions=default_conversions())
+    store = make_store(r2t2_hub, conversions=FamilyRegistry().conversions())
     path = store.install("tiny_r2t2_st", progress=reports.append)
     assert path == r2t2_hub.models / "tiny_r2t2_st"
     converted = path / ".captioneer" / "thinker-f32.gguf"  # native storage of an f32 checkpoint
@@ -80,7 +80,7 @@ def test_safetensors_install_builds_the_thinker_gguf_with_progress(r2t2_hub) -> 
 
 
 def test_gguf_package_install_copies_the_thinker(r2t2_hub) -> None:
-    path = make_store(r2t2_hub, conversions=default_conversions()).install("tiny_r2t2_q8_0")
+    path = make_store(r2t2_hub, conversions=FamilyRegistry().conversions()).install("tiny_r2t2_q8_0")
     converted = path.parent / ".captioneer" / "tiny-r2t2-q8_0.thinker-q8_0.gguf"
     assert path.suffix == ".gguf" and converted.is_file()
     stamp = converted.stat().st_mtime_ns
@@ -100,7 +100,9 @@ def test_cancel_during_the_thinker_conversion_installs_nothing(
 
     monkeypatch.setattr(tg, "write_thinker_gguf", cancel_while_writing)
     with pytest.raises(InstallCancelled):
-        make_store(r2t2_hub, conversions=default_conversions()).install("tiny_r2t2_st", cancel=cancel)
+        make_store(r2t2_hub, conversions=FamilyRegistry().conversions()).install(
+            "tiny_r2t2_st", cancel=cancel
+        )
     assert not (r2t2_hub.models / "tiny_r2t2_st").exists()
     assert not list(r2t2_hub.models.glob(".tmp-*"))
 
@@ -111,18 +113,18 @@ def test_the_conversion_counts_in_the_disk_preflight(r2t2_hub) -> None:
     from inference.models.store import DISK_RESERVE_BYTES
 
     pkg = next(p for p in load_family_spec("confucius4_r2t2").packages if p.id == "tiny_r2t2_st")
-    assert default_conversions().extra_space(pkg) == pkg.size_bytes
+    assert FamilyRegistry().conversions().extra_space(pkg) == pkg.size_bytes
     usage = namedtuple("Usage", "total used free")
     free = pkg.size_bytes + DISK_RESERVE_BYTES + 1000  # the download fits, the thinker GGUF does not
     with pytest.raises(DiskSpaceError):
         make_store(
-            r2t2_hub, conversions=default_conversions(), disk_usage=lambda _: usage(0, 0, free)
+            r2t2_hub, conversions=FamilyRegistry().conversions(), disk_usage=lambda _: usage(0, 0, free)
         ).install("tiny_r2t2_st")
 
 
 def test_verify_tolerates_a_rebuilt_derived_cache_but_not_damaged_downloads(r2t2_hub) -> None:
     """A converter upgrade rewrites .captioneer/ caches: not corruption. A changed download is."""
-    store = make_store(r2t2_hub, conversions=default_conversions())
+    store = make_store(r2t2_hub, conversions=FamilyRegistry().conversions())
     path = store.install("tiny_r2t2_st")
     cache = path / ".captioneer" / "thinker-f32.gguf"
     cache.write_bytes(cache.read_bytes() + b"rebuilt by a newer converter")

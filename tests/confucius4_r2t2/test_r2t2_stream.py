@@ -150,7 +150,8 @@ def test_session_options_are_accepted_with_and_without_the_family_prefix():
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory):
     path = checkpoint_variant(HF_CHECKPOINT, tmp_path_factory.mktemp("stream") / "hf", 800)
-    session = {"confucius4_r2t2.chunk_size_ms": 500, "unfixed_token_num": 3}
+    # One unendpointed segment: these tests follow the LSP chunk by chunk.
+    session = {"confucius4_r2t2.chunk_size_ms": 500, "unfixed_token_num": 3, "endpointing": False}
     made = create_engine(EngineRequest(path, FAMILY, session, "cpu", 1))
     yield made
     made.close()
@@ -242,3 +243,25 @@ def test_endpointing_session_option_splits_the_stream_with_silero(tmp_path):
     assert transcript.text == " ".join(s.text for s in transcript.segments)
     assert [s.text for s in transcript.segments][: len(ends)] == [e.text for e in ends]
     assert all(e.segment_id <= max(x.segment_id for x in ends) + 1 for e in events if isinstance(e, Delta))
+
+
+def test_the_live_default_is_endpointing_and_a_rolling_window_replaces_it(tmp_path):
+    """One live default for the app, the CLI and /live: endpointed segments, so the text re-prefilled with
+    every chunk stays bounded. A stream given a rolling window takes it instead, unless the session chose
+    endpointing (a conflict); endpointing off gives one segment rolled when full."""
+    from inference.families.confucius4_r2t2.endpointing import EndpointedStream
+
+    path = checkpoint_variant(HF_CHECKPOINT, tmp_path / "hf", 800)
+    assert load_family_spec(FAMILY).defaults("session")["endpointing"] is True
+    with create_engine(EngineRequest(path, FAMILY, {}, "cpu", 1)) as defaults:
+        assert isinstance(defaults.open_stream(), EndpointedStream)
+        windowed = defaults.open_stream(rolling_window_seconds=16)
+        assert isinstance(windowed, R2T2Stream) and windowed.rolling_samples == 16 * 16000
+    with create_engine(EngineRequest(path, FAMILY, {"rolling_window_seconds": 16}, "cpu", 1)) as rolling:
+        assert isinstance(rolling.open_stream(), R2T2Stream)
+    chosen = create_engine(EngineRequest(path, FAMILY, {"endpointing": True}, "cpu", 1))
+    with chosen, pytest.raises(UsageError, match="both bound a live stream"):
+        chosen.open_stream(rolling_window_seconds=16)
+    with create_engine(EngineRequest(path, FAMILY, {"endpointing": False}, "cpu", 1)) as unendpointed:
+        stream = unendpointed.open_stream()
+        assert isinstance(stream, R2T2Stream) and stream.auto_roll and not stream.rolling_samples

@@ -95,11 +95,11 @@ def test_rolling_window_options_are_checked(engine):
         engine.transcribe(np.zeros(1600, np.float32), rolling_window_seconds=16)
 
 
-def test_a_default_live_stream_never_ends_because_it_is_long(tmp_path_factory: pytest.TempPathFactory):
-    """No window, no endpointing (the app's, the CLI's and /live's defaults): past the tower's ~115 s and the
-    thinker context the stream rolls instead of failing, and its published text only grows."""
+def test_an_unendpointed_live_stream_never_ends_because_it_is_long(tmp_path_factory: pytest.TempPathFactory):
+    """No window, endpointing off: past the tower's ~115 s and the thinker context the stream rolls instead of
+    failing, and its published text only grows."""
     path = stream_variant(HF_CHECKPOINT, tmp_path_factory.mktemp("endless") / "w800", 800)
-    engine = create_engine(EngineRequest(path, "confucius4_r2t2", {}, "cpu", 2))
+    engine = create_engine(EngineRequest(path, "confucius4_r2t2", {"endpointing": False}, "cpu", 2))
     try:
         stream = engine.open_stream(language="English", chunk_size_ms=2000, max_tokens=4)
         clip = load_audio()["clip_long"]

@@ -13,6 +13,8 @@ from inference.families.confucius4_r2t2.frontend import audio_token_count, log_m
 from inference.families.confucius4_r2t2.prompt import build_prompt
 from inference.families.confucius4_r2t2.stream_frontend import BLOCK, StreamingLogMel
 
+# These tests follow the LSP chunk by chunk: one unendpointed segment.
+UNENDPOINTED = {"endpointing": False}
 MELS = 4
 
 
@@ -81,7 +83,7 @@ def test_without_reuse_every_window_is_encoded_by_the_same_calls():
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory):
     path = stream_variant(HF_CHECKPOINT, tmp_path_factory.mktemp("cache") / "w400", 400)
-    made = create_engine(EngineRequest(path, "confucius4_r2t2", {}, "cpu", 1))
+    made = create_engine(EngineRequest(path, "confucius4_r2t2", UNENDPOINTED, "cpu", 1))
     yield made
     made.close()
 
@@ -183,7 +185,8 @@ def test_the_stream_frontend_computes_each_final_block_once():
 @pytest.fixture(scope="module")
 def quantised_engine(tmp_path_factory: pytest.TempPathFactory):
     path = stream_variant(HF_CHECKPOINT, tmp_path_factory.mktemp("cache-q8") / "w400", 400)
-    made = create_engine(EngineRequest(path, "confucius4_r2t2", {"thinker_weight_type": "q8_0"}, "cpu", 1))
+    session = {"thinker_weight_type": "q8_0", **UNENDPOINTED}
+    made = create_engine(EngineRequest(path, "confucius4_r2t2", session, "cpu", 1))
     yield made
     made.close()
 

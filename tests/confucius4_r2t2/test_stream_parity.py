@@ -45,9 +45,10 @@ def engines(tmp_path_factory: pytest.TempPathFactory):
         key = (window, checkpoint.name, weight_type)
         if key not in made:
             path = stream_variant(checkpoint, root / "-".join(map(str, key)), window)
-            # The reference runs the spec's session defaults (a CPU engine would otherwise take CPU_CHUNK_MS).
+            # The reference runs the spec's LSP defaults (a CPU engine would otherwise take CPU_CHUNK_MS) on one
+            # unendpointed segment.
             chunk = load_family_spec("confucius4_r2t2").defaults("session")["chunk_size_ms"]
-            options = {"thinker_weight_type": weight_type, "chunk_size_ms": chunk}
+            options = {"thinker_weight_type": weight_type, "chunk_size_ms": chunk, "endpointing": False}
             made[key] = create_engine(EngineRequest(path, "confucius4_r2t2", options, "cpu", 1))
         return made[key]
 

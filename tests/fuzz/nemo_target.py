@@ -13,6 +13,7 @@ from inference.families.parakeet_tdt.nemo_import import convert_nemo
 from inference.models.store import ModelStore
 from inference.models.torch_zip import open_torch_state_dict
 from inference.paths import AppPaths
+from inference.registry import FamilyRegistry
 
 PACKAGE = "fuzzed"
 
@@ -51,6 +52,7 @@ def store_import(path: Path, scratch: Path) -> dict[str, bytes]:
     """``captioneer models import`` as the store runs it (hash, lock, temporary folder, convert, swap): the
     installed tensors' bytes by name."""
     home = scratch / "home"
-    store = ModelStore(AppPaths.from_environment({"CAPTIONEER_HOME": str(home)}))
+    paths = AppPaths.from_environment({"CAPTIONEER_HOME": str(home)})
+    store = ModelStore(paths, conversions=FamilyRegistry().conversions())
     model = store.import_local(path, package_id=PACKAGE, license_text="fuzz")
     return safetensors_tensors(Path(model) / "model.safetensors")

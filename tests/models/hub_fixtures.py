@@ -16,6 +16,7 @@ from inference.models.hub import HubClient, RetryPolicy
 from inference.models.spec import load_all_specs
 from inference.models.store import ModelStore
 from inference.paths import AppPaths
+from inference.registry import FamilyRegistry
 from tests.models.hub_server import HubServer, HubState
 
 GGUF_REPO = "test-org/tiny-gguf"
@@ -144,14 +145,27 @@ FAST_RETRY = RetryPolicy(attempts=4, base_delay_s=0.01, max_delay_s=0.05)
 def make_store(
     paths: AppPaths, endpoint: str | None = None, token: str | None = None, **kwargs
 ) -> ModelStore:
-    """A store on the local hub. Without ``conversions`` it has none, so the tiny catalog's ``tiny_archive``
-    stands for a package whose conversion this build lacks (the shipped registry would convert it)."""
-    kwargs.setdefault("conversions", ConversionRegistry())
-    client = HubClient(
+    """A store on the local hub. Without ``conversions`` it has the families' importers and detection but no
+    install-time conversion, so the tiny catalog's ``tiny_archive`` stands for a package whose conversion this
+    build lacks (the shipped registry would convert it)."""
+    kwargs.setdefault("conversions", importers_without_conversions())
+    return ModelStore(paths, Catalog(paths, load_all_specs()), hub=hub_client(endpoint, token), **kwargs)
+
+
+def importers_without_conversions() -> ConversionRegistry:
+    """The families' source importers and detection, without their install-time conversions."""
+    families = FamilyRegistry().conversions()
+    return ConversionRegistry(
+        source_importers=families.source_importers, detect_family=families.detect_family
+    )
+
+
+def hub_client(endpoint: str | None = None, token: str | None = None) -> HubClient:
+    """A client of the local hub (``HF_ENDPOINT``) with quick retries and small chunks."""
+    return HubClient(
         endpoint=endpoint or os.environ.get("HF_ENDPOINT"),
         token=token,
         retry=FAST_RETRY,
         chunk_size=32 * 1024,
         read_timeout_s=5,
     )
-    return ModelStore(paths, Catalog(paths, load_all_specs()), hub=client, **kwargs)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from inference.errors import ModelError
-from inference.models.identify import detect_family
 from inference.models.layout import locate_model
+from inference.registry import FamilyRegistry
 
 
 def _touch(path: Path, data: bytes = b"x") -> Path:
@@ -110,8 +110,8 @@ def test_missing_unsupported_and_nemo(tmp_path: Path) -> None:
 def test_family_detection_follows_the_same_rule(tmp_path: Path) -> None:
     _touch(tmp_path / "config.json", json.dumps({"model_type": "parakeet_tdt"}).encode())
     _touch(tmp_path / "model.safetensors")
-    assert detect_family(tmp_path) == "parakeet_tdt"
+    assert FamilyRegistry().detect_family(tmp_path) == "parakeet_tdt"
     _touch(tmp_path / "a.gguf")
     _touch(tmp_path / "b.gguf")
     with pytest.raises(ModelError, match="holds 2 .gguf packages"):  # not silently the first one
-        detect_family(tmp_path)
+        FamilyRegistry().detect_family(tmp_path)

@@ -37,6 +37,7 @@ import sys
 from pathlib import Path
 from inference.models.store import ModelStore
 from inference.paths import AppPaths
+from inference.registry import FamilyRegistry
 
 ready = Path(sys.argv[2])
 
@@ -45,7 +46,8 @@ def progress(report):
         ready.write_text("converting")
         sys.stdin.read()
 
-ModelStore(AppPaths.from_environment()).import_local(Path(sys.argv[1]), package_id=sys.argv[3], progress=progress)
+store = ModelStore(AppPaths.from_environment(), conversions=FamilyRegistry().conversions())
+store.import_local(Path(sys.argv[1]), package_id=sys.argv[3], progress=progress)
 """
 
 

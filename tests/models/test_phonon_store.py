@@ -26,10 +26,10 @@ from safetensors.numpy import load_file  # noqa: E402
 from inference.cli import main  # noqa: E402
 from inference.errors import ModelError  # noqa: E402
 from inference.models.catalog import INSTALL_MARKER, Catalog  # noqa: E402
-from inference.models.default_conversions import default_conversions  # noqa: E402
 from inference.models.errors import ChecksumMismatchError  # noqa: E402
 from inference.models.spec import PackageFile, parse_family_spec  # noqa: E402
 from inference.models.store import PARTIAL_DIR, ModelStore  # noqa: E402
+from inference.registry import FamilyRegistry  # noqa: E402
 from tests.models.hub_fixtures import FAST_RETRY  # noqa: E402
 from tests.models.phonon_fixtures import (  # noqa: E402
     ARCHIVE,
@@ -74,7 +74,7 @@ def store_for(app_paths, archive_sha256: str | None = None) -> ModelStore:  # ty
         app_paths,
         catalog,
         hub=client,
-        conversions=default_conversions(),
+        conversions=FamilyRegistry().conversions(),
         disk_usage=lambda _path: Usage(10**13, 0, 10**13),
     )
 
@@ -277,11 +277,8 @@ def damaged_folder(source: PhononSource, tmp_path: Path, what: str) -> Path:
         ),
         ("archive: wrong --sha256", r"has sha256 [0-9a-f]{64}, expected 0{64}"),
         ("archive: truncated", "is damaged or truncated"),
-        (
-            "archive: symlink member",
-            r"holds 'phonon-2/evil', a symbolic link; a Phonon-2 archive holds only regular",
-        ),
-        ("archive: unsafe path", r"holds a member at an unsafe path '\.\./model\.fermion'"),
+        ("archive: symlink member", r"its member 'phonon-2/evil' is a symbolic link, not a regular file"),
+        ("archive: unsafe path", r"its member '\.\./model\.fermion' has an unsafe path"),
         ("folder: published digest", r"model.fermion has sha256 [0-9a-f]{64}, expected 4b6bfa3a…11468"),
         ("folder: truncated container", "is truncated: its records need"),
         ("folder: no config.json", "config.json is unreadable"),
@@ -334,7 +331,9 @@ def test_phonon_only_options_are_refused_for_other_models(real_catalog, tmp_path
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "parakeet_tdt"}))
     code, _ = run("models", "import", str(folder), "--sha256", "0" * 64)
-    assert code == 2 and "apply to Phonon-2 and .nemo sources only" in last_line(capsys.readouterr().err)
+    assert code == 2 and "--sha256 applies to .nemo checkpoints and Phonon-2 sources only" in last_line(
+        capsys.readouterr().err
+    )
 
 
 # ------------------------------------------------------------------------------------------ catalog schema
@@ -389,7 +388,7 @@ def test_two_files_at_one_place_are_refused(app_paths, hub, hub_state) -> None:
     stock = next(p for p in spec.packages if p.id == "parakeet_tdt")
     clash = replace(stock, id="clash", hf_repo="test-org/tiny-st", target_dir=None, files=files)
     store = store_for(app_paths)
-    store.catalog = Catalog(app_paths, {"parakeet_tdt": replace(spec, packages=(clash,))})
+    store.context.catalog = Catalog(app_paths, {"parakeet_tdt": replace(spec, packages=(clash,))})
     with pytest.raises(ModelError, match="puts two files at side/config.json"):
         store.install("clash")
     assert nothing_installed(app_paths.models, "clash")

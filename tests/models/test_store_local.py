@@ -14,6 +14,7 @@ from inference.errors import ModelError, UsageError
 from inference.models.catalog import INSTALL_MARKER, Catalog
 from inference.models.errors import CorruptPackageError
 from inference.models.store import PARTIAL_DIR, ModelStore
+from inference.registry import FamilyRegistry
 from tests.models.hub_fixtures import GGUF_BYTES, make_store
 
 
@@ -43,7 +44,7 @@ def _gguf_file(root: Path) -> Path:
 
 def test_import_folder_copies_validates_and_lists(app_paths, tmp_path):
     source = _hf_folder(tmp_path / "src")
-    store = ModelStore(app_paths)
+    store = ModelStore(app_paths, conversions=FamilyRegistry().conversions())
     path = store.import_local(source)
     assert path == app_paths.models / "my-parakeet"
     assert (path / "model.safetensors").read_bytes() == b"\x01" * 5000
@@ -61,7 +62,9 @@ def test_import_folder_copies_validates_and_lists(app_paths, tmp_path):
 
 def test_import_gguf_file_under_a_chosen_id(app_paths, tmp_path):
     source = _gguf_file(tmp_path)
-    path = ModelStore(app_paths).import_local(source, package_id="mine")
+    path = ModelStore(app_paths, conversions=FamilyRegistry().conversions()).import_local(
+        source, package_id="mine"
+    )
     assert path == app_paths.models / "mine" / "custom-r2t2.gguf"
     assert path.read_bytes() == source.read_bytes()
     pkg = next(p for p in Catalog(app_paths).packages() if p.id == "mine")
@@ -70,7 +73,7 @@ def test_import_gguf_file_under_a_chosen_id(app_paths, tmp_path):
 
 def test_import_by_link_keeps_the_source_when_removed(app_paths, tmp_path):
     source = _hf_folder(tmp_path / "src")
-    store = ModelStore(app_paths)
+    store = ModelStore(app_paths, conversions=FamilyRegistry().conversions())
     path = store.import_local(source, package_id="linked", link=True)
     assert path.is_symlink() and (path / "config.json").is_file()
     report = store.verify("linked")
@@ -85,21 +88,23 @@ def test_import_rejects_what_no_family_loads(app_paths, tmp_path):
     junk.mkdir()
     (junk / "notes.txt").write_text("hello")
     with pytest.raises(ModelError, match="neither config.json nor a .gguf"):
-        ModelStore(app_paths).import_local(junk)
+        ModelStore(app_paths, conversions=FamilyRegistry().conversions()).import_local(junk)
     with pytest.raises(UsageError, match="nothing to import"):
-        ModelStore(app_paths).import_local(tmp_path / "absent")
+        ModelStore(app_paths, conversions=FamilyRegistry().conversions()).import_local(tmp_path / "absent")
     assert not [p for p in app_paths.models.glob(".tmp-*")]
 
 
 def test_import_under_a_catalog_id_of_another_family_is_refused(app_paths, tmp_path):
     source = _gguf_file(tmp_path)  # a confucius4_r2t2 model
     with pytest.raises(UsageError, match="is a parakeet_tdt package"):
-        ModelStore(app_paths).import_local(source, package_id="tiny_gguf")
+        ModelStore(app_paths, conversions=FamilyRegistry().conversions()).import_local(
+            source, package_id="tiny_gguf"
+        )
 
 
 def test_import_twice_under_one_id_is_refused(app_paths, tmp_path):
     source = _hf_folder(tmp_path / "src")
-    store = ModelStore(app_paths)
+    store = ModelStore(app_paths, conversions=FamilyRegistry().conversions())
     store.import_local(source)
     with pytest.raises(UsageError, match="already installed"):
         store.import_local(source)
@@ -143,7 +148,7 @@ def test_verify_detects_tampering(app_paths, hub):
 
 
 def test_cleanup_removes_dead_temporary_folders_and_only_old_partial_downloads(app_paths):
-    store = ModelStore(app_paths)
+    store = ModelStore(app_paths, conversions=FamilyRegistry().conversions())
     models = app_paths.models
     old_tmp, fresh_tmp = models / ".tmp-a-1234", models / ".tmp-b-5678"
     paused, abandoned, resuming = (
@@ -205,7 +210,7 @@ def test_a_package_busy_in_another_process_is_left_alone(app_paths, hub):
     stale_tmp = app_paths.models / ".tmp-tiny_gguf-0123abcd"
     stale_tmp.mkdir()
     assert not store.is_busy("tiny_gguf")
-    holder = _hold_lock_in_another_process(store._lock_for("tiny_gguf").lock_file)
+    holder = _hold_lock_in_another_process(store.context.lock_for("tiny_gguf").lock_file)
     try:
         assert store.is_busy("tiny_gguf") and not store.is_busy("tiny_st")
         with pytest.raises(

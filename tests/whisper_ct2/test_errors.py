@@ -12,7 +12,7 @@ import pytest
 
 from inference.engine import load_engine
 from inference.errors import BackendError, ModelError, NotImplementedFamilyError, UsageError
-from inference.models.identify import detect_family
+from inference.registry import FamilyRegistry
 from tests.whisper_ct2.whisper_fixtures import MODEL80, clip
 
 
@@ -32,14 +32,14 @@ def english_only(tmp_path: Path) -> Path:
 
 
 def test_a_ctranslate2_whisper_folder_is_detected() -> None:
-    assert detect_family(MODEL80) == "whisper_ct2"
-    assert detect_family(MODEL80 / "model.bin") == "whisper_ct2"
+    assert FamilyRegistry().detect_family(MODEL80) == "whisper_ct2"
+    assert FamilyRegistry().detect_family(MODEL80 / "model.bin") == "whisper_ct2"
 
 
 def test_a_transformers_whisper_checkpoint_is_refused_with_the_conversion(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "whisper"}), encoding="utf-8")
     with pytest.raises(ModelError, match="Transformers Whisper") as caught:
-        detect_family(tmp_path)
+        FamilyRegistry().detect_family(tmp_path)
     assert "ct2-transformers-converter" in str(caught.value.fix)
     with pytest.raises(ModelError, match="not a CTranslate2 one"):
         load_engine(tmp_path, family="whisper_ct2", backend="cpu")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -249,8 +249,12 @@ class EndpointedStream:
     def _decode_ready_chunks(self) -> list[StreamEvent]:
         events: list[StreamEvent] = []
         while self._buffer.size >= self._chunk:
-            self._accum = np.concatenate([self._accum, self._buffer[: self._chunk]])
-            self._buffer = self._buffer[self._chunk :]
+            # A segment's first decode takes every whole chunk buffered: the seed (up to vad_gap_keep_ms of
+            # lead-in) arrives at once, and each decode re-reads all the segment's audio, so decoding its
+            # chunks one by one would cost that many decodes in one push for the same audio.
+            take = self._chunk if self._accum.size else self._buffer.size // self._chunk * self._chunk
+            self._accum = np.concatenate([self._accum, self._buffer[:take]])
+            self._buffer = self._buffer[take:]
             events += self._delta(self._decode(final=False, publish=True))
         return events
 
@@ -287,6 +291,10 @@ class EndpointedStream:
         text = ""
         if self._accum.size:
             outcome = self._decode(final=True, publish=True)
+            # The decode's delta stops unfixed_token_num tokens short; the segment's text is final here, so the
+            # rest goes out too and the deltas add up to the segment's text (architecture.md §3.2 rule 3).
+            rest = self.recognizer.commit_rest(outcome.text)
+            outcome = replace(outcome, delta=outcome.delta + rest) if rest else outcome
             text = outcome.text
             events += self._delta(outcome, snapshot=False)  # the SpeechEnd below retires the snapshot
         if self.recognizer.language:

@@ -31,7 +31,6 @@ from inference.contract import (
     Timing,
     Transcript,
 )
-from inference.engine import EngineRequest
 from inference.errors import ModelError, UsageError
 from inference.families.confucius4_r2t2.audio_tower import AudioTower
 from inference.families.confucius4_r2t2.checkpoint import R2T2Checkpoint, load_checkpoint
@@ -46,6 +45,7 @@ from inference.families.confucius4_r2t2.prompt import PromptOverflow, build_prom
 from inference.families.confucius4_r2t2.spans import join_span_texts, plan_offline_spans
 from inference.families.confucius4_r2t2.streaming import R2T2Stream
 from inference.families.confucius4_r2t2.thinker import GreedyResult, Thinker, ThinkerOptions
+from inference.family import EngineRequest
 from inference.models.spec import FamilySpec, load_family_spec
 from inference.native import Backend, open_backend
 
@@ -262,7 +262,8 @@ class R2T2Engine:
         )
         context = request.context
         stream_options = StreamOptions.from_options(self.session.stream_options(request))
-        if rolling and self.session.endpointing:
+        endpointing = self.session.stream_endpointing(rolling)
+        if rolling and endpointing:
             raise UsageError(
                 "rolling_window_seconds and endpointing both bound a live stream",
                 "use one of them (endpointing for speech with pauses, the rolling window without)",
@@ -277,7 +278,7 @@ class R2T2Engine:
         def new_decoder() -> EngineChunkDecoder:  # one per utterance: its caches hold that utterance's audio
             return EngineChunkDecoder(self, context, language, cache)
 
-        if self.session.endpointing:
+        if endpointing:
             from inference.audio.vad import SileroVad
 
             path = self.session.vad_model_path

@@ -210,6 +210,12 @@ class LspRecognizer:
         delta = self._publish(fixed) if (not final if publish is None else publish) else ""
         return ChunkOutcome(prefix, generated, raw, self.text, fixed, self.language, delta)
 
+    def commit_rest(self, text: str) -> str:
+        """Publish what of ``text`` lies past the committed text, with no rollback: an endpointed segment's
+        final text is settled, so its deltas add up to it. Nothing when ``text`` does not extend the committed
+        text (published text is never revised)."""
+        return self._publish(text) if text.startswith(self.committed) else ""
+
     def _publish(self, fixed: str) -> str:
         """Code points of ``fixed`` beyond those already published; a shrinking prefix publishes nothing."""
         if len(fixed) <= self.published_cp:

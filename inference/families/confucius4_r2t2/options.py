@@ -24,21 +24,33 @@ class SessionSettings:
     stream_cache: bool
     rolling_window_seconds: float
     endpointing: bool
+    # The session named ``endpointing`` itself (the default yields to a stream's rolling window; a choice does not).
+    endpointing_chosen: bool
     vad_model_path: str
     values: dict[str, Any]  # every session option (the LSP and endpointing read theirs by name)
 
     @classmethod
     def from_options(cls, spec: FamilySpec, options: dict[str, Any]) -> SessionSettings:
         values = spec.resolved_options("session", options)
+        chosen = "endpointing" in spec.validate_session_options(dict(options))
         return cls(
             tower_weight_type=str(values["tower_weight_type"]),
             thinker_weight_type=str(values["thinker_weight_type"]),
             stream_cache=bool(values["stream_cache"]),
             rolling_window_seconds=float(values["rolling_window_seconds"]),
             endpointing=bool(values["endpointing"]),
+            endpointing_chosen=chosen,
             vad_model_path=str(values["vad_model_path"] or ""),
             values=values,
         )
+
+    def stream_endpointing(self, rolling_window_seconds: float) -> bool:
+        """Whether a stream with this rolling window is endpointed: the family's live default is endpointing
+        (the app, the CLI and /live open the same streams); a rolling window replaces it unless the session
+        chose endpointing, which the engine then refuses as a conflict."""
+        if rolling_window_seconds and not self.endpointing_chosen:
+            return False
+        return self.endpointing
 
     def stream_options(self, request: RequestSettings) -> dict[str, Any]:
         """The LSP's options of one stream: the session's, with the request's on top."""

@@ -44,7 +44,6 @@ from inference.contract import (
     Transcript,
     Word,
 )
-from inference.engine import EngineRequest
 from inference.errors import BackendError, UsageError
 from inference.families.parakeet_tdt.checkpoint import ParakeetCheckpoint, open_parakeet_checkpoint
 from inference.families.parakeet_tdt.config import ParakeetConfig
@@ -80,6 +79,7 @@ from inference.families.parakeet_tdt.text import (
     token_duration_word_timestamps,
 )
 from inference.families.parakeet_tdt.types import SpanDecode
+from inference.family import EngineRequest
 from inference.native import Backend, open_backend
 
 log = logging.getLogger(__name__)

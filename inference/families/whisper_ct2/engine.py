@@ -29,13 +29,13 @@ from inference.contract import (
     Transcript,
     Word,
 )
-from inference.engine import EngineRequest
 from inference.errors import BackendError, ModelError, NotImplementedFamilyError, UsageError
 from inference.families.whisper_ct2.folder import WhisperFolder, open_whisper_folder
 from inference.families.whisper_ct2.frontend import log_mel_window
 from inference.families.whisper_ct2.options import RequestSettings, SessionSettings
 from inference.families.whisper_ct2.tokenizer import WhisperTokenizer
 from inference.families.whisper_ct2.words import SPACELESS_LANGUAGES, aligned_words
+from inference.family import EngineRequest
 from inference.native_stderr import CTRANSLATE2_LINES, native_output_logged
 
 if TYPE_CHECKING:

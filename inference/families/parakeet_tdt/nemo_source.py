@@ -1,8 +1,8 @@
-"""The store's side of NeMo ``.nemo`` imports: which catalog entry a file is, which digest it must have, where
-stock sidecars come from, and the conversion step that turns it into an installed package.
+"""What a NeMo ``.nemo`` import needs besides the store: which catalog entry a file is, which digest it must have,
+where stock sidecars come from, and the conversion step that turns it into an installed package.
 
-The archive reader and converter belong to the parakeet_tdt family
-(``inference.families.parakeet_tdt.nemo_import``), imported only when a conversion runs.
+The archive reader and converter are :mod:`inference.families.parakeet_tdt.nemo_import`, imported only when a
+conversion runs; the import's steps are :mod:`inference.families.parakeet_tdt.nemo_store_import`.
 """
 
 from __future__ import annotations
