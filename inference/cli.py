@@ -84,7 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--input",
         metavar="ID",
         help="caption a live input until Ctrl-C (with --mode streaming): an id from 'captioneer devices', "
-        "'mic' (the default microphone) or 'system' (what this computer plays)",
+        "'mic' (the default microphone), 'system' (what this computer plays) or 'meeting' (both, printed as "
+        "'You: …' and 'Others: …')",
     )
     tr.add_argument(
         "--model", help="model directory, .gguf file or installed package id (default: installed model)"
@@ -516,6 +517,7 @@ def _run_stream(
     """
     import threading
 
+    from inference.audio.devices.choices import MEETING_DEFAULT, expand_short_name
     from inference.audio.devices.gaps import GapMarkers
     from inference.client import BacklogPolicy
     from inference.contract import SAMPLE_RATE, Delta, Stats, event_to_json
@@ -537,6 +539,14 @@ def _run_stream(
                     out.write(event.text if printed else event.text.lstrip())
                     out.flush()
                     printed.append(event.text)
+
+    if args.input is not None and expand_short_name(args.input) == MEETING_DEFAULT:
+        from inference.cli_meeting import run_meeting_stream
+
+        step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
+        with _sigterm_finishes():
+            meeting = run_meeting_stream(engine, args.format, args.stream_mode, request_options, step, out)
+        return meeting, False  # a meeting whose worker is down past its restart limit fails as a whole
 
     # A file or a pipe can wait for the model: block instead of refusing audio. A live device cannot wait:
     # its audio queues (bounded), as in the window.

@@ -174,6 +174,9 @@ class LiveController(QObject):
         journal = SessionJournal(sessions_dir(self.data_dir), choice.label, source.name)
         self._prepared.emit(pipeline, journal)  # queued ahead of any event of this pipeline
         pipeline.start()
+        wait = getattr(source, "wait_until_delivering", None)  # a sound server's new stream starts late:
+        if wait is not None:  # "running" (the status) comes once the input's audio flows
+            wait()
 
     def _start_failed(self, exc: BaseException) -> None:
         """A model that cannot load says why in its words; anything else (a bug) says so and keeps the window."""

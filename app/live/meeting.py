@@ -1,10 +1,8 @@
 """Meeting mode's live path (Qt-free): the microphone captioned as "You", what the computer plays as "Others".
 
-``MeetingInput`` opens the two captures; each of its sides is an ``AudioSource`` for a ``LivePipeline`` of its
-own, and the two pipelines open their streams on the same engine (one model load in the one worker: a worker
-serves several streams per engine). The system side also feeds the ``BleedFilter`` its playback, and the
-microphone side hands on the microphone with that playback taken out, so the far end's words heard through the
-laptop's speakers are not captioned a second time as "You" (``inference.audio.bleed``).
+``MeetingInput`` (``inference.audio.meeting``, shared with the command line) holds the two captures, cleaned of
+bleed; each of its sides is an ``AudioSource`` for a ``LivePipeline`` of its own, and the two pipelines open
+their streams on the same engine (one model load in the one worker: a worker serves several streams per engine).
 
 ``MeetingPipeline`` has the interface the controller drives a ``LivePipeline`` by. Text events reach ``deliver``
 wrapped in ``SpeakerEvent``; errors and figures unwrapped. Stopping drains both streams (at once), delivers each
@@ -19,130 +17,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from app.live.pipeline import Deliver, LivePipeline
-from app.live.sources import AudioSource, Sink
+from app.live.sources import AudioSource
 from app.live.speakers import OTHERS, YOU, SpeakerEvent, merge_finals
-from inference.audio.bleed import BleedFilter, BleedReport
+from inference.audio.meeting import MeetingInput
 from inference.client import BacklogPolicy, RemoteEngine, RemoteStream
 from inference.contract import Delta, Done, Snapshot, SpeechEnd, StreamEvent, Transcript
 
 MeetingDeliver = Callable[[Sequence[StreamEvent | SpeakerEvent]], None]
 
-
-class MeetingInput:
-    """A microphone and the system audio captured together; ``bleed`` (None: a headset, nothing to remove)
-    cleans the microphone of the playback it hears."""
-
-    def __init__(
-        self,
-        microphone: AudioSource,
-        system: AudioSource,
-        bleed: BleedFilter | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.microphone = microphone
-        self.system = system
-        self.bleed = bleed
-        self.clock = clock
-        self._lock = threading.Lock()  # the two capture threads share the bleed filter
-        self.you = _MicrophoneSide(self)
-        self.others = _SystemSide(self)
-        self.name = "the microphone (You) and what this computer plays (Others)"
-
-    def _named_by_devices(self) -> None:
-        """Once both are open, the devices' own names say what is captured."""
-        self.name = f"{self.microphone.name} (You) and {self.system.name} (Others)"
-
-    @property
-    def bleed_report(self) -> BleedReport | None:
-        return self.bleed.report if self.bleed is not None else None
-
-    def reopened(self, reconnect: Callable[[AudioSource], AudioSource | None]) -> MeetingInput | None:
-        """The same meeting on ``reconnect``'s replacements of both inputs (a device went away), None when
-        either has none."""
-        microphone, system = reconnect(self.microphone), reconnect(self.system)
-        if microphone is None or system is None:
-            return None
-        bleed = BleedFilter(self.bleed.settings) if self.bleed is not None else None
-        return MeetingInput(microphone, system, bleed, self.clock)
-
-    def start(self, sink: Sink, on_end: Callable[[str | None], None]) -> None:
-        """A meeting is started side by side (``MeetingPipeline``), never as one source."""
-        raise TypeError("a meeting input is started through MeetingPipeline")
-
-    def stop(self) -> None:
-        self.you.stop()
-        self.others.stop()
-
-    # ------------------------------------------------------------------ capture threads
-    def _heard(self, block: np.ndarray) -> np.ndarray:
-        """Microphone thread: the microphone without the playback (held back until that playback is in)."""
-        if self.bleed is None:
-            return block
-        with self._lock:
-            self.bleed.push_microphone(block, self.clock())
-            return self.bleed.pull()
-
-    def _played(self, block: np.ndarray) -> None:
-        """System audio thread."""
-        if self.bleed is not None:
-            with self._lock:
-                self.bleed.push_reference(block, self.clock())
-
-
-class _MicrophoneSide:
-    """ "You": the microphone as an AudioSource, cleaned of bleed."""
-
-    def __init__(self, meeting: MeetingInput) -> None:
-        self.meeting = meeting
-        self.name = meeting.microphone.name
-        self._sink: Sink | None = None
-
-    def start(self, sink: Sink, on_end: Callable[[str | None], None]) -> None:
-        def heard(block: np.ndarray) -> None:
-            cleaned = self.meeting._heard(block)
-            if cleaned.size:
-                sink(cleaned)
-
-        self._sink = sink
-        self.meeting.microphone.start(heard, on_end)
-        self.name = self.meeting.microphone.name  # a device's own name is known once it is open
-
-    def finish(self) -> None:
-        """Stop capturing and pass on what the bleed filter still holds back (up to a few seconds while it waits
-        for the playback): the last words said before Stop are captioned too."""
-        self.meeting.microphone.stop()
-        bleed, sink = self.meeting.bleed, self._sink
-        if bleed is None or sink is None:
-            return
-        with self.meeting._lock:
-            held = bleed.flush()
-        if held.size:
-            sink(held)
-
-    def stop(self) -> None:
-        self.meeting.microphone.stop()
-
-
-class _SystemSide:
-    """ "Others": what the computer plays, as an AudioSource; each block is also the bleed filter's playback."""
-
-    def __init__(self, meeting: MeetingInput) -> None:
-        self.meeting = meeting
-        self.name = meeting.system.name
-
-    def start(self, sink: Sink, on_end: Callable[[str | None], None]) -> None:
-        def played(block: np.ndarray) -> None:
-            self.meeting._played(block)
-            sink(block)
-
-        self.meeting.system.start(played, on_end)
-        self.name = self.meeting.system.name
-
-    def stop(self) -> None:
-        self.meeting.system.stop()
+__all__ = ["MeetingDeliver", "MeetingInput", "MeetingPipeline", "live_pipeline"]
 
 
 class MeetingPipeline:
@@ -202,7 +86,7 @@ class MeetingPipeline:
             for pipeline in started:
                 pipeline.cancel()
             raise
-        self.source._named_by_devices()
+        self.source.name_after_devices()
 
     def stop(self, timeout_s: float = 600.0) -> None:
         """Drain both streams at once (call off the GUI thread); then the merged transcript ends the session."""
@@ -229,7 +113,7 @@ class MeetingPipeline:
         self.pipelines[YOU].swap_source(source.you)
         self.pipelines[OTHERS].swap_source(source.others)
         self.source = source
-        source._named_by_devices()
+        source.name_after_devices()
 
     def cancel(self) -> None:
         for pipeline in self.pipelines.values():

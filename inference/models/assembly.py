@@ -1,5 +1,8 @@
 """Installing from the hub: verified downloads are moved into a temporary folder, converted if the family needs
-it, given their install marker and swapped into place, so a half-done install never looks installed."""
+it, given their install marker and swapped into place, so a half-done install never looks installed.
+
+:class:`Installer` runs an install (catalog entry, lock, downloads, assembly); :class:`Assembler` is the
+all-or-nothing last step it shares with the converting imports."""
 
 from __future__ import annotations
 
@@ -14,15 +17,25 @@ from typing import Any
 
 from inference.errors import ModelError, NotImplementedFamilyError, UsageError
 from inference.models.conversion import FORMATS_NEEDING_CONVERSION, ConversionContext
-from inference.models.downloads import PlannedFile, StoreDownloads
+from inference.models.downloads import Downloads, PlannedFile
+from inference.models.maintenance import Maintenance
 from inference.models.marker import InstallMarker, OtherSource, converted_import_fields, write_marker
-from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter, check_cancel
+from inference.models.progress import ProgressCallback, ProgressTracker, check_cancel
 from inference.models.spec import PackageSpec
+from inference.models.store_context import StoreContext
 from inference.models.store_layout import PARTIAL_DIR, default_model_path
 
 
-class StoreInstaller(StoreDownloads):
+class Installer:
     """Install a catalog package: downloads, conversion, marker, swap into place."""
+
+    def __init__(
+        self, context: StoreContext, downloads: Downloads, assembler: Assembler, maintenance: Maintenance
+    ) -> None:
+        self.context = context
+        self.downloads = downloads
+        self.assembler = assembler
+        self.maintenance = maintenance
 
     def install(
         self,
@@ -32,42 +45,51 @@ class StoreInstaller(StoreDownloads):
         force: bool = False,
     ) -> Path:
         """Download, verify, convert and install a catalog package; returns its model path."""
-        pkg = self.catalog.get(package_id)
+        pkg = self.context.catalog.get(package_id)
         if pkg.format == "bundled":
             raise UsageError(f"{pkg.id} is bundled with Captioneer; there is nothing to download")
         if not pkg.hf_repo or not pkg.files:
             raise UsageError(
                 f"{pkg.id} has no download source in the catalog", "import it from a local copy instead"
             )
-        existing = self.catalog.installed_path(pkg)
+        existing = self.context.catalog.installed_path(pkg)
         if existing is not None and not force:
             return existing
-        converter = self.conversions.for_package(pkg)
+        converter = self.context.conversions.for_package(pkg)
         if pkg.format in FORMATS_NEEDING_CONVERSION and converter is None:
             raise NotImplementedFamilyError(
                 f"{pkg.name} needs an install-time conversion that this build of Captioneer does not have yet",
                 "install another package of the same family, or update Captioneer",
             )
-        self.conversions.preflight(
-            pkg
-        )  # e.g. an optional dependency the conversion needs: before any download
-        self.root.mkdir(parents=True, exist_ok=True)
-        with self._package_lock(pkg.id, "install"):
-            existing = self.catalog.installed_path(pkg)  # again: another process may have just finished it
+        # e.g. an optional dependency the conversion needs: before any download
+        self.context.conversions.preflight(pkg)
+        self.context.root.mkdir(parents=True, exist_ok=True)
+        with self.context.package_lock(pkg.id, "install"):
+            # again: another process may have just finished it
+            existing = self.context.catalog.installed_path(pkg)
             if existing is not None and not force:
                 return existing
-            self.cleanup(keep=pkg.id)
-            tracker = ProgressTracker(pkg.id, ThrottledReporter(progress))
-            tracker.emit("checking", message=f"asking {self.hub.endpoint} about {pkg.hf_repo}", force=True)
-            planned = self._plan(pkg, cancel)
-            self._preflight(pkg, planned, self.conversions.extra_space(pkg))
-            self._download_all(pkg, planned, tracker, cancel)
-            self._verify_downloads(planned, tracker, cancel)
-            path = self._assemble(pkg, planned, tracker, cancel, converter)
+            self.maintenance.cleanup(keep=pkg.id)
+            tracker = self.context.tracker(pkg.id, progress)
+            tracker.emit(
+                "checking", message=f"asking {self.context.hub.endpoint} about {pkg.hf_repo}", force=True
+            )
+            planned = self.downloads.plan(pkg, cancel)
+            self.downloads.preflight(pkg, planned, self.context.conversions.extra_space(pkg))
+            self.downloads.download_all(pkg, planned, tracker, cancel)
+            self.downloads.verify_downloads(planned, tracker, cancel)
+            path = self.assembler.assemble(pkg, planned, tracker, cancel, converter)
             tracker.emit("done", message=str(path), force=True)
             return path
 
-    def _assemble_converted(
+
+class Assembler:
+    """Move verified files into a temporary package folder, convert, record the marker, swap into place."""
+
+    def __init__(self, context: StoreContext) -> None:
+        self.context = context
+
+    def assemble_converted(
         self,
         pkg: PackageSpec,
         planned: list[PlannedFile],
@@ -79,11 +101,11 @@ class StoreInstaller(StoreDownloads):
     ) -> Path:
         """Assemble a package converted from a local file (a Phonon-2 source, a .nemo) and report it done."""
         fields = converted_import_fields(source, sidecars)
-        path = self._assemble(pkg, planned, tracker, cancel, converter, marker_fields=fields)
+        path = self.assemble(pkg, planned, tracker, cancel, converter, marker_fields=fields)
         tracker.emit("done", message=str(path), force=True)
         return path
 
-    def _assemble(
+    def assemble(
         self,
         pkg: PackageSpec,
         planned: list[PlannedFile],
@@ -92,7 +114,7 @@ class StoreInstaller(StoreDownloads):
         converter: Any,
         marker_fields: dict[str, Any] | None = None,
     ) -> Path:
-        tmp = self._new_tmp_dir(pkg.id)
+        tmp = self.context.new_tmp_dir(pkg.id)
         moved: list[PlannedFile] = []
         try:
             for item in planned:
@@ -117,7 +139,7 @@ class StoreInstaller(StoreDownloads):
                 raise ModelError(f"the installed {pkg.name} lacks its model at {model_path}")
             tracker.emit("finishing", message="recording checksums", force=True)
             known = {item.target: item.sha256 for item in planned}
-            files = self._describe_files(tmp, known, tracker, cancel)
+            files = self.context.describe_files(tmp, known, tracker, cancel)
             own = [item for item in planned if not pkg.is_foreign(item.spec)]
             commit = next((item.remote.commit for item in own if item.remote.commit), None)
             others = tuple(
@@ -136,12 +158,12 @@ class StoreInstaller(StoreDownloads):
                 hf_repo=pkg.hf_repo,
                 revision=pkg.revision,
                 commit=commit,
-                installed_at=self.clock(),
+                installed_at=self.context.clock(),
                 files=files,
                 other_sources=others,
             )
             write_marker(tmp, replace(marker, **(marker_fields or {})))
-            final = self._swap_into_place(tmp, pkg.id)
+            final = self.context.swap_into_place(tmp, pkg.id)
         except BaseException:
             # Give the downloads back to the partial area so a retry does not fetch them again; they
             # are hashed again next time in case a converter changed them before failing.
@@ -155,5 +177,5 @@ class StoreInstaller(StoreDownloads):
         for item in planned:
             item.sidecar.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
-            (self.root / PARTIAL_DIR / pkg.id).rmdir()
+            (self.context.root / PARTIAL_DIR / pkg.id).rmdir()
         return final / model_path

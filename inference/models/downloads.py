@@ -15,9 +15,9 @@ from inference.errors import ModelError
 from inference.models.errors import ChecksumMismatchError
 from inference.models.hashing import sha256_file
 from inference.models.hub import RemoteFile
-from inference.models.maintenance import StoreMaintenance
 from inference.models.progress import ProgressTracker, hash_reporter
 from inference.models.spec import PackageFile, PackageSpec
+from inference.models.store_context import StoreContext
 from inference.models.store_layout import DISK_RESERVE_BYTES, PARTIAL_DIR, file_target
 
 
@@ -35,11 +35,14 @@ class PlannedFile:
         return self.partial.with_suffix(".json")
 
 
-class StoreDownloads(StoreMaintenance):
+class Downloads:
     """Plan, resume, download and verify the files of a package in ``.partial/<id>/``."""
 
-    def _plan(self, pkg: PackageSpec, cancel: threading.Event | None) -> list[PlannedFile]:
-        partial_dir = self.root / PARTIAL_DIR / pkg.id
+    def __init__(self, context: StoreContext) -> None:
+        self.context = context
+
+    def plan(self, pkg: PackageSpec, cancel: threading.Event | None) -> list[PlannedFile]:
+        partial_dir = self.context.root / PARTIAL_DIR / pkg.id
         partial_dir.mkdir(parents=True, exist_ok=True)
         planned: list[PlannedFile] = []
         for spec in pkg.files:
@@ -48,7 +51,7 @@ class StoreDownloads(StoreMaintenance):
                 raise ModelError(
                     f"catalog entry {pkg.id} does not say which repository {spec.path} comes from"
                 )
-            remote = self.hub.file_info(repo, spec.path, revision, cancel)
+            remote = self.context.hub.file_info(repo, spec.path, revision, cancel)
             expected = spec.sha256.lower() if spec.sha256 else None
             if expected and remote.etag_sha256 and remote.etag_sha256 != expected:
                 # The hub tells us the content hash up front: fail before downloading gigabytes.
@@ -90,20 +93,20 @@ class StoreDownloads(StoreMaintenance):
             item.sha256 = previous["sha256"]  # verified on an earlier run
         item.sidecar.write_text(json.dumps({**identity, "sha256": item.sha256}), encoding="utf-8")
 
-    def _remaining(self, planned: list[PlannedFile]) -> int:
+    def remaining(self, planned: list[PlannedFile]) -> int:
         total = 0
         for item in planned:
             have = item.partial.stat().st_size if item.partial.exists() else 0
             total += max(0, (item.remote.size or item.spec.size or 0) - have)
         return total
 
-    def _preflight(self, pkg: PackageSpec, planned: list[PlannedFile], conversion_bytes: int) -> None:
-        needed = self._remaining(planned) + conversion_bytes + DISK_RESERVE_BYTES
+    def preflight(self, pkg: PackageSpec, planned: list[PlannedFile], conversion_bytes: int) -> None:
+        needed = self.remaining(planned) + conversion_bytes + DISK_RESERVE_BYTES
         if any(item.remote.size is None and item.spec.size is None for item in planned):
             needed = max(needed, pkg.size_bytes)  # the hub did not say: trust the catalog's estimate
-        self._require_space(needed, f"to download {pkg.name}")
+        self.context.require_space(needed, f"to download {pkg.name}")
 
-    def _download_all(
+    def download_all(
         self,
         pkg: PackageSpec,
         planned: list[PlannedFile],
@@ -120,11 +123,11 @@ class StoreDownloads(StoreMaintenance):
                 tracker.emit("downloading", base + file_done, total, name, rate=True)
 
             on_bytes(item.partial.stat().st_size if item.partial.exists() else 0)
-            self.hub.download(item.remote, item.partial, on_bytes, cancel, max_bytes=item.spec.size)
+            self.context.hub.download(item.remote, item.partial, on_bytes, cancel, max_bytes=item.spec.size)
             before += size
         tracker.emit("downloading", before, total, force=True)
 
-    def _verify_downloads(
+    def verify_downloads(
         self, planned: list[PlannedFile], tracker: ProgressTracker, cancel: threading.Event | None
     ) -> None:
         total = sum(item.partial.stat().st_size for item in planned)

@@ -13,9 +13,9 @@ from inference.errors import UsageError
 from inference.models.fsops import newest_mtime, remove_tree
 from inference.models.hashing import sha256_file
 from inference.models.marker import read_marker
-from inference.models.progress import ProgressCallback, ProgressTracker, ThrottledReporter, hash_reporter
+from inference.models.progress import ProgressCallback, hash_reporter
 from inference.models.spec import PackageSpec
-from inference.models.store_base import StoreBase
+from inference.models.store_context import StoreContext
 from inference.models.store_layout import (
     DERIVED_DIR,
     LOCK_DIR,
@@ -50,31 +50,34 @@ class VerifyReport:
         return [f"{f.path}: {f.problem}" for f in self.files if not f.ok]
 
 
-class StoreMaintenance(StoreBase):
+class Maintenance:
     """Remove, verify and clean up (the part of the store that needs no hub)."""
+
+    def __init__(self, context: StoreContext) -> None:
+        self.context = context
 
     def remove(self, package_id: str) -> Path:
         """Delete an installed package (and any partial download of it); returns the removed directory."""
         check_id(package_id)
-        pkg = next((p for p in self.catalog.packages() if p.id == package_id), None)
+        pkg = next((p for p in self.context.catalog.packages() if p.id == package_id), None)
         if pkg is not None and pkg.format == "bundled":
             raise UsageError(f"{package_id} is bundled with Captioneer and cannot be removed")
-        if not self.root.is_dir():
+        if not self.context.root.is_dir():
             return self._remove_locked(package_id, pkg)  # nothing to lock: reports unknown / not installed
-        with self._package_lock(package_id, "remove"):
+        with self.context.package_lock(package_id, "remove"):
             return self._remove_locked(package_id, pkg)
 
     def _remove_locked(self, package_id: str, pkg: PackageSpec | None) -> Path:
-        directory = self.root / package_id
-        partial = self.root / PARTIAL_DIR / package_id
+        directory = self.context.root / package_id
+        partial = self.context.root / PARTIAL_DIR / package_id
         if not (directory.exists() or directory.is_symlink()) and not partial.exists():
             if pkg is None:
-                known = ", ".join(p.id for p in self.catalog.packages())
+                known = ", ".join(p.id for p in self.context.catalog.packages())
                 raise UsageError(f"unknown model package {package_id!r}", f"known packages: {known}")
             raise UsageError(f"{package_id} is not installed")
         if directory.exists() or directory.is_symlink():
             # Rename first: the package disappears at once even if deleting gigabytes takes a while.
-            doomed = self.root / f"{TMP_PREFIX}{package_id}-removing-{uuid.uuid4().hex[:8]}"
+            doomed = self.context.root / f"{TMP_PREFIX}{package_id}-removing-{uuid.uuid4().hex[:8]}"
             os.replace(directory, doomed)
             remove_tree(doomed)
         shutil.rmtree(partial, ignore_errors=True)
@@ -89,18 +92,18 @@ class StoreMaintenance(StoreBase):
         says so and how to repair it.
         """
         check_id(package_id)
-        directory = self.root / package_id
+        directory = self.context.root / package_id
         marker = read_marker(directory)
         if marker is None:
-            self.catalog.get(package_id)  # unknown id → a usage error naming the known ones
+            self.context.catalog.get(package_id)  # unknown id → a usage error naming the known ones
             raise UsageError(
                 f"{package_id} is not installed", f"install it with `captioneer models install {package_id}`"
             )
-        pkg = next((p for p in self.catalog.packages() if p.id == package_id), None)
+        pkg = next((p for p in self.context.catalog.packages() if p.id == package_id), None)
         catalog_sha = {}
         if pkg is not None:
             catalog_sha = {file_target(pkg, f): f.sha256.lower() for f in pkg.files if f.sha256}
-        tracker = ProgressTracker(package_id, ThrottledReporter(progress))
+        tracker = self.context.tracker(package_id, progress)
         total = marker.size_bytes or None
         checks: list[FileCheck] = []
         done = 0
@@ -151,31 +154,31 @@ class StoreMaintenance(StoreBase):
         touched; ``everything=True`` (on demand) removes all other partial downloads regardless of age.
         """
         removed: list[Path] = []
-        if not self.root.is_dir():
+        if not self.context.root.is_dir():
             return removed
-        now = self.clock()
+        now = self.context.clock()
         candidates: list[tuple[Path, float | None]] = [
-            (p, None) for p in self.root.iterdir() if p.name.startswith(TMP_PREFIX)
+            (p, None) for p in self.context.root.iterdir() if p.name.startswith(TMP_PREFIX)
         ]
-        partial_root = self.root / PARTIAL_DIR
+        partial_root = self.context.root / PARTIAL_DIR
         if partial_root.is_dir():
             candidates += [(p, partial_max_age_s) for p in partial_root.iterdir() if p.name != keep]
         for path, age in candidates:
             if not (everything or age is None or now - newest_mtime(path) > age):
                 continue
             owner = owner_id(path)
-            if owner != keep and self.is_busy(owner):
+            if owner != keep and self.context.is_busy(owner):
                 continue  # a running install/import/removal is using it, however old its files look
             remove_tree(path)
             removed.append(path)
-        lock_dir = self.root / LOCK_DIR
+        lock_dir = self.context.root / LOCK_DIR
         if lock_dir.is_dir():
             for lock_file in lock_dir.glob("*.lock"):
                 if lock_file.stem != keep:
-                    self.is_busy(lock_file.stem)  # removes the file when nobody holds it
+                    self.context.is_busy(lock_file.stem)  # removes the file when nobody holds it
         return removed
 
     def partial_bytes(self, package_id: str) -> int:
         """Bytes already downloaded towards a package (what a resumed install will not fetch again)."""
-        directory = self.root / PARTIAL_DIR / package_id
+        directory = self.context.root / PARTIAL_DIR / package_id
         return sum(p.stat().st_size for p in directory.glob("*.part")) if directory.is_dir() else 0

@@ -1,7 +1,11 @@
 """The model store on disk: install from the hub, import, remove, verify, clean up.
 
-:class:`ModelStore` is built from one module per seam: ``store_layout``, ``store_base`` (locks, free space, the
-atomic swap), ``downloads``, ``assembly``, ``importing``, ``maintenance``, ``marker`` and ``fsops``.
+:class:`ModelStore` holds the store's parts, each over one shared :class:`StoreContext` (``store_context``:
+folders, catalog, hub, locks, free space, progress, the atomic swap) and each usable alone:
+:class:`Maintenance` (remove, verify, cleanup), :class:`Downloads` (plan, resume, fetch, check),
+:class:`Assembler` (temporary folder → converted → marker → swapped into place), :class:`Installer` (a catalog
+package from the hub) and :class:`Importer` (a local folder or file, or a source a family converts). It forwards
+the operations callers use to the part that does them.
 
 Layout under the models directory (``AppPaths.models``, overridable with ``CAPTIONEER_MODELS_DIR``)::
 
@@ -12,14 +16,25 @@ Layout under the models directory (``AppPaths.models``, overridable with ``CAPTI
 
 Only verified, complete files are assembled (converted if the family needs it) and renamed into place, so a
 half-done install never looks installed. Install, import and remove hold the per-package lock, because two
-processes would fight over the partial files; ``cleanup`` drops week-old partials and day-old ``.tmp-`` folders.
+processes would fight over the partial files; ``cleanup`` drops week-old partials and the ``.tmp-`` folders of
+processes that died (their lock is free).
 """
 
 from __future__ import annotations
 
-from inference.models.importing import StoreImporter
-from inference.models.maintenance import FileCheck, VerifyReport
-from inference.models.store_base import DiskUsage
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from inference.models.assembly import Assembler, Installer
+from inference.models.catalog import Catalog
+from inference.models.conversion import ConversionRegistry
+from inference.models.downloads import Downloads
+from inference.models.hub import HubClient
+from inference.models.importing import Importer
+from inference.models.maintenance import FileCheck, Maintenance, VerifyReport
+from inference.models.store_context import DiskUsage, StoreContext
 from inference.models.store_layout import (
     DAY_S,
     DERIVED_DIR,
@@ -29,6 +44,7 @@ from inference.models.store_layout import (
     PARTIAL_MAX_AGE_S,
     TMP_PREFIX,
 )
+from inference.paths import AppPaths
 
 __all__ = [
     "DAY_S",
@@ -41,10 +57,46 @@ __all__ = [
     "DiskUsage",
     "FileCheck",
     "ModelStore",
+    "StoreContext",
     "VerifyReport",
 ]
 
 
-class ModelStore(StoreImporter):
+class ModelStore:
     """Install (``install``), import (``import_local``), remove, verify and clean up model packages under
-    ``AppPaths.models``; every step's code lives in the module of its seam (see above)."""
+    ``AppPaths.models``: the parts over one context, and the operations forwarded to the part that does them."""
+
+    def __init__(
+        self,
+        paths: AppPaths,
+        catalog: Catalog | None = None,
+        hub: HubClient | None = None,
+        conversions: ConversionRegistry | None = None,
+        disk_usage: DiskUsage = shutil.disk_usage,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.context = StoreContext(paths, catalog, hub, conversions, disk_usage, clock)
+        self.maintenance = Maintenance(self.context)
+        self.downloads = Downloads(self.context)
+        self.assembler = Assembler(self.context)
+        self.installer = Installer(self.context, self.downloads, self.assembler, self.maintenance)
+        self.importer = Importer(self.context, self.downloads, self.assembler, self.maintenance)
+        self.install = self.installer.install
+        self.import_local = self.importer.import_local
+        self.remove = self.maintenance.remove
+        self.verify = self.maintenance.verify
+        self.cleanup = self.maintenance.cleanup
+        self.partial_bytes = self.maintenance.partial_bytes
+        self.is_busy = self.context.is_busy
+
+    @property
+    def root(self) -> Path:
+        return self.context.root
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.context.catalog
+
+    @property
+    def conversions(self) -> ConversionRegistry:
+        return self.context.conversions

@@ -1,11 +1,13 @@
-"""Reading a tar archive from outside (a ``.nemo``) as hostile input: streamed, every member checked.
+"""Reading a tar archive from outside (a ``.nemo``, the Phonon-2 ``.tar.zst``) as hostile input: streamed, every
+member checked.
 
 Each member must be a regular file or a directory at a safe relative path (no absolute path, no ``..``, no
 backslash or drive letter, no NUL), and each path may appear once; links, devices, FIFOs and sparse files are
 refused by name (:func:`member_path`). A member's size is checked against the bytes the archive has left when it
 is uncompressed, and against free disk space before it is written (:func:`copy_member`). Compressed archives
-(gzip, bzip2, xz) are decompressed here, streamed, and tarfile reads every archive through :class:`BoundedReads`,
-so no single header (a pax or GNU long-name record claiming gigabytes) can make it hold more than a bounded amount.
+(gzip, bzip2, xz) are decompressed here, streamed (:func:`open_archive`; a caller with another decompressor hands
+its stream to :func:`read_tar`), and tarfile reads every archive through :class:`BoundedReads`, so no single
+header (a pax or GNU long-name record claiming gigabytes) can make it hold more than a bounded amount.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import Any, Protocol
 
 from inference.errors import Cancelled, ModelError
 from inference.models.errors import DiskSpaceError
@@ -42,6 +44,16 @@ _DAMAGE: tuple[type[BaseException], ...] = (
 )
 
 
+class Readable(Protocol):
+    """What tarfile needs of the stream under :class:`BoundedReads`: reads, and seeks that may go forward only."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def seek(self, offset: int, whence: int = 0, /) -> int: ...
+
+    def tell(self) -> int: ...
+
+
 def free_bytes(path: Path) -> int:
     return int(shutil.disk_usage(path).free)
 
@@ -51,7 +63,7 @@ class BoundedReads:
     small blocks; only a header can ask for more). Seeks go forward through a decompressor, so they cost
     time, never memory."""
 
-    def __init__(self, stream: IO[bytes], limit: int, source: str) -> None:
+    def __init__(self, stream: Readable, limit: int, source: str) -> None:
         self._stream = stream
         self._limit = limit
         self._source = source
@@ -87,12 +99,20 @@ def open_archive(path: Path, source: str) -> Iterator[tuple[tarfile.TarFile, boo
             opener = lzma.LZMAFile
         stream: Any = opener(fileobj=raw) if opener is gzip.GzipFile else opener(raw) if opener else raw
         try:
-            bounded: Any = BoundedReads(stream, MAX_HEADER_READ, source)
-            with tarfile.open(fileobj=bounded, mode="r:") as tar:
+            with read_tar(stream, source) as tar:
                 yield tar, opener is not None
         finally:
             if stream is not raw:
                 stream.close()
+
+
+@contextmanager
+def read_tar(stream: Readable, source: str) -> Iterator[tarfile.TarFile]:
+    """The tar in ``stream`` (a file, or a decompressor that seeks forward), read front to back through
+    :class:`BoundedReads`; ``source`` names the user's file in refusals."""
+    bounded: Any = BoundedReads(stream, MAX_HEADER_READ, source)
+    with tarfile.open(fileobj=bounded, mode="r:") as tar:
+        yield tar
 
 
 def member_path(member: tarfile.TarInfo, source: str) -> str | None:

@@ -20,7 +20,7 @@ QT_PACKAGES = ("PySide6", "PyQt5", "PyQt6", "shiboken6")
 # store receives what it needs of the families as parameters (inference.models.conversion, source_import).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the app", ("app.*",)),
-    ("the CLI", ("inference.cli", "inference.app_commands")),
+    ("the CLI", ("inference.cli", "inference.cli_meeting", "inference.app_commands")),
     ("the server", ("inference.server.*",)),
     ("the client", ("inference.client.*", "inference.replay", "inference.continuity")),
     ("the worker", ("inference.worker", "inference.protocol")),
@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "inference.streaming_windows",
             "inference.offline_jobs",
             "inference.heard",
+            "inference.speakers",
             "inference.audio.*",
             "inference.native.*",
             "inference.contract",

@@ -148,16 +148,24 @@ def make_store(
     """A store on the local hub. Without ``conversions`` it has the families' importers and detection but no
     install-time conversion, so the tiny catalog's ``tiny_archive`` stands for a package whose conversion this
     build lacks (the shipped registry would convert it)."""
-    if "conversions" not in kwargs:
-        families = FamilyRegistry().conversions()
-        kwargs["conversions"] = ConversionRegistry(
-            source_importers=families.source_importers, detect_family=families.detect_family
-        )
-    client = HubClient(
+    kwargs.setdefault("conversions", importers_without_conversions())
+    return ModelStore(paths, Catalog(paths, load_all_specs()), hub=hub_client(endpoint, token), **kwargs)
+
+
+def importers_without_conversions() -> ConversionRegistry:
+    """The families' source importers and detection, without their install-time conversions."""
+    families = FamilyRegistry().conversions()
+    return ConversionRegistry(
+        source_importers=families.source_importers, detect_family=families.detect_family
+    )
+
+
+def hub_client(endpoint: str | None = None, token: str | None = None) -> HubClient:
+    """A client of the local hub (``HF_ENDPOINT``) with quick retries and small chunks."""
+    return HubClient(
         endpoint=endpoint or os.environ.get("HF_ENDPOINT"),
         token=token,
         retry=FAST_RETRY,
         chunk_size=32 * 1024,
         read_timeout_s=5,
     )
-    return ModelStore(paths, Catalog(paths, load_all_specs()), hub=client, **kwargs)

@@ -210,7 +210,7 @@ def test_a_package_busy_in_another_process_is_left_alone(app_paths, hub):
     stale_tmp = app_paths.models / ".tmp-tiny_gguf-0123abcd"
     stale_tmp.mkdir()
     assert not store.is_busy("tiny_gguf")
-    holder = _hold_lock_in_another_process(store._lock_for("tiny_gguf").lock_file)
+    holder = _hold_lock_in_another_process(store.context.lock_for("tiny_gguf").lock_file)
     try:
         assert store.is_busy("tiny_gguf") and not store.is_busy("tiny_st")
         with pytest.raises(

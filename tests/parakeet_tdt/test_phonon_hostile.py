@@ -18,6 +18,7 @@ from inference.errors import ModelError
 from inference.families.parakeet_tdt import phonon_archive
 from inference.families.parakeet_tdt.phonon_archive import extract_archive
 from inference.families.parakeet_tdt.phonon_import import FORMAT, convert_phonon2, read_container
+from inference.models import tar_members
 from inference.models.errors import DiskSpaceError
 
 zstandard = pytest.importorskip("zstandard", reason="reading .tar.zst needs the optional zstandard package")
@@ -79,14 +80,14 @@ def test_a_plain_archive_extracts_its_wanted_members(tmp_path: Path) -> None:
     [
         (
             _special("phonon-2/link", type=tarfile.SYMTYPE, linkname="/etc/passwd"),
-            "'phonon-2/link', a symbolic link",
+            "its member 'phonon-2/link' is a symbolic link",
         ),
         (_special("phonon-2/hard", type=tarfile.LNKTYPE, linkname="phonon-2/config.json"), "a hard link"),
-        (_special("phonon-2/dev", type=tarfile.CHRTYPE), "'phonon-2/dev', a device"),
+        (_special("phonon-2/dev", type=tarfile.CHRTYPE), "its member 'phonon-2/dev' is a device"),
         (_special("phonon-2/fifo", type=tarfile.FIFOTYPE), "a FIFO"),
-        (_regular("../escape"), "unsafe path '../escape'"),
-        (_regular("/abs/readme"), "unsafe path '/abs/readme'"),
-        (_regular("a\\b"), "unsafe path 'a\\\\b'"),
+        (_regular("../escape"), "its member '../escape' has an unsafe path"),
+        (_regular("/abs/readme"), "its member '/abs/readme' has an unsafe path"),
+        (_regular("a\\b"), "its member 'a\\\\b' has an unsafe path"),
     ],
 )
 def test_a_member_that_is_not_a_regular_file_at_a_safe_path_is_refused(
@@ -123,21 +124,20 @@ def test_the_size_a_frame_declares_bounds_decompression_within_the_expansion_bou
 
 def test_a_config_member_of_more_than_the_config_limit_is_refused(tmp_path: Path) -> None:
     huge = b" " * (phonon_archive.MAX_CONFIG_BYTES + 1)
-    assert "claims 16777217 bytes for a config" in _refusal(
+    assert "its member 'c/config.json' is 16777217 bytes, too large" in _refusal(
         tmp_path, [GOOD[0], _regular("c/config.json", huge)]
     )
 
 
-def test_a_member_larger_than_the_free_space_is_refused_before_writing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_member_larger_than_the_free_space_is_refused_before_writing(tmp_path: Path) -> None:
     archive = _archive(tmp_path / "user.tar.zst", [_regular("model.fermion", bytes(1000)), GOOD[1]])
     into = tmp_path / "into"
     into.mkdir()
-    usage = type("Usage", (), {"free": phonon_archive.DISK_RESERVE_BYTES + 999})
-    monkeypatch.setattr(phonon_archive.shutil, "disk_usage", lambda _path: usage)
-    with pytest.raises(DiskSpaceError, match="'model.fermion' of user.tar.zst needs 1000 bytes"):
-        extract_archive(archive, into, WANTED)
+    free = tar_members.DISK_MARGIN + 999
+    with pytest.raises(
+        DiskSpaceError, match="user.tar.zst: its member 'model.fermion' unpacks to 1000 bytes"
+    ):
+        extract_archive(archive, into, WANTED, free=lambda _path: free)
     assert list(into.iterdir()) == []
 
 
@@ -204,10 +204,10 @@ def test_an_archive_config_that_is_not_utf8_is_refused_by_name(
 def test_a_header_extension_past_its_bound_is_refused_before_it_is_read(tmp_path: Path) -> None:
     # tarfile holds a pax header's payload in memory: one claiming gigabytes was read up to the expansion bound.
     def long_comment(info: tarfile.TarInfo) -> None:
-        info.pax_headers = {"comment": "x" * (phonon_archive.MAX_META_BYTES + 1)}
+        info.pax_headers = {"comment": "x" * (tar_members.MAX_HEADER_READ + 1)}
 
     message = _refusal(tmp_path, [("phonon-2/model.fermion", b"x", long_comment), GOOD[1]])
-    assert "is damaged or truncated: a header extension of" in message
+    assert "user.tar.zst: a tar header asks to read" in message
 
 
 def test_a_vocabulary_mismatch_names_the_archive_and_the_sidecars(tmp_path: Path) -> None:

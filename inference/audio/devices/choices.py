@@ -29,7 +29,8 @@ SYSTEM_AUDIO = "System audio"
 MEETING = "Meeting: microphone + system audio"
 SYSTEM_DEFAULT_LABEL = "What this computer plays"
 MEETING_LABEL = "You (microphone) and Others (what this computer plays)"
-SHORT_NAMES = {"mic": MIC_DEFAULT, "system": SYSTEM_DEFAULT}  # `captioneer transcribe --input system`
+# `captioneer transcribe --input system`
+SHORT_NAMES = {"mic": MIC_DEFAULT, "system": SYSTEM_DEFAULT, "meeting": MEETING_DEFAULT}
 
 
 class InputDeviceError(CaptioneerError):

@@ -1,62 +1,41 @@
 """The Phonon-2 ``.tar.zst`` archive read as untrusted input: wanted members out, every member checked, bounded.
 
-* Every member is a directory or a regular file at a safe relative path (no absolute path, no ``..``, no
-  backslash); a link, device, FIFO or sparse file is refused naming the member, not skipped.
-* Each wanted member (matched by its base name) appears once; ``config.json`` is at most
-  :data:`MAX_CONFIG_BYTES`.
-* A pax or GNU long-name header extension is at most :data:`MAX_META_BYTES` (tarfile holds it in memory).
-* Decompression is streamed and refused past a bound: the size the zstd frame declares, and never more than
-  :data:`MAX_EXPANSION` times the archive plus :data:`EXPANSION_SLACK` (a weight container hardly compresses).
-* Before a member is written, the free space is checked against the size its tar header gives; a full disk
-  while writing is a :class:`DiskSpaceError`.
+The tar rules are :mod:`inference.models.tar_members`' (the ``.nemo`` reader's too): every member is a directory
+or a regular file at a safe relative path, else it is refused naming the member (a link, device, FIFO or sparse
+file is not skipped); no single tar header may make tarfile hold more than
+:data:`~inference.models.tar_members.MAX_HEADER_READ`; before a member is written the free space is checked
+against the size its header gives, and a full disk while writing is a :class:`DiskSpaceError`. What this archive
+adds around them:
+
+* decompression is streamed and refused past a bound: the size the zstd frame declares, and never more than
+  :data:`MAX_EXPANSION` times the archive plus :data:`EXPANSION_SLACK` (a weight container hardly compresses);
+* each wanted member (matched by its base name) appears once; ``config.json`` is at most :data:`MAX_CONFIG_BYTES`.
 """
 
 from __future__ import annotations
 
-import shutil
-import tarfile
+import io
 from pathlib import Path, PurePosixPath
-from typing import IO
 
 from inference.errors import ModelError
-from inference.models.errors import DiskSpaceError, disk_full_error
+from inference.models import tar_members
 
 MAX_CONFIG_BYTES = 16 << 20
-MAX_META_BYTES = 1 << 20  # pax and GNU long-name headers: a few hundred bytes in a real archive
 MAX_EXPANSION = 32
 EXPANSION_SLACK = 16 << 20  # tar headers and padding of a tiny archive
-DISK_RESERVE_BYTES = 32 << 20
+_SKIP_BYTES = 1 << 20  # what a forward seek decompresses at a time
 _FIX = "download the Phonon-2 archive again from its repository"
-_SPACE_FIX = "free some space (or choose another model folder) and import again"
 
 
 class _TooLarge(Exception):
     pass
 
 
-_META_TYPES = (
-    tarfile.GNUTYPE_LONGNAME,
-    tarfile.GNUTYPE_LONGLINK,
-    tarfile.XHDTYPE,
-    tarfile.XGLTYPE,
-    tarfile.SOLARIS_XHDTYPE,
-)
-
-
-class _BoundedTarInfo(tarfile.TarInfo):
-    """tarfile reads a pax or GNU long-name header's whole payload into memory: refuse one past
-    :data:`MAX_META_BYTES` before it is read."""
-
-    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
-        if self.type in _META_TYPES and self.size > MAX_META_BYTES:
-            raise tarfile.HeaderError(f"a header extension of {self.size} bytes (at most {MAX_META_BYTES})")
-        return super()._proc_member(tarfile_)  # type: ignore[misc]
-
-
 class _BoundedReader:
-    """A read-only stream that raises once more than ``limit`` bytes came out of ``inner``."""
+    """A read-only stream that raises once more than ``limit`` bytes came out of ``inner``. It seeks forward
+    only, by reading, so skipped members count against the bound too."""
 
-    def __init__(self, inner: IO[bytes], limit: int) -> None:
+    def __init__(self, inner: tar_members.Readable, limit: int) -> None:
         self._inner = inner
         self._left = limit
 
@@ -67,6 +46,18 @@ class _BoundedReader:
             raise _TooLarge
         return chunk
 
+    def tell(self) -> int:
+        return self._inner.tell()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        target = offset if whence == io.SEEK_SET else self.tell() + offset
+        if whence not in (io.SEEK_SET, io.SEEK_CUR) or target < self.tell():
+            raise io.UnsupportedOperation("a zstd stream seeks forward only")
+        while (position := self.tell()) < target:
+            if not self.read(min(target - position, _SKIP_BYTES)):
+                return position  # it ended first: tarfile reports the truncation
+        return position
+
 
 def decompression_limit(archive: Path, declared: int | None) -> int:
     """The most bytes the archive may decompress to: what its frame declares, within the expansion bound."""
@@ -74,8 +65,11 @@ def decompression_limit(archive: Path, declared: int | None) -> int:
     return bound if declared is None else min(declared, bound)
 
 
-def extract_archive(archive: Path, into: Path, wanted: frozenset[str]) -> None:
-    """The members of ``archive`` named in ``wanted`` (base names) into ``into``; refuses what breaks a rule."""
+def extract_archive(
+    archive: Path, into: Path, wanted: frozenset[str], free: tar_members.FreeBytes = tar_members.free_bytes
+) -> None:
+    """The members of ``archive`` named in ``wanted`` (base names) into ``into``; refuses what breaks a rule.
+    ``free`` tells the free bytes of a folder's disk."""
     try:
         import zstandard
     except ImportError:
@@ -83,6 +77,8 @@ def extract_archive(archive: Path, into: Path, wanted: frozenset[str]) -> None:
             f"reading {archive.name} needs the zstandard package",
             "install it (pip install zstandard), or extract model.fermion and config.json and import the folder",
         ) from None
+    source = archive.name
+    damage: tuple[type[BaseException], ...] = (*tar_members.DAMAGE, zstandard.ZstdError)
     found: set[str] = set()
     try:
         with archive.open("rb") as raw:
@@ -90,76 +86,30 @@ def extract_archive(archive: Path, into: Path, wanted: frozenset[str]) -> None:
             raw.seek(0)
             declared = None if params.content_size == zstandard.CONTENTSIZE_UNKNOWN else params.content_size
             limit = decompression_limit(archive, declared)
-            with zstandard.ZstdDecompressor().stream_reader(raw) as stream:
-                bounded = _BoundedReader(stream, limit)
-                with tarfile.open(fileobj=bounded, mode="r|", tarinfo=_BoundedTarInfo) as tar:  # type: ignore[call-overload]
-                    for member in tar:
-                        base = _checked_name(archive, member)
-                        if base in wanted and member.isfile():
-                            _extract(archive, tar, member, into / base, base in found)
-                            found.add(base)
+            with (
+                zstandard.ZstdDecompressor().stream_reader(raw) as stream,
+                tar_members.read_tar(_BoundedReader(stream, limit), source) as tar,
+            ):
+                for member in tar:
+                    path = tar_members.member_path(member, source)
+                    base = PurePosixPath(path).name if path is not None else None
+                    if base is None or base not in wanted:
+                        continue
+                    if base in found:
+                        raise ModelError(f"{source} holds {base} twice (again at {member.name!r})", _FIX)
+                    config_limit = MAX_CONFIG_BYTES if base == "config.json" else None
+                    tar_members.check_size(member, source, True, 0, config_limit)
+                    tar_members.copy_member(tar, member, into / base, source, free)
+                    found.add(base)
     except _TooLarge:
         raise ModelError(
-            f"{archive.name} decompresses to more than {limit} bytes, more than a Phonon-2 archive holds",
-            _FIX,
+            f"{source} decompresses to more than {limit} bytes, more than a Phonon-2 archive holds", _FIX
         ) from None
-    except (tarfile.TarError, zstandard.ZstdError, EOFError) as exc:
-        raise ModelError(
-            f"{archive.name} is damaged or truncated: {exc}", "download the archive again"
-        ) from None
+    except damage as exc:
+        error = tar_members.damage_error(source, exc)
+        if error is None:
+            raise
+        raise error from None
     missing = sorted(wanted - found)
     if missing:
-        raise ModelError(f"{archive.name} lacks {', '.join(missing)}", "download the Phonon-2 archive again")
-
-
-def _checked_name(archive: Path, member: tarfile.TarInfo) -> str:
-    """The member's base name once its path and type are known to be safe."""
-    path = PurePosixPath(member.name)
-    if not member.name or path.is_absolute() or ".." in path.parts or "\\" in member.name:
-        raise ModelError(f"{archive.name} holds a member at an unsafe path {member.name!r}", _FIX)
-    if not (member.isdir() or member.isfile()) or member.issparse():
-        raise ModelError(
-            f"{archive.name} holds {member.name!r}, a {_kind(member)}; a Phonon-2 archive holds only regular files",
-            _FIX,
-        )
-    return path.name
-
-
-def _kind(member: tarfile.TarInfo) -> str:
-    if member.issym():
-        return "symbolic link"
-    if member.islnk():
-        return "hard link"
-    if member.ischr() or member.isblk():
-        return "device"
-    if member.isfifo():
-        return "FIFO"
-    return "sparse file" if member.issparse() else "special member"
-
-
-def _extract(archive: Path, tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, twice: bool) -> None:
-    if twice:
-        raise ModelError(f"{archive.name} holds {target.name} twice (again at {member.name!r})", _FIX)
-    if target.name == "config.json" and member.size > MAX_CONFIG_BYTES:
-        raise ModelError(
-            f"{archive.name}: member {member.name!r} claims {member.size} bytes for a config", _FIX
-        )
-    free = shutil.disk_usage(target.parent).free
-    if member.size + DISK_RESERVE_BYTES > free:
-        raise DiskSpaceError(
-            f"unpacking {member.name!r} of {archive.name} needs {member.size} bytes, {free} are free",
-            _SPACE_FIX,
-        )
-    source = tar.extractfile(member)
-    if source is None:  # isfile() members always have a stream
-        raise ModelError(f"{archive.name}: member {member.name!r} cannot be read", _FIX)
-    try:
-        with target.open("wb") as out:
-            shutil.copyfileobj(source, out, 1 << 20)
-    except OSError as exc:
-        full = disk_full_error(
-            exc, f"the disk filled up while unpacking {member.name!r} of {archive.name}", _SPACE_FIX
-        )
-        if full is not None:
-            raise full from None
-        raise
+        raise ModelError(f"{source} lacks {', '.join(missing)}", _FIX)

@@ -1,5 +1,7 @@
-"""What every part of the model store shares: its folders, hub client and clock, the per-package lock, free
-space checks and the atomic swap of an assembled package into place."""
+"""What every part of the model store shares (:class:`StoreContext`): its folders, catalog, hub client,
+conversions and clock, the per-package lock, free space checks, progress reports and the atomic swap of an
+assembled package into place. The parts (``maintenance``, ``downloads``, ``assembly``, ``importing``) each hold
+one context; none inherits another."""
 
 from __future__ import annotations
 
@@ -23,15 +25,22 @@ from inference.models.fsops import is_linked, remove_tree, walk_files
 from inference.models.hashing import sha256_file
 from inference.models.hub import HubClient
 from inference.models.marker import INSTALL_MARKER, MarkerFile
-from inference.models.progress import ProgressTracker, hash_reporter, human_bytes
+from inference.models.progress import (
+    ProgressCallback,
+    ProgressTracker,
+    ThrottledReporter,
+    hash_reporter,
+    human_bytes,
+)
 from inference.models.store_layout import LOCK_DIR, TMP_PREFIX
 from inference.paths import AppPaths
 
 DiskUsage = Callable[[Path], Any]  # shutil.disk_usage-like: returns an object with .free
 
 
-class StoreBase:
-    """The shared state and steps of :class:`~inference.models.store.ModelStore`."""
+class StoreContext:
+    """The models folder with what every store part needs: paths, catalog, hub, conversions, disk and clock,
+    the per-package lock, free-space checks, progress trackers and the temporary folder swapped into place."""
 
     def __init__(
         self,
@@ -60,14 +69,14 @@ class StoreBase:
             self._hub = HubClient.from_environment()
         return self._hub
 
-    def _lock_for(self, package_id: str) -> FileLock:
+    def lock_for(self, package_id: str) -> FileLock:
         lock_dir = self.root / LOCK_DIR
         lock_dir.mkdir(parents=True, exist_ok=True)
         return FileLock(lock_dir / f"{package_id}.lock", timeout=0)
 
     @contextlib.contextmanager
-    def _package_lock(self, package_id: str, action: str) -> Iterator[None]:
-        lock = self._lock_for(package_id)
+    def package_lock(self, package_id: str, action: str) -> Iterator[None]:
+        lock = self.lock_for(package_id)
         try:
             lock.acquire()
         except Timeout:
@@ -81,12 +90,16 @@ class StoreBase:
         finally:
             _release_and_remove(lock)
 
+    def tracker(self, package_id: str, progress: ProgressCallback | None) -> ProgressTracker:
+        """Package-wide progress reports for one job, throttled for a user interface."""
+        return ProgressTracker(package_id, ThrottledReporter(progress))
+
     def is_busy(self, package_id: str) -> bool:
         """Whether some process holds ``package_id``'s lock (an install, import or removal is running); a lock
         file nobody holds (left by a killed process) is removed."""
         if not (self.root / LOCK_DIR / f"{package_id}.lock").exists():
             return False
-        lock = self._lock_for(package_id)
+        lock = self.lock_for(package_id)
         try:
             lock.acquire()
         except Timeout:
@@ -94,7 +107,7 @@ class StoreBase:
         _release_and_remove(lock)
         return False
 
-    def _require_space(self, needed: int, purpose: str) -> None:
+    def require_space(self, needed: int, purpose: str) -> None:
         free = int(self.disk_usage(self.root).free)
         if free < needed:
             raise DiskSpaceError(
@@ -103,12 +116,12 @@ class StoreBase:
                 "free some space, or move the model folder to a larger disk with CAPTIONEER_MODELS_DIR",
             )
 
-    def _new_tmp_dir(self, package_id: str) -> Path:
+    def new_tmp_dir(self, package_id: str) -> Path:
         tmp = self.root / f"{TMP_PREFIX}{package_id}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir(parents=True)
         return tmp
 
-    def _swap_into_place(self, tmp: Path, package_id: str) -> Path:
+    def swap_into_place(self, tmp: Path, package_id: str) -> Path:
         final = self.root / package_id
         if final.exists() or final.is_symlink():
             old = self.root / f"{TMP_PREFIX}{package_id}-old-{uuid.uuid4().hex[:8]}"
@@ -119,7 +132,7 @@ class StoreBase:
             os.replace(tmp, final)
         return final
 
-    def _describe_files(
+    def describe_files(
         self,
         directory: Path,
         known: dict[str, str | None],
