@@ -62,7 +62,7 @@ class ModelPicker:
         if choice is None or choice.family is None:
             return False
         try:
-            task = FamilyRegistry.from_environment().spec(choice.family).request_options.get("task")
+            task = FamilyRegistry.from_environment().spec(choice.family).request_option("task")
         except CaptioneerError:
             return False
         return task is not None and "translate" in task.choices

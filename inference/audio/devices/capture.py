@@ -2,7 +2,8 @@
 
 Recording goes through the sound server with soundcard (libpulse on Linux, WASAPI on Windows, CoreAudio on
 macOS), which converts to the rate and channel count asked for, so no hw: device a server already holds is
-opened. On Linux a PulseWatcher ends the capture with a sentence when its source is removed or, for a
+opened. On macOS "What this computer plays" goes through ScreenCaptureKit instead (``screencapture``). On
+Linux a PulseWatcher ends the capture with a sentence when its source is removed or, for a
 ``*:default`` id, when the default changes: the owner then reopens on the (new) default.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from inference.audio.devices import portable, pulse
+from inference.audio.devices import portable, pulse, screencapture
 from inference.audio.devices.choices import MIC_DEFAULT, SYSTEM_DEFAULT, InputDeviceError, expand_short_name
 from inference.audio.devices.listing import uses_pulse
 from inference.contract import SAMPLE_RATE
@@ -44,12 +45,18 @@ class SoundServerCapture:
         self._thread: threading.Thread | None = None
         self._delivering = threading.Event()  # the first block reached the sink (or the recording ended)
         self._watcher: pulse.PulseWatcher | None = None
+        self._screen: screencapture.ScreenCaptureAudio | None = None  # macOS system audio
 
     @property
     def follows_default(self) -> bool:
         return self.input_id in (MIC_DEFAULT, SYSTEM_DEFAULT)
 
     def start(self, sink: Sink, on_end: Callable[[str | None], None]) -> None:
+        if screencapture.applies_to(self.input_id):
+            self._screen = screencapture.ScreenCaptureAudio(self.block_samples)
+            self.name = self._screen.name
+            self._screen.start(sink, on_end)
+            return
         device = self._open_device()
         try:
             recorder = device.recorder(samplerate=SAMPLE_RATE, channels=1, blocksize=self.block_samples)
@@ -75,6 +82,8 @@ class SoundServerCapture:
         """Block until the stream's first audio came (True) or the recording ended or ``timeout_s`` passed
         (False): from then on every sample reaches the sink. Call it before telling a person to speak; not on
         a GUI thread (a null sink takes up to ~2 s)."""
+        if self._screen is not None:
+            return self._screen.wait_until_delivering(timeout_s)
         if not self._delivering.wait(timeout_s):
             log.warning("no audio from %r within %g s of opening it", self.name, timeout_s)
             return False
@@ -136,6 +145,8 @@ class SoundServerCapture:
 
     def stop(self) -> None:
         self._stop.set()
+        if self._screen is not None:
+            self._screen.stop()
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None

@@ -1,7 +1,8 @@
 """Windows and macOS inputs through the soundcard library (untested here: no such machine in CI).
 
 soundcard records WASAPI loopback of an output on Windows (``include_loopback=True``). On macOS it offers
-microphones only; system audio needs a loopback device (BlackHole, Loopback) that then lists as a microphone.
+microphones only; system audio comes through ScreenCaptureKit (``screencapture``, macOS 13+), else needs a
+loopback device (BlackHole, Loopback) that then lists as a microphone.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from inference.audio.devices import screencapture
 from inference.audio.devices.choices import (
     MIC_DEFAULT,
     MICROPHONES,
@@ -21,10 +23,7 @@ from inference.audio.devices.choices import (
     InputDeviceError,
 )
 
-MACOS_SYSTEM_AUDIO_FIX = (
-    "on macOS, install a loopback device (for example BlackHole), make it the output (or part of a "
-    "multi-output device) in Audio MIDI Setup, and choose it under Microphones"
-)
+MACOS_SYSTEM_AUDIO_FIX = "on macOS, " + screencapture.LOOPBACK_FIX
 
 
 def soundcard_module() -> Any:
@@ -57,7 +56,10 @@ def list_choices() -> list[InputChoice]:
         for d in devices
         if d.isloopback
     ]
-    system = [InputChoice(SYSTEM_DEFAULT, SYSTEM_DEFAULT_LABEL, SYSTEM_AUDIO, True)] if loopbacks else []
+    offers_system = bool(loopbacks) or (
+        sys.platform == "darwin" and screencapture.unavailable_reason() is None
+    )
+    system = [InputChoice(SYSTEM_DEFAULT, SYSTEM_DEFAULT_LABEL, SYSTEM_AUDIO, True)] if offers_system else []
     return microphones + system + loopbacks
 
 

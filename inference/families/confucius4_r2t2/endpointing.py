@@ -53,14 +53,15 @@ class EndpointOptions:
     max_segment_seconds: float = 20.0
 
     @classmethod
-    def from_options(cls, options: dict[str, Any]) -> EndpointOptions:
+    def from_options(cls, values: dict[str, Any]) -> EndpointOptions:
+        """From the session's resolved options (``FamilySpec.resolved_options``: validated, every option present)."""
         return cls(
-            threshold=float(options.get("vad_threshold", cls.threshold)),
-            min_speech_ms=int(options.get("vad_min_speech_ms", cls.min_speech_ms)),
-            min_silence_ms=int(options.get("vad_min_silence_ms", cls.min_silence_ms)),
-            speech_pad_ms=int(options.get("vad_speech_pad_ms", cls.speech_pad_ms)),
-            gap_keep_ms=int(options.get("vad_gap_keep_ms", cls.gap_keep_ms)),
-            max_segment_seconds=float(options.get("max_segment_seconds", cls.max_segment_seconds)),
+            threshold=float(values["vad_threshold"]),
+            min_speech_ms=int(values["vad_min_speech_ms"]),
+            min_silence_ms=int(values["vad_min_silence_ms"]),
+            speech_pad_ms=int(values["vad_speech_pad_ms"]),
+            gap_keep_ms=int(values["vad_gap_keep_ms"]),
+            max_segment_seconds=float(values["max_segment_seconds"]),
         )
 
 
