@@ -28,8 +28,9 @@ import numpy as np
 
 from app.live.silence import SilenceWatch
 from app.live.sources import AudioSource
+from inference.audio.devices.gaps import comes_after, gap_text
 from inference.client import BacklogFull, BacklogPolicy, RemoteEngine, RemoteStream
-from inference.contract import SAMPLE_RATE, Delta, Done, ErrorEvent, SpeechEnd, Stats, StreamEvent
+from inference.contract import SAMPLE_RATE, Delta, Done, ErrorEvent, StreamEvent
 from inference.errors import CaptioneerError
 
 log = logging.getLogger("captioneer.app.pipeline")
@@ -235,7 +236,7 @@ class LivePipeline:
         with self._lock:
             start_s = (self._sent_samples + self._pending_samples) / SAMPLE_RATE
             self._gap_ids -= 1
-            text = f"[… {start_s:.1f} s: no audio for {missing_s:.2f} s ({reason}) …]"
+            text = gap_text(start_s, missing_s, reason)
             self._gaps.append(Delta(" " + text, self._gap_ids, start_s, start_s + fill.size / SAMPLE_RATE))
             if fill.size:
                 self._capture_marks.append((self._sent_samples + self._pending_samples, lost_at))
@@ -255,20 +256,10 @@ class LivePipeline:
             return
         ordered: list[StreamEvent] = []
         for event in events:
-            while gaps and _comes_after(event, gaps[0]):
+            while gaps and comes_after(event, gaps[0]):
                 ordered.append(gaps.pop(0))
             ordered.append(event)
         if gaps:
             with self._lock:
                 self._gaps[:0] = gaps
         self.deliver(ordered)
-
-
-def _comes_after(event: StreamEvent, gap: Delta) -> bool:
-    """Whether ``event`` is about audio after the gap (or the stream processed past it, or ended)."""
-    if isinstance(event, Done):
-        return True
-    if isinstance(event, Stats):
-        return gap.end_s is not None and event.audio_s >= gap.end_s
-    end = event.end_s if isinstance(event, Delta | SpeechEnd) else None
-    return end is not None and gap.end_s is not None and end > gap.end_s

@@ -1,5 +1,6 @@
-"""Gap markers for a live input that went away mid-session (unplugged, or the default changed), for the
-command line: the same marker the caption window shows (app/live/pipeline.py), a committed ``Delta`` with a
+"""Gap markers for a live input that went away mid-session (unplugged, or the default changed): the marker
+text and its place (``gap_text``, ``comes_after``) that the command line and the caption window
+(app/live/pipeline.py) share, and the command line's ``GapMarkers``. A marker is a committed ``Delta`` with a
 negative segment id (the stream's own ids are never negative), put before the first event about audio after
 the gap and into the final transcript where it happened.
 """
