@@ -3,18 +3,23 @@
 An engine that plans its windows as audio arrives (``contract.StreamedOffline``: Parakeet-TDT) holds only what
 its next window needs; any other engine gets a :class:`WholeClipJob`, which gathers the clip into one array that
 grows in place and transcribes it at the end (one copy of the audio, where a ``Transcribe`` message held three).
-:class:`ArrivingAudio` is the bounded buffer the planned jobs keep.
+:class:`ArrivingAudio` is the bounded buffer the planned jobs keep; :class:`ConsecutiveWindowsJob` is the one pass
+of a family whose offline windows are consecutive and never overlap (Confucius4-R2T2, Whisper), which supplies
+only how a window is decoded and how the transcript is made (:class:`WindowDecoder`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Protocol
 
 import numpy as np
 
 from inference.contract import (
+    SAMPLE_RATE,
     CancelToken,
     Engine,
+    JobControl,
     OfflineJob,
     ProgressCallback,
     StreamedOffline,
@@ -135,3 +140,58 @@ class ArrivingAudio:
         if start < self.start or end > self.end or start > end:
             raise AssertionError(f"samples [{start}, {end}) are not held ([{self.start}, {self.end}))")
         return self._data[self._offset + start - self.start : self._offset + end - self.start]
+
+
+class WindowDecoder(Protocol):
+    """A family's side of a :class:`ConsecutiveWindowsJob`."""
+
+    window_samples: int
+
+    def decode(self, samples: np.ndarray, start: int) -> None:
+        """Decode the window that starts at stream sample ``start`` (and keep its result)."""
+        ...
+
+    def transcript(self, total_s: float, wall_s: float) -> Transcript:
+        """The transcript of every window decoded, for ``total_s`` of audio decoded in ``wall_s``."""
+        ...
+
+
+class ConsecutiveWindowsJob:
+    """One pass over consecutive, non-overlapping windows: each is decoded as soon as it is full, and only the
+    window being filled is held."""
+
+    passes = 1
+
+    def __init__(self, windows: WindowDecoder, control: JobControl) -> None:
+        self.windows = windows
+        self.control = control
+        self._audio = ArrivingAudio()
+        self._ended = False
+        self._started = time.perf_counter()
+
+    def feed(self, pcm: np.ndarray) -> None:
+        if self._ended:
+            raise UsageError("audio after the end of a job's only pass")
+        if self.control.cancel is not None:
+            self.control.cancel.check()
+        self._audio.append(pcm)
+        while self._audio.end - self._audio.start >= self.windows.window_samples:
+            self._decode(self._audio.start + self.windows.window_samples)
+
+    def end_pass(self) -> None:
+        self._ended = True
+        if self._audio.end > self._audio.start:
+            self._decode(self._audio.end)
+
+    def finish(self) -> Transcript:
+        if not self._ended:
+            raise UsageError("a job finished before its audio ended")
+        total_s = self._audio.end / SAMPLE_RATE
+        self.control.step(total_s, total_s)
+        return self.windows.transcript(total_s, time.perf_counter() - self._started)
+
+    def _decode(self, end: int) -> None:
+        start = self._audio.start
+        self.control.step(start / SAMPLE_RATE, None)  # the length is known only at the end
+        self.windows.decode(self._audio.read(start, end), start)
+        self._audio.forget_before(end)

@@ -16,7 +16,7 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from inference.families.confucius4_r2t2.endpointing import EndpointedStream, End
 from inference.families.confucius4_r2t2.frontend import log_mel
 from inference.families.confucius4_r2t2.languages import resolve_language, supported_languages
 from inference.families.confucius4_r2t2.lsp import StreamOptions
+from inference.families.confucius4_r2t2.offline_job import R2T2Spans
 from inference.families.confucius4_r2t2.options import RequestSettings, SessionSettings
 from inference.families.confucius4_r2t2.postprocess import parse_asr_output, truncate_at_pipe
 from inference.families.confucius4_r2t2.prompt import PromptOverflow, build_prompt
@@ -48,9 +49,7 @@ from inference.families.confucius4_r2t2.thinker import GreedyResult, Thinker, Th
 from inference.family import EngineRequest
 from inference.models.spec import FamilySpec, load_family_spec
 from inference.native import Backend, open_backend
-
-if TYPE_CHECKING:
-    from inference.families.confucius4_r2t2.offline_job import R2T2OfflineJob
+from inference.offline_jobs import ConsecutiveWindowsJob
 
 log = logging.getLogger(__name__)
 
@@ -191,11 +190,9 @@ class R2T2Engine:
         progress: ProgressCallback | None = None,
         cancel: CancelToken | None = None,
         **request_options: Any,
-    ) -> R2T2OfflineJob:
+    ) -> ConsecutiveWindowsJob:
         """``transcribe`` of a file fed in blocks, one 30 s span held at a time (offline_job.py)."""
-        from inference.families.confucius4_r2t2.offline_job import R2T2OfflineJob
-
-        return R2T2OfflineJob(self, request_options, JobControl(progress, cancel))
+        return ConsecutiveWindowsJob(R2T2Spans(self, request_options), JobControl(progress, cancel))
 
     def transcribe_span(
         self, samples: np.ndarray, language: str, max_tokens: int, context: str, offset_s: float = 0.0

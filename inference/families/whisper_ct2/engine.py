@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -32,14 +32,13 @@ from inference.contract import (
 from inference.errors import BackendError, ModelError, NotImplementedFamilyError, UsageError
 from inference.families.whisper_ct2.folder import WhisperFolder, open_whisper_folder
 from inference.families.whisper_ct2.frontend import log_mel_window
+from inference.families.whisper_ct2.offline_job import WhisperWindows
 from inference.families.whisper_ct2.options import RequestSettings, SessionSettings
 from inference.families.whisper_ct2.tokenizer import WhisperTokenizer
 from inference.families.whisper_ct2.words import SPACELESS_LANGUAGES, aligned_words
 from inference.family import EngineRequest
 from inference.native_stderr import CTRANSLATE2_LINES, native_output_logged
-
-if TYPE_CHECKING:
-    from inference.families.whisper_ct2.offline_job import WhisperOfflineJob
+from inference.offline_jobs import ConsecutiveWindowsJob
 
 log = logging.getLogger(__name__)
 
@@ -173,11 +172,9 @@ class WhisperEngine:
         progress: ProgressCallback | None = None,
         cancel: CancelToken | None = None,
         **request_options: Any,
-    ) -> WhisperOfflineJob:
+    ) -> ConsecutiveWindowsJob:
         """``transcribe`` of a file fed in blocks, one 30 s window held at a time (offline_job.py)."""
-        from inference.families.whisper_ct2.offline_job import WhisperOfflineJob
-
-        return WhisperOfflineJob(self, request_options, JobControl(progress, cancel))
+        return ConsecutiveWindowsJob(WhisperWindows(self, request_options), JobControl(progress, cancel))
 
     def decode_window(self, window: np.ndarray, request: RequestSettings) -> WindowResult:
         """One window of at most 30 s; times count from its start."""
