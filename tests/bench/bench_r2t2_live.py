@@ -195,19 +195,28 @@ class StageClock:
 
 
 class DecodeKinds:
-    """Records the kind of every decode a stream runs: ``flush`` (a segment's final decode, or the stream's),
-    ``seed`` (a segment's first decode: the lead-in and its first chunks) or ``chunk``."""
+    """Records the kind of every decode (``LspRecognizer.decode_chunk``) while it is in use: ``flush`` (a
+    segment's final decode, or the stream's), ``seed`` (a recognizer's first decode: an endpointed segment's
+    lead-in and first chunks) or ``chunk``."""
 
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
+    def __init__(self) -> None:
+        from inference.families.confucius4_r2t2.lsp import LspRecognizer
+
         self.kinds: list[str] = []
-        self._decode = stream._decode
-        stream._decode = self.decode
+        self._owner, self._decode = LspRecognizer, LspRecognizer.decode_chunk
+        kinds = self.kinds
+        real = self._decode
 
-    def decode(self, final: bool, *args: Any, **kwargs: Any) -> Any:
-        first = self.stream.recognizer.decode_calls == 0
-        self.kinds.append("flush" if final else "seed" if first else "chunk")
-        return self._decode(final, *args, **kwargs)
+        def decode_chunk(
+            recognizer: Any, audio: np.ndarray, final: bool = False, *args: Any, **kw: Any
+        ) -> Any:
+            kinds.append("flush" if final else "seed" if recognizer.decode_calls == 0 else "chunk")
+            return real(recognizer, audio, final, *args, **kw)
+
+        LspRecognizer.decode_chunk = decode_chunk  # type: ignore[method-assign]
+
+    def close(self) -> None:
+        self._owner.decode_chunk = self._decode  # type: ignore[method-assign]
 
 
 def push_breakdown(pushes: list[dict[str, Any]]) -> list[str]:
@@ -276,7 +285,10 @@ def run(
     plain = hasattr(stream, "_dropped_samples")
 
     def window_start_s() -> float:
-        return (stream._dropped_samples if plain else stream._segment_start) / SAMPLE_RATE
+        if plain:
+            return stream._dropped_samples / SAMPLE_RATE
+        ended = getattr(stream, "_ended", None)  # a segment being flushed after the next one opened
+        return (ended.start if ended is not None else stream._segment_start) / SAMPLE_RATE
 
     decoders: list[Any] = []
 
@@ -289,7 +301,7 @@ def run(
     factory = stream._decoder_factory
     stream._decoder_factory = lambda: scripted(factory())
     stream.recognizer.decoder = scripted(stream.recognizer.decoder)
-    kinds = DecodeKinds(stream)
+    kinds = DecodeKinds()
 
     step = round(chunk_ms * SAMPLE_RATE / 1000)
     chunk_s = step / SAMPLE_RATE
@@ -301,13 +313,15 @@ def run(
     stages: dict[str, float] = {}
     minute_costs: list[float] = []
     began = time.monotonic()
+    all_events: list[Any] = []
     pushes: list[dict[str, Any]] = []  # what each push ran (attributing the slow ones)
     for index, start in enumerate(range(0, audio.size - step + 1, step)):
         before = clock.snapshot()
         rows_before, forwards_at = sum(d.prefilled_rows for d in decoders), steering.forwards
-        kinds.kinds = []
+        kinds.kinds.clear()
         t0, c0 = time.perf_counter(), time.process_time()
         events = stream.push(audio[start : start + step])
+        all_events += events
         cost = time.perf_counter() - t0
         cpu.append(time.process_time() - c0)
         spent = {name: value - before[name] for name, value in clock.snapshot().items()}
@@ -352,6 +366,8 @@ def run(
                 f"RSS {row['rss_mib']:7.1f} MiB",
                 flush=True,
             )
+    kinds.close()
+    committed = "".join(e.text for e in all_events if isinstance(e, Delta))
     stream.cancel()
     drafted = sum(d.drafted for d in decoders)
     accepted = sum(d.accepted for d in decoders)
@@ -378,6 +394,7 @@ def run(
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # conversion included
         "chunk_costs_s": costs,
         "pushes": pushes,
+        "committed_text": committed,  # the deltas joined: equal across runs that must decode the same
         "minutes": minutes,
         "keeps_up": percentile(costs, 95) < chunk_s,
     }
