@@ -4,7 +4,8 @@ docs/families/confucius4_r2t2.md §7.5: stream-aligned 32 ms VAD frames drive a 
 carries across segments; a seed of recent non-speech is prepended when speech starts. A speech end (or a segment
 reaching ``max_segment_seconds``) flushes the segment: a final decode whose delta *is* published, a
 :class:`SpeechEnd` with the segment's text (when it has text), then a reset. The final text joins the non-empty
-segment texts with single spaces.
+segment texts with single spaces. The open segment decodes whenever a whole chunk is buffered, except in a push
+longer than a chunk (a backlog): that decodes once, at its end, over every whole chunk (catch-up).
 """
 
 from __future__ import annotations
@@ -147,10 +148,15 @@ class EndpointedStream:
         if self._closed:
             raise UsageError("push after finish or cancel", "open a new stream")
         samples = _checked(pcm)
+        # Catch-up: a push longer than a chunk is a backlog (the client coalesced what queued while the worker was
+        # busy). Its open segment decodes once, at the end of the push, over every whole chunk (flushes inside it
+        # still decode their segments). A push of at most a chunk decodes as its frames complete chunks, exactly
+        # as if the audio came frame by frame.
+        catch_up = samples.size > self._chunk
         events: list[StreamEvent] = []
         for frame in self._frames.frames(samples):
-            events += self._frame(frame)
-        return events
+            events += self._frame(frame, decode=not catch_up)
+        return events + self._decode_ready_chunks()
 
     def finish(self) -> Transcript:
         if self._closed:
@@ -209,7 +215,7 @@ class EndpointedStream:
         self._resumed_lead = " " if self._committed_any and not self._segment_committed else ""
 
     # ------------------------------------------------------------------ frames
-    def _frame(self, frame: np.ndarray) -> list[StreamEvent]:
+    def _frame(self, frame: np.ndarray, decode: bool) -> list[StreamEvent]:
         started, ended = self.detector.frame(self.vad.process(frame), self._consumed)
         end_requested = ended is not None and ended[1] - ended[0] >= self._min_speech
         # Shorter bursts (clicks, coughs) stay absorbed in the open segment.
@@ -236,7 +242,8 @@ class EndpointedStream:
         self._consumed += frame.size
         if end_requested and self._segment_audio:
             events += self._flush_segment()
-        events += self._decode_ready_chunks()
+        if decode:
+            events += self._decode_ready_chunks()
         return events
 
     def _keep_seed(self, samples: np.ndarray) -> None:
@@ -248,16 +255,15 @@ class EndpointedStream:
         self._segment_samples += samples.size
 
     def _decode_ready_chunks(self) -> list[StreamEvent]:
-        events: list[StreamEvent] = []
-        while self._buffer.size >= self._chunk:
-            # A segment's first decode takes every whole chunk buffered: the seed (up to vad_gap_keep_ms of
-            # lead-in) arrives at once, and each decode re-reads all the segment's audio, so decoding its
-            # chunks one by one would cost that many decodes in one push for the same audio.
-            take = self._chunk if self._accum.size else self._buffer.size // self._chunk * self._chunk
-            self._accum = np.concatenate([self._accum, self._buffer[:take]])
-            self._buffer = self._buffer[take:]
-            events += self._delta(self._decode(final=False, publish=True))
-        return events
+        """One decode over every whole chunk buffered (the seed's lead-in arrives at once, a backlog too): each
+        decode re-reads all the segment's audio, so decoding them one by one would cost that many decodes for
+        the same audio."""
+        take = self._buffer.size // self._chunk * self._chunk
+        if not take:
+            return []
+        self._accum = np.concatenate([self._accum, self._buffer[:take]])
+        self._buffer = self._buffer[take:]
+        return self._delta(self._decode(final=False, publish=True))
 
     def _decode(self, final: bool, publish: bool):  # -> ChunkOutcome
         started = time.perf_counter()
