@@ -2,8 +2,9 @@
 
 Pushed samples collect in a buffer; the complete chunks (``chunk_size_ms``) a push brings move to the accumulated
 audio and the push decodes all of it once: one decode per chunk for pushes of at most a chunk, one decode for a
-backlog that arrives as one push (catch-up, docs/families/confucius4_r2t2.md §7). ``finish`` decodes a leftover tail shorter than one chunk with the fixed final
-rollback, publishes no delta, and returns the running text as the authoritative transcript (docs/families/confucius4_r2t2.md §7).
+backlog that arrives as one push (catch-up, docs/families/confucius4_r2t2.md §7.2). ``finish`` decodes a
+leftover tail shorter than one chunk with the fixed final rollback, publishes no delta, and returns the running
+text as the authoritative transcript (docs/families/confucius4_r2t2.md §7).
 
 Events: a :class:`Delta` per growth of the committed text, then a :class:`Snapshot` holding the running text past
 the committed text (the provisional words a caption view shows after it; empty when the running text no longer
@@ -89,9 +90,8 @@ class R2T2Stream:
         events: list[StreamEvent] = []
         for start in range(0, whole, self._chunk):  # chunk by chunk: a window rolls where it did before
             if self._undecoded and self._roll_due(self._chunk):
-                events += (
-                    self._decode_events()
-                )  # a roll drops text with its audio: first the text must cover it
+                # A roll drops committed text with its audio: first the text must cover the audio held.
+                events += self._decode_events()
             self._move_to_accum(audio[start : start + self._chunk])
             self._undecoded += self._chunk
         return events + self._decode_events()
