@@ -56,6 +56,8 @@ def test_a_push_of_k_chunks_costs_one_decode_over_all_of_them():
     stream.push(np.zeros(CHUNK - 100, np.float32))  # the bit completes the next chunk: one decode as usual
     assert [size for size, _, _ in decoder.calls] == [CHUNK, 5 * CHUNK, 6 * CHUNK]
     assert stream.decode_calls == 3
+    # the backlog's decode may generate max_tokens per chunk it adds, so a backlog's words are not cut off
+    assert [budget for _, _, budget in decoder.calls] == [32, 4 * 32, 32]
     # LSP counts decodes: the first unfixed_chunk_num decodes go without a prefix, however much audio they read
     assert [prefix for _, prefix, _ in decoder.calls][:2] == ["", ""] and decoder.calls[2][1]
 
@@ -131,6 +133,11 @@ def test_an_endpointed_backlog_flushes_the_segments_that_end_in_it_then_decodes_
     assert [len(d.calls) for d in decoders] == [1, 1]
     seg1_audio = decoders[1].calls[0]
     assert seg1_audio % CHUNK == 0 and seg1_audio > CHUNK
+    # each decode may generate max_tokens per chunk it reads first: a backlog's words are not cut off
+    assert [d.budgets for d in decoders] == [
+        [32 * (decoders[0].calls[0] // CHUNK)],
+        [32 * (seg1_audio // CHUNK)],
+    ]
     ends = [e for e in events if isinstance(e, SpeechEnd)]
     assert [e.text for e in ends] == [" ".join(word(i) for i in range(63 * FRAME // 1600))]
     events += stream.push(frames((5, True)))  # keeping up again: one chunk at a time

@@ -28,9 +28,11 @@ class SpeechCountingDecoder(FakeTokenizer):
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[int] = []
+        self.budgets: list[int] = []  # max_tokens of each call
 
     def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
         self.calls.append(audio.size)
+        self.budgets.append(max_tokens)
         full = " ".join(word(i) for i in range(int(np.count_nonzero(audio)) // 1600))
         return full[len(prefix) :] if full.startswith(prefix) else full
 

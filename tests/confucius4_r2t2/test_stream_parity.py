@@ -91,8 +91,8 @@ def test_stream_matches_the_reference(engines, name: str, checkpoint, weight_typ
     records = []
     original = stream.recognizer.decode_chunk
 
-    def record(audio, final=False):
-        outcome = original(audio, final)
+    def record(audio, final=False, **budget):
+        outcome = original(audio, final, **budget)
         records.append((audio.size, final, outcome))
         return outcome
 

@@ -156,7 +156,7 @@ class EndpointedStream:
         events: list[StreamEvent] = []
         for frame in self._frames.frames(samples):
             events += self._frame(frame, decode=not catch_up)
-        return events + self._decode_ready_chunks()
+        return events + self._decode_ready_chunks(catch_up)
 
     def finish(self) -> Transcript:
         if self._closed:
@@ -254,20 +254,22 @@ class EndpointedStream:
         self._buffer = np.concatenate([self._buffer, samples])
         self._segment_samples += samples.size
 
-    def _decode_ready_chunks(self) -> list[StreamEvent]:
+    def _decode_ready_chunks(self, catch_up: bool = False) -> list[StreamEvent]:
         """One decode over every whole chunk buffered (the seed's lead-in arrives at once, a backlog too): each
         decode re-reads all the segment's audio, so decoding them one by one would cost that many decodes for
-        the same audio."""
+        the same audio. A backlog's decode may generate ``max_tokens`` per chunk it adds (a seed's, as before,
+        ``max_tokens`` in all)."""
         take = self._buffer.size // self._chunk * self._chunk
         if not take:
             return []
         self._accum = np.concatenate([self._accum, self._buffer[:take]])
         self._buffer = self._buffer[take:]
-        return self._delta(self._decode(final=False, publish=True))
+        new_chunks = take // self._chunk if catch_up else 1
+        return self._delta(self._decode(final=False, publish=True, new_chunks=new_chunks))
 
-    def _decode(self, final: bool, publish: bool):  # -> ChunkOutcome
+    def _decode(self, final: bool, publish: bool, new_chunks: int = 1):  # -> ChunkOutcome
         started = time.perf_counter()
-        outcome = self.recognizer.decode_chunk(self._accum, final, publish)
+        outcome = self.recognizer.decode_chunk(self._accum, final, publish, new_chunks)
         self._model_wall_s += time.perf_counter() - started
         self.decode_calls += 1
         return outcome
@@ -290,6 +292,7 @@ class EndpointedStream:
         return events
 
     def _flush_segment(self) -> list[StreamEvent]:
+        new_chunks = self._buffer.size // self._chunk  # more than one only inside a backlog's push
         if self._buffer.size:
             self._accum = np.concatenate([self._accum, self._buffer])
             self._buffer = np.zeros(0, dtype=np.float32)
@@ -297,7 +300,7 @@ class EndpointedStream:
         events: list[StreamEvent] = []
         text = ""
         if self._accum.size:
-            outcome = self._decode(final=True, publish=True)
+            outcome = self._decode(final=True, publish=True, new_chunks=new_chunks)
             # The decode's delta stops unfixed_token_num tokens short; the segment's text is final here, so the
             # rest goes out too and the deltas add up to the segment's text (architecture.md §3.2 rule 3).
             rest = self.recognizer.commit_rest(outcome.text)

@@ -97,7 +97,7 @@ class R2T2Stream:
         return events + self._decode_events()
 
     def _decode_events(self) -> list[StreamEvent]:
-        outcome = self._decode(final=False)
+        outcome = self._decode(final=False, new_chunks=self._undecoded // self._chunk)
         end_s = (self._dropped_samples + self._accum_samples) / SAMPLE_RATE
         language = outcome.language or None
         events: list[StreamEvent] = []
@@ -206,13 +206,13 @@ class R2T2Stream:
         self._accum_samples = audio.size - drop
         rec.restart_from(kept, self._decoder_factory() if self._decoder_factory else None)
 
-    def _decode(self, final: bool):  # -> ChunkOutcome
+    def _decode(self, final: bool, new_chunks: int = 1):  # -> ChunkOutcome
         started = time.perf_counter()
         while True:
             if len(self._accum) > 1:
                 self._accum = [np.concatenate(self._accum)]
             try:
-                outcome = self.recognizer.decode_chunk(self._accum[0], final)
+                outcome = self.recognizer.decode_chunk(self._accum[0], final, new_chunks=new_chunks)
                 break
             except PromptOverflow:
                 # Audio and text so far fill the thinker context: go on with the newer half (never below 2 chunks).
