@@ -12,7 +12,11 @@ plus the new words, token by token (or verified in one batch when the previous a
 
 Speech is espeak-ng sentences with pauses (``tests/long_speech.py``), pushed one chunk at a time. Real time is
 simulated from the measured costs: chunk i arrives at (i+1) x chunk; it starts when it has arrived and the
-previous one is done. Printed per configuration and minute: chunk cost p50/p95 and RSS; then overall p50/p95, the
+previous one is done. ``--arrival realtime`` pushes as the client does when the worker falls behind (the
+``coalesce`` backlog policy, one push in flight): each push carries ALL the chunks that arrived while the previous
+one ran (at least one), so a stream that cannot keep up decodes a backlog at once (catch-up) instead of falling
+further behind; it adds the lag per minute (push done minus arrival of its last chunk), decodes per minute and
+total CPU seconds. In that mode the cost figures are per push (one decode, or one per flush inside it). Printed per configuration and minute: chunk cost p50/p95 and RSS; then overall p50/p95, the
 time from the arrival of the chunk that brought a committed word to the moment its delta was out (p50/p95), where
 a chunk's time goes (tower, prefill, decoding), the draft acceptance rate, and whether it keeps up (p95 < chunk).
 
@@ -25,7 +29,7 @@ opened before that default.
 
     nice .venv/bin/python tests/bench/bench_r2t2_live.py [--minutes 10] [--sizes 0.6b,1.7b] [--types q8_0,q4_k]
         [--chunks 320,640,1000] [--configs app,cli-live] [--threads 2] [--tower-type q8_0] [--no-draft]
-        [--json out.json]
+        [--arrival chunk|realtime] [--json out.json]
 
 Run the full figures (10 minutes, every combination: hours) on a quiet machine; ``--minutes 1`` tries it.
 """
@@ -275,6 +279,7 @@ def run(
     chunk_ms: float,
     draft: bool,
     stream_options: dict,
+    arrival_mode: str = "chunk",
 ) -> dict[str, Any]:
     """One stream; ``steering`` and ``clock`` wrap the engine once (wrapping twice would bias and count twice)."""
     tokens_per_word = len(engine.checkpoint.tokenizer.encode(" ".join(WORDS * 4))) / (4 * len(WORDS))
@@ -312,15 +317,24 @@ def run(
     minutes: list[dict[str, float]] = []
     stages: dict[str, float] = {}
     minute_costs: list[float] = []
+    lags: list[float] = []  # per push: done minus the arrival of its last chunk
+    minute_lags: list[float] = []
+    pushed_chunks: list[int] = []
+    decodes_before = stream.decode_calls
+    total_chunks = audio.size // step
     began = time.monotonic()
     all_events: list[Any] = []
     pushes: list[dict[str, Any]] = []  # what each push ran (attributing the slow ones)
-    for index, start in enumerate(range(0, audio.size - step + 1, step)):
+    index = 0  # the next chunk to push
+    while index < total_chunks:
+        # chunk j arrives at (j + 1) x chunk: a realtime push takes every chunk there by the time the last is done
+        arrived = min(total_chunks, int(finish_s / chunk_s + 1e-9)) if arrival_mode == "realtime" else 0
+        upto = max(index + 1, arrived)
         before = clock.snapshot()
         rows_before, forwards_at = sum(d.prefilled_rows for d in decoders), steering.forwards
         kinds.kinds.clear()
         t0, c0 = time.perf_counter(), time.process_time()
-        events = stream.push(audio[start : start + step])
+        events = stream.push(audio[index * step : upto * step])
         all_events += events
         cost = time.perf_counter() - t0
         cpu.append(time.process_time() - c0)
@@ -339,8 +353,13 @@ def run(
                 "stage_cpu_s": {name[:-4]: spent[name] for name in spent if name.endswith(" cpu")},
             }
         )
-        arrival = (index + 1) * chunk_s
+        pushed_chunks.append(upto - index)
+        previous_arrival = index * chunk_s
+        index = upto
+        arrival = index * chunk_s
         finish_s = max(arrival, finish_s) + cost
+        lags.append(finish_s - arrival)
+        minute_lags.append(lags[-1])
         costs.append(cost)
         minute_costs.append(cost)
         for event in events:
@@ -350,20 +369,23 @@ def run(
                 cursor = found + len(text)
                 spoken = script.spoken_at(cursor - 1)
                 latencies.append(finish_s - math.ceil(spoken / chunk_s - 1e-9) * chunk_s)
-        if int(arrival // 60) > int((arrival - chunk_s) // 60):
+        if int(arrival // 60) > int(previous_arrival // 60):
             minutes.append(
                 {
                     "minute": int(arrival // 60),
                     "p50_ms": 1000 * statistics.median(minute_costs),
                     "p95_ms": 1000 * percentile(minute_costs, 95),
                     "rss_mib": rss_mib(),
+                    "lag_max_s": max(minute_lags),
+                    "lag_end_s": minute_lags[-1],
                 }
             )
-            minute_costs = []
+            minute_costs, minute_lags = [], []
             row = minutes[-1]
             print(
-                f"    minute {row['minute']:3d}: chunk p50 {row['p50_ms']:7.1f} ms p95 {row['p95_ms']:7.1f} ms, "
-                f"RSS {row['rss_mib']:7.1f} MiB",
+                f"    minute {row['minute']:3d}: {'push' if arrival_mode == 'realtime' else 'chunk'} "
+                f"p50 {row['p50_ms']:7.1f} ms p95 {row['p95_ms']:7.1f} ms, lag max {row['lag_max_s']:.2f} s end "
+                f"{row['lag_end_s']:.2f} s, RSS {row['rss_mib']:7.1f} MiB",
                 flush=True,
             )
     kinds.close()
@@ -371,9 +393,11 @@ def run(
     stream.cancel()
     drafted = sum(d.drafted for d in decoders)
     accepted = sum(d.accepted for d in decoders)
-    seconds = len(costs) * chunk_s
+    seconds = sum(pushed_chunks) * chunk_s
+    decodes = stream.decode_calls - decodes_before
+    half = len(lags) // 2
     return {
-        "chunks": len(costs),
+        "chunks": sum(pushed_chunks),
         "wall_s": time.monotonic() - began,
         "p50_ms": 1000 * statistics.median(costs),
         "p95_ms": 1000 * percentile(costs, 95),
@@ -397,6 +421,20 @@ def run(
         "committed_text": committed,  # the deltas joined: equal across runs that must decode the same
         "minutes": minutes,
         "keeps_up": percentile(costs, 95) < chunk_s,
+        # --arrival (realtime: each push carries every chunk that arrived while the previous one ran)
+        "arrival": arrival_mode,
+        "push_count": len(costs),
+        "push_chunks": pushed_chunks,
+        "chunks_per_push_mean": sum(pushed_chunks) / len(pushed_chunks),
+        "chunks_per_push_max": max(pushed_chunks),
+        "decodes": decodes,
+        "decodes_per_min": decodes / (seconds / 60),
+        "cpu_s": sum(cpu),
+        "lag_p50_s": percentile(lags, 50),
+        "lag_p95_s": percentile(lags, 95),
+        "lag_max_s": max(lags),
+        # bounded: the second half's worst lag is no more than a chunk above the first half's
+        "lag_bounded": max(lags[half:]) <= max(lags[: max(1, half)]) + chunk_s,
     }
 
 
@@ -417,6 +455,12 @@ def main() -> None:
         help="tower_weight_type (q8_0 as in the default GGUF package; native runs the random bf16 as f32)",
     )
     parser.add_argument("--no-draft", action="store_true", help="greedy decoding without the previous answer")
+    parser.add_argument(
+        "--arrival",
+        choices=("chunk", "realtime"),
+        default="chunk",
+        help="chunk: one chunk per push; realtime: each push carries all audio that arrived while the last ran",
+    )
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
         "--stream-option",
@@ -451,7 +495,14 @@ def main() -> None:
                         name = f"{size} {storage} {config} chunk {chunk_ms:.0f} ms"
                         print(f"  {name}{' (no draft)' if args.no_draft else ''}:", flush=True)
                         result = run(
-                            engine, steering, clock, audio, chunk_ms, not args.no_draft, stream_options
+                            engine,
+                            steering,
+                            clock,
+                            audio,
+                            chunk_ms,
+                            not args.no_draft,
+                            stream_options,
+                            args.arrival,
                         )
                         result.update(size=size, type=storage, config=config, chunk_ms=chunk_ms)
                         results.append(result)
@@ -470,6 +521,16 @@ def main() -> None:
                             flush=True,
                         )
                         print("\n".join(push_breakdown(result["pushes"])), flush=True)
+                        if args.arrival == "realtime":
+                            print(
+                                f"  {name} realtime: lag p50 {result['lag_p50_s']:.2f} s p95 "
+                                f"{result['lag_p95_s']:.2f} s max {result['lag_max_s']:.2f} s "
+                                f"({'bounded' if result['lag_bounded'] else 'GROWING'}) | "
+                                f"{result['chunks_per_push_mean']:.2f} chunks per push (max "
+                                f"{result['chunks_per_push_max']}) | {result['decodes_per_min']:.1f} decodes/min | "
+                                f"CPU {result['cpu_s']:.1f} s",
+                                flush=True,
+                            )
                 finally:
                     engine.close()
     if args.json is not None:

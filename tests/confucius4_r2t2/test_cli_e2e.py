@@ -18,7 +18,7 @@ from r2t2_fixtures import (
     stream_variant,
 )
 
-from inference.cli import main
+from inference.cli import STREAM_PUSH_SECONDS, main
 from inference.families.confucius4_r2t2.postprocess import parse_asr_output, truncate_at_pipe
 
 
@@ -173,7 +173,10 @@ def test_streaming_jsonl_prints_lsp_deltas_through_the_worker(tmp_path: Path) ->
     engine = create_engine(EngineRequest(model, "confucius4_r2t2", {}, "cpu", 1))
     try:
         stream = engine.open_stream(language="English")
-        expected = stream.push(audio)
+        step = int(STREAM_PUSH_SECONDS * 16000)  # pushed as the CLI pushes a file
+        expected = [
+            e for start in range(0, audio.size, step) for e in stream.push(audio[start : start + step])
+        ]
         transcript = stream.finish()
     finally:
         engine.close()

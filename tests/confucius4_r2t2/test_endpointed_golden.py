@@ -86,9 +86,14 @@ def case_key(chunk_ms: float, step: int) -> str:
 def test_decodes_events_and_text_are_those_recorded_before_flushes_could_wait(chunk_ms, step):
     expected = json.loads(GOLDEN.read_text())[case_key(chunk_ms, step)]
     got = json.loads(json.dumps(run_case(chunk_ms, step)))  # tuples and floats as JSON has them
+    assert got["text"] == expected["text"] and got["segments"] == expected["segments"]
+    if step > StreamOptions(chunk_size_ms=chunk_ms).chunk_samples:
+        # a push longer than a chunk is a backlog, decoded once (catch-up, docs/families/confucius4_r2t2.md
+        # §7.2): fewer decodes than the recording's, the same text from this prefix-blind decoder
+        assert len(got["decodes"]) < len(expected["decodes"])
+        return
     assert got["decodes"] == expected["decodes"]
     assert got["events"] == expected["events"]
-    assert got["text"] == expected["text"] and got["segments"] == expected["segments"]
 
 
 def test_the_golden_streams_hold_the_cases_the_flush_moves_in():

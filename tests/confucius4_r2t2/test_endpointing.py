@@ -28,9 +28,11 @@ class SpeechCountingDecoder(FakeTokenizer):
     def __init__(self) -> None:
         super().__init__()
         self.calls: list[int] = []
+        self.budgets: list[int] = []  # max_tokens of each call
 
     def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
         self.calls.append(audio.size)
+        self.budgets.append(max_tokens)
         full = " ".join(word(i) for i in range(int(np.count_nonzero(audio)) // 1600))
         return full[len(prefix) :] if full.startswith(prefix) else full
 
@@ -45,6 +47,14 @@ class LevelVad:
 
 def frames(*runs: tuple[int, bool]) -> np.ndarray:
     return np.concatenate([np.full(n * FRAME, SPEECH if speech else 0.0, np.float32) for n, speech in runs])
+
+
+def push_live(stream: EndpointedStream, audio: np.ndarray) -> list:
+    """Push as a live source does, a chunk at a time (a longer push is a backlog, decoded once: catch-up)."""
+    step = stream.options.chunk_samples
+    return [
+        event for start in range(0, audio.size, step) for event in stream.push(audio[start : start + step])
+    ]
 
 
 def make(endpoints: EndpointOptions | None = None) -> tuple[EndpointedStream, list[SpeechCountingDecoder]]:
@@ -75,7 +85,7 @@ def test_the_detector_pads_speech_and_waits_for_the_silence():
 def test_two_utterances_make_two_segments_with_seeds_speech_ends_and_a_joined_text():
     stream, decoders = make()
     audio = frames((31, False), (63, True), (37, False), (31, True), (19, False))
-    events = stream.push(audio)
+    events = push_live(stream, audio)
     events += stream.flush()  # the second segment ended in a push that had decoded: its flush waited
     transcript = stream.finish()
     ends = [e for e in events if isinstance(e, SpeechEnd)]
@@ -116,7 +126,7 @@ def test_a_segment_decodes_its_seed_as_one_chunk():
     stream.push(frames((70, False), (1, True)))  # the seed keeps the last 2 s of the silence
     seed_and_frame = min(70 * FRAME, 2 * 16000) + FRAME
     assert decoders[0].calls == [seed_and_frame // chunk * chunk]
-    stream.push(frames((40, True)))
+    push_live(stream, frames((40, True)))
     assert [b - a for a, b in zip(decoders[0].calls, decoders[0].calls[1:], strict=False)] == [chunk] * (
         len(decoders[0].calls) - 1
     )
@@ -146,17 +156,22 @@ def test_a_short_burst_is_absorbed_and_silence_alone_gives_no_text():
     assert [d.calls for d in decoders] == [[32000], []]  # the last 2 s (the seed), once, at finish
 
 
-def test_pushes_of_any_size_give_the_same_events():
+def test_pushes_of_at_most_a_chunk_give_the_events_of_frame_by_frame_pushes():
     audio = frames((31, False), (63, True), (37, False), (31, True), (19, False))
-    whole, _ = make()
-    expected = whole.push(audio) + whole.flush()
-    expected_text = whole.finish().text
+    by_frame, _ = make()
+    expected = [
+        event
+        for start in range(0, audio.size, FRAME)
+        for event in by_frame.push(audio[start : start + FRAME])
+    ]
+    expected += by_frame.flush()
+    expected_text = by_frame.finish().text
     pieces, _ = make()
     got = []
     rng = np.random.default_rng(1)
     start = 0
     while start < audio.size:
-        size = int(rng.integers(1, 3000))
+        size = int(rng.integers(1, StreamOptions().chunk_samples + 1))
         got += pieces.push(audio[start : start + size])
         start += size
     got += pieces.flush()

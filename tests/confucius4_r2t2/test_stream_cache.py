@@ -107,7 +107,10 @@ def run_stream(engine, audio: np.ndarray, cache: bool, chunk_ms: float = 640):
         return out
 
     encoder.encode = spy
-    events = stream.push(audio)
+    step = (
+        stream.options.chunk_samples
+    )  # a chunk at a time, as live audio comes (a longer push is one decode)
+    events = [e for start in range(0, audio.size, step) for e in stream.push(audio[start : start + step])]
     return stream, seen, events, stream.finish()
 
 

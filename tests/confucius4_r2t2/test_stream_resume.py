@@ -156,14 +156,14 @@ def test_a_stream_replaced_while_a_flush_waits_flushes_the_ended_segment_exactly
     """A segment that ended in a push that decoded waits for its flush; a replacement resumed then takes the
     ended segment (all its audio as context) and flushes it at its first push."""
     audio = frames((31, False), (63, True), (37, False), (31, True), (19, False))
-    step = 8000  # 500 ms pushes: both segments end in a push that decoded a 320 ms chunk
+    step = 5120  # 320 ms pushes (a longer push is a backlog: catch-up decodes it at its end, after any flush)
     probe = make_endpointed()
     waiting = []
     for at in range(0, audio.size, step):
         probe.push(audio[at : at + step])
         if probe.resume_point().state.get("ended"):
             waiting.append(at + step)
-    assert len(waiting) == 2  # the case is reached
+    assert waiting  # the case is reached (the first segment ends in a push that decoded)
     undisturbed = run_with_handovers(make_endpointed, audio, [], step)
     for cut in waiting:
         run = run_with_handovers(make_endpointed, audio, [cut], step)

@@ -4,7 +4,8 @@ docs/families/confucius4_r2t2.md §7.5: stream-aligned 32 ms VAD frames drive a 
 carries across segments; a seed of recent non-speech is prepended when speech starts. A speech end (or a segment
 reaching ``max_segment_seconds``) flushes the segment: a final decode whose delta *is* published, a
 :class:`SpeechEnd` with the segment's text (when it has text), then a reset. The final text joins the non-empty
-segment texts with single spaces.
+segment texts with single spaces. The open segment decodes whenever a whole chunk is buffered, except in a push
+longer than a chunk (a backlog): that decodes once, at its end, over every whole chunk (catch-up).
 
 A push that has already decoded leaves the flush of a segment that ends in it to the next push (or to ``flush``
 at the end): the silence after a speech end usually decodes nothing, so no push pays for two decodes there.
@@ -79,6 +80,9 @@ class EndedSegment:
     audio: np.ndarray
     start: int
     segment_id: int
+    new_chunks: int = (
+        1  # whole chunks no decode has read (more than one only when a backlog's push closed it)
+    )
 
 
 class FrameVad(Protocol):
@@ -166,11 +170,16 @@ class EndpointedStream:
         if self._closed:
             raise UsageError("push after finish or cancel", "open a new stream")
         samples = _checked(pcm)
+        # Catch-up: a push longer than a chunk is a backlog (the client coalesced what queued while the worker was
+        # busy). Its open segment decodes once, at the end of the push, over every whole chunk (flushes inside it
+        # still decode their segments). A push of at most a chunk decodes as its frames complete chunks, exactly
+        # as if the audio came frame by frame.
+        catch_up = samples.size > self._chunk
         self._decoded_in_push = False
         events = self._flush_ended()
         for frame in self._frames.frames(samples):
-            events += self._frame(frame)
-        return events
+            events += self._frame(frame, decode=not catch_up)
+        return events + self._decode_ready_chunks(catch_up)
 
     def flush(self) -> list[StreamEvent]:
         """The events of a segment that ended in the last push and waits for its flush (``contract.Flushable``;
@@ -246,7 +255,7 @@ class EndpointedStream:
             self._ended = self._close_segment()
 
     # ------------------------------------------------------------------ frames
-    def _frame(self, frame: np.ndarray) -> list[StreamEvent]:
+    def _frame(self, frame: np.ndarray, decode: bool) -> list[StreamEvent]:
         started, ended = self.detector.frame(self.vad.process(frame), self._consumed)
         end_requested = ended is not None and ended[1] - ended[0] >= self._min_speech
         # Shorter bursts (clicks, coughs) stay absorbed in the open segment.
@@ -273,7 +282,8 @@ class EndpointedStream:
         self._consumed += frame.size
         if end_requested and self._segment_audio:
             events += self._end_segment()
-        events += self._decode_ready_chunks()
+        if decode:
+            events += self._decode_ready_chunks()
         return events
 
     def _keep_seed(self, samples: np.ndarray) -> None:
@@ -284,25 +294,28 @@ class EndpointedStream:
         self._buffer = np.concatenate([self._buffer, samples])
         self._segment_samples += samples.size
 
-    def _decode_ready_chunks(self) -> list[StreamEvent]:
-        events: list[StreamEvent] = []
-        while self._buffer.size >= self._chunk:
-            # A segment's first decode takes every whole chunk buffered: the seed (up to vad_gap_keep_ms of
-            # lead-in) arrives at once, and each decode re-reads all the segment's audio, so decoding its
-            # chunks one by one would cost that many decodes in one push for the same audio.
-            take = self._chunk if self._accum.size else self._buffer.size // self._chunk * self._chunk
-            events += self._flush_ended()  # an ended segment's events come first
-            self._accum = np.concatenate([self._accum, self._buffer[:take]])
-            self._buffer = self._buffer[take:]
-            outcome = self._decode(self.recognizer, self._accum, final=False)
-            events += self._delta(
-                outcome, self.recognizer, self._segment_start, self._accum.size, self._segment_id
-            )
-        return events
+    def _decode_ready_chunks(self, catch_up: bool = False) -> list[StreamEvent]:
+        """One decode over every whole chunk buffered (the seed's lead-in arrives at once, a backlog too): each
+        decode re-reads all the segment's audio, so decoding them one by one would cost that many decodes for
+        the same audio. A backlog's decode may generate ``max_tokens`` per chunk it adds (a seed's, as before,
+        ``max_tokens`` in all)."""
+        take = self._buffer.size // self._chunk * self._chunk
+        if not take:
+            return []
+        events = self._flush_ended()  # an ended segment's events come first
+        self._accum = np.concatenate([self._accum, self._buffer[:take]])
+        self._buffer = self._buffer[take:]
+        new_chunks = take // self._chunk if catch_up else 1
+        outcome = self._decode(self.recognizer, self._accum, final=False, new_chunks=new_chunks)
+        return events + self._delta(
+            outcome, self.recognizer, self._segment_start, self._accum.size, self._segment_id
+        )
 
-    def _decode(self, recognizer: LspRecognizer, audio: np.ndarray, final: bool):  # -> ChunkOutcome
+    def _decode(
+        self, recognizer: LspRecognizer, audio: np.ndarray, final: bool, new_chunks: int = 1
+    ):  # -> ChunkOutcome
         started = time.perf_counter()
-        outcome = recognizer.decode_chunk(audio, final, publish=True)
+        outcome = recognizer.decode_chunk(audio, final, publish=True, new_chunks=new_chunks)
         self._model_wall_s += time.perf_counter() - started
         self.decode_calls += 1
         self._decoded_in_push = True
@@ -345,7 +358,9 @@ class EndpointedStream:
         """The open segment with all its audio; a fresh recognizer (and decoder caches) for the next one. The VAD
         state carries on."""
         audio = np.concatenate([self._accum, self._buffer]) if self._buffer.size else self._accum
-        ended = EndedSegment(self.recognizer, audio, self._segment_start, self._segment_id)
+        ended = EndedSegment(
+            self.recognizer, audio, self._segment_start, self._segment_id, self._buffer.size // self._chunk
+        )
         self.recognizer = LspRecognizer(
             self._decoder_factory(), self.options, self.recognizer.forced_language
         )
@@ -369,7 +384,7 @@ class EndpointedStream:
         events: list[StreamEvent] = []
         text = ""
         if ended.audio.size:
-            outcome = self._decode(recognizer, ended.audio, final=True)
+            outcome = self._decode(recognizer, ended.audio, final=True, new_chunks=ended.new_chunks)
             # The decode's delta stops unfixed_token_num tokens short; the segment's text is final here, so the
             # rest goes out too and the deltas add up to the segment's text (architecture.md §3.2 rule 3).
             rest = recognizer.commit_rest(outcome.text)

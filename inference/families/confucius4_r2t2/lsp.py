@@ -163,16 +163,18 @@ class LspRecognizer:
         self.chunk_id = int(state.get("chunk_id", 0))
 
     def decode_chunk(
-        self, audio: np.ndarray, final: bool = False, publish: bool | None = None
+        self, audio: np.ndarray, final: bool = False, publish: bool | None = None, new_chunks: int = 1
     ) -> ChunkOutcome:
         """Steps 1-10 of ``decode_chunk`` plus the committed-delta contract.
 
         ``publish`` defaults to ``not final``: ``finish`` publishes nothing, an endpointed segment's flush does.
+        ``new_chunks``: the chunks of audio this decode reads for the first time; a catch-up decode of several
+        gets ``max_tokens`` for each, so a backlog's words are not cut off.
         """
         forced = self.forced_language
         prefix = self.build_prefix(final)
         self.decode_calls += 1
-        generated = self.decoder.generate(audio, prefix, self.options.max_tokens)
+        generated = self.decoder.generate(audio, prefix, self.options.max_tokens * max(1, new_chunks))
         # An invalid byte counts as a character when choosing punctuation forms; only then is it deleted.
         generated = normalize_punct_by_context(generated).replace(REPLACEMENT, "")
         raw = prefix + generated

@@ -1,8 +1,10 @@
 """A ``contract.Stream`` over the LSP state machine: input checks, chunking, events and the final flush.
 
-Pushed samples collect in a buffer; every complete chunk (``chunk_size_ms``) moves to the accumulated audio and
-triggers one decode of all of it. ``finish`` decodes a leftover tail shorter than one chunk with the fixed final
-rollback, publishes no delta, and returns the running text as the authoritative transcript (docs/families/confucius4_r2t2.md §7).
+Pushed samples collect in a buffer; the complete chunks (``chunk_size_ms``) a push brings move to the accumulated
+audio and the push decodes all of it once: one decode per chunk for pushes of at most a chunk, one decode for a
+backlog that arrives as one push (catch-up, docs/families/confucius4_r2t2.md §7.2). ``finish`` decodes a
+leftover tail shorter than one chunk with the fixed final rollback, publishes no delta, and returns the running
+text as the authoritative transcript (docs/families/confucius4_r2t2.md §7).
 
 Events: a :class:`Delta` per growth of the committed text, then a :class:`Snapshot` holding the running text past
 the committed text (the provisional words a caption view shows after it; empty when the running text no longer
@@ -65,6 +67,7 @@ class R2T2Stream:
         self._buffered = 0
         self._accum: list[np.ndarray] = []
         self._accum_samples = 0
+        self._undecoded = 0  # the newest accumulated samples, not decoded yet (a backlog's, during its push)
         self._closed = False
         self._model_wall_s = 0.0
         self._snapshot = ""
@@ -77,18 +80,33 @@ class R2T2Stream:
         if samples.size:
             self._buffer.append(samples.copy())
             self._buffered += samples.size
+        whole = self._buffered // self._chunk * self._chunk
+        if not whole:
+            return []
+        # Catch-up: every whole chunk of the push joins the audio, then ONE decode reads it all (a decode costs
+        # about the same whatever it adds). A live source pushes at most a chunk at a time, so this is one
+        # decode per chunk while the machine keeps up; a backlog the client coalesced is one decode.
+        audio = self._take(whole)
         events: list[StreamEvent] = []
-        while self._buffered >= self._chunk:
-            self._move_to_accum(self._take(self._chunk))
-            outcome = self._decode(final=False)
-            end_s = (self._dropped_samples + self._accum_samples) / SAMPLE_RATE
-            language = outcome.language or None
-            if outcome.delta:
-                events.append(Delta(outcome.delta, SEGMENT_ID, 0.0, end_s, language))
-            tail = provisional_tail(outcome.text, self.recognizer.committed)
-            if outcome.delta or tail != self._snapshot:
-                events.append(Snapshot(tail, SEGMENT_ID, 0.0, end_s, language))
-                self._snapshot = tail
+        for start in range(0, whole, self._chunk):  # chunk by chunk: a window rolls where it did before
+            if self._undecoded and self._roll_due(self._chunk):
+                # A roll drops committed text with its audio: first the text must cover the audio held.
+                events += self._decode_events()
+            self._move_to_accum(audio[start : start + self._chunk])
+            self._undecoded += self._chunk
+        return events + self._decode_events()
+
+    def _decode_events(self) -> list[StreamEvent]:
+        outcome = self._decode(final=False, new_chunks=self._undecoded // self._chunk)
+        end_s = (self._dropped_samples + self._accum_samples) / SAMPLE_RATE
+        language = outcome.language or None
+        events: list[StreamEvent] = []
+        if outcome.delta:
+            events.append(Delta(outcome.delta, SEGMENT_ID, 0.0, end_s, language))
+        tail = provisional_tail(outcome.text, self.recognizer.committed)
+        if outcome.delta or tail != self._snapshot:
+            events.append(Snapshot(tail, SEGMENT_ID, 0.0, end_s, language))
+            self._snapshot = tail
         return events
 
     def finish(self) -> Transcript:
@@ -138,6 +156,14 @@ class R2T2Stream:
         self._buffered = rest.size
         return head
 
+    def _roll_due(self, samples: int) -> bool:
+        """Whether adding ``samples`` makes ``_move_to_accum`` roll the window."""
+        total = self._accum_samples + samples
+        if self.rolling_samples is not None and total > self.rolling_samples:
+            return True
+        full = self.max_samples is not None and total > self.max_samples
+        return full and self.auto_roll and self._accum_samples >= 2 * self._chunk
+
     def _move_to_accum(self, samples: np.ndarray) -> None:
         if self.rolling_samples is not None and self._accum_samples + samples.size > self.rolling_samples:
             self._roll()
@@ -163,6 +189,9 @@ class R2T2Stream:
             drop = self.rolling_samples // 2
         else:
             drop = min(audio.size, max(self._chunk, audio.size // 2 // self._chunk * self._chunk))
+        drop = min(
+            drop, audio.size - self._undecoded
+        )  # audio no decode has read yet has no text to drop with
         rec = self.recognizer
         # Without word times, the running text (which covers all the audio) is split in proportion to time;
         # only committed text can be dropped, cut at a word boundary where there is one.
@@ -177,20 +206,23 @@ class R2T2Stream:
         self._accum_samples = audio.size - drop
         rec.restart_from(kept, self._decoder_factory() if self._decoder_factory else None)
 
-    def _decode(self, final: bool):  # -> ChunkOutcome
+    def _decode(self, final: bool, new_chunks: int = 1):  # -> ChunkOutcome
         started = time.perf_counter()
         while True:
             if len(self._accum) > 1:
                 self._accum = [np.concatenate(self._accum)]
             try:
-                outcome = self.recognizer.decode_chunk(self._accum[0], final)
+                outcome = self.recognizer.decode_chunk(self._accum[0], final, new_chunks=new_chunks)
                 break
             except PromptOverflow:
                 # Audio and text so far fill the thinker context: go on with the newer half (never below 2 chunks).
-                if not (self.auto_roll or self.rolling_samples) or self._accum_samples < 2 * self._chunk:
+                decoded = self._accum_samples - self._undecoded  # a roll drops only audio a decode has read
+                rollable = self.auto_roll or self.rolling_samples
+                if not rollable or self._accum_samples < 2 * self._chunk or decoded < self._chunk:
                     raise
                 self._roll()
         self._model_wall_s += time.perf_counter() - started
+        self._undecoded = 0
         return outcome
 
 
