@@ -335,7 +335,7 @@ def run(
         "keeps_up": percentile(costs, 95) < chunk_s,
         # --arrival (realtime: each push carries every chunk that arrived while the previous one ran)
         "arrival": arrival_mode,
-        "pushes": len(costs),
+        "push_count": len(costs),
         "push_chunks": pushed_chunks,
         "chunks_per_push_mean": sum(pushed_chunks) / len(pushed_chunks),
         "chunks_per_push_max": max(pushed_chunks),
