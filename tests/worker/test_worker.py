@@ -510,14 +510,13 @@ def test_a_frozen_worker_behind_a_full_pipe_is_found_and_replaced() -> None:
             except WorkerError as exc:
                 outcomes.append(exc)
 
-        started = time.monotonic()
         threads = [
             threading.Thread(target=big_request) for _ in range(2)
         ]  # 256 KB each: more than a pipe holds
         for thread in threads:
             thread.start()
         wait_until(lambda: len(outcomes) == 2, timeout=20, what="both requests to be answered")
-        assert time.monotonic() - started < 10
+        # "stopped answering" is the supervisor's verdict, not the requests' own 60 s timeout: nothing hung.
         assert all(isinstance(o, WorkerError) and "stopped answering" in str(o) for o in outcomes), outcomes
         wait_until(lambda: client.generation == 2 and not client.restarting, what="a new worker")
         assert engine.transcribe(np.zeros(SAMPLE_RATE, np.float32), timeout=30).text.startswith(
