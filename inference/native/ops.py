@@ -403,26 +403,31 @@ class GraphBuilder:
                 "pick q8_0 (or f32) for this model's weights",
             )
         n, k = a.shape  # mul_mat checked that b's rows have k values
+        panels = a.owner.int8_panels(a)
         b = self.contiguous(self._as_f32(b))
         ne_b = b.ne
-        args = Int8Args(b.ptr, a.ptr, scale.ptr, ne_b[1] * ne_b[2] * ne_b[3], n, k)
+        rows = ne_b[1] * ne_b[2] * ne_b[3]
+        args = Int8Args(b.ptr, a.ptr, scale.ptr, rows, n, k, panels)
         self.int8.register(args)
         self.product_args.append(args)
         sources = (ctypes.c_void_p * 3)(b.ptr, a.ptr, scale.ptr)
+        # One panel: the output in row order. Several: panel by panel, (panels, rows, n / panels) in numpy order.
+        ne_out = (n, ne_b[1], ne_b[2], ne_b[3]) if panels == 1 else (n // panels, rows, panels, 1)
         ptr = self.api.ggml_custom_4d(
             self._ctx(),
             int(GgmlType.F32),
-            n,
-            ne_b[1],
-            ne_b[2],
-            ne_b[3],
+            *ne_out,
             sources,
             3,
             self.int8.callback,
             -1,
             ctypes.addressof(args),
         )
-        return self._wrap(ptr, max(b.ndim, 2))
+        ndim = max(b.ndim, 2)
+        if panels == 1:
+            return self._wrap(ptr, ndim)
+        by_panel = self.permute(self._wrap(ptr, 3), (1, 0, 2))  # (rows, panels, n / panels)
+        return self.reshape(by_panel, (*b.shape[:-1], n) if b.ndim >= 2 else (1, n))
 
     def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         """PyTorch ``nn.Linear``: ``x @ weight.T + bias`` with weight shaped (out, in)."""
