@@ -145,6 +145,29 @@ def test_panelled_products_do_not_depend_on_the_thread_count():
     assert relative_rms(two, x @ stored.T) < 1.5e-2
 
 
+def test_the_bias_add_puts_panelled_outputs_back_in_row_order_without_a_copy():
+    rng = np.random.default_rng(6)
+    weight = rng.standard_normal((256, 64)).astype(np.float32)
+    bias = rng.standard_normal(256).astype(np.float32)
+    x = rng.standard_normal((2, 5, 64)).astype(np.float32)
+    backend = open_backend("cpu", threads=2)
+    try:
+        store, graph = linear_graph(backend, weight, x.shape, bias)
+        with store, graph:
+            assert store.int8_panels(store["w"]) == 2
+            assert "CONT" not in graph_ops(graph)
+            got = graph.run(x=x)["y"]
+            want = x @ store.numpy("w").T + bias
+        plain, without_bias = linear_graph(backend, weight, x.shape)
+        with plain, without_bias:
+            assert "CONT" in graph_ops(without_bias)  # nothing else to write the row order
+            assert np.allclose(without_bias.run(x=x)["y"] + bias, got, atol=1e-5)
+    finally:
+        backend.close()
+    assert got.shape == (2, 5, 256)
+    assert relative_rms(got, want) < 1.5e-2
+
+
 # /proc/cpuinfo as Linux writes it (flags lists shortened): one block per logical CPU.
 ZEN3_CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
