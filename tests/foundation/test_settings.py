@@ -88,3 +88,25 @@ def test_the_window_captions_confucius4_r2t2_by_utterance() -> None:
         assert isinstance(engine.open_stream(), EndpointedStream)
     finally:
         engine.close()
+
+
+def test_the_window_the_cli_and_live_open_the_same_r2t2_stream() -> None:
+    """One live default (issue 43, tests/bench/README.md "One live default"): the window names its options, the
+    CLI and /live open the engine's defaults; both give an endpointed stream with equal chunking, LSP and VAD
+    options, so one benchmark run stands for all three front ends."""
+    from app.model_choices import live_options
+    from inference.engine import load_engine
+    from inference.families.confucius4_r2t2.endpointing import EndpointedStream
+    from tests.confucius4_r2t2.r2t2_fixtures import HF_CHECKPOINT
+
+    streams = []
+    for session_options in (dict(live_options("confucius4_r2t2")), {}):
+        engine = load_engine(HF_CHECKPOINT, session_options=session_options)
+        try:
+            stream = engine.open_stream()
+            assert isinstance(stream, EndpointedStream)
+            streams.append((stream.options, stream.endpoints, engine.session.stream_cache))
+            stream.cancel()
+        finally:
+            engine.close()
+    assert streams[0] == streams[1]
