@@ -97,6 +97,7 @@ def test_weights_split_into_one_panel_per_thread_only_in_whole_simd_panels():
         (64, 32, (2, 32)),  # fewer rows than threads get shares
         (384, 64, (7, 64)),  # 2 panels on 2 threads, 3 on 3
         (256, 48, (2, 3, 48)),  # panels with batched rows
+        (256, 32, (300, 32)),  # many rows: row shares through every panel (int8.ROW_SPLIT_MIN_ROWS)
     ],
 )
 def test_int8_products_match_the_dequantized_weight(cpu, n, k, x_shape):
