@@ -163,10 +163,11 @@ class ScriptedDecoder:
 
 
 class StageClock:
-    """Wall and process CPU seconds in the tower, the thinker prefill and greedy decoding (wrapped methods)."""
+    """Wall and process CPU seconds in the tower, the thinker prefill and greedy decoding (wrapped methods), and
+    the audio rows the tower encoded (``tower rows``: the layers run over every row of each window encoded)."""
 
     def __init__(self, engine: Any) -> None:
-        self.totals: dict[str, float] = {}
+        self.totals: dict[str, float] = {"tower rows": 0.0}
         for name, owner, method in (
             ("tower", engine.tower, "encode"),
             ("prefill", engine.thinker, "prefill_rows"),
@@ -179,15 +180,76 @@ class StageClock:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             wall, cpu = time.perf_counter(), time.process_time()
             try:
-                return fn(*args, **kwargs)
+                out = fn(*args, **kwargs)
             finally:
                 self.totals[name] += time.perf_counter() - wall
                 self.totals[f"{name} cpu"] += time.process_time() - cpu
+            if name == "tower":
+                self.totals["tower rows"] += out.shape[0]
+            return out
 
         return wrapper
 
     def snapshot(self) -> dict[str, float]:
         return dict(self.totals)
+
+
+class DecodeKinds:
+    """Records the kind of every decode (``LspRecognizer.decode_chunk``) while it is in use: ``flush`` (a
+    segment's final decode, or the stream's), ``seed`` (a recognizer's first decode: an endpointed segment's
+    lead-in and first chunks) or ``chunk``."""
+
+    def __init__(self) -> None:
+        from inference.families.confucius4_r2t2.lsp import LspRecognizer
+
+        self.kinds: list[str] = []
+        self._owner, self._decode = LspRecognizer, LspRecognizer.decode_chunk
+        kinds = self.kinds
+        real = self._decode
+
+        def decode_chunk(
+            recognizer: Any, audio: np.ndarray, final: bool = False, *args: Any, **kw: Any
+        ) -> Any:
+            kinds.append("flush" if final else "seed" if recognizer.decode_calls == 0 else "chunk")
+            return real(recognizer, audio, final, *args, **kw)
+
+        LspRecognizer.decode_chunk = decode_chunk  # type: ignore[method-assign]
+
+    def close(self) -> None:
+        self._owner.decode_chunk = self._decode  # type: ignore[method-assign]
+
+
+def push_breakdown(pushes: list[dict[str, Any]]) -> list[str]:
+    """Lines comparing the pushes above the 90th CPU percentile with the median ones (40th-60th)."""
+    cpu = [p["cpu_s"] for p in pushes]
+    p40, p60, p90 = (percentile(cpu, q) for q in (40, 60, 90))
+    groups = (
+        ("median (p40-p60)", [p for p in pushes if p40 <= p["cpu_s"] <= p60]),
+        ("slow (> p90)", [p for p in pushes if p["cpu_s"] > p90]),
+    )
+    lines = []
+    for label, group in groups:
+        if not group:
+            continue
+        n = len(group)
+        kinds: dict[str, int] = {}
+        for p in group:
+            key = "+".join(p["decodes"]) or "none"
+            kinds[key] = kinds.get(key, 0) + 1
+        mix = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        stage = {
+            s: 1000 * sum(p["stage_cpu_s"].get(s, 0.0) for p in group) / n
+            for s in ("tower", "prefill", "decode")
+        }
+        lines.append(
+            f"    {label}: {n} pushes, CPU {1000 * sum(p['cpu_s'] for p in group) / n:.0f} ms "
+            f"(tower {stage['tower']:.0f} / prefill {stage['prefill']:.0f} / decode {stage['decode']:.0f}), "
+            f"decodes {sum(len(p['decodes']) for p in group) / n:.2f}, tower rows "
+            f"{sum(p['tower_rows'] for p in group) / n:.0f}, prefilled rows "
+            f"{sum(p['prefilled_rows'] for p in group) / n:.0f}, forwards {sum(p['forwards'] for p in group) / n:.1f} "
+            f"| decodes per push: {mix}"
+        )
+    return lines
 
 
 def speech(minutes: float) -> np.ndarray:
@@ -223,7 +285,10 @@ def run(
     plain = hasattr(stream, "_dropped_samples")
 
     def window_start_s() -> float:
-        return (stream._dropped_samples if plain else stream._segment_start) / SAMPLE_RATE
+        if plain:
+            return stream._dropped_samples / SAMPLE_RATE
+        ended = getattr(stream, "_ended", None)  # a segment being flushed after the next one opened
+        return (ended.start if ended is not None else stream._segment_start) / SAMPLE_RATE
 
     decoders: list[Any] = []
 
@@ -236,6 +301,7 @@ def run(
     factory = stream._decoder_factory
     stream._decoder_factory = lambda: scripted(factory())
     stream.recognizer.decoder = scripted(stream.recognizer.decoder)
+    kinds = DecodeKinds()
 
     step = round(chunk_ms * SAMPLE_RATE / 1000)
     chunk_s = step / SAMPLE_RATE
@@ -247,14 +313,32 @@ def run(
     stages: dict[str, float] = {}
     minute_costs: list[float] = []
     began = time.monotonic()
+    all_events: list[Any] = []
+    pushes: list[dict[str, Any]] = []  # what each push ran (attributing the slow ones)
     for index, start in enumerate(range(0, audio.size - step + 1, step)):
         before = clock.snapshot()
+        rows_before, forwards_at = sum(d.prefilled_rows for d in decoders), steering.forwards
+        kinds.kinds.clear()
         t0, c0 = time.perf_counter(), time.process_time()
         events = stream.push(audio[start : start + step])
+        all_events += events
         cost = time.perf_counter() - t0
         cpu.append(time.process_time() - c0)
-        for name, value in clock.snapshot().items():
-            stages[name] = stages.get(name, 0.0) + value - before[name]
+        spent = {name: value - before[name] for name, value in clock.snapshot().items()}
+        for name, value in spent.items():
+            if name != "tower rows":
+                stages[name] = stages.get(name, 0.0) + value
+        pushes.append(
+            {
+                "cpu_s": cpu[-1],
+                "wall_s": cost,
+                "decodes": list(kinds.kinds),
+                "tower_rows": int(spent["tower rows"]),
+                "prefilled_rows": sum(d.prefilled_rows for d in decoders) - rows_before,
+                "forwards": steering.forwards - forwards_at,
+                "stage_cpu_s": {name[:-4]: spent[name] for name in spent if name.endswith(" cpu")},
+            }
+        )
         arrival = (index + 1) * chunk_s
         finish_s = max(arrival, finish_s) + cost
         costs.append(cost)
@@ -282,6 +366,8 @@ def run(
                 f"RSS {row['rss_mib']:7.1f} MiB",
                 flush=True,
             )
+    kinds.close()
+    committed = "".join(e.text for e in all_events if isinstance(e, Delta))
     stream.cancel()
     drafted = sum(d.drafted for d in decoders)
     accepted = sum(d.accepted for d in decoders)
@@ -307,6 +393,8 @@ def run(
         "rss_end_mib": rss_mib(),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # conversion included
         "chunk_costs_s": costs,
+        "pushes": pushes,
+        "committed_text": committed,  # the deltas joined: equal across runs that must decode the same
         "minutes": minutes,
         "keeps_up": percentile(costs, 95) < chunk_s,
     }
@@ -381,6 +469,7 @@ def main() -> None:
                             f"{'keeps up' if result['keeps_up'] else 'falls behind'}",
                             flush=True,
                         )
+                        print("\n".join(push_breakdown(result["pushes"])), flush=True)
                 finally:
                     engine.close()
     if args.json is not None:

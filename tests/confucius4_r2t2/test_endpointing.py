@@ -76,6 +76,7 @@ def test_two_utterances_make_two_segments_with_seeds_speech_ends_and_a_joined_te
     stream, decoders = make()
     audio = frames((31, False), (63, True), (37, False), (31, True), (19, False))
     events = stream.push(audio)
+    events += stream.flush()  # the second segment ended in a push that had decoded: its flush waited
     transcript = stream.finish()
     ends = [e for e in events if isinstance(e, SpeechEnd)]
     # segment 0: the 31 silent frames are its seed; it ends 8 frames after the speech (200 ms of silence)
@@ -125,6 +126,7 @@ def test_a_segment_decodes_its_seed_as_one_chunk():
 def test_max_segment_seconds_cuts_continuous_speech():
     stream, _ = make(EndpointOptions(max_segment_seconds=1.0))
     events = stream.push(frames((94, True)))
+    events += stream.flush()
     transcript = stream.finish()
     ends = [(e.segment_id, e.start_s, e.end_s) for e in events if isinstance(e, SpeechEnd)]
     assert ends == [(0, 0.0, 1.0), (1, 1.0, 2.0), (2, 2.0, 3.0)]
@@ -147,7 +149,7 @@ def test_a_short_burst_is_absorbed_and_silence_alone_gives_no_text():
 def test_pushes_of_any_size_give_the_same_events():
     audio = frames((31, False), (63, True), (37, False), (31, True), (19, False))
     whole, _ = make()
-    expected = whole.push(audio)
+    expected = whole.push(audio) + whole.flush()
     expected_text = whole.finish().text
     pieces, _ = make()
     got = []
@@ -157,6 +159,7 @@ def test_pushes_of_any_size_give_the_same_events():
         size = int(rng.integers(1, 3000))
         got += pieces.push(audio[start : start + size])
         start += size
+    got += pieces.flush()
     assert got == expected and pieces.finish().text == expected_text
 
 
@@ -193,4 +196,33 @@ def test_a_ten_minute_stream_keeps_its_state_and_work_per_chunk_bounded():
     assert len(calls) <= 120 * (5.0 / 0.32 + 2)
     assert len(transcript.segments) == 240 and transcript.timing.audio_s == pytest.approx(
         120 * 156 * FRAME / 16000
+    )
+
+
+def test_a_segment_that_ends_in_a_push_that_decoded_is_flushed_by_the_next_push():
+    """The flush of a segment ending in a push that decoded a chunk waits for the next push (the silence after
+    it decodes nothing), so that no push pays for two decodes there; its events keep their order."""
+    options = StreamOptions(chunk_size_ms=1000.0)
+    made: list[SpeechCountingDecoder] = []
+
+    def factory() -> SpeechCountingDecoder:
+        made.append(SpeechCountingDecoder())
+        return made[-1]
+
+    stream = EndpointedStream(factory, options, EndpointOptions(), LevelVad(), "English")
+    audio = frames((94, True), (63, False))  # the end (8 frames into the silence) falls in the 4th push
+    calls_per_push, ends_per_push = [], []
+    for start in range(0, audio.size, 16000):
+        before = sum(len(d.calls) for d in made)
+        events = stream.push(audio[start : start + 16000])
+        calls_per_push.append(sum(len(d.calls) for d in made) - before)
+        ends_per_push.append(sum(isinstance(e, SpeechEnd) for e in events))
+    # chunks decode in pushes 1-3 (push 0 holds 31 whole VAD frames: 496 samples short of a chunk); the speech
+    # ends in push 3, after its chunk; push 4 runs the flush
+    assert calls_per_push == [0, 1, 1, 1, 1, 0]
+    assert ends_per_push == [0, 0, 0, 0, 1, 0]
+    # the flush decodes the segment: its speech and the silence that ended it, not the audio pushed after
+    assert made[0].calls[-1] == (94 + 8) * FRAME
+    assert stream.flush() == [] and stream.finish().text == " ".join(
+        word(i) for i in range(94 * FRAME // 1600)
     )

@@ -233,7 +233,7 @@ def test_endpointing_session_option_splits_the_stream_with_silero(tmp_path):
         assert isinstance(stream, EndpointedStream)
         clip = load_audio()["clip_a"]
         audio = np.concatenate([clip, np.zeros(16000, np.float32), clip])
-        events = stream.push(audio)
+        events = stream.push(audio) + stream.flush()  # as the worker does before finish
         transcript = stream.finish()
     finally:
         engine.close()

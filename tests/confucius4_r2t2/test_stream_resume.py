@@ -150,3 +150,29 @@ def test_segment_ids_and_times_of_a_replaced_endpointed_stream_match():
     assert [e.segment_id for e in run.speech_ends] == [0, 1]
     assert [isinstance(e, SpeechEnd) for e in run.events].count(True) == 2
     assert run.final.segments == undisturbed.final.segments
+
+
+def test_a_stream_replaced_while_a_flush_waits_flushes_the_ended_segment_exactly_once():
+    """A segment that ended in a push that decoded waits for its flush; a replacement resumed then takes the
+    ended segment (all its audio as context) and flushes it at its first push."""
+    audio = frames((31, False), (63, True), (37, False), (31, True), (19, False))
+    step = 8000  # 500 ms pushes: both segments end in a push that decoded a 320 ms chunk
+    probe = make_endpointed()
+    waiting = []
+    for at in range(0, audio.size, step):
+        probe.push(audio[at : at + step])
+        if probe.resume_point().state.get("ended"):
+            waiting.append(at + step)
+    assert len(waiting) == 2  # the case is reached
+    undisturbed = run_with_handovers(make_endpointed, audio, [], step)
+    for cut in waiting:
+        run = run_with_handovers(make_endpointed, audio, [cut], step)
+        assert run.committed == undisturbed.committed and run.final.text == undisturbed.final.text
+        ends = [(e.segment_id, round(e.start_s, 6), round(e.end_s, 6), e.text) for e in run.speech_ends]
+        assert ends == [
+            (e.segment_id, round(e.start_s, 6), round(e.end_s, 6), e.text) for e in undisturbed.speech_ends
+        ]
+        segments = [(s.text, round(s.start_s, 6), round(s.end_s, 6)) for s in run.final.segments]
+        assert segments == [
+            (s.text, round(s.start_s, 6), round(s.end_s, 6)) for s in undisturbed.final.segments
+        ]

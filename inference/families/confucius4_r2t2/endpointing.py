@@ -5,6 +5,11 @@ carries across segments; a seed of recent non-speech is prepended when speech st
 reaching ``max_segment_seconds``) flushes the segment: a final decode whose delta *is* published, a
 :class:`SpeechEnd` with the segment's text (when it has text), then a reset. The final text joins the non-empty
 segment texts with single spaces.
+
+A push that has already decoded leaves the flush of a segment that ends in it to the next push (or to ``flush``
+at the end): the silence after a speech end usually decodes nothing, so no push pays for two decodes there.
+The decodes and the events stay the same and in the same order (the waiting flush runs before anything else
+decodes); only the ended segment's last words and its speech end come one push later.
 """
 
 from __future__ import annotations
@@ -65,6 +70,17 @@ class EndpointOptions:
         )
 
 
+@dataclass
+class EndedSegment:
+    """A segment the VAD closed whose final decode has not run yet: its recognizer, all its audio (stream
+    samples from ``start``) and its id."""
+
+    recognizer: LspRecognizer
+    audio: np.ndarray
+    start: int
+    segment_id: int
+
+
 class FrameVad(Protocol):
     def process(self, frame: np.ndarray) -> float: ...
 
@@ -102,7 +118,8 @@ class SpeechDetector:
 
 
 class EndpointedStream:
-    """A ``contract.Stream`` of LSP segments split by voice activity. Not thread-safe."""
+    """A ``contract.Stream`` (``Flushable``, ``Resumable``) of LSP segments split by voice activity. Not
+    thread-safe."""
 
     def __init__(
         self,
@@ -140,6 +157,8 @@ class EndpointedStream:
         self._closed = False
         self._model_wall_s = 0.0
         self.decode_calls = 0
+        self._ended: EndedSegment | None = None  # closed, its flush running or waiting for the next push
+        self._decoded_in_push = False
         self._resumed_lead = ""  # the separator a continued segment's text needs after the dead stream's text
 
     # ------------------------------------------------------------------ contract.Stream
@@ -147,14 +166,23 @@ class EndpointedStream:
         if self._closed:
             raise UsageError("push after finish or cancel", "open a new stream")
         samples = _checked(pcm)
-        events: list[StreamEvent] = []
+        self._decoded_in_push = False
+        events = self._flush_ended()
         for frame in self._frames.frames(samples):
             events += self._frame(frame)
         return events
 
+    def flush(self) -> list[StreamEvent]:
+        """The events of a segment that ended in the last push and waits for its flush (``contract.Flushable``;
+        the worker sends them before the result). An open segment is still closed by ``finish``."""
+        if self._closed:
+            raise UsageError("flush after finish or cancel", "open a new stream")
+        return self._flush_ended()
+
     def finish(self) -> Transcript:
         if self._closed:
             raise UsageError("the stream was already finished or cancelled", "open a new stream")
+        self._flush_ended()
         self._closed = True
         tail = self._frames.take_pending()
         if tail.size:  # less than a VAD frame: it joins whatever is open
@@ -170,7 +198,8 @@ class EndpointedStream:
             self._segment_samples = self._buffer.size
             self._segment_start = self._consumed - self._segment_samples
         if self.detector.in_speech or self._segment_audio:
-            self._flush_segment()
+            self._ended = self._close_segment()
+            self._flush_ended()
         total_s = self._consumed / SAMPLE_RATE
         return Transcript(
             text=" ".join(self._texts),
@@ -183,12 +212,18 @@ class EndpointedStream:
         self._closed = True
         self._buffer = self._accum = self._seed = np.zeros(0, dtype=np.float32)
         self._frames = FrameSplitter()
+        self._ended = None
 
     # ------------------------------------------------------------------ contract.Resumable
     def resume_point(self) -> ResumePoint:
         """An open segment resumes from its start with its decoded chunks as context (and their committed text
-        as the stable prefix); between segments, from the seed that would lead the next one."""
+        as the stable prefix); between segments, from the seed that would lead the next one. A segment whose
+        flush waits resumes from its start with all its audio as context, to be flushed at the next push."""
         state: dict[str, Any] = {"committed_any": self._committed_any}
+        ended = self._ended
+        if ended is not None:
+            state.update(ended.recognizer.checkpoint(), in_speech=self.detector.in_speech, ended=True)
+            return ResumePoint(ended.start, int(ended.audio.size), state, True, ended.recognizer.committed)
         if self._segment_audio:
             state.update(self.recognizer.checkpoint(), in_speech=self.detector.in_speech)
             return ResumePoint(
@@ -207,6 +242,8 @@ class EndpointedStream:
         self.recognizer.resume_from(dict(state))
         self._segment_committed = bool(self.recognizer.committed)
         self._resumed_lead = " " if self._committed_any and not self._segment_committed else ""
+        if state.get("ended"):
+            self._ended = self._close_segment()
 
     # ------------------------------------------------------------------ frames
     def _frame(self, frame: np.ndarray) -> list[StreamEvent]:
@@ -230,12 +267,12 @@ class EndpointedStream:
                 self._add_segment_audio(frame[offset : offset + take])
                 offset += take
                 if self._segment_samples == self._max_segment:
-                    events += self._flush_segment()
+                    events += self._end_segment()
         else:
             self._keep_seed(frame)
         self._consumed += frame.size
         if end_requested and self._segment_audio:
-            events += self._flush_segment()
+            events += self._end_segment()
         events += self._decode_ready_chunks()
         return events
 
@@ -254,65 +291,102 @@ class EndpointedStream:
             # lead-in) arrives at once, and each decode re-reads all the segment's audio, so decoding its
             # chunks one by one would cost that many decodes in one push for the same audio.
             take = self._chunk if self._accum.size else self._buffer.size // self._chunk * self._chunk
+            events += self._flush_ended()  # an ended segment's events come first
             self._accum = np.concatenate([self._accum, self._buffer[:take]])
             self._buffer = self._buffer[take:]
-            events += self._delta(self._decode(final=False, publish=True))
+            outcome = self._decode(self.recognizer, self._accum, final=False)
+            events += self._delta(
+                outcome, self.recognizer, self._segment_start, self._accum.size, self._segment_id
+            )
         return events
 
-    def _decode(self, final: bool, publish: bool):  # -> ChunkOutcome
+    def _decode(self, recognizer: LspRecognizer, audio: np.ndarray, final: bool):  # -> ChunkOutcome
         started = time.perf_counter()
-        outcome = self.recognizer.decode_chunk(self._accum, final, publish)
+        outcome = recognizer.decode_chunk(audio, final, publish=True)
         self._model_wall_s += time.perf_counter() - started
         self.decode_calls += 1
+        self._decoded_in_push = True
         return outcome
 
-    def _delta(self, outcome, snapshot: bool = True) -> list[StreamEvent]:
-        """The delta of a decode (a segment's first one after earlier text starts with a space) and the snapshot."""
-        start_s = self._segment_start / SAMPLE_RATE
-        end_s, language = start_s + self._accum.size / SAMPLE_RATE, outcome.language or None
+    def _delta(
+        self,
+        outcome,  # ChunkOutcome
+        recognizer: LspRecognizer,
+        start: int,
+        decoded: int,
+        segment_id: int,
+        snapshot: bool = True,
+    ) -> list[StreamEvent]:
+        """The delta of a decode of ``decoded`` samples of the segment from ``start`` (a segment's first one
+        after earlier text starts with a space) and the snapshot."""
+        start_s = start / SAMPLE_RATE
+        end_s, language = start_s + decoded / SAMPLE_RATE, outcome.language or None
         events: list[StreamEvent] = []
         if outcome.delta:
             text = (" " if self._committed_any and not self._segment_committed else "") + outcome.delta
             self._committed_any = self._segment_committed = True
-            events.append(Delta(text, self._segment_id, start_s, end_s, language))
-        tail = provisional_tail(outcome.text, self.recognizer.committed)
+            events.append(Delta(text, segment_id, start_s, end_s, language))
+        tail = provisional_tail(outcome.text, recognizer.committed)
         if tail and self._committed_any and not self._segment_committed:
             tail = " " + tail
         if snapshot and (outcome.delta or tail != self._snapshot):
-            events.append(Snapshot(tail, self._segment_id, start_s, end_s, language))
+            events.append(Snapshot(tail, segment_id, start_s, end_s, language))
             self._snapshot = tail
         return events
 
-    def _flush_segment(self) -> list[StreamEvent]:
-        if self._buffer.size:
-            self._accum = np.concatenate([self._accum, self._buffer])
-            self._buffer = np.zeros(0, dtype=np.float32)
-        start, end = self._segment_start, self._segment_start + self._segment_samples
+    def _end_segment(self) -> list[StreamEvent]:
+        """Close the open segment; flush it now unless this push has decoded already (then the next push does,
+        before anything else decodes)."""
+        events = self._flush_ended()
+        self._ended = self._close_segment()
+        return events if self._decoded_in_push else events + self._flush_ended()
+
+    def _close_segment(self) -> EndedSegment:
+        """The open segment with all its audio; a fresh recognizer (and decoder caches) for the next one. The VAD
+        state carries on."""
+        audio = np.concatenate([self._accum, self._buffer]) if self._buffer.size else self._accum
+        ended = EndedSegment(self.recognizer, audio, self._segment_start, self._segment_id)
+        self.recognizer = LspRecognizer(
+            self._decoder_factory(), self.options, self.recognizer.forced_language
+        )
+        self._buffer = self._accum = np.zeros(0, dtype=np.float32)
+        self._segment_audio = False
+        self._segment_samples = 0
+        self._segment_id += 1
+        return ended
+
+    def _flush_ended(self) -> list[StreamEvent]:
+        if self._ended is None:
+            return []
+        events = self._flush(self._ended)
+        self._ended = None
+        return events
+
+    def _flush(self, ended: EndedSegment) -> list[StreamEvent]:
+        """The segment's final decode, its delta and its speech end."""
+        recognizer = ended.recognizer
+        start, end = ended.start, ended.start + ended.audio.size
         events: list[StreamEvent] = []
         text = ""
-        if self._accum.size:
-            outcome = self._decode(final=True, publish=True)
+        if ended.audio.size:
+            outcome = self._decode(recognizer, ended.audio, final=True)
             # The decode's delta stops unfixed_token_num tokens short; the segment's text is final here, so the
             # rest goes out too and the deltas add up to the segment's text (architecture.md §3.2 rule 3).
-            rest = self.recognizer.commit_rest(outcome.text)
+            rest = recognizer.commit_rest(outcome.text)
             outcome = replace(outcome, delta=outcome.delta + rest) if rest else outcome
             text = outcome.text
-            events += self._delta(outcome, snapshot=False)  # the SpeechEnd below retires the snapshot
-        if self.recognizer.language:
-            self._language = self.recognizer.language
-        language = self.recognizer.language or None
+            # The SpeechEnd below retires the snapshot.
+            events += self._delta(
+                outcome, recognizer, start, ended.audio.size, ended.segment_id, snapshot=False
+            )
+        if recognizer.language:
+            self._language = recognizer.language
+        language = recognizer.language or None
         if text:
             lead, self._resumed_lead = self._resumed_lead, ""
             self._texts.append(lead + text)
             self._segments.append(Segment(text, start / SAMPLE_RATE, end / SAMPLE_RATE))
-            events.append(SpeechEnd(self._segment_id, start / SAMPLE_RATE, end / SAMPLE_RATE, text, language))
-        # A fresh recognizer (and decoder caches) for the next segment; the VAD state carries on.
-        forced = self.recognizer.forced_language
-        self.recognizer = LspRecognizer(self._decoder_factory(), self.options, forced)
+            events.append(SpeechEnd(ended.segment_id, start / SAMPLE_RATE, end / SAMPLE_RATE, text, language))
         self._segment_committed = False
         self._snapshot = ""
-        self._accum = np.zeros(0, dtype=np.float32)
-        self._segment_audio = False
-        self._segment_samples = 0
-        self._segment_id += 1
         return events
