@@ -5,12 +5,20 @@ Why: ggml has no tiled x86 kernel for q8_0, while MLAS's u8 x s8 GEMM uses AVX-5
 
 Format (``weight_type=int8``): each output row ``n`` of ``W`` (N, K) has a scale ``s[n] = max|W[n]| / qmax`` and
 is stored as ``round(W[n] / s[n])``. The ggml tensor keeps the logical shape (N, K), type I8, but holds the bytes
-**transposed**, (K, N) row-major, as MLAS's ``B`` operand wants; only :class:`Int8Gemm` reads it. The scales are
-a separate f32 tensor (``WeightStore.int8_scale``). qmax is 127 with VNNI (``Backend._has_vnni``), else 63:
-MLAS's AVX2 kernel sums pairs in 16 bits, which can saturate (ONNX Runtime's ``reduce_range``).
+**transposed** in column panels, (P, K, N/P) row-major: each panel is a (K, N/P) ``B`` operand as MLAS wants it;
+only :class:`Int8Gemm` reads it. P is the backend's thread count when N splits into whole 64-column panels, else
+1 (:func:`weight_panels`; the store records it). The scales are a separate f32 tensor (``WeightStore.int8_scale``).
+qmax is 127 with VNNI (``Backend._has_vnni``), else 63: MLAS's AVX2 kernel sums pairs in 16 bits, which can
+saturate (ONNX Runtime's ``reduce_range``).
 
-Activations are quantized per call and per thread share of the rows, so results depend on the thread count at
-the level of the int8 rounding; graphs whose rows must not depend on batching (R2T2's live tower) cannot use it.
+Why panels: MLAS packs a ``B`` that is an input (not a constant) on every call, a cost that follows the weight's
+size, not the rows. Split by rows, every thread packed the whole weight; split by panels, each packs its own, which
+halved the products' CPU on short clips (tests/bench/README.md, "Parakeet on 2-10 s clips"). The product's output
+comes out panel by panel, (P, rows, N/P); the graph puts it back in row order (``GraphBuilder._int8_product``).
+With as many threads as panels every thread quantizes all rows, so results do not depend on the thread count;
+with more threads than panels, or from ``ROW_SPLIT_MIN_ROWS`` rows up (where packing is amortised), each thread
+takes a share of the rows through every panel (activations quantized per share, as before). Either way results depend on the rows in the call at the level of the int8 rounding, so graphs whose
+rows must not depend on batching (R2T2's live tower) cannot use it.
 """
 
 from __future__ import annotations
@@ -32,6 +40,11 @@ INSTALL_FIX = "pip install onnxruntime (a Captioneer dependency), or pick weight
 # The weight scale: VNNI CPUs multiply u8 x s8 into 32 bits; AVX2's pairwise 16-bit sums can saturate
 # above 7-bit weights (255 * 127 * 2 > 32767).
 QMAX_VNNI, QMAX_NO_VNNI = 127, 63
+# Column panels are whole multiples of this many output columns (full SIMD panels for MLAS's packed kernels).
+PANEL_ALIGN = 64
+# From this many rows up the threads split the rows (through every panel) instead of the panels: the packing is
+# amortised over the rows there, and the column split measured 7-15 % slower on a 60 s clip (750 rows).
+ROW_SPLIT_MIN_ROWS = 256
 
 
 class Int8Args(ctypes.Structure):
@@ -44,24 +57,41 @@ class Int8Args(ctypes.Structure):
         ("rows", I64),
         ("n", I64),
         ("k", I64),
+        (
+            "panels",
+            I64,
+        ),  # the weight's column panels (weight_panels); the output is (panels, rows, n / panels)
         ("serial", I64),  # the node's number in the Int8Gemm's plans (Int8Gemm.register)
     ]
 
 
-def quantize_rows(weight: np.ndarray, qmax: int) -> tuple[np.ndarray, np.ndarray]:
-    """(N, K) float weights -> ((K, N) int8 transposed, (N,) float32 scales), one symmetric scale per row."""
+def weight_panels(n: int, threads: int) -> int:
+    """Column panels for an int8 weight of ``n`` output columns on a backend of ``threads`` threads: one per
+    thread when ``n`` splits into whole ``PANEL_ALIGN``-column panels, else 1."""
+    return threads if threads > 1 and n % (threads * PANEL_ALIGN) == 0 else 1
+
+
+def quantize_rows(weight: np.ndarray, qmax: int, panels: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(N, K) float weights -> ((panels, K, N / panels) int8 transposed column panels, (N,) float32 scales),
+    one symmetric scale per row."""
     values = np.asarray(weight, dtype=np.float32)
     if values.ndim != 2:
         raise ValueError(f"int8 weights are matrices, got shape {values.shape}")
+    n, k = values.shape
+    if panels < 1 or n % panels:
+        raise ValueError(f"{n} output columns do not split into {panels} panels")
     peak = np.max(np.abs(values), axis=1)
     scale = np.where(peak > 0, peak / qmax, 1.0).astype(np.float32)
     scaled = np.divide(values, scale[:, None])  # |scaled| <= qmax, so rounding stays in range (no clip)
     np.rint(scaled, out=scaled)
-    return np.ascontiguousarray(scaled.astype(np.int8).T), scale  # transposing int8 bytes: a quarter of f32's
+    # Transposing int8 bytes costs a quarter of f32's; panel p holds output columns [p·N/P, (p+1)·N/P).
+    quantized = scaled.astype(np.int8).reshape(panels, n // panels, k)
+    return np.ascontiguousarray(quantized.transpose(0, 2, 1)), scale
 
 
-def dequantize_rows(transposed: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """The float32 (N, K) weight an int8 weight stands for."""
+def dequantize_rows(panelled: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The float32 (N, K) weight an int8 weight stands for (``panelled``: (P, K, N/P), or (K, N) for one panel)."""
+    transposed = panelled if panelled.ndim == 2 else np.concatenate(list(panelled), axis=1)
     return transposed.T.astype(np.float32) * scale[:, None]
 
 
@@ -87,9 +117,9 @@ class Int8Gemm:
         self.version = ort.__version__
         self._get_data = get_data
         self._errors = CallbackErrors("an int8 product", INSTALL_FIX)
-        # Each node's I/O binding per thread (None: no rows for that thread), made on its first compute
+        # Each node's I/O bindings per thread (none: no work for that thread), made on its first compute
         # (native/node_plans.py): binding four tensors cost more Python than the run itself on short clips.
-        self.plans: NodePlans[Any] = NodePlans()
+        self.plans: NodePlans[tuple[Any, ...]] = NodePlans()
         self.callback = CustomOp(self._compute)
 
     def register(self, args: Int8Args) -> None:
@@ -99,29 +129,45 @@ class Int8Gemm:
     def _compute(self, dst: int, ith: int, nth: int, userdata: int) -> None:
         try:
             serial = Int8Args.from_address(userdata).serial
-            binding = self.plans.get(serial, ith, nth)
-            if binding is None:
-                binding = self._bind(Int8Args.from_address(userdata), dst, ith, nth)
-                self.plans.put(serial, ith, nth, binding)
-            if binding is not False:
-                self._session.run_with_iobinding(binding)
+            bindings = self.plans.get(serial, ith, nth)
+            if bindings is None:
+                bindings = self._bind(Int8Args.from_address(userdata), dst, ith, nth)
+                self.plans.put(serial, ith, nth, bindings)
+            run = self._session.run_with_iobinding
+            for binding in bindings:
+                run(binding)
         except BaseException as exc:  # a C caller cannot take an exception: keep it for check()
             self._errors.keep(exc)
 
-    def _bind(self, args: Int8Args, dst: int, ith: int, nth: int) -> Any:
-        """Thread ``ith``'s share of the rows bound to ONNX Runtime (False: no rows for this thread)."""
-        share = -(-args.rows // nth)
-        first = ith * share
-        rows = min(args.rows, first + share) - first
-        if rows <= 0:
-            return False
-        n, k = args.n, args.k
-        binding = self._session.io_binding()
-        binding.bind_input("x", "cpu", 0, np.float32, [rows, k], self._get_data(args.x) + first * k * 4)
-        binding.bind_input("w", "cpu", 0, np.int8, [k, n], self._get_data(args.w))
-        binding.bind_input("w_scale", "cpu", 0, np.float32, [n], self._get_data(args.scale))
-        binding.bind_output("y", "cpu", 0, np.float32, [rows, n], self._get_data(dst) + first * n * 4)
-        return binding
+    def _bind(self, args: Int8Args, dst: int, ith: int, nth: int) -> tuple[Any, ...]:
+        """Thread ``ith``'s products bound to ONNX Runtime: whole column panels when there are at least as many
+        panels as threads and few rows, else a share of the rows through every panel (none: no work)."""
+        rows, n, k, panels = args.rows, args.n, args.k, args.panels
+        width = n // panels
+        if nth <= panels and rows < ROW_SPLIT_MIN_ROWS:
+            units = [(panel, 0, rows) for panel in range(ith, panels, nth)]
+        else:
+            share = -(-rows // nth)
+            first = ith * share
+            count = min(rows, first + share) - first
+            units = [(panel, first, count) for panel in range(panels)] if count > 0 else []
+        x, w, scale, out = (
+            self._get_data(args.x),
+            self._get_data(args.w),
+            self._get_data(args.scale),
+            self._get_data(dst),
+        )
+        bindings = []
+        for panel, first, count in units:
+            binding = self._session.io_binding()
+            binding.bind_input("x", "cpu", 0, np.float32, [count, k], x + first * k * 4)
+            binding.bind_input("w", "cpu", 0, np.int8, [k, width], w + panel * k * width)
+            binding.bind_input("w_scale", "cpu", 0, np.float32, [width], scale + panel * width * 4)
+            binding.bind_output(
+                "y", "cpu", 0, np.float32, [count, width], out + (panel * rows + first) * width * 4
+            )
+            bindings.append(binding)
+        return tuple(bindings)
 
     def check(self) -> None:
         """Raise what an int8 product failed with during the last compute (then forget it)."""

@@ -305,13 +305,23 @@ class GraphBuilder:
         Leading axes of ``a`` broadcast over those of ``b``. Big f32 x f32 products run on OpenBLAS when the
         graph's backend offers it (:mod:`inference.native.blas`), the others on ggml.
         """
+        return self._product(a, b, None)
+
+    def _product(self, a: Tensor, b: Tensor, bias: Tensor | None) -> Tensor:
+        """``mul_mat(a, b)``, plus ``bias`` over the last axis when given."""
         _refuse_int8_weights("mul_mat (as its second operand)", b)
         if a.shape[-1] != b.shape[-1]:
             raise UsageError(
                 f"mul_mat: inner sizes differ, a {a.shape} vs b {b.shape} (last axes must match)"
             )
         if a.type == GgmlType.I8:
-            return self._int8_product(a, b)
+            return self._int8_product(a, b, bias)
+        return self._plus(self._float_product(a, b), bias)
+
+    def _plus(self, y: Tensor, bias: Tensor | None) -> Tensor:
+        return y if bias is None else self.add(y, bias)
+
+    def _float_product(self, a: Tensor, b: Tensor) -> Tensor:
         ne_a, ne_b = a.ne, b.ne
         if ne_b[2] % ne_a[2] or ne_b[3] % ne_a[3]:
             raise UsageError(f"mul_mat: leading axes of {a.shape} do not broadcast over {b.shape}")
@@ -386,8 +396,9 @@ class GraphBuilder:
         )
         return self._wrap(ptr, max(a.ndim, b.ndim, 2))
 
-    def _int8_product(self, a: Tensor, b: Tensor) -> Tensor:
-        """``b @ a.mT`` for an int8 matrix ``a`` (N, K) of a weight store, on ONNX Runtime (native/int8.py)."""
+    def _int8_product(self, a: Tensor, b: Tensor, bias: Tensor | None) -> Tensor:
+        """``b @ a.mT`` (+ ``bias``) for an int8 matrix ``a`` (N, K) of a weight store, on ONNX Runtime
+        (native/int8.py)."""
         scale = a.owner.int8_scale(a) if a.layout is ByteLayout.INT8_TRANSPOSED else None
         if scale is None or a.ndim != 2:
             raise UsageError(
@@ -403,33 +414,38 @@ class GraphBuilder:
                 "pick q8_0 (or f32) for this model's weights",
             )
         n, k = a.shape  # mul_mat checked that b's rows have k values
+        panels = a.owner.int8_panels(a)
         b = self.contiguous(self._as_f32(b))
         ne_b = b.ne
-        args = Int8Args(b.ptr, a.ptr, scale.ptr, ne_b[1] * ne_b[2] * ne_b[3], n, k)
+        rows = ne_b[1] * ne_b[2] * ne_b[3]
+        args = Int8Args(b.ptr, a.ptr, scale.ptr, rows, n, k, panels)
         self.int8.register(args)
         self.product_args.append(args)
         sources = (ctypes.c_void_p * 3)(b.ptr, a.ptr, scale.ptr)
+        # One panel: the output in row order. Several: panel by panel, (panels, rows, n / panels) in numpy order.
+        ne_out = (n, ne_b[1], ne_b[2], ne_b[3]) if panels == 1 else (n // panels, rows, panels, 1)
         ptr = self.api.ggml_custom_4d(
             self._ctx(),
             int(GgmlType.F32),
-            n,
-            ne_b[1],
-            ne_b[2],
-            ne_b[3],
+            *ne_out,
             sources,
             3,
             self.int8.callback,
             -1,
             ctypes.addressof(args),
         )
-        return self._wrap(ptr, max(b.ndim, 2))
+        if panels == 1:
+            return self._plus(self._wrap(ptr, max(b.ndim, 2)), bias)
+        by_panel = self.permute(self._wrap(ptr, 3), (1, 0, 2))  # (rows, panels, n / panels), a view
+        if bias is not None:  # the bias add writes the row order itself: no copy of its own
+            by_panel = self.add(by_panel, self.reshape(bias, (panels, n // panels)))
+        return self.reshape(by_panel, (*b.shape[:-1], n) if b.ndim >= 2 else (1, n))
 
     def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         """PyTorch ``nn.Linear``: ``x @ weight.T + bias`` with weight shaped (out, in)."""
-        y = self.mul_mat(weight, x)
         if x.ndim == 1:
-            y = self.reshape(y, (weight.shape[0],))
-        return self.add(y, bias) if bias is not None else y
+            return self._plus(self.reshape(self.mul_mat(weight, x), (weight.shape[0],)), bias)
+        return self._product(weight, x, bias)
 
     def matmul(self, a: Tensor, b: Tensor) -> Tensor:
         """numpy ``a @ b`` for (..., N, K) @ (..., K, M); copies ``b`` transposed."""

@@ -21,7 +21,7 @@ from inference.native.backend import Backend
 from inference.native.bindings import InitParams, TensorHead
 from inference.native.checkpoint import Checkpoint, TensorRecord
 from inference.native.dtypes import QUANTIZED_TYPES, GgmlType, StorageType, ggml_type_of
-from inference.native.int8 import dequantize_rows, quantize_rows
+from inference.native.int8 import dequantize_rows, quantize_rows, weight_panels
 from inference.native.owner import NativeOwner
 from inference.native.quant import can_store_rows, dequantize, fitting_type, quantize
 from inference.native.tensor import MAX_DIMS, ByteLayout, Tensor, to_ne
@@ -56,6 +56,7 @@ class WeightStore(NativeOwner):
         self.mapped_bytes = 0
         self._read_only: set[int] = set()  # tensors living in read-only file mappings
         self._int8_scales: dict[int, Tensor] = {}  # int8 matrix pointer -> its (N,) f32 row scales
+        self._int8_panels: dict[int, int] = {}  # int8 matrix pointer -> its column panels (native/int8.py)
         n_tensors = len(entries) + sum(entry.layout is ByteLayout.INT8_TRANSPOSED for entry in entries)
         self._ctx: int | None = api.ggml_init(
             InitParams(api.ggml_tensor_overhead() * max(1, n_tensors), None, True)
@@ -78,6 +79,7 @@ class WeightStore(NativeOwner):
                     self._int8_scales[tensor.ptr] = new_tensor(
                         f"{entry.name}.int8_scale", GgmlType.F32, entry.shape[:1]
                     )
+                    self._int8_panels[tensor.ptr] = weight_panels(entry.shape[0], backend.threads)
             self._map_file_tensors([entry for entry in entries if entry.mapped])
             if any(not entry.mapped for entry in entries):
                 self._buffer = api.ggml_backend_alloc_ctx_tensors(self._ctx, backend.ptr)
@@ -119,7 +121,9 @@ class WeightStore(NativeOwner):
     def _upload(self, tensor: Tensor, entry: _Pending) -> None:
         if entry.layout is ByteLayout.INT8_TRANSPOSED:
             transposed, scale = quantize_rows(
-                _float_values(self.api, entry.source, entry.shape), self.backend.int8().qmax
+                _float_values(self.api, entry.source, entry.shape),
+                self.backend.int8().qmax,
+                self._int8_panels[tensor.ptr],
             )
             self._set(self._int8_scales[tensor.ptr], entry.name, scale)
             raw = transposed.view(np.uint8)
@@ -151,6 +155,10 @@ class WeightStore(NativeOwner):
         """The row scales of an int8 matrix of this store (None for any other tensor)."""
         return self._int8_scales.get(tensor.ptr)
 
+    def int8_panels(self, tensor: Tensor) -> int:
+        """The column panels an int8 matrix of this store is laid out in (native/int8.py; 1 for any other)."""
+        return self._int8_panels.get(tensor.ptr, 1)
+
     def is_read_only(self, tensor: Tensor) -> bool:
         """Whether ``tensor`` lives in a read-only file mapping (graphs must not write into it)."""
         return tensor.ptr in self._read_only
@@ -165,8 +173,9 @@ class WeightStore(NativeOwner):
         self.api.ggml_backend_tensor_get(tensor.ptr, raw.ctypes.data, 0, raw.nbytes)
         if tensor.layout is ByteLayout.INT8_TRANSPOSED:
             rows, columns = tensor.shape
-            transposed = raw.view(np.int8).reshape(columns, rows)
-            return dequantize_rows(transposed, self._floats(self._int8_scales[tensor.ptr]))
+            panels = self._int8_panels[tensor.ptr]
+            panelled = raw.view(np.int8).reshape(panels, columns, rows // panels)
+            return dequantize_rows(panelled, self._floats(self._int8_scales[tensor.ptr]))
         return dequantize(self.api, raw, tensor.type, tensor.shape)
 
     def _floats(self, tensor: Tensor) -> np.ndarray:

@@ -13,13 +13,21 @@ from inference.native import Backend, Graph, GraphBuilder, load_weights, open_ba
 from inference.native import backend as backend_module
 from inference.native.cpu_features import cpuinfo_flags, has_vnni, read_cpuinfo_flags
 from inference.native.dtypes import GgmlType
-from inference.native.int8 import MODEL_PATH, QMAX_NO_VNNI, QMAX_VNNI, dequantize_rows, quantize_rows
+from inference.native.int8 import (
+    MODEL_PATH,
+    QMAX_NO_VNNI,
+    QMAX_VNNI,
+    dequantize_rows,
+    quantize_rows,
+    weight_panels,
+)
 from inference.native.tensor import ByteLayout
 
 
-@pytest.fixture(scope="module", params=[1, 3])
+@pytest.fixture(scope="module", params=[1, 2, 3])
 def cpu(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    # 3 threads: uneven row shares, and with few rows a thread gets none.
+    # 2 and 3 threads: weights in column panels where their columns split evenly (native/int8.py), else uneven
+    # row shares, and with few rows a thread gets none.
     backend = open_backend("cpu", threads=request.param)
     yield backend
     backend.close()
@@ -58,13 +66,26 @@ def test_row_quantization_round_trips_within_half_a_step():
     weight = rng.standard_normal((40, 24)).astype(np.float32) * np.linspace(0.01, 10, 40)[:, None]
     weight[7] = 0.0  # an all-zero row keeps a finite scale
     q, scale = quantize_rows(weight, 127)
-    assert q.dtype == np.int8 and q.shape == (24, 40) and q.flags.c_contiguous  # transposed: (K, N)
+    assert q.dtype == np.int8 and q.shape == (1, 24, 40) and q.flags.c_contiguous  # transposed: (1, K, N)
     assert scale.shape == (40,) and np.isfinite(scale).all()
     assert np.abs(q).max() == 127
     back = dequantize_rows(q, scale)
     assert np.all(np.abs(back - weight) <= scale[:, None] / 2 + 1e-7)
     assert not back[7].any()
     assert np.abs(quantize_rows(weight, QMAX_NO_VNNI)[0]).max() == 63
+    panelled, same_scale = quantize_rows(weight, 127, panels=4)
+    assert panelled.shape == (4, 24, 10) and panelled.flags.c_contiguous
+    assert np.array_equal(panelled[1], q[0][:, 10:20])  # panel p: output columns [p·N/P, (p+1)·N/P)
+    assert np.array_equal(dequantize_rows(panelled, same_scale), back)
+    with pytest.raises(ValueError):
+        quantize_rows(weight, 127, panels=3)
+
+
+def test_weights_split_into_one_panel_per_thread_only_in_whole_simd_panels():
+    assert weight_panels(1024, 2) == 2 and weight_panels(4096, 8) == 8
+    assert weight_panels(1024, 1) == 1
+    assert weight_panels(200, 2) == 1  # 100-column panels are not whole 64-column blocks
+    assert weight_panels(384, 3) == 3 and weight_panels(384, 4) == 1
 
 
 @pytest.mark.parametrize(
@@ -74,6 +95,9 @@ def test_row_quantization_round_trips_within_half_a_step():
         (200, 96, (2, 35, 96)),  # batched rows
         (48, 64, (3, 2, 5, 64)),  # 4-D input: every leading axis is rows
         (64, 32, (2, 32)),  # fewer rows than threads get shares
+        (384, 64, (7, 64)),  # 2 panels on 2 threads, 3 on 3
+        (256, 48, (2, 3, 48)),  # panels with batched rows
+        (256, 32, (300, 32)),  # many rows: row shares through every panel (int8.ROW_SPLIT_MIN_ROWS)
     ],
 )
 def test_int8_products_match_the_dequantized_weight(cpu, n, k, x_shape):
@@ -92,10 +116,57 @@ def test_int8_products_match_the_dequantized_weight(cpu, n, k, x_shape):
     assert got.shape == (*x_shape[:-1], n)
     assert np.array_equal(got, again)
     want = x @ stored.T + bias
-    # What remains is the activation rounding: u8 with one scale per thread's rows (about 1/255 of the range).
+    # What remains is the activation rounding: u8 with one scale per call's rows (about 1/255 of the range).
     assert relative_rms(got, want) < 1.5e-2
     assert relative_rms(got, x @ weight.T + bias) < 2e-2
     assert np.abs(stored - weight).max() <= np.abs(weight).max() / cpu.int8().qmax
+
+
+def test_panelled_products_do_not_depend_on_the_thread_count():
+    """Weights loaded on 2 threads sit in 2 column panels; 1 thread computes both panels over the same rows (the
+    same bits), 4 threads split the rows inside each panel (activation scales per share: close, not equal)."""
+    rng = np.random.default_rng(5)
+    weight = rng.standard_normal((256, 96)).astype(np.float32)
+    x = rng.standard_normal((9, 96)).astype(np.float32)
+    backend = open_backend("cpu", threads=2)
+    try:
+        store, graph = linear_graph(backend, weight, x.shape)
+        with store, graph:
+            assert store.int8_panels(store["w"]) == 2
+            two = graph.run(x=x)["y"]
+            backend.set_threads(1)
+            one = graph.run(x=x)["y"]
+            backend.set_threads(4)
+            four = graph.run(x=x)["y"]
+            stored = store.numpy("w")
+    finally:
+        backend.close()
+    assert np.array_equal(one, two)
+    assert relative_rms(four, two) < 1.5e-2
+    assert relative_rms(two, x @ stored.T) < 1.5e-2
+
+
+def test_the_bias_add_puts_panelled_outputs_back_in_row_order_without_a_copy():
+    rng = np.random.default_rng(6)
+    weight = rng.standard_normal((256, 64)).astype(np.float32)
+    bias = rng.standard_normal(256).astype(np.float32)
+    x = rng.standard_normal((2, 5, 64)).astype(np.float32)
+    backend = open_backend("cpu", threads=2)
+    try:
+        store, graph = linear_graph(backend, weight, x.shape, bias)
+        with store, graph:
+            assert store.int8_panels(store["w"]) == 2
+            assert "CONT" not in graph_ops(graph)
+            got = graph.run(x=x)["y"]
+            want = x @ store.numpy("w").T + bias
+        plain, without_bias = linear_graph(backend, weight, x.shape)
+        with plain, without_bias:
+            assert "CONT" in graph_ops(without_bias)  # nothing else to write the row order
+            assert np.allclose(without_bias.run(x=x)["y"] + bias, got, atol=1e-5)
+    finally:
+        backend.close()
+    assert got.shape == (2, 5, 256)
+    assert relative_rms(got, want) < 1.5e-2
 
 
 # /proc/cpuinfo as Linux writes it (flags lists shortened): one block per logical CPU.

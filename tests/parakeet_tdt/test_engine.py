@@ -203,6 +203,31 @@ def test_encoder_graph_arena_bounds_full_context_memory() -> None:
         assert 0 < small.encoder.graph_buffer_bytes <= 10 * 2**20
 
 
+def test_features_run_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second BLAS thread for the small mel product would leave numpy's OpenBLAS worker spinning on a core
+    through the encoder that follows; the process's BLAS setting is back afterwards."""
+    from threadpoolctl import threadpool_info
+
+    from inference.families.parakeet_tdt import engine as engine_module
+
+    def numpy_blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    seen: list[set[int]] = []
+    features = engine_module.compute_features
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(numpy_blas_threads())
+        return features(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "compute_features", recording)
+    with load_engine(model_dir("tiny_a"), backend="cpu", threads=2) as engine:
+        before = numpy_blas_threads()
+        engine.transcribe(_audio(CLIPS[0]))
+        assert seen and all(pools == {1} for pools in seen), seen
+        assert numpy_blas_threads() == before
+
+
 @pytest.mark.parametrize(("threads", "decoder_threads"), [(1, 1), (2, 2), (3, 2)])
 def test_the_greedy_loop_runs_on_at_most_two_blas_threads(threads: int, decoder_threads: int) -> None:
     """The loop's memory-bound matvecs get two BLAS threads (one core cannot stream the weights fast enough);

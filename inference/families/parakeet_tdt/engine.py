@@ -324,7 +324,11 @@ class ParakeetEngine:
 
     def encode_frames(self, samples: np.ndarray) -> np.ndarray:
         """Encoder output (valid frames only) of one stretch of mono 16 kHz samples."""
-        features = compute_features(samples, self.config.features)
+        # One BLAS thread for the mel product: a second one would wake numpy's OpenBLAS worker, which then spins
+        # for ~0.1 s on a core that ggml's threads need for the encoder (tests/bench/README.md, "Parakeet on
+        # 2-10 s clips"); the product is small enough for one thread.
+        with self._blas.limit(limits=1, user_api="blas"):
+            features = compute_features(samples, self.config.features)
         return self.encoder.encode(features.values, features.valid_frames).hidden
 
     def greedy(
