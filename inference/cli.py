@@ -404,7 +404,10 @@ def cmd_transcribe(args: argparse.Namespace, paths: AppPaths, out: IO[str], stdi
             model_path, family, session_options, args.backend, args.threads, progress=_load_progress_printer()
         )
         if args.mode == "streaming":
-            transcript, heard_only = _run_stream(engine, client, args, audio, stdin, request_options, out)
+            step = stream_push_samples({**session_options, **request_options})
+            transcript, heard_only = _run_stream(
+                engine, client, args, audio, stdin, request_options, out, step
+            )
         else:
             transcript = _run_offline(engine, audio if blocks is None else blocks, request_options)
     exit_code = EXIT_HEARD_ONLY if heard_only else 0
@@ -500,6 +503,18 @@ def _emit(out: IO[str], event: dict[str, Any]) -> None:
     out.flush()
 
 
+def stream_push_samples(options: dict[str, Any]) -> int:
+    """Samples per push of a streamed file or pipe: 320 ms, or the stream's chunk when that is shorter, so a
+    push never holds two chunks (a push of more than a chunk is a backlog, decoded at once: catch-up)."""
+    from inference.contract import SAMPLE_RATE
+
+    seconds = STREAM_PUSH_SECONDS
+    chunk_ms = options.get("chunk_size_ms")
+    if isinstance(chunk_ms, int | float) and chunk_ms > 0:
+        seconds = min(seconds, float(chunk_ms) / 1000.0)
+    return max(1, int(seconds * SAMPLE_RATE))
+
+
 def _run_stream(
     engine: Any,
     client: Any,
@@ -508,8 +523,10 @@ def _run_stream(
     stdin: IO[bytes],
     request_options: dict[str, Any],
     out: IO[str],
+    step: int,
 ) -> tuple[Any, bool]:
-    """Push audio as it comes (a file in 320 ms pieces, or stdin as it arrives); events print as they happen.
+    """Push audio as it comes (a file in ``step``-sample pieces, or stdin as it arrives); events print as they
+    happen.
 
     Ctrl-C or the end of the input finishes the stream: queued audio is drained and the final ``done``
     event follows. Returns the transcript and whether the stream ended while the client had no worker (past
@@ -520,7 +537,7 @@ def _run_stream(
     from inference.audio.devices.choices import MEETING_DEFAULT, expand_short_name
     from inference.audio.devices.gaps import GapMarkers
     from inference.client import BacklogPolicy
-    from inference.contract import SAMPLE_RATE, Delta, Stats, event_to_json
+    from inference.contract import Delta, Stats, event_to_json
 
     lock = threading.Lock()
 
@@ -543,7 +560,6 @@ def _run_stream(
     if args.input is not None and expand_short_name(args.input) == MEETING_DEFAULT:
         from inference.cli_meeting import run_meeting_stream
 
-        step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
         with _sigterm_finishes():
             meeting = run_meeting_stream(engine, args.format, args.stream_mode, request_options, step, out)
         return meeting, False  # a meeting whose worker is down past its restart limit fails as a whole
@@ -560,7 +576,6 @@ def _run_stream(
     stream = engine.open_stream(
         on_events=gaps.deliver, backlog=backlog, mode=args.stream_mode, **request_options
     )
-    step = int(STREAM_PUSH_SECONDS * SAMPLE_RATE)
     try:
         if args.input is not None:
             from inference.audio.devices.feed import feed_until_interrupted

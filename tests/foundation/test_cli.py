@@ -308,3 +308,14 @@ def test_translate_is_refused_by_name_for_a_family_without_it(
     code, _ = run_cli("transcribe", str(wav), "--task", "translate")
     err = capsys.readouterr().err
     assert code == 2 and "parakeet_tdt family does not take --task" in err and "whisper_ct2" in err
+
+
+def test_a_streamed_file_never_pushes_two_chunks_at_once() -> None:
+    """A push of more than a chunk is a backlog that R2T2 decodes at once (catch-up); a file streamed with a
+    chunk shorter than the usual 320 ms pieces must still be decoded chunk by chunk."""
+    from inference.cli import stream_push_samples
+
+    assert stream_push_samples({}) == 5120
+    assert stream_push_samples({"chunk_size_ms": 1000.0}) == 5120
+    assert stream_push_samples({"chunk_size_ms": 160.0}) == 2560
+    assert stream_push_samples({"chunk_size_ms": 80}) == 1280
