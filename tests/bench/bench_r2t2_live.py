@@ -135,15 +135,34 @@ class Steering:
         return out
 
 
+class DecoderTally:
+    """Rows prefilled and draft tokens over all of a stream's decoders, counted as each decode ends, so the bench
+    does not keep every segment's decoder (and its caches) alive: memory figures must be the stream's own."""
+
+    def __init__(self) -> None:
+        self.prefilled_rows = self.drafted = self.accepted = 0
+
+    def add(self, real: Any, before: tuple[int, int, int]) -> None:
+        self.prefilled_rows += real.prefilled_rows - before[0]
+        self.drafted += real.drafted - before[1]
+        self.accepted += real.accepted - before[2]
+
+
 class ScriptedDecoder:
     """A chunk decoder that sets the steering target to the script past the prompt's text prefix, then runs
     the real decoder: its answer *is* the model's greedy output, steered."""
 
     def __init__(
-        self, real: Any, steering: Steering, script: Script, window_start_s: Callable[[], float], auto: bool
+        self,
+        real: Any,
+        steering: Steering,
+        script: Script,
+        window_start_s: Callable[[], float],
+        auto: bool,
+        tally: DecoderTally,
     ) -> None:
         self.real, self.steering, self.script = real, steering, script
-        self.window_start_s, self.auto = window_start_s, auto
+        self.window_start_s, self.auto, self.tally = window_start_s, auto, tally
 
     def encode(self, text: str) -> list[int]:
         return self.real.encode(text)
@@ -163,7 +182,12 @@ class ScriptedDecoder:
             begin = found + len(tail) if found >= 0 else begin
         lead = HEADER if self.auto and not prefix.startswith(HEADER) else ""
         self.steering.target = self.real.encode(lead + script.text[begin:end]) if begin < end or lead else []
-        return self.real.generate(audio, prefix, max_tokens)
+        real = self.real
+        before = (real.prefilled_rows, real.drafted, real.accepted)
+        try:
+            return real.generate(audio, prefix, max_tokens)
+        finally:
+            self.tally.add(real, before)
 
 
 class StageClock:
@@ -295,13 +319,12 @@ def run(
         ended = getattr(stream, "_ended", None)  # a segment being flushed after the next one opened
         return (ended.start if ended is not None else stream._segment_start) / SAMPLE_RATE
 
-    decoders: list[Any] = []
+    tally = DecoderTally()
 
     def scripted(real: Any) -> ScriptedDecoder:
-        decoders.append(real)
         if not draft:
             real._draft = lambda after_audio, prefix: []
-        return ScriptedDecoder(real, steering, script, window_start_s, auto)
+        return ScriptedDecoder(real, steering, script, window_start_s, auto, tally)
 
     factory = stream._decoder_factory
     stream._decoder_factory = lambda: scripted(factory())
@@ -331,7 +354,7 @@ def run(
         arrived = min(total_chunks, int(finish_s / chunk_s + 1e-9)) if arrival_mode == "realtime" else 0
         upto = max(index + 1, arrived)
         before = clock.snapshot()
-        rows_before, forwards_at = sum(d.prefilled_rows for d in decoders), steering.forwards
+        rows_before, forwards_at = tally.prefilled_rows, steering.forwards
         kinds.kinds.clear()
         t0, c0 = time.perf_counter(), time.process_time()
         events = stream.push(audio[index * step : upto * step])
@@ -348,7 +371,7 @@ def run(
                 "wall_s": cost,
                 "decodes": list(kinds.kinds),
                 "tower_rows": int(spent["tower rows"]),
-                "prefilled_rows": sum(d.prefilled_rows for d in decoders) - rows_before,
+                "prefilled_rows": tally.prefilled_rows - rows_before,
                 "forwards": steering.forwards - forwards_at,
                 "stage_cpu_s": {name[:-4]: spent[name] for name in spent if name.endswith(" cpu")},
             }
@@ -391,8 +414,7 @@ def run(
     kinds.close()
     committed = "".join(e.text for e in all_events if isinstance(e, Delta))
     stream.cancel()
-    drafted = sum(d.drafted for d in decoders)
-    accepted = sum(d.accepted for d in decoders)
+    drafted, accepted = tally.drafted, tally.accepted
     seconds = sum(pushed_chunks) * chunk_s
     decodes = stream.decode_calls - decodes_before
     half = len(lags) // 2
@@ -411,7 +433,7 @@ def run(
         "commit_p95_s": percentile(latencies, 95),
         "deltas_matched": len(latencies),
         "stage_ms_per_chunk": {name: 1000 * value / len(costs) for name, value in stages.items()},
-        "prefilled_rows_per_chunk": sum(d.prefilled_rows for d in decoders) / len(costs),
+        "prefilled_rows_per_chunk": tally.prefilled_rows / len(costs),
         "drafted": drafted,
         "accepted": accepted,
         "rss_end_mib": rss_mib(),
