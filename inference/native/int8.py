@@ -17,8 +17,9 @@ halved the products' CPU on short clips (tests/bench/README.md, "Parakeet on 2-1
 comes out panel by panel, (P, rows, N/P); the graph puts it back in row order (``GraphBuilder._int8_product``).
 With as many threads as panels every thread quantizes all rows, so results do not depend on the thread count;
 with more threads than panels, or from ``ROW_SPLIT_MIN_ROWS`` rows up (where packing is amortised), each thread
-takes a share of the rows through every panel (activations quantized per share, as before). Either way results depend on the rows in the call at the level of the int8 rounding, so graphs whose
-rows must not depend on batching (R2T2's live tower) cannot use it.
+takes a share of the rows through every panel (activations quantized per share, as before). Either way results
+depend on the rows in the call at the level of the int8 rounding, so graphs whose rows must not depend on batching
+(R2T2's live tower) cannot use it.
 """
 
 from __future__ import annotations
@@ -57,10 +58,8 @@ class Int8Args(ctypes.Structure):
         ("rows", I64),
         ("n", I64),
         ("k", I64),
-        (
-            "panels",
-            I64,
-        ),  # the weight's column panels (weight_panels); the output is (panels, rows, n / panels)
+        # The weight's column panels (weight_panels); the output is (panels, rows, n / panels).
+        ("panels", I64),
         ("serial", I64),  # the node's number in the Int8Gemm's plans (Int8Gemm.register)
     ]
 

@@ -80,9 +80,8 @@ class EndedSegment:
     audio: np.ndarray
     start: int
     segment_id: int
-    new_chunks: int = (
-        1  # whole chunks no decode has read (more than one only when a backlog's push closed it)
-    )
+    # Whole chunks no decode has read (more than one only when a backlog's push closed it).
+    new_chunks: int = 1
 
 
 class FrameVad(Protocol):

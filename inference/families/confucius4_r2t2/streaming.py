@@ -189,9 +189,8 @@ class R2T2Stream:
             drop = self.rolling_samples // 2
         else:
             drop = min(audio.size, max(self._chunk, audio.size // 2 // self._chunk * self._chunk))
-        drop = min(
-            drop, audio.size - self._undecoded
-        )  # audio no decode has read yet has no text to drop with
+        # Audio no decode has read yet has no text to drop with.
+        drop = min(drop, audio.size - self._undecoded)
         rec = self.recognizer
         # Without word times, the running text (which covers all the audio) is split in proportion to time;
         # only committed text can be dropped, cut at a word boundary where there is one.
