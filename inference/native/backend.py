@@ -15,11 +15,12 @@ from typing import Any
 from inference.contract import BACKEND_NAMES
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import CPU_FEATURES, GgmlApi, load_api
-from inference.native.blas import OpenBlasGemm, open_gemm, requested_gemm
+from inference.native.blas import PACKING_CHOICES, OpenBlasGemm, open_gemm, requested_gemm
 from inference.native.cpu_features import has_vnni, read_cpuinfo_flags
 from inference.native.int8 import Int8Gemm
 from inference.native.lib import PINNED_LLAMA_CPP_VERSION
 from inference.native.owner import NativeOwner
+from inference.native.packed_f32 import PackedF32Gemm, open_packed
 from inference.native.profiler import OpProfiler
 
 # ggml registry names of the GPU backends, and the CMake switch that builds each one in.
@@ -134,6 +135,9 @@ class Backend(NativeOwner):
         if self.is_cpu:
             api.ggml_backend_cpu_set_n_threads(handle, threads)
         self._int8: Int8Gemm | None = None  # opened by the first int8 weight (int8())
+        self.gemm_choice = gemm
+        self._packed: PackedF32Gemm | None = None  # opened by the first store that packs f32 weights
+        self._packed_tried = False
         # Big f32 products on OpenBLAS (None: ggml computes every product); see native/blas.py.
         try:
             self.gemm: OpenBlasGemm | None = open_gemm(gemm, self.is_cpu, api.ggml_get_data)
@@ -152,6 +156,22 @@ class Backend(NativeOwner):
             self._int8 = Int8Gemm(self.api.ggml_get_data, has_vnni=self._has_vnni())
         return self._int8
 
+    def packed_f32(self) -> PackedF32Gemm | None:
+        """What packs f32 weight matrices once and computes their products (native/packed_f32.py), opened by the
+        first store that asks; None where this backend does not pack (not the CPU, ``gemm`` ggml or openblas, or
+        ``auto`` without ONNX Runtime; ``onnxruntime`` then fails naming the fix)."""
+        if not self.is_cpu or self.gemm_choice not in PACKING_CHOICES:
+            return None
+        if not self._packed_tried:
+            self._packed_tried = True
+            self._packed = open_packed(self.api.ggml_get_data, required=self.gemm_choice == "onnxruntime")
+        return self._packed
+
+    @property
+    def packed_products(self) -> PackedF32Gemm | None:
+        """The packed-weight product engine when a weight store has opened it (graphs route packed weights to it)."""
+        return self._packed
+
     @property
     def int8_products(self) -> Int8Gemm | None:
         """The int8 product engine when a weight store has opened it (graphs route I8 weights to it)."""
@@ -165,8 +185,11 @@ class Backend(NativeOwner):
 
     @property
     def f32_gemm(self) -> str:
-        """Which library computes big f32 products: "openblas (SkylakeX)" (OpenBLAS's kernel set) or "ggml"."""
-        return f"openblas ({self.gemm.core})" if self.gemm is not None else "ggml"
+        """Which library computes big f32 products: "openblas (SkylakeX)" (OpenBLAS's kernel set) or "ggml", after
+        "onnxruntime 1.x (packed weights) + " once a store packed its weights (native/packed_f32.py)."""
+        rest = f"openblas ({self.gemm.core})" if self.gemm is not None else "ggml"
+        packed = self._packed
+        return f"onnxruntime {packed.version} (packed weights) + {rest}" if packed is not None else rest
 
     @property
     def name(self) -> str:
@@ -199,8 +222,9 @@ def open_backend(
 ) -> Backend:
     """Initialise the requested backend. ``auto`` prefers a GPU, then the CPU.
 
-    gemm: who computes big f32 products on the CPU backend, ``auto`` (OpenBLAS when it loads),
-    ``openblas`` or ``ggml``; default ``$CAPTIONEER_F32_GEMM``, else ``auto`` (see native/blas.py).
+    gemm: who computes big f32 products on the CPU backend, ``auto`` (weights packed once on ONNX Runtime, the
+    rest on OpenBLAS, each where it loads), ``onnxruntime``, ``openblas`` or ``ggml``; default
+    ``$CAPTIONEER_F32_GEMM``, else ``auto`` (see native/blas.py and native/packed_f32.py).
     """
     api = api or load_api()
     gemm = requested_gemm(gemm)

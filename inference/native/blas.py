@@ -9,7 +9,9 @@ share of the output (ctypes releases the GIL; OpenBLAS stays at one thread so it
 Products stay exact f32; only the summation order differs from ggml's.
 
 Choice (``open_backend(gemm=...)``, else ``$CAPTIONEER_F32_GEMM``): ``auto`` uses OpenBLAS when it loads on a
-CPU backend, ``openblas`` requires it, ``ggml`` never uses it. ``OPENBLAS_CORETYPE`` is respected (forcing
+CPU backend, for the products whose weights are not packed once at load (native/packed_f32.py: ``auto`` packs
+where ONNX Runtime loads, ``onnxruntime`` requires it); ``openblas`` requires OpenBLAS and packs nothing, ``ggml``
+uses neither. ``OPENBLAS_CORETYPE`` is respected (forcing
 ``Haswell`` on AVX-512 halves the speed), so the benchmarks print the core.
 """
 
@@ -28,7 +30,9 @@ from inference.native.bindings import I32, I64, CustomOp, P
 from inference.native.callback_errors import CallbackErrors
 from inference.native.node_plans import NodePlans
 
-GEMM_CHOICES = ("auto", "ggml", "openblas")
+GEMM_CHOICES = ("auto", "ggml", "openblas", "onnxruntime")
+# The choices under which a CPU backend packs its stores' f32 weights once (native/packed_f32.py).
+PACKING_CHOICES = ("auto", "onnxruntime")
 GEMM_ENV = "CAPTIONEER_F32_GEMM"
 INSTALL_FIX = "pip install scipy-openblas32 (a Captioneer dependency), or set CAPTIONEER_F32_GEMM=ggml"
 
@@ -184,8 +188,8 @@ class OpenBlasGemm:
 def open_gemm(choice: str, is_cpu: bool, get_data: Callable[[int], int]) -> OpenBlasGemm | None:
     """The product router a backend should use for ``choice`` (None: ggml does every product)."""
     if choice == "ggml" or not is_cpu:
-        if choice == "openblas" and not is_cpu:
-            raise UsageError("the OpenBLAS f32 GEMM runs on the CPU backend only", "use --backend cpu")
+        if choice in ("openblas", "onnxruntime") and not is_cpu:
+            raise UsageError(f"the {choice} f32 GEMM runs on the CPU backend only", "use --backend cpu")
         return None
     try:
         return OpenBlasGemm(get_data)

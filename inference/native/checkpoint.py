@@ -43,6 +43,14 @@ class TensorRecord:
     raw: np.ndarray  # uint8 view of the stored bytes
     file_bytes: np.ndarray | None = None  # the whole memory-mapped file that ``raw`` lies in
     mapping: mmap.mmap | None = None  # the memory map itself, for releasing pages
+    path: Path | None = None  # the file ``raw`` lies in (ONNX Runtime reads packed weights from it itself)
+
+    @property
+    def file_offset(self) -> int | None:
+        """Where ``raw`` starts in its file (None for a tensor not read from a mapped file)."""
+        if self.file_bytes is None:
+            return None
+        return int(self.raw.ctypes.data - self.file_bytes.ctypes.data)
 
     @property
     def nbytes(self) -> int:
@@ -176,7 +184,7 @@ def _read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, TensorRecord]]:
         begin, end = info["data_offsets"]
         shape = tuple(int(d) for d in info["shape"]) or (1,)
         records[name] = TensorRecord(
-            name, shape, _SAFETENSORS_TYPES[info["dtype"]], data[begin:end], whole, mapped
+            name, shape, _SAFETENSORS_TYPES[info["dtype"]], data[begin:end], whole, mapped, path
         )
     return mapped, records
 
@@ -199,5 +207,6 @@ def _read_gguf(path: Path) -> tuple[object, dict[str, TensorRecord]]:
             gguf_file.raw(tensor),
             gguf_file.bytes,
             gguf_file.mapping,
+            path,
         )
     return gguf_file, records

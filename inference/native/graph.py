@@ -40,7 +40,9 @@ class Graph(NativeOwner):
         api = self.api = backend.api
         self._gallocr: int | None = None
         self._node_runner: NodeRunner | None = None  # made on the first profiled compute
-        self._builder = GraphBuilder(api, max_nodes, backend.gemm, backend.int8_products)
+        self._builder = GraphBuilder(
+            api, max_nodes, backend.gemm, backend.int8_products, backend.packed_products
+        )
         try:
             build(self._builder, *args)
             if not self._builder.outputs:
@@ -135,10 +137,10 @@ class Graph(NativeOwner):
             raise BackendError(f"graph computation failed (ggml status {status})", "see the log for details")
 
     def _compute_graph(self, cgraph: int) -> int:
-        """ggml's compute status for ``cgraph``, after raising what an OpenBLAS or int8 product callback failed
-        with inside it (a C caller cannot take the exception, see native/blas.py and native/int8.py)."""
+        """ggml's compute status for ``cgraph``, after raising what an OpenBLAS, int8 or packed product callback
+        failed with inside it (a C caller cannot take the exception, see native/blas.py)."""
         status = self._compute(self.backend.ptr, cgraph)
-        for products in (self.backend.gemm, self.backend.int8_products):
+        for products in (self.backend.gemm, self.backend.int8_products, self.backend.packed_products):
             if products is not None:
                 products.check()
         return int(status)

@@ -34,7 +34,7 @@ import numpy as np
 from inference.errors import BackendError
 from inference.native.bindings import I64, CustomOp, P
 from inference.native.callback_errors import CallbackErrors
-from inference.native.node_plans import NodePlans
+from inference.native.node_plans import NodePlans, thread_units
 
 MODEL_PATH = Path(__file__).with_name("dynamic_quantize_matmul.onnx")
 INSTALL_FIX = "pip install onnxruntime (a Captioneer dependency), or pick weight_type q8_0"
@@ -143,13 +143,7 @@ class Int8Gemm:
         panels as threads and few rows, else a share of the rows through every panel (none: no work)."""
         rows, n, k, panels = args.rows, args.n, args.k, args.panels
         width = n // panels
-        if nth <= panels and rows < ROW_SPLIT_MIN_ROWS:
-            units = [(panel, 0, rows) for panel in range(ith, panels, nth)]
-        else:
-            share = -(-rows // nth)
-            first = ith * share
-            count = min(rows, first + share) - first
-            units = [(panel, first, count) for panel in range(panels)] if count > 0 else []
+        units = thread_units(rows, panels, ith, nth, row_split_from=ROW_SPLIT_MIN_ROWS)
         x, w, scale, out = (
             self._get_data(args.x),
             self._get_data(args.w),

@@ -43,3 +43,17 @@ class NodePlans(Generic[Plan]):
 
     def __len__(self) -> int:
         return len(self._plans)
+
+
+def thread_units(
+    rows: int, panels: int, ith: int, nth: int, row_split_from: int | None = None
+) -> list[tuple[int, int, int]]:
+    """Thread ``ith`` of ``nth``'s share of a product whose weight lies in ``panels`` column panels, as
+    (panel, first row, row count) units: whole panels when there are at least as many panels as threads (and
+    fewer rows than ``row_split_from``), else a share of the rows through every panel (none: no work)."""
+    if nth <= panels and (row_split_from is None or rows < row_split_from):
+        return [(panel, 0, rows) for panel in range(ith, panels, nth)]
+    share = -(-rows // nth)
+    first = ith * share
+    count = min(rows, first + share) - first
+    return [(panel, first, count) for panel in range(panels)] if count > 0 else []

@@ -20,10 +20,12 @@ from inference.native.bindings import GgmlApi, InitParams
 from inference.native.blas import OpenBlasGemm, ProductArgs
 from inference.native.dtypes import GgmlType, as_ggml_type
 from inference.native.int8 import Int8Args, Int8Gemm
+from inference.native.packed_f32 import PackedArgs, PackedF32Gemm
 from inference.native.tensor import MAX_DIMS, ByteLayout, Tensor, ggml_axis, to_ne
 
 DEFAULT_MAX_NODES = 8192
-# The ops that read int8 weight matrices (ByteLayout.INT8_TRANSPOSED); every other op refuses them.
+# The ops that read int8 or packed weight matrices (ByteLayout.INT8_TRANSPOSED, PACKED_F32); every other op
+# refuses them.
 _INT8_WEIGHT_OPS = frozenset({"mul_mat", "linear"})
 # Type pairs computed as they are by add/sub/mul/div; mixed pairs are promoted to f32 like numpy
 # does (the CPU backend would abort on f32 + f16 and round f16 + f32 to f16).
@@ -38,6 +40,11 @@ def _refuse_int8_weights(op: str, tensor: Tensor) -> None:
         raise UsageError(
             f"{op}: the int8 weight {tensor.shape} holds transposed bytes that only mul_mat can read",
             "use it through mul_mat or linear, or store this weight in another type (e.g. q8_0 or f32)",
+        )
+    if tensor.layout is ByteLayout.PACKED_F32:
+        raise UsageError(
+            f"{op}: the f32 weight {tensor.shape} is packed on ONNX Runtime, which only mul_mat can use",
+            "use it through mul_mat or linear, or load the weights without pack_f32",
         )
 
 
@@ -71,13 +78,15 @@ class GraphBuilder:
         max_nodes: int = DEFAULT_MAX_NODES,
         gemm: OpenBlasGemm | None = None,
         int8: Int8Gemm | None = None,
+        packed: PackedF32Gemm | None = None,
     ) -> None:
         self.api = api
         self.gemm = gemm  # big f32 weight products go to OpenBLAS when set (CPU backends)
         self.int8 = int8  # computes products with int8 weights (CPU backends that loaded some)
+        self.packed = packed  # computes products with f32 weights packed once (CPU backends that packed some)
         self.row_invariant = False  # set by keep_products_on_ggml()
         # Read by the product callbacks while the graph lives.
-        self.product_args: list[ProductArgs | Int8Args] = []
+        self.product_args: list[ProductArgs | Int8Args | PackedArgs] = []
         self.max_nodes = max_nodes
         self.max_tensors = max_nodes
         self.n_tensors = 0
@@ -102,6 +111,9 @@ class GraphBuilder:
             if isinstance(args, Int8Args):
                 if self.int8 is not None:
                     self.int8.plans.forget(args.serial)
+            elif isinstance(args, PackedArgs):
+                if self.packed is not None:
+                    self.packed.plans.forget(args.serial)
             elif self.gemm is not None:
                 self.gemm.plans.forget(args.serial)
         self.product_args.clear()
@@ -316,6 +328,8 @@ class GraphBuilder:
             )
         if a.type == GgmlType.I8:
             return self._int8_product(a, b, bias)
+        if a.layout is ByteLayout.PACKED_F32:
+            return self._packed_product(a, b, bias)
         return self._plus(self._float_product(a, b), bias)
 
     def _plus(self, y: Tensor, bias: Tensor | None) -> Tensor:
@@ -434,12 +448,53 @@ class GraphBuilder:
             -1,
             ctypes.addressof(args),
         )
+        return self._from_panels(ptr, b, n, panels, bias)
+
+    def _from_panels(self, ptr: int, b: Tensor, n: int, panels: int, bias: Tensor | None) -> Tensor:
+        """The output of a product computed panel by panel (``ptr``: (panels, rows, n / panels), or in row order
+        for one panel) in row order, shaped like ``b`` with ``n`` columns, plus ``bias``."""
         if panels == 1:
             return self._plus(self._wrap(ptr, max(b.ndim, 2)), bias)
         by_panel = self.permute(self._wrap(ptr, 3), (1, 0, 2))  # (rows, panels, n / panels), a view
         if bias is not None:  # the bias add writes the row order itself: no copy of its own
             by_panel = self.add(by_panel, self.reshape(bias, (panels, n // panels)))
         return self.reshape(by_panel, (*b.shape[:-1], n) if b.ndim >= 2 else (1, n))
+
+    def _packed_product(self, a: Tensor, b: Tensor, bias: Tensor | None) -> Tensor:
+        """``b @ a.mT`` (+ ``bias``) for an f32 weight ``a`` (N, K) packed on ONNX Runtime (native/packed_f32.py)."""
+        matrix = a.packed
+        if matrix is None or a.ndim != 2:
+            raise UsageError(
+                f"mul_mat: a packed tensor {a.shape} that is not a packed weight matrix of a store"
+            )
+        if self.packed is None:
+            raise UsageError("mul_mat: packed f32 weights on a graph of a backend that did not pack them")
+        if self.row_invariant:
+            raise UsageError(
+                "packed f32 weights cannot serve a graph whose rows must not depend on their batching",
+                "load this model's weights without pack_f32",
+            )
+        n, k = matrix.n, matrix.k
+        b = self.contiguous(self._as_f32(b))
+        ne_b = b.ne
+        rows = ne_b[1] * ne_b[2] * ne_b[3]
+        args = PackedArgs(b.ptr, rows, n, k, matrix.panels, matrix.key)
+        self.packed.register(args)
+        self.product_args.append(args)
+        sources = (ctypes.c_void_p * 1)(b.ptr)
+        panels = matrix.panels
+        ne_out = (n, ne_b[1], ne_b[2], ne_b[3]) if panels == 1 else (n // panels, rows, panels, 1)
+        ptr = self.api.ggml_custom_4d(
+            self._ctx(),
+            int(GgmlType.F32),
+            *ne_out,
+            sources,
+            1,
+            self.packed.callback,
+            -1,
+            ctypes.addressof(args),
+        )
+        return self._from_panels(ptr, b, n, panels, bias)
 
     def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         """PyTorch ``nn.Linear``: ``x @ weight.T + bias`` with weight shaped (out, in)."""

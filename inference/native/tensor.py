@@ -17,11 +17,14 @@ each :class:`Tensor` remembers its numpy rank; ``shape`` is derived from ggml's 
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from inference.errors import UsageError
 from inference.native.bindings import TensorHead
 from inference.native.dtypes import GgmlType
+
+if TYPE_CHECKING:
+    from inference.native.packed_f32 import PackedMatrix
 
 MAX_DIMS = 4
 
@@ -33,6 +36,9 @@ class ByteLayout(Enum):
     # An int8 weight matrix (N, K) of a store, bytes transposed to (K, N) for the int8 GEMM (native/int8.py):
     # only mul_mat can take it, ggml's own ops would read garbage.
     INT8_TRANSPOSED = "int8_transposed"
+    # An f32 weight matrix (N, K) of a store whose bytes only ONNX Runtime holds, packed (native/packed_f32.py):
+    # the ggml tensor has no data, so only mul_mat can take it.
+    PACKED_F32 = "packed_f32"
 
 
 @runtime_checkable
@@ -67,19 +73,28 @@ def ggml_axis(axis: int, ndim: int) -> int:
 class Tensor:
     """A ggml tensor seen from Python: a pointer plus its numpy rank.
 
-    ``owner`` keeps alive whatever allocated the tensor (a graph builder or a weight store).
+    ``owner`` keeps alive whatever allocated the tensor (a graph builder or a weight store). ``packed``: the same
+    weight packed once on ONNX Runtime (native/packed_f32.py), which products use instead of the ggml bytes.
     Arithmetic operators work on tensors that belong to a graph builder (``x + y``, ``x * w``).
     """
 
-    __slots__ = ("ptr", "ndim", "owner", "layout")
+    __slots__ = ("ptr", "ndim", "owner", "layout", "packed")
 
-    def __init__(self, ptr: int, ndim: int, owner: Any, layout: ByteLayout = ByteLayout.GGML) -> None:
+    def __init__(
+        self,
+        ptr: int,
+        ndim: int,
+        owner: Any,
+        layout: ByteLayout = ByteLayout.GGML,
+        packed: PackedMatrix | None = None,
+    ) -> None:
         if not ptr:
             raise UsageError("ggml returned no tensor (NULL)")
         self.ptr = ptr
         self.ndim = ndim
         self.owner = owner
         self.layout = layout
+        self.packed = packed
 
     @property
     def _head(self) -> TensorHead:

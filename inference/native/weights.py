@@ -7,11 +7,16 @@ to matrices whose rows fit whole blocks of it; K-quant rows that do not fit 256 
 (:func:`~inference.native.quant.fitting_type`); other misfits and 1-D tensors stay f32 (ggml's element-wise ops
 want f32). A per-name override forces any type. ``int8`` (CPU) applies to 2-D matrices only
 (:mod:`inference.native.int8`); other tensors stay f32.
+
+``pack_f32``: on a CPU backend that packs (native/packed_f32.py), the named f32 matrices read as they are from a
+checkpoint file are packed once on ONNX Runtime, which reads them from the file itself, and kept there
+only (``ByteLayout.PACKED_F32``: their ggml tensors hold no data); products with them run on the packed copy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +28,7 @@ from inference.native.checkpoint import Checkpoint, TensorRecord
 from inference.native.dtypes import QUANTIZED_TYPES, GgmlType, StorageType, ggml_type_of
 from inference.native.int8 import dequantize_rows, quantize_rows, weight_panels
 from inference.native.owner import NativeOwner
+from inference.native.packed_f32 import FileMatrix, PackedMatrix
 from inference.native.quant import can_store_rows, dequantize, fitting_type, quantize
 from inference.native.tensor import MAX_DIMS, ByteLayout, Tensor, to_ne
 
@@ -44,7 +50,7 @@ class _Pending:
 class WeightStore(NativeOwner):
     """Named weight tensors in one backend buffer; owns the context and the buffer (close it)."""
 
-    def __init__(self, backend: Backend, entries: list[_Pending]) -> None:
+    def __init__(self, backend: Backend, entries: list[_Pending], pack_f32: Collection[str] = ()) -> None:
         import ctypes
 
         self.backend = backend
@@ -57,18 +63,33 @@ class WeightStore(NativeOwner):
         self._read_only: set[int] = set()  # tensors living in read-only file mappings
         self._int8_scales: dict[int, Tensor] = {}  # int8 matrix pointer -> its (N,) f32 row scales
         self._int8_panels: dict[int, int] = {}  # int8 matrix pointer -> its column panels (native/int8.py)
+        # f32 matrices packed on ONNX Runtime (native/packed_f32.py), by store name; their tensors live in a
+        # context of their own that is never allocated.
+        self._packed: dict[str, PackedMatrix] = {}
+        self._packed_sources: dict[str, FileMatrix] = {}
+        self._packed_ctx: int | None = None
+        self._ctx: int | None = None
+        try:
+            entries = self._pack_f32(entries, set(pack_f32)) if pack_f32 else entries
+        except BaseException:
+            self.close()
+            raise
         n_tensors = len(entries) + sum(entry.layout is ByteLayout.INT8_TRANSPOSED for entry in entries)
-        self._ctx: int | None = api.ggml_init(
-            InitParams(api.ggml_tensor_overhead() * max(1, n_tensors), None, True)
-        )
+        self._ctx = api.ggml_init(InitParams(api.ggml_tensor_overhead() * max(1, n_tensors), None, True))
+        if self._packed:
+            self._packed_ctx = api.ggml_init(
+                InitParams(api.ggml_tensor_overhead() * len(self._packed), None, True)
+            )
 
         def new_tensor(
             name: str, ggml_type: GgmlType, shape: tuple[int, ...], layout: ByteLayout = ByteLayout.GGML
         ) -> Tensor:
             ne = (ctypes.c_int64 * MAX_DIMS)(*to_ne(shape))
-            ptr = api.ggml_new_tensor(self._ctx, int(ggml_type), MAX_DIMS, ne)
+            packed = self._packed.get(name) if layout is ByteLayout.PACKED_F32 else None
+            ctx = self._packed_ctx if packed is not None else self._ctx
+            ptr = api.ggml_new_tensor(ctx, int(ggml_type), MAX_DIMS, ne)
             api.ggml_set_name(ptr, name.encode()[:63])
-            return Tensor(ptr, len(shape), self, layout)
+            return Tensor(ptr, len(shape), self, layout, packed=packed)
 
         try:
             for entry in entries:
@@ -81,7 +102,7 @@ class WeightStore(NativeOwner):
                     )
                     self._int8_panels[tensor.ptr] = weight_panels(entry.shape[0], backend.threads)
             self._map_file_tensors([entry for entry in entries if entry.mapped])
-            if any(not entry.mapped for entry in entries):
+            if any(not entry.mapped and entry.layout is not ByteLayout.PACKED_F32 for entry in entries):
                 self._buffer = api.ggml_backend_alloc_ctx_tensors(self._ctx, backend.ptr)
                 if not self._buffer:
                     raise BackendError(
@@ -90,7 +111,7 @@ class WeightStore(NativeOwner):
                     )
                 api.ggml_backend_buffer_set_usage(self._buffer, GGML_BACKEND_BUFFER_USAGE_WEIGHTS)
             for entry in entries:
-                if not entry.mapped:
+                if not entry.mapped and entry.layout is not ByteLayout.PACKED_F32:
                     self._upload(self._tensors[entry.name], entry)
         except BaseException:
             self.close()
@@ -117,6 +138,67 @@ class WeightStore(NativeOwner):
                 raise BackendError(f"could not map weight {entry.name!r} (ggml status {status})")
             self.mapped_bytes += record.nbytes
             self._read_only.add(self._tensors[entry.name].ptr)
+
+    def _pack_f32(self, entries: list[_Pending], names: set[str]) -> list[_Pending]:
+        """Pack the f32 matrices among ``names`` read as stored from a checkpoint file on ONNX Runtime (which reads
+        them from the file itself); returns the entries with those marked ``PACKED_F32`` (nothing to map or
+        upload). Other entries, e.g. matrices converted at load, stay as they are."""
+        packer = self.backend.packed_f32()
+        if packer is None:
+            return entries
+        sources: dict[str, FileMatrix] = {}
+        for entry in entries:
+            record = entry.source
+            if (
+                entry.name in names
+                and entry.target == GgmlType.F32
+                and entry.layout is ByteLayout.GGML
+                and len(entry.shape) == 2
+                and isinstance(record, TensorRecord)
+                and record.type == GgmlType.F32
+                and record.path is not None
+                and record.file_offset is not None
+            ):
+                n, k = entry.shape
+                sources[entry.name] = FileMatrix(record.path.resolve(), record.file_offset, n, k)
+        threads = self.backend.threads
+
+        def pack(source: FileMatrix) -> PackedMatrix:
+            return packer.pack(source, weight_panels(source.n, threads))
+
+        # ONNX Runtime packs without the GIL: one weight per thread halves the load's wall time.
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            futures = {name: pool.submit(pack, source) for name, source in sources.items()}
+        failures = [error for future in futures.values() if (error := future.exception()) is not None]
+        if failures:
+            for future in futures.values():  # drop every matrix that did pack
+                if future.exception() is None:
+                    packer.drop(future.result())
+            if not isinstance(failures[0], BackendError) or self.backend.gemm_choice == "onnxruntime":
+                raise failures[0]
+            # auto: this ONNX Runtime cannot pack; the store keeps every weight as it would have
+            return entries
+        for name, future in futures.items():
+            self._packed[name] = future.result()
+            self._packed_sources[name] = sources[name]
+        return [
+            _Pending(entry.name, entry.shape, entry.target, entry.source, layout=ByteLayout.PACKED_F32)
+            if entry.name in self._packed
+            else entry
+            for entry in entries
+        ]
+
+    def _drop_packed(self) -> None:
+        packer = self.backend.packed_products
+        for matrix in self._packed.values():
+            if packer is not None:
+                packer.drop(matrix)
+        self._packed, self._packed_sources = {}, {}
+
+    @property
+    def packed_bytes(self) -> int:
+        """f32 weight bytes this store packed on ONNX Runtime (held there, not in a backend buffer)."""
+        return sum(matrix.n * matrix.k * 4 for matrix in self._packed.values())
 
     def _upload(self, tensor: Tensor, entry: _Pending) -> None:
         if entry.layout is ByteLayout.INT8_TRANSPOSED:
@@ -169,6 +251,8 @@ class WeightStore(NativeOwner):
     def numpy(self, name: str) -> np.ndarray:
         """Read a stored weight back from the backend as float32 (dequantized)."""
         tensor = self[name]
+        if tensor.layout is ByteLayout.PACKED_F32:  # only ONNX Runtime holds it: read the file again
+            return self._packed_sources[name].read()
         raw = np.empty(self.api.ggml_nbytes(tensor.ptr), dtype=np.uint8)
         self.api.ggml_backend_tensor_get(tensor.ptr, raw.ctypes.data, 0, raw.nbytes)
         if tensor.layout is ByteLayout.INT8_TRANSPOSED:
@@ -201,6 +285,8 @@ class WeightStore(NativeOwner):
         """
         names: set[str] = set()
         for tensor in self._tensors.values():
+            if tensor.layout is ByteLayout.PACKED_F32:
+                continue  # held by ONNX Runtime, in no backend buffer
             buffer = TensorHead.from_address(tensor.ptr).buffer
             names.add(self.api.ggml_backend_buffer_name(buffer).decode() if buffer else "(none)")
         return names
@@ -212,20 +298,22 @@ class WeightStore(NativeOwner):
 
     @property
     def buffer_bytes(self) -> int:
-        """Memory the weights occupy: the allocated buffer plus file bytes used in place."""
-        return self.allocated_bytes + self.mapped_bytes
+        """Memory the weights occupy: the allocated buffer, file bytes used in place and packed f32 weights."""
+        return self.allocated_bytes + self.mapped_bytes + self.packed_bytes
 
     # ----------------------------------------------------------------- lifetime
     def close(self) -> None:
+        self._drop_packed()
         for buffer in self._file_buffers:
             self.api.ggml_backend_buffer_free(buffer)
         self._file_buffers, self._mapped_files = [], []
         if self._buffer is not None:
             self.api.ggml_backend_buffer_free(self._buffer)
             self._buffer = None
-        if self._ctx is not None:
-            self.api.ggml_free(self._ctx)
-            self._ctx = None
+        for ctx in (self._ctx, self._packed_ctx):
+            if ctx is not None:
+                self.api.ggml_free(ctx)
+        self._ctx = self._packed_ctx = None
         self._tensors = {}
 
 
@@ -237,6 +325,8 @@ def load_weights(
     overrides: Mapping[str, StorageType | GgmlType | str] | None = None,
     arrays: Mapping[str, np.ndarray] | None = None,
     map_files: bool = True,
+    pack_f32: Collection[str] = (),
+    as_matrices: Iterable[str] = (),
 ) -> WeightStore:
     """Upload checkpoint tensors (and/or numpy ``arrays``) into one backend buffer.
 
@@ -244,7 +334,9 @@ def load_weights(
     storage: type for matrices (see module doc). map_files: on the CPU backend, use the mapped
     file in place for tensors that keep their stored type. overrides: ``{store_name: type}`` per tensor
     (a StorageType value or a ggml type name such as "f32", "q4_k"). arrays: extra tensors computed
-    by the family (fused or reshaped weights), stored by the same rules.
+    by the family (fused or reshaped weights), stored by the same rules. pack_f32: store names of f32 weight
+    matrices to pack once on ONNX Runtime where the backend does (module doc): only ever used by mul_mat/linear. as_matrices: checkpoint
+    tensors to store as (first axis, everything else) matrices, e.g. 1x1 conv kernels used as linear weights.
     """
     storage = StorageType.parse(storage)
     overrides = dict(overrides or {})
@@ -256,12 +348,12 @@ def load_weights(
         mapping = {name: name for name in names}
     if mapping and checkpoint is None:
         raise UsageError("load_weights: tensor names given but no checkpoint")
+    matrices = set(as_matrices)
     entries = []
     for store_name, file_name in mapping.items():
         rec = checkpoint.record(file_name)  # type: ignore[union-attr]
-        entries.append(
-            _entry(backend, store_name, rec.shape, rec.type, rec, storage, overrides.get(store_name))
-        )
+        shape = (rec.shape[0], int(np.prod(rec.shape[1:]))) if store_name in matrices else rec.shape
+        entries.append(_entry(backend, store_name, shape, rec.type, rec, storage, overrides.get(store_name)))
     for store_name, array in (arrays or {}).items():
         array = np.asarray(array)
         stored = ggml_type_of(array.dtype) if array.dtype != np.float64 else GgmlType.F32
@@ -273,7 +365,10 @@ def load_weights(
     unknown = set(overrides) - {e.name for e in entries}
     if unknown:
         raise UsageError(f"storage overrides name tensors that are not loaded: {', '.join(sorted(unknown))}")
-    return WeightStore(backend, entries)
+    unmatched = matrices - set(mapping)
+    if unmatched:
+        raise UsageError(f"as_matrices names tensors that are not loaded: {', '.join(sorted(unmatched))}")
+    return WeightStore(backend, entries, pack_f32=pack_f32)
 
 
 def _entry(

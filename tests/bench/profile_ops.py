@@ -138,7 +138,7 @@ _TORCH_GROUPS = {  # first match wins; weights vs attention products told apart 
 PRODUCT_OPS = (
     "MUL_MAT",
     "CUSTOM",
-)  # CUSTOM: OpenBLAS f32 (inference/native/blas.py) or int8 (native/int8.py)
+)  # CUSTOM: OpenBLAS f32 (inference/native/blas.py), int8 (native/int8.py) or packed f32 (native/packed_f32.py)
 
 
 def _int8_product(record: Any) -> bool:
@@ -184,7 +184,17 @@ def ggml_breakdown(records: list[Any]) -> tuple[dict[str, tuple[float, float]], 
         cat = ggml_category(r)
         groups[cat][0] += r.seconds
         groups[cat][1] += r.flops
-        if r.op in PRODUCT_OPS:
+        if (
+            r.op == "CUSTOM" and len(r.srcs) == 1
+        ):  # a packed f32 weight (native/packed_f32.py): x is the only source
+            x = r.srcs[0]
+            rows = x.ne[1] * x.ne[2] * x.ne[3]
+            n = r.ne[0] * r.ne[1] * r.ne[2] * r.ne[3] // rows
+            key = ("weight", "f32xf32/onnxruntime-packed", f"{x.ne[0]}x{n}", _row_class(rows))
+            products[key][0] += 1
+            products[key][1] += r.seconds
+            products[key][2] += r.flops
+        elif r.op in PRODUCT_OPS:
             int8 = _int8_product(r)
             a, b = (r.srcs[1], r.srcs[0]) if int8 else (r.srcs[0], r.srcs[1])  # int8: (x, weight, scales)
             rows = b.ne[1] * b.ne[2] * b.ne[3]

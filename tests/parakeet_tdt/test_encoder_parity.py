@@ -44,7 +44,17 @@ def _features(clip: str) -> tuple[np.ndarray, int, bool]:
     return features.values, features.valid_frames, False
 
 
-@pytest.fixture(scope="module", params=["tiny_a", "tiny_b", "tiny_a/openblas", "tiny_b/openblas"])
+@pytest.fixture(
+    scope="module",
+    params=[
+        "tiny_a",
+        "tiny_b",
+        "tiny_a/openblas",
+        "tiny_b/openblas",
+        "tiny_a/onnxruntime",
+        "tiny_b/onnxruntime",
+    ],
+)
 def model(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     name, _, gemm = request.param.partition("/")
     cfg = json.loads((ROOT / "models" / name / "config.json").read_text())
@@ -52,8 +62,23 @@ def model(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     with (
         open_backend("cpu", threads=2, gemm=gemm or "ggml") as backend,
         open_checkpoint(ROOT / "models" / name / "model.safetensors") as ck,
+        pytest.MonkeyPatch.context() as patch,
     ):
-        if backend.gemm is not None:
+        if gemm == "onnxruntime":
+            packer = backend.packed_f32()
+            assert packer is not None
+            bound = packer._bind
+            nodes: list[int] = []
+
+            def counting_bind(args, dst, ith, nth):  # type: ignore[no-untyped-def]
+                nodes.append(args.serial)
+                return bound(args, dst, ith, nth)
+
+            patch.setattr(packer, "_bind", counting_bind)
+            yield name, backend, ck, hp
+            # Every layer's nine weight products at least, on both threads.
+            assert len(nodes) > 2 * 9 * hp.num_hidden_layers, "the products did not run on packed weights"
+        elif backend.gemm is not None:
             calls = every_product_on_openblas(backend)
             yield name, backend, ck, hp
             assert len(calls) > 10 * hp.num_hidden_layers, "the products did not run on OpenBLAS"

@@ -183,9 +183,21 @@ class ParakeetEncoder:
                 overrides[name] = "f32"  # the exact f32 depthwise path needs f32 taps
             elif (name.endswith(".weight") and "norm" in name) or name.endswith(("bias_u", "bias_v")):
                 overrides[name] = "f32"  # added to f32 activations: ggml_add needs f32 on both sides
-        # Matrix weights follow ``weight_type``; the loader keeps vectors (norms, biases) in f32.
+        # 1x1 conv kernels are linear weights: stored as (C_out, C_in) matrices, the same bytes, so that f32 ones
+        # can be packed like the others.
+        pointwise = [name for name in direct if name.endswith(".weight") and _is_pointwise(name)]
+        linear = [name for name in direct if _is_linear_weight(name)]
+        # Matrix weights follow ``weight_type``; the loader keeps vectors (norms, biases) in f32. f32 matrices are
+        # packed once where the backend does (native/packed_f32.py): every product of this encoder is row-wise.
         self.weights: WeightStore = load_weights(
-            backend, checkpoint, names=direct, storage=matmul_storage, overrides=overrides, arrays=arrays
+            backend,
+            checkpoint,
+            names=direct,
+            storage=matmul_storage,
+            overrides=overrides,
+            arrays=arrays,
+            pack_f32=linear,
+            as_matrices=pointwise,
         )
         self.graph_arena_mb = graph_arena_mb
         arena_bytes = None if graph_arena_mb is None else graph_arena_mb * 2**20
@@ -365,6 +377,16 @@ class ParakeetEncoder:
 
         x = g.add(x, self._feed_forward(g, x, p + "feed_forward2."))
         return g.layer_norm(x, w[p + "norm_out.weight"], w[p + "norm_out.bias"])
+
+
+def _is_linear_weight(name: str) -> bool:
+    """Whether a store name is a weight only ever multiplied (nn.Linear weights and 1x1 conv kernels)."""
+    return name.endswith(".weight") and ("_proj." in name or ".linear" in name or _is_pointwise(name))
+
+
+def _is_pointwise(name: str) -> bool:
+    """Whether a store name is a 1x1 conv kernel (subsampling layers 3 and 6, the conv module's two)."""
+    return ".conv.pointwise" in name or name in ("sub.3.weight", "sub.6.weight")
 
 
 def position_rows(t: int) -> int:
