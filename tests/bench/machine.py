@@ -289,8 +289,10 @@ def pin_torch_threads(threads: int) -> dict[str, Any]:
 
 def omp_wait_policy() -> str:
     """OpenMP's wait policy in this process: on a busy machine active (spinning) waits cost torch 2-6x
-    (README); Captioneer sets passive for ggml when it loads the libraries."""
-    return os.environ.get("OMP_WAIT_POLICY", "unset (libgomp spins, then sleeps)")
+    (README); Captioneer sets passive after a bounded spin (GOMP_SPINCOUNT) for ggml when it loads the libraries."""
+    policy = os.environ.get("OMP_WAIT_POLICY", "unset (libgomp spins, then sleeps)")
+    spins = os.environ.get("GOMP_SPINCOUNT")
+    return policy if spins is None else f"{policy}, GOMP_SPINCOUNT={spins}"
 
 
 def check_threads(side: str, wanted: int, effective: dict[str, Any]) -> str:
