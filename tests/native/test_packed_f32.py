@@ -52,7 +52,9 @@ def packed_store(backend: Backend, checkpoint: Checkpoint) -> WeightStore:
     return load_weights(backend, checkpoint, pack_f32=PACKED, as_matrices=["kernel.weight"])
 
 
-def product(backend: Backend, store: WeightStore, name: str, x: np.ndarray, bias: str | None = None) -> np.ndarray:
+def product(
+    backend: Backend, store: WeightStore, name: str, x: np.ndarray, bias: str | None = None
+) -> np.ndarray:
     def build(g: GraphBuilder) -> None:
         xs = g.input("x", x.shape)
         g.output("y", g.linear(xs, store[name], store[bias] if bias else None))
@@ -76,22 +78,31 @@ def test_products_equal_numpys(cpu: Backend, checkpoint: Checkpoint, rows: int) 
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
         kernel = WEIGHTS["kernel.weight"][:, :, 0]
         x = RNG.standard_normal((2, rows, 40)).astype(np.float32)  # leading axes are rows too
-        np.testing.assert_allclose(product(cpu, store, "kernel.weight", x), x @ kernel.T, rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(
+            product(cpu, store, "kernel.weight", x), x @ kernel.T, rtol=1e-5, atol=1e-4
+        )
 
 
 def test_the_packed_weight_lives_only_in_onnx_runtime(checkpoint: Checkpoint) -> None:
-    with open_backend("cpu", threads=2, gemm="onnxruntime") as backend, packed_store(backend, checkpoint) as store:
+    with (
+        open_backend("cpu", threads=2, gemm="onnxruntime") as backend,
+        packed_store(backend, checkpoint) as store,
+    ):
         assert store.packed_bytes == 4 * (256 * 96 + 100 * 40 + 64 * 40)
         assert store.allocated_bytes < 4096  # the biases only: no ggml copy of a packed matrix
         assert "(none)" not in store.buffer_names()
-        np.testing.assert_array_equal(store.numpy("wide.weight"), WEIGHTS["wide.weight"])  # read from the file
+        # Read back from the file: ONNX Runtime holds the only copy.
+        np.testing.assert_array_equal(store.numpy("wide.weight"), WEIGHTS["wide.weight"])
         assert store["kernel.weight"].shape == (64, 40)
         assert backend.f32_gemm.startswith("onnxruntime ")
 
 
 def test_other_gemm_choices_pack_nothing(checkpoint: Checkpoint) -> None:
     for choice in ("openblas", "ggml"):
-        with open_backend("cpu", threads=2, gemm=choice) as backend, packed_store(backend, checkpoint) as store:
+        with (
+            open_backend("cpu", threads=2, gemm=choice) as backend,
+            packed_store(backend, checkpoint) as store,
+        ):
             assert store.packed_bytes == 0 and backend.packed_products is None
             assert store["wide.weight"].layout is ByteLayout.GGML
             x = RNG.standard_normal((5, 96)).astype(np.float32)
@@ -101,7 +112,10 @@ def test_other_gemm_choices_pack_nothing(checkpoint: Checkpoint) -> None:
 
 
 def test_only_products_may_use_a_packed_weight(checkpoint: Checkpoint) -> None:
-    with open_backend("cpu", threads=2, gemm="onnxruntime") as backend, packed_store(backend, checkpoint) as store:
+    with (
+        open_backend("cpu", threads=2, gemm="onnxruntime") as backend,
+        packed_store(backend, checkpoint) as store,
+    ):
 
         def add(g: GraphBuilder) -> None:
             g.output("y", g.add(g.input("x", (256, 96)), store["wide.weight"]))
