@@ -341,11 +341,17 @@ def reference_python(option: str | None) -> str:
     return chosen
 
 
+# Pause before every timed run: thread pools spin for a while after a call (ONNX Runtime's intra-op pool, OpenBLAS,
+# libgomp's bounded spin), and without a pause that spinning lands on the next worker's call, whichever side it is.
+SETTLE_S = 0.5
+
+
 def run_interleaved(
-    workers: Mapping[str, Any], clips: Mapping[float, Any], rounds: int
+    workers: Mapping[str, Any], clips: Mapping[float, Any], rounds: int, settle_s: float = SETTLE_S
 ) -> dict[tuple[str, float], list[dict]]:
     """Per clip: one untimed run of every worker (graph builds, arenas, page cache), then ``rounds`` rounds whose
-    order alternates (A B C, C B A, ...) so that drift in the machine's load falls on every side alike."""
+    order alternates (A B C, C B A, ...) so that drift in the machine's load falls on every side alike; each timed
+    run starts ``settle_s`` after the previous one ended, as a dictated utterance does."""
     kinds = list(workers)
     results: dict[tuple[str, float], list[dict]] = {}
     for seconds, clip in clips.items():
@@ -353,6 +359,7 @@ def run_interleaved(
             workers[kind].run(clip)
         for round_index in range(rounds):
             for kind in kinds if round_index % 2 == 0 else kinds[::-1]:
+                time.sleep(settle_s)
                 results.setdefault((kind, seconds), []).append(workers[kind].run(clip))
     return results
 
