@@ -142,5 +142,32 @@ def test_relative_position_table_layout() -> None:
     np.testing.assert_allclose(table[2], [0.0, 1.0, 0.0, 1.0])
 
 
+def test_a_shorter_position_table_is_the_middle_of_a_longer_one() -> None:
+    longest = relative_positions(40, 16)
+    for frames in (1, 2, 7, 39):
+        np.testing.assert_array_equal(relative_positions(frames, 16), longest[40 - frames : 40 + frames - 1])
+
+
+def test_precomputed_position_keys_match_the_in_graph_projection(
+    model, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Buckets within the table read their keys from it; longer ones (and every bucket when the table is off)
+    project in the graph: both give the same encoder output."""
+    import inference.families.parakeet_tdt.encoder as encoder_module
+
+    _, backend, ck, hp = model
+    features, valid, _ = _features("long")
+    frames = subsampled_length(features.shape[0])
+    outputs = {}
+    for table_frames in (frames + 16, frames // 2, 0):  # the table holds the bucket, is too short, is off
+        monkeypatch.setattr(encoder_module, "POSITION_TABLE_FRAMES", table_frames)
+        with ParakeetEncoder(backend, ck, ck, hp) as encoder:
+            assert encoder.position_table_frames == table_frames
+            outputs[table_frames] = encoder.encode(features, valid).hidden
+    reference = outputs.pop(0)
+    for hidden in outputs.values():
+        np.testing.assert_allclose(hidden, reference, atol=1e-5, rtol=0)
+
+
 def test_subsampled_length_formula() -> None:
     assert [subsampled_length(n) for n in (1, 8, 9, 100, 1000)] == [1, 1, 2, 13, 125]

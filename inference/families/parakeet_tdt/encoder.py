@@ -199,6 +199,7 @@ class ParakeetEncoder:
             pack_f32=linear,
             as_matrices=pointwise,
         )
+        self.position_table_frames, self._position_tables = self._project_positions(backend)
         self.graph_arena_mb = graph_arena_mb
         arena_bytes = None if graph_arena_mb is None else graph_arena_mb * 2**20
         self._graphs = GraphCache(backend, self._build, max_graphs=max_graphs, max_buffer_bytes=arena_bytes)
@@ -214,7 +215,38 @@ class ParakeetEncoder:
 
     def close(self) -> None:
         self._graphs.close()
+        if self._position_tables is not None:
+            self._position_tables.close()
         self.weights.close()
+
+    def _project_positions(self, backend: Backend) -> tuple[int, WeightStore | None]:
+        """Every layer's relative-position keys ``relative_positions(T) @ W.T`` for the longest table kept, once.
+
+        They depend on the frame count only, and the table of T frames is the middle of any longer one
+        (positions T-1 … -(T-1)), so one table per layer serves every bucket up to ``POSITION_TABLE_FRAMES``
+        frames as a view: each call saves (2T-1)·hidden² multiply-adds per layer (~8 % of a 10 s encode) and
+        the stream of the weight. Kept per head, (heads, rows, head_dim), as the attention reads it, with zero
+        rows after the last position for the padded rows ``position_rows`` adds. f32 weights only: the table is
+        f32 (24 x 1.5 k x 1024 floats, 75 MB for 0.6B), which reduced types would not want to carry.
+        """
+        hp, w = self.hp, self.weights
+        names = [f"L{i}.relative_k_proj.weight" for i in range(hp.num_hidden_layers)]
+        if any(w[name].type != GgmlType.F32 for name in names):
+            return 0, None
+        frames = min(POSITION_TABLE_FRAMES, hp.max_position_embeddings)
+        if frames <= 0:
+            return 0, None
+        positions = relative_positions(frames, hp.hidden_size)
+        rows = 2 * frames - 1 + POSITION_PAD_ROWS
+        heads, hd = hp.num_attention_heads, hp.head_dim
+        tables = {}
+        for i, name in enumerate(names):
+            keys = np.zeros((rows, hp.hidden_size), np.float32)
+            np.matmul(positions, w.numpy(name).T, out=keys[: positions.shape[0]])
+            tables[f"L{i}.position_keys"] = np.ascontiguousarray(
+                keys.reshape(rows, heads, hd).transpose(1, 0, 2)
+            )
+        return frames, load_weights(backend, arrays=tables, storage="f32")
 
     def __enter__(self) -> ParakeetEncoder:
         return self
@@ -248,9 +280,11 @@ class ParakeetEncoder:
             )
         padded = np.zeros((1, 1, bucket, mels), np.float32)
         padded[0, 0, :frames] = features
-        positions = np.zeros((position_rows(t_enc), self.hp.hidden_size), np.float32)
-        positions[: 2 * t_enc - 1] = relative_positions(t_enc, self.hp.hidden_size)
-        inputs = {"features": padded, "pos": positions}
+        inputs = {"features": padded}
+        if t_enc > self.position_table_frames:  # else the graph reads the precomputed keys
+            positions = np.zeros((position_rows(t_enc), self.hp.hidden_size), np.float32)
+            positions[: 2 * t_enc - 1] = relative_positions(t_enc, self.hp.hidden_size)
+            inputs["pos"] = positions
         length = valid_feature_frames
         for stage in (1, 2, 3):
             length = conv_out_length(length)
@@ -282,7 +316,7 @@ class ParakeetEncoder:
         channels = hp.subsampling_conv_channels
         m1, m2 = g.input("mask1", (t1, 1, channels)), g.input("mask2", (t2, 1, channels))
         m3c, m3 = g.input("mask3c", (t3, 1, channels)), g.input("mask3", (t3, 1))
-        pos = g.input("pos", (position_rows(t3), hp.hidden_size))
+        pos = g.input("pos", (position_rows(t3), hp.hidden_size)) if t3 > self.position_table_frames else None
         attn_mask = g.input("attn_mask", (t3, t3))
 
         # Subsampling channels-last, (1, T, F, C): the convs need no layout copies and the 1x1 convs are
@@ -321,7 +355,7 @@ class ParakeetEncoder:
         return g.scale(g.linear(h, w[p + "linear2.weight"], self._opt(p + "linear2.bias")), 0.5)
 
     def _layer(
-        self, g: GraphBuilder, x: Tensor, p: str, pos: Tensor, attn_mask: Tensor, mask: Tensor, t: int
+        self, g: GraphBuilder, x: Tensor, p: str, pos: Tensor | None, attn_mask: Tensor, mask: Tensor, t: int
     ) -> Tensor:
         hp, w = self.hp, self.weights
         heads, hd = hp.num_attention_heads, hp.head_dim
@@ -340,10 +374,16 @@ class ParakeetEncoder:
         )  # each (heads, T, hd)
         q_u = g.add(q, g.reshape(w[p + "bias_u"], (heads, 1, hd)))
         q_v = g.add(q, g.reshape(w[p + "bias_v"], (heads, 1, hd)))
-        rel = g.linear(pos, w[p + "relative_k_proj.weight"])  # (2T-1, hidden)
-        # Contiguous per head: as strided views (rows 4 KiB apart) both products ran at under half speed.
         rows = position_rows(t)
-        rel = g.cont(g.permute(g.reshape(rel, (rows, heads, hd)), (1, 0, 2)))  # (heads, rows >= 2T-1, hd)
+        if t <= self.position_table_frames:  # the middle of the precomputed keys (_project_positions), a view
+            assert self._position_tables is not None
+            start = self.position_table_frames - t
+            rel = g.slice(self._position_tables[p + "position_keys"], 1, start, start + rows)
+        else:
+            assert pos is not None
+            rel = g.linear(pos, w[p + "relative_k_proj.weight"])  # (2T-1, hidden)
+            # Contiguous per head: as strided views (rows 4 KiB apart) both products ran at under half speed.
+            rel = g.cont(g.permute(g.reshape(rel, (rows, heads, hd)), (1, 0, 2)))  # (heads, rows >= 2T-1, hd)
         content = g.mul_mat(g.cont(k), q_u)  # (heads, T, T)
         position_raw = g.mul_mat(rel, q_v)  # (heads, T, rows), contiguous
         scores = g.add(content, _relative_shift(g, position_raw, t, heads, rows))
@@ -387,6 +427,12 @@ def _is_linear_weight(name: str) -> bool:
 def _is_pointwise(name: str) -> bool:
     """Whether a store name is a 1x1 conv kernel (subsampling layers 3 and 6, the conv module's two)."""
     return ".conv.pointwise" in name or name in ("sub.3.weight", "sub.6.weight")
+
+
+# Buckets up to this many encoder frames (30 s) read their relative-position keys from a table made at load.
+POSITION_TABLE_FRAMES = 376
+# position_rows pads 2T-1 to a multiple of 8: at most 7 rows past the last position (zeros in the table).
+POSITION_PAD_ROWS = 8
 
 
 def position_rows(t: int) -> int:
