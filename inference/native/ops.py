@@ -435,20 +435,30 @@ class GraphBuilder:
         args = Int8Args(b.ptr, a.ptr, scale.ptr, rows, n, k, panels)
         self.int8.register(args)
         self.product_args.append(args)
-        sources = (ctypes.c_void_p * 3)(b.ptr, a.ptr, scale.ptr)
-        # One panel: the output in row order. Several: panel by panel, (panels, rows, n / panels) in numpy order.
-        ne_out = (n, ne_b[1], ne_b[2], ne_b[3]) if panels == 1 else (n // panels, rows, panels, 1)
-        ptr = self.api.ggml_custom_4d(
-            self._ctx(),
-            int(GgmlType.F32),
-            *ne_out,
-            sources,
-            3,
-            self.int8.callback,
-            -1,
-            ctypes.addressof(args),
-        )
+        ptr = self._panel_product(b, n, panels, (b.ptr, a.ptr, scale.ptr), self.int8.callback, args)
         return self._from_panels(ptr, b, n, panels, bias)
+
+    def _panel_product(
+        self, b: Tensor, n: int, panels: int, sources: tuple[int, ...], callback: Any, args: ctypes.Structure
+    ) -> int:
+        """A custom product node of ``n`` output columns over ``b``'s rows (contiguous) computed by ``callback``:
+        with one panel the output is in row order, with several panel by panel, (panels, rows, n / panels)."""
+        ne_b = b.ne
+        rows = ne_b[1] * ne_b[2] * ne_b[3]
+        ne_out = (n, ne_b[1], ne_b[2], ne_b[3]) if panels == 1 else (n // panels, rows, panels, 1)
+        pointers = (ctypes.c_void_p * len(sources))(*sources)
+        return int(
+            self.api.ggml_custom_4d(
+                self._ctx(),
+                int(GgmlType.F32),
+                *ne_out,
+                pointers,
+                len(sources),
+                callback,
+                -1,
+                ctypes.addressof(args),
+            )
+        )
 
     def _from_panels(self, ptr: int, b: Tensor, n: int, panels: int, bias: Tensor | None) -> Tensor:
         """The output of a product computed panel by panel (``ptr``: (panels, rows, n / panels), or in row order
@@ -481,20 +491,8 @@ class GraphBuilder:
         args = PackedArgs(b.ptr, rows, n, k, matrix.panels, matrix.key)
         self.packed.register(args)
         self.product_args.append(args)
-        sources = (ctypes.c_void_p * 1)(b.ptr)
-        panels = matrix.panels
-        ne_out = (n, ne_b[1], ne_b[2], ne_b[3]) if panels == 1 else (n // panels, rows, panels, 1)
-        ptr = self.api.ggml_custom_4d(
-            self._ctx(),
-            int(GgmlType.F32),
-            *ne_out,
-            sources,
-            1,
-            self.packed.callback,
-            -1,
-            ctypes.addressof(args),
-        )
-        return self._from_panels(ptr, b, n, panels, bias)
+        ptr = self._panel_product(b, n, matrix.panels, (b.ptr,), self.packed.callback, args)
+        return self._from_panels(ptr, b, n, matrix.panels, bias)
 
     def linear(self, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         """PyTorch ``nn.Linear``: ``x @ weight.T + bias`` with weight shaped (out, in)."""
