@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import gguf
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
@@ -27,10 +28,20 @@ WEIGHTS = {
 PACKED = ("wide.weight", "narrow.weight", "kernel.weight")
 
 
-@pytest.fixture(scope="module")
-def checkpoint_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("packed") / "model.safetensors"
-    save_file(WEIGHTS, str(path))
+@pytest.fixture(scope="module", params=["safetensors", "gguf"])
+def checkpoint_path(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """The same weights in both checkpoint layouts: ONNX Runtime reads each matrix at its offset in the file."""
+    path = tmp_path_factory.mktemp("packed") / f"model.{request.param}"
+    if request.param == "safetensors":
+        save_file(WEIGHTS, str(path))
+        return path
+    writer = gguf.GGUFWriter(str(path), "captioneer_test")
+    for name, array in WEIGHTS.items():
+        writer.add_tensor(name, array)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
     return path
 
 
