@@ -384,14 +384,15 @@ class Watched:
         return self.engine.transcribe(audio, **options)
 
 
-def test_a_dictation_the_worker_dies_under_is_transcribed_again_by_the_next_one() -> None:
+def test_a_dictation_the_worker_dies_under_is_transcribed_again_by_the_next_one(tmp_path: Path) -> None:
     import os
     import signal
 
     from app.dictation.service import DictationResult, DictationService
     from inference.client import WorkerClient, WorkerPolicy
-    from tests.worker.test_worker import FAULTY
+    from tests.worker.test_worker import FAULTY, wait_until
 
+    hung = tmp_path / "hung"
     with WorkerClient(WorkerPolicy(ping_interval_s=0.2, ping_timeout_s=30.0, backoff_s=(0.0,))) as client:
         watched = Watched(client.load("unused", factory=FAULTY))
         results: list[DictationResult] = []
@@ -403,7 +404,8 @@ def test_a_dictation_the_worker_dies_under_is_transcribed_again_by_the_next_one(
             CaptureSettings(),
             lambda state, detail: states.append((state, detail)),
             lambda result: (results.append(result), got.set()),  # type: ignore[func-returns-value]
-            {"delay_s": 0.5},  # half a second of "inference" per second of audio: the kill lands inside it
+            # The first worker hangs inside the transcription (and leaves the marker); the next one does not.
+            {"fault": "hang", "fault_once": str(hung)},
         )
         speech = np.random.default_rng(1).uniform(-0.3, 0.3, 2 * SAMPLE_RATE).astype(np.float32)
         service.feed(np.zeros(SAMPLE_RATE, np.float32))
@@ -412,6 +414,7 @@ def test_a_dictation_the_worker_dies_under_is_transcribed_again_by_the_next_one(
         service.key_released()
         service.feed(np.zeros(SAMPLE_RATE, np.float32))
         assert watched.asked.wait(60)
+        wait_until(hung.exists, timeout=60, what="the first worker to be inside the transcription")
         first = client.pid
         assert first is not None
         os.kill(first, signal.SIGKILL)
