@@ -138,11 +138,7 @@ class OpenBlasGemm:
 
     def _compute(self, dst: int, ith: int, nth: int, userdata: int) -> None:
         try:
-            serial = ProductArgs.from_address(userdata).serial
-            plan = self.plans.get(serial, ith, nth)
-            if plan is None:
-                plan = self._plan(ProductArgs.from_address(userdata), dst, ith, nth)
-                self.plans.put(serial, ith, nth, plan)
+            plan = self.plans.plan_for(ProductArgs.from_address(userdata), dst, ith, nth, self._plan)
             sgemm = self._sgemm
             for call in plan:
                 sgemm(*call)

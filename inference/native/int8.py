@@ -7,7 +7,8 @@ Format (``weight_type=int8``): each output row ``n`` of ``W`` (N, K) has a scale
 is stored as ``round(W[n] / s[n])``. The ggml tensor keeps the logical shape (N, K), type I8, but holds the bytes
 **transposed** in column panels, (P, K, N/P) row-major: each panel is a (K, N/P) ``B`` operand as MLAS wants it;
 only :class:`Int8Gemm` reads it. P is the backend's thread count when N splits into whole 64-column panels, else
-1 (:func:`weight_panels`; the store records it). The scales are a separate f32 tensor (``WeightStore.int8_scale``).
+1 (:func:`~inference.native.node_plans.weight_panels`; the store records it). The scales are a separate f32
+tensor (``WeightStore.int8_scale``).
 qmax is 127 with VNNI (``Backend._has_vnni``), else 63: MLAS's AVX2 kernel sums pairs in 16 bits, which can
 saturate (ONNX Runtime's ``reduce_range``).
 
@@ -41,8 +42,6 @@ INSTALL_FIX = "pip install onnxruntime (a Captioneer dependency), or pick weight
 # The weight scale: VNNI CPUs multiply u8 x s8 into 32 bits; AVX2's pairwise 16-bit sums can saturate
 # above 7-bit weights (255 * 127 * 2 > 32767).
 QMAX_VNNI, QMAX_NO_VNNI = 127, 63
-# Column panels are whole multiples of this many output columns (full SIMD panels for MLAS's packed kernels).
-PANEL_ALIGN = 64
 # From this many rows up the threads split the rows (through every panel) instead of the panels: the packing is
 # amortised over the rows there, and the column split measured 7-15 % slower on a 60 s clip (750 rows).
 ROW_SPLIT_MIN_ROWS = 256
@@ -62,12 +61,6 @@ class Int8Args(ctypes.Structure):
         ("panels", I64),
         ("serial", I64),  # the node's number in the Int8Gemm's plans (Int8Gemm.register)
     ]
-
-
-def weight_panels(n: int, threads: int) -> int:
-    """Column panels for an int8 weight of ``n`` output columns on a backend of ``threads`` threads: one per
-    thread when ``n`` splits into whole ``PANEL_ALIGN``-column panels, else 1."""
-    return threads if threads > 1 and n % (threads * PANEL_ALIGN) == 0 else 1
 
 
 def quantize_rows(weight: np.ndarray, qmax: int, panels: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -127,11 +120,7 @@ class Int8Gemm:
 
     def _compute(self, dst: int, ith: int, nth: int, userdata: int) -> None:
         try:
-            serial = Int8Args.from_address(userdata).serial
-            bindings = self.plans.get(serial, ith, nth)
-            if bindings is None:
-                bindings = self._bind(Int8Args.from_address(userdata), dst, ith, nth)
-                self.plans.put(serial, ith, nth, bindings)
+            bindings = self.plans.plan_for(Int8Args.from_address(userdata), dst, ith, nth, self._bind)
             run = self._session.run_with_iobinding
             for binding in bindings:
                 run(binding)

@@ -12,9 +12,12 @@ later graph; a serial is never reused), so a plan can never outlive the node it 
 from __future__ import annotations
 
 import itertools
-from typing import Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 Plan = TypeVar("Plan")
+# Column panels of a weight are whole multiples of this many output columns (full SIMD panels for MLAS's kernels).
+PANEL_ALIGN = 64
 
 
 class NodePlans(Generic[Plan]):
@@ -38,11 +41,28 @@ class NodePlans(Generic[Plan]):
             self._plans.clear()
         self._plans.setdefault(serial, {})[(ith, nth)] = plan
 
+    def plan_for(
+        self, args: Any, dst: int, ith: int, nth: int, make: Callable[[Any, int, int, int], Plan]
+    ) -> Plan:
+        """Thread ``ith`` of ``nth``'s plan for the node whose arguments ``args`` (a struct with a ``serial``)
+        are, made by ``make(args, dst, ith, nth)`` on its first compute."""
+        plan = self.get(args.serial, ith, nth)
+        if plan is None:
+            plan = make(args, dst, ith, nth)
+            self.put(args.serial, ith, nth, plan)
+        return plan
+
     def forget(self, serial: int) -> None:
         self._plans.pop(serial, None)
 
     def __len__(self) -> int:
         return len(self._plans)
+
+
+def weight_panels(n: int, threads: int) -> int:
+    """Column panels for a weight of ``n`` output columns (int8 or packed f32) on a backend of ``threads`` threads:
+    one per thread when ``n`` splits into whole ``PANEL_ALIGN``-column panels, else 1."""
+    return threads if threads > 1 and n % (threads * PANEL_ALIGN) == 0 else 1
 
 
 def thread_units(

@@ -26,7 +26,7 @@ from inference.native.tensor import MAX_DIMS, ByteLayout, Tensor, ggml_axis, to_
 DEFAULT_MAX_NODES = 8192
 # The ops that read int8 or packed weight matrices (ByteLayout.INT8_TRANSPOSED, PACKED_F32); every other op
 # refuses them.
-_INT8_WEIGHT_OPS = frozenset({"mul_mat", "linear"})
+_WEIGHT_LAYOUT_OPS = frozenset({"mul_mat", "linear"})
 # Type pairs computed as they are by add/sub/mul/div; mixed pairs are promoted to f32 like numpy
 # does (the CPU backend would abort on f32 + f16 and round f16 + f32 to f16).
 _BINARY_TYPES = {(GgmlType.F32, GgmlType.F32), (GgmlType.F16, GgmlType.F16), (GgmlType.BF16, GgmlType.BF16)}
@@ -35,7 +35,7 @@ _BINARY_TYPES = {(GgmlType.F32, GgmlType.F32), (GgmlType.F16, GgmlType.F16), (Gg
 _Builder = TypeVar("_Builder", bound=type)
 
 
-def _refuse_int8_weights(op: str, tensor: Tensor) -> None:
+def _refuse_weight_layouts(op: str, tensor: Tensor) -> None:
     if tensor.layout is ByteLayout.INT8_TRANSPOSED:
         raise UsageError(
             f"{op}: the int8 weight {tensor.shape} holds transposed bytes that only mul_mat can read",
@@ -48,27 +48,28 @@ def _refuse_int8_weights(op: str, tensor: Tensor) -> None:
         )
 
 
-def _int8_checked(op: str, method: Callable[..., Any]) -> Callable[..., Any]:
+def _layout_checked(op: str, method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def checked(self: Any, *args: Any, **kwargs: Any) -> Any:
         for value in (*args, *kwargs.values()):
             for item in value if isinstance(value, list | tuple) else (value,):
                 if isinstance(item, Tensor):
-                    _refuse_int8_weights(op, item)
+                    _refuse_weight_layouts(op, item)
         return method(self, *args, **kwargs)
 
     return checked
 
 
-def _ops_refuse_int8_weights(cls: _Builder) -> _Builder:
-    """Every public op but those in _INT8_WEIGHT_OPS refuses int8 weight matrices (ggml would read garbage)."""
+def _ops_refuse_weight_layouts(cls: _Builder) -> _Builder:
+    """Every public op but those in _WEIGHT_LAYOUT_OPS refuses int8 and packed weight matrices (ggml would read
+    garbage, or nothing)."""
     for name, method in list(vars(cls).items()):
-        if inspect.isfunction(method) and not name.startswith("_") and name not in _INT8_WEIGHT_OPS:
-            setattr(cls, name, _int8_checked(name, method))
+        if inspect.isfunction(method) and not name.startswith("_") and name not in _WEIGHT_LAYOUT_OPS:
+            setattr(cls, name, _layout_checked(name, method))
     return cls
 
 
-@_ops_refuse_int8_weights
+@_ops_refuse_weight_layouts
 class GraphBuilder:
     """Collects inputs, operations and outputs of one graph. Created and owned by a Graph."""
 
@@ -321,7 +322,7 @@ class GraphBuilder:
 
     def _product(self, a: Tensor, b: Tensor, bias: Tensor | None) -> Tensor:
         """``mul_mat(a, b)``, plus ``bias`` over the last axis when given."""
-        _refuse_int8_weights("mul_mat (as its second operand)", b)
+        _refuse_weight_layouts("mul_mat (as its second operand)", b)
         if a.shape[-1] != b.shape[-1]:
             raise UsageError(
                 f"mul_mat: inner sizes differ, a {a.shape} vs b {b.shape} (last axes must match)"

@@ -6,7 +6,7 @@ weight packed once runs at 220-250 (AMD EPYC Zen 5, one thread; tests/bench/READ
 MLAS packs a *constant* initializer when its session is created and keeps only the packed copy.
 
 How: a store's 2-D f32 matrix ``W`` (N, K) that it memory-maps from a checkpoint file is split into column panels
-(one per backend thread when N splits into whole 64-column panels, else one: :func:`~inference.native.int8.
+(one per backend thread when N splits into whole 64-column panels, else one: :func:`~inference.native.node_plans.
 weight_panels`); each panel is a one-node ONNX model ``y = x @ w.T`` (``Gemm``, ``transB``) whose initializer ``w``
 is *external data*: ONNX Runtime reads the panel's rows from the checkpoint file itself (the offsets the checkpoint
 reader validated), packs them and drops what it read. Memory holds the packed copy only; the store's own mapping of
@@ -53,17 +53,6 @@ class PackedArgs(ctypes.Structure):
 
 
 @dataclass(frozen=True)
-class PackedMatrix:
-    """A weight (n, k) as ``panels`` ONNX Runtime sessions, one per column panel (key: its id in the gemm)."""
-
-    key: int
-    n: int
-    k: int
-    panels: int
-    sessions: tuple[Any, ...]
-
-
-@dataclass(frozen=True)
 class FileMatrix:
     """Where a (n, k) little-endian float32 matrix lies in a file: ``offset`` bytes in, rows contiguous."""
 
@@ -84,6 +73,24 @@ class FileMatrix:
         self.check(self.path.stat().st_size)
         values = np.fromfile(self.path, dtype="<f4", count=self.n * self.k, offset=self.offset)
         return values.astype(np.float32, copy=False).reshape(self.n, self.k)
+
+
+@dataclass(frozen=True)
+class PackedMatrix:
+    """``source`` as ``panels`` ONNX Runtime sessions, one per column panel (key: its id in the gemm)."""
+
+    key: int
+    source: FileMatrix
+    panels: int
+    sessions: tuple[Any, ...]
+
+    @property
+    def n(self) -> int:
+        return self.source.n
+
+    @property
+    def k(self) -> int:
+        return self.source.k
 
 
 class PackedF32Gemm:
@@ -138,7 +145,7 @@ class PackedF32Gemm:
                     f"ONNX Runtime could not pack a {source.n}x{source.k} weight of {source.path.name}: {exc}",
                     INSTALL_FIX,
                 ) from exc
-        matrix = PackedMatrix(next(self._keys), source.n, source.k, panels, tuple(sessions))
+        matrix = PackedMatrix(next(self._keys), source, panels, tuple(sessions))
         self._matrices[matrix.key] = matrix
         return matrix
 
@@ -175,11 +182,7 @@ class PackedF32Gemm:
 
     def _compute(self, dst: int, ith: int, nth: int, userdata: int) -> None:
         try:
-            serial = PackedArgs.from_address(userdata).serial
-            runs = self.plans.get(serial, ith, nth)
-            if runs is None:
-                runs = self._bind(PackedArgs.from_address(userdata), dst, ith, nth)
-                self.plans.put(serial, ith, nth, runs)
+            runs = self.plans.plan_for(PackedArgs.from_address(userdata), dst, ith, nth, self._bind)
             for session, binding in runs:
                 session.run_with_iobinding(binding)
         except BaseException as exc:  # a C caller cannot take an exception: keep it for check()

@@ -26,7 +26,8 @@ from inference.native.backend import Backend
 from inference.native.bindings import InitParams, TensorHead
 from inference.native.checkpoint import Checkpoint, TensorRecord
 from inference.native.dtypes import QUANTIZED_TYPES, GgmlType, StorageType, ggml_type_of
-from inference.native.int8 import dequantize_rows, quantize_rows, weight_panels
+from inference.native.int8 import dequantize_rows, quantize_rows
+from inference.native.node_plans import weight_panels
 from inference.native.owner import NativeOwner
 from inference.native.packed_f32 import FileMatrix, PackedMatrix
 from inference.native.quant import can_store_rows, dequantize, fitting_type, quantize
@@ -66,7 +67,6 @@ class WeightStore(NativeOwner):
         # f32 matrices packed on ONNX Runtime (native/packed_f32.py), by store name; their tensors live in a
         # context of their own that is never allocated.
         self._packed: dict[str, PackedMatrix] = {}
-        self._packed_sources: dict[str, FileMatrix] = {}
         self._packed_ctx: int | None = None
         self._ctx: int | None = None
         try:
@@ -178,9 +178,7 @@ class WeightStore(NativeOwner):
                 raise failures[0]
             # auto: this ONNX Runtime cannot pack; the store keeps every weight as it would have
             return entries
-        for name, future in futures.items():
-            self._packed[name] = future.result()
-            self._packed_sources[name] = sources[name]
+        self._packed = {name: future.result() for name, future in futures.items()}
         return [
             _Pending(entry.name, entry.shape, entry.target, entry.source, layout=ByteLayout.PACKED_F32)
             if entry.name in self._packed
@@ -193,7 +191,7 @@ class WeightStore(NativeOwner):
         for matrix in self._packed.values():
             if packer is not None:
                 packer.drop(matrix)
-        self._packed, self._packed_sources = {}, {}
+        self._packed = {}
 
     @property
     def packed_bytes(self) -> int:
@@ -252,7 +250,7 @@ class WeightStore(NativeOwner):
         """Read a stored weight back from the backend as float32 (dequantized)."""
         tensor = self[name]
         if tensor.layout is ByteLayout.PACKED_F32:  # only ONNX Runtime holds it: read the file again
-            return self._packed_sources[name].read()
+            return self._packed[name].source.read()
         raw = np.empty(self.api.ggml_nbytes(tensor.ptr), dtype=np.uint8)
         self.api.ggml_backend_tensor_get(tensor.ptr, raw.ctypes.data, 0, raw.nbytes)
         if tensor.layout is ByteLayout.INT8_TRANSPOSED:
@@ -334,9 +332,10 @@ def load_weights(
     storage: type for matrices (see module doc). map_files: on the CPU backend, use the mapped
     file in place for tensors that keep their stored type. overrides: ``{store_name: type}`` per tensor
     (a StorageType value or a ggml type name such as "f32", "q4_k"). arrays: extra tensors computed
-    by the family (fused or reshaped weights), stored by the same rules. pack_f32: store names of f32 weight
-    matrices to pack once on ONNX Runtime where the backend does (module doc): only ever used by mul_mat/linear. as_matrices: checkpoint
-    tensors to store as (first axis, everything else) matrices, e.g. 1x1 conv kernels used as linear weights.
+    by the family (fused or reshaped weights), stored by the same rules. pack_f32: store names of f32
+    weight matrices to pack once on ONNX Runtime where the backend does (module doc), weights only ever used by
+    mul_mat/linear. as_matrices: checkpoint tensors to store as (first axis, everything else) matrices, e.g. 1x1
+    conv kernels used as linear weights.
     """
     storage = StorageType.parse(storage)
     overrides = dict(overrides or {})

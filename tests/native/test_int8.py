@@ -19,8 +19,8 @@ from inference.native.int8 import (
     QMAX_VNNI,
     dequantize_rows,
     quantize_rows,
-    weight_panels,
 )
+from inference.native.node_plans import weight_panels
 from inference.native.tensor import ByteLayout
 
 

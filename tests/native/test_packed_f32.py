@@ -18,7 +18,7 @@ from inference.native.tensor import ByteLayout
 from inference.native.weights import WeightStore
 
 RNG = np.random.default_rng(7)
-# 256 output columns split into two 128-column panels on 2 threads (native/int8.py weight_panels); 100 do not.
+# 256 output columns split into two 128-column panels on 2 threads (node_plans.weight_panels); 100 do not.
 WEIGHTS = {
     "wide.weight": RNG.standard_normal((256, 96)).astype(np.float32),
     "wide.bias": RNG.standard_normal(256).astype(np.float32),
