@@ -295,6 +295,17 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
+def lag_is_bounded(lags: list[float], chunk_s: float) -> bool:
+    """Whether catch-up held the lag over a run: the last third's 90th-percentile lag is at most a chunk above the
+    first third's. A backlog that builds up raises the whole last third; one slow push does not tip the verdict
+    (comparing the halves' maxima called a 2-minute run growing for a single late spike that 10 minutes showed
+    to be noise)."""
+    third = len(lags) // 3
+    if third == 0:
+        return True
+    return percentile(lags[-third:], 90) <= percentile(lags[:third], 90) + chunk_s
+
+
 def run(
     engine: Any,
     steering: Steering,
@@ -417,7 +428,6 @@ def run(
     drafted, accepted = tally.drafted, tally.accepted
     seconds = sum(pushed_chunks) * chunk_s
     decodes = stream.decode_calls - decodes_before
-    half = len(lags) // 2
     return {
         "chunks": sum(pushed_chunks),
         "wall_s": time.monotonic() - began,
@@ -455,8 +465,7 @@ def run(
         "lag_p50_s": percentile(lags, 50),
         "lag_p95_s": percentile(lags, 95),
         "lag_max_s": max(lags),
-        # bounded: the second half's worst lag is no more than a chunk above the first half's
-        "lag_bounded": max(lags[half:]) <= max(lags[: max(1, half)]) + chunk_s,
+        "lag_bounded": lag_is_bounded(lags, chunk_s),
     }
 
 
