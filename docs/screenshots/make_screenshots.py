@@ -18,10 +18,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from PySide6.QtGui import QImage
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -74,17 +70,6 @@ def main() -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def drawn(image: QImage) -> bool:
-    """Whether a grab shows something drawn: more than two colours on a coarse grid (a blank grab has one)."""
-    seen: set[int] = set()
-    for y in range(0, image.height(), max(1, image.height() // 40)):
-        for x in range(0, image.width(), max(1, image.width() // 80)):
-            seen.add(image.pixel(x, y))
-            if len(seen) > 2:
-                return True
-    return False
-
-
 def shoot(out: Path, home: Path) -> None:
     from PySide6.QtCore import QRect, Qt
     from PySide6.QtWidgets import QApplication, QPlainTextEdit, QWidget
@@ -120,17 +105,10 @@ def shoot(out: Path, home: Path) -> None:
             # window manager placed it (seen under Xvfb + openbox): let the widget render itself.
             shot = widget.grab()
         else:
-            # Exposed is not yet painted on a busy machine: grab until the area shows more than a flat background.
-            end = time.monotonic() + 10
-            while True:
-                rect = area or widget.frameGeometry()  # with the window manager's frame
-                shot = screen.grabWindow(0, rect.x(), rect.y(), rect.width(), rect.height())
-                if drawn(shot.toImage()) or time.monotonic() > end:
-                    break
-                app.processEvents()
-                time.sleep(0.05)
+            rect = area or widget.frameGeometry()  # with the window manager's frame
+            shot = screen.grabWindow(0, rect.x(), rect.y(), rect.width(), rect.height())
         shot.save(str(out / name))
-        print(f"wrote {out / name}" + ("" if drawn(shot.toImage()) else " (looks blank)"))
+        print(f"wrote {out / name}")
 
     paths = AppPaths.from_environment().ensure()
     store = SettingsStore(paths)
