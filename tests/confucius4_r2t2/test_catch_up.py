@@ -132,11 +132,13 @@ def test_an_endpointed_backlog_flushes_the_segments_that_end_in_it_then_decodes_
     # segment 0 ends inside the push: its flush is its only decode; segment 1 is open: one decode at the end
     assert [len(d.calls) for d in decoders] == [1, 1]
     seg1_audio = decoders[1].calls[0]
-    assert seg1_audio % CHUNK == 0 and seg1_audio > CHUNK
-    # each decode may generate max_tokens per chunk it reads first: a backlog's words are not cut off
+    # a segment's first decode reads all it holds (lead-in and speech), not only whole chunks of it
+    assert seg1_audio == stream._accum.size > CHUNK and stream._buffer.size == 0
+    # each decode may generate max_tokens per chunk it reads first (a segment's first decode, per chunk past its
+    # lead-in: segment 1's 40 frames of speech): a backlog's words are not cut off
     assert [d.budgets for d in decoders] == [
         [32 * (decoders[0].calls[0] // CHUNK)],
-        [32 * (seg1_audio // CHUNK)],
+        [32 * (40 * FRAME // CHUNK)],
     ]
     ends = [e for e in events if isinstance(e, SpeechEnd)]
     assert [e.text for e in ends] == [" ".join(word(i) for i in range(63 * FRAME // 1600))]

@@ -118,19 +118,61 @@ def test_two_utterances_make_two_segments_with_seeds_speech_ends_and_a_joined_te
     assert decoders[2].calls == [11 * FRAME]
 
 
-def test_a_segment_decodes_its_seed_as_one_chunk():
-    """The lead-in seed arrives at once when speech starts: one decode of all its whole chunks, not one per
-    chunk in the same push (each decode re-reads the segment's audio anyway); then one per chunk."""
+def test_a_segment_first_decodes_its_lead_in_with_a_chunk_of_speech_then_one_decode_per_chunk():
+    """The lead-in seed arrives at once when speech starts; the segment's first decode waits for a whole chunk
+    of speech after it and reads everything (lead-in and speech: one decode, not one for the lead-in and its
+    first frame of speech, which would cost a push a decode for no words); then one decode per chunk."""
     stream, decoders = make()
     chunk = StreamOptions().chunk_samples
-    stream.push(frames((70, False), (1, True)))  # the seed keeps the last 2 s of the silence
-    seed_and_frame = min(70 * FRAME, 2 * 16000) + FRAME
-    assert decoders[0].calls == [seed_and_frame // chunk * chunk]
+    seed = min(70 * FRAME, 2 * 16000)  # the seed keeps the last 2 s of the silence
+    stream.push(frames((70, False), (1, True)))
+    assert decoders[0].calls == []
+    speech_frames = -(-chunk // FRAME)  # the frame that completes a chunk of speech
+    push_live(stream, frames((speech_frames - 2, True)))
+    assert decoders[0].calls == []
+    push_live(stream, frames((1, True)))
+    assert decoders[0].calls == [seed + speech_frames * FRAME]
     push_live(stream, frames((40, True)))
     assert [b - a for a, b in zip(decoders[0].calls, decoders[0].calls[1:], strict=False)] == [chunk] * (
         len(decoders[0].calls) - 1
     )
-    assert len(decoders[0].calls) == (seed_and_frame + 40 * FRAME) // chunk - seed_and_frame // chunk + 1
+    assert len(decoders[0].calls) == 1 + 40 * FRAME // chunk
+
+
+@pytest.mark.parametrize("chunk_ms", [320.0, 640.0, 1000.0])
+def test_live_pushes_run_one_decode_each_across_quick_restarts_and_cuts(chunk_ms):
+    """Pushes of one chunk never pay for two decodes: a speech end's flush waits for the next push when the push
+    decoded, and the next segment's first decode waits for a chunk past its lead-in and two past that end (a
+    quick restart after 9-12 silent frames and a cut at ``max_segment_seconds`` gave 2-3 pushes of two decodes
+    per chunk size before). The events are those of frame-by-frame pushes."""
+    audio = frames((31, False), (63, True), (9, False), (70, True), (12, False), (300, True), (40, False))
+    made: list[SpeechCountingDecoder] = []
+
+    def factory() -> SpeechCountingDecoder:
+        made.append(SpeechCountingDecoder())
+        return made[-1]
+
+    def stream() -> EndpointedStream:
+        options = StreamOptions(chunk_size_ms=chunk_ms)
+        return EndpointedStream(
+            factory, options, EndpointOptions(max_segment_seconds=4.0), LevelVad(), "English"
+        )
+
+    by_frame = stream()
+    expected = [
+        e for start in range(0, audio.size, FRAME) for e in by_frame.push(audio[start : start + FRAME])
+    ]
+    expected += by_frame.flush()
+    live, step = stream(), StreamOptions(chunk_size_ms=chunk_ms).chunk_samples
+    got, per_push = [], []
+    for start in range(0, audio.size, step):
+        before = sum(len(d.calls) for d in made)
+        got += live.push(audio[start : start + step])
+        per_push.append(sum(len(d.calls) for d in made) - before)
+    got += live.flush()
+    assert max(per_push) == 1
+    assert sum(isinstance(e, SpeechEnd) for e in got) == 5  # two pauses, two cuts in the long run, its end
+    assert got == expected and live.finish().text == by_frame.finish().text
 
 
 def test_max_segment_seconds_cuts_continuous_speech():

@@ -4,13 +4,16 @@ docs/families/confucius4_r2t2.md §7.5: stream-aligned 32 ms VAD frames drive a 
 carries across segments; a seed of recent non-speech is prepended when speech starts. A speech end (or a segment
 reaching ``max_segment_seconds``) flushes the segment: a final decode whose delta *is* published, a
 :class:`SpeechEnd` with the segment's text (when it has text), then a reset. The final text joins the non-empty
-segment texts with single spaces. The open segment decodes whenever a whole chunk is buffered, except in a push
-longer than a chunk (a backlog): that decodes once, at its end, over every whole chunk (catch-up).
+segment texts with single spaces. A segment's first decode reads its lead-in and a whole chunk past it (and
+waits until two chunks past the previous segment's end); after that the open segment decodes whenever a whole
+chunk is buffered, except in a push longer than a chunk (a backlog): that decodes once, at its end, over every
+whole chunk (catch-up).
 
 A push that has already decoded leaves the flush of a segment that ends in it to the next push (or to ``flush``
-at the end): the silence after a speech end usually decodes nothing, so no push pays for two decodes there.
-The decodes and the events stay the same and in the same order (the waiting flush runs before anything else
-decodes); only the ended segment's last words and its speech end come one push later.
+at the end). The decodes and the events stay in the same order (the waiting flush runs before anything else
+decodes); only the ended segment's last words and its speech end come one push later. With the first decode's
+wait, pushes of one chunk run one decode each across speech ends, quick restarts and ``max_segment_seconds``
+cuts: two decodes in one push were the slowest pushes of a live stream.
 """
 
 from __future__ import annotations
@@ -144,7 +147,9 @@ class EndpointedStream:
         self._min_speech = endpoints.min_speech_ms * SAMPLE_RATE // 1000
         self._frames = FrameSplitter()  # stream-aligned VAD frames
         self._seed = np.zeros(0, dtype=np.float32)
-        self._buffer = np.zeros(0, dtype=np.float32)  # segment audio not yet a whole chunk
+        self._buffer = np.zeros(0, dtype=np.float32)  # segment audio no decode has read yet
+        self._lead_in = 0  # of it, the seed the open segment started with (until its first decode)
+        self._previous_end: int | None = None  # where the last closed segment ended (stream samples)
         self._accum = np.zeros(0, dtype=np.float32)  # the open segment's decoded audio
         self._segment_audio = False
         self._segment_samples = 0
@@ -262,6 +267,7 @@ class EndpointedStream:
             self._segment_audio = True
             self._buffer = np.concatenate([self._buffer, self._seed])
             self._segment_samples += self._seed.size
+            self._lead_in = self._seed.size
             self._seed = np.zeros(0, dtype=np.float32)
             self._segment_start = self._consumed - self._segment_samples
         events: list[StreamEvent] = []
@@ -294,17 +300,30 @@ class EndpointedStream:
         self._segment_samples += samples.size
 
     def _decode_ready_chunks(self, catch_up: bool = False) -> list[StreamEvent]:
-        """One decode over every whole chunk buffered (the seed's lead-in arrives at once, a backlog too): each
-        decode re-reads all the segment's audio, so decoding them one by one would cost that many decodes for
-        the same audio. A backlog's decode may generate ``max_tokens`` per chunk it adds (a seed's, as before,
-        ``max_tokens`` in all)."""
-        take = self._buffer.size // self._chunk * self._chunk
+        """One decode over every whole chunk buffered (a backlog's at once): each decode re-reads all the segment's
+        audio, so decoding them one by one would cost that many decodes for the same audio. A backlog's decode may
+        generate ``max_tokens`` per chunk it adds (a segment's first decode, per whole chunk past its lead-in)."""
+        if not self._accum.size:
+            # A segment's first decode reads all it holds once a whole chunk has come past its lead-in (at speech
+            # start the buffer is the seed and one frame of speech: a decode there would find no words) and two
+            # past the previous segment's end (whose flush runs in between): one decode per chunk of audio.
+            past_lead_in = self._buffer.size - self._lead_in
+            previous = self._previous_end
+            close_behind = (
+                previous is not None and self._segment_start + self._buffer.size - previous < 2 * self._chunk
+            )
+            if past_lead_in < self._chunk or close_behind:
+                return []
+            take, new_chunks = self._buffer.size, past_lead_in // self._chunk
+        else:
+            take = self._buffer.size // self._chunk * self._chunk
+            new_chunks = take // self._chunk if catch_up else 1
         if not take:
             return []
         events = self._flush_ended()  # an ended segment's events come first
         self._accum = np.concatenate([self._accum, self._buffer[:take]])
         self._buffer = self._buffer[take:]
-        new_chunks = take // self._chunk if catch_up else 1
+        self._lead_in = 0
         outcome = self._decode(self.recognizer, self._accum, final=False, new_chunks=new_chunks)
         return events + self._delta(
             outcome, self.recognizer, self._segment_start, self._accum.size, self._segment_id
@@ -360,10 +379,12 @@ class EndpointedStream:
         ended = EndedSegment(
             self.recognizer, audio, self._segment_start, self._segment_id, self._buffer.size // self._chunk
         )
+        self._previous_end = self._segment_start + audio.size
         self.recognizer = LspRecognizer(
             self._decoder_factory(), self.options, self.recognizer.forced_language
         )
         self._buffer = self._accum = np.zeros(0, dtype=np.float32)
+        self._lead_in = 0
         self._segment_audio = False
         self._segment_samples = 0
         self._segment_id += 1
