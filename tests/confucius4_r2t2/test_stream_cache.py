@@ -287,29 +287,6 @@ def test_drafting_from_the_previous_answer_changes_no_answer(quantised_engine, c
     assert drafted_off == 0 and accepted > 0 and drafted >= accepted
 
 
-def test_a_decoders_first_answer_drafts_the_previous_decoders_and_is_the_greedy_one(quantised_engine):
-    """A new segment's (or rolled window's) first decode drafts from the answer of the stream decoder that ran last
-    on the engine (its ``language X<asr_text>`` header is usually the new one's): on the same audio the whole
-    answer is taken from the draft, and it is the answer plain greedy decoding gives."""
-    audio = stream_clip("quiet_then_loud")[:32000]
-
-    def first_decode(draft: bool) -> tuple[str, int, int]:
-        decoder = quantised_engine.open_stream(chunk_size_ms=1000, max_tokens=16).recognizer.decoder
-        if not draft:
-            decoder._draft = lambda after_audio, prefix: []
-        answer = decoder.generate(audio, "", 16)
-        return answer, decoder.drafted, decoder.accepted
-
-    quantised_engine.kv_owner = None
-    plain, drafted, _ = first_decode(draft=False)
-    assert plain and drafted == 0
-    again, drafted, accepted = first_decode(draft=True)  # the engine's last decoder answered this audio
-    assert again == plain and drafted > 0 and accepted > 0
-    quantised_engine.kv_owner = None  # no earlier decoder: nothing to draft from
-    alone, drafted, _ = first_decode(draft=True)
-    assert alone == plain and drafted == 0
-
-
 def test_float_weights_never_draft(engine):
     """f32 products take another kernel for one row than for several: a verified draft could differ in the last
     bits from greedy steps, so float thinkers decode step by step."""

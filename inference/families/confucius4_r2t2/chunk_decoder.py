@@ -147,9 +147,6 @@ class EngineChunkDecoder:
         # The last call's prompt past the audio and its generated ids, and the same as text: the next draft.
         self._answer_ids: list[int] = []
         self._answer_text = ""
-        self._inherited: object | None = (
-            None  # the engine's previous stream decoder, for a first answer's draft
-        )
         self.drafted = 0  # draft tokens verified over the stream (for tests and benchmarks)
         self.accepted = 0  # of those, the ones taken without a decoding step of their own
 
@@ -174,8 +171,6 @@ class EngineChunkDecoder:
         )
         thinker = engine.thinker
         assert thinker is not None
-        # A decoder's first answer drafts from the last stream decoder's (a new segment's, a rolled window's).
-        self._inherited = engine.kv_owner if not self._answer_ids and engine.kv_owner is not self else None
         rows = thinker.input_rows(prompt.ids, embeddings, np.asarray(prompt.audio_positions))
         keep = self._reusable_rows(rows)
         engine.kv_owner = None  # until the prefill below has succeeded
@@ -186,7 +181,6 @@ class EngineChunkDecoder:
         self._rows = rows if self.cache else None
         after_audio = [int(i) for i in prompt.ids[prompt.audio_start + prompt.audio_count :]]
         draft = self._draft(after_audio, prefix) if self.cache and thinker.verifies_drafts_exactly else []
-        self._inherited = None  # (it holds the previous decoder's caches)
         result = thinker.decode_greedy(budget, ckpt.special.eos, draft=draft)
         self.drafted += result.drafted
         self.accepted += result.accepted
@@ -199,18 +193,12 @@ class EngineChunkDecoder:
 
     def _draft(self, after_audio: list[int], prefix: str) -> list[int]:
         """The previous answer past this prompt's end: its own ids when this prompt's tail is a prefix of them,
-        else the tokens of its text past ``prefix``; nothing when the two parted. A decoder's first decode takes
-        the answer of the stream decoder that ran last on the engine: a new segment's answer starts with the same
-        ``language X<asr_text>`` header, which would otherwise cost a decoding step per token (the draft is only
-        used where greedy decoding picks its first token, so a wrong one costs nothing)."""
-        previous, previous_text = self._answer_ids, self._answer_text
-        source = self._inherited
-        if not previous and isinstance(source, EngineChunkDecoder) and source.engine is self.engine:
-            previous, previous_text = source._answer_ids, source._answer_text
+        else the tokens of its text past ``prefix``; nothing when the two parted."""
+        previous = self._answer_ids
         if len(previous) > len(after_audio) and previous[: len(after_audio)] == after_audio:
             return previous[len(after_audio) :]
-        if len(previous_text) > len(prefix) and previous_text.startswith(prefix):
-            return self.tokenizer.encode(previous_text[len(prefix) :])
+        if len(self._answer_text) > len(prefix) and self._answer_text.startswith(prefix):
+            return self.tokenizer.encode(self._answer_text[len(prefix) :])
         return []
 
     def _reusable_rows(self, rows: np.ndarray) -> int:
