@@ -1,0 +1,82 @@
+"""What a live stream's first minute pays for new graph shapes: the row-invariant R2T2 audio tower encoding
+clips of 1..8 conv chunks (one attention window) the first time and again, on a full-size random checkpoint.
+
+A live push re-encodes its open tower window, whose size cycles through 1..8 chunks; each size is its own ggml
+graph (``AudioTower.row_invariant_graphs``), built and allocated the first time it is seen. Every encode here
+starts a fresh stem cache, so the conv stem runs over every chunk in both rounds and the rounds differ only by
+what the first one built.
+
+    env -u OPENBLAS_CORETYPE .venv/bin/python tests/bench/bench_tower_first_encodes.py [--size 1.7b]
+        [--work /tmp/r2t2-live] [--tower-type q8_0] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "bench"))
+
+from bench_r2t2_stream import SHAPES  # noqa: E402
+from machine import print_machine_header  # noqa: E402
+from r2t2_random_checkpoint import build  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size", default="1.7b", choices=sorted(SHAPES))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/r2t2-live"))
+    parser.add_argument("--tower-type", default="q8_0")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+
+    from inference.engine import EngineRequest
+    from inference.families.confucius4_r2t2.audio_tower import StemCache
+    from inference.families.confucius4_r2t2.engine import create_engine
+
+    model = build(args.work / f"model-{args.size}", SHAPES[args.size])
+    session = {"thinker_weight_type": "q4_k", "tower_weight_type": args.tower_type}
+    engine = create_engine(EngineRequest(model, "confucius4_r2t2", session, "cpu", args.threads))
+    try:
+        tower = engine.tower
+        assert tower is not None
+        rng = np.random.default_rng(0)
+        clips = [
+            rng.standard_normal((tower.config.num_mel_bins, chunks * tower.config.chunk_frames)).astype(
+                np.float32
+            )
+            for chunks in range(1, 9)
+        ]
+        timings: list[list[tuple[float, float]]] = []
+        for _ in range(2):
+            timings.append([])
+            for mel in clips:
+                wall, cpu = time.perf_counter(), time.process_time()
+                tower.encode(mel, StemCache(), row_invariant=True)
+                timings[-1].append((time.perf_counter() - wall, time.process_time() - cpu))
+    finally:
+        engine.close()
+    print_machine_header(args.threads)
+    print(f"{args.size} tower ({args.tower_type}), row-invariant graphs, wall / CPU seconds per encode:")
+    print("  chunks | first encode  | again         | first / again (wall)")
+    for chunks, (first, again) in enumerate(zip(timings[0], timings[1], strict=True), start=1):
+        print(
+            f"  {chunks:6d} | {first[0]:.3f} / {first[1]:.3f} | {again[0]:.3f} / {again[1]:.3f} | "
+            f"{first[0] / again[0]:.2f}x"
+        )
+    extra = sum(f[0] for f in timings[0]) - sum(a[0] for a in timings[1])
+    print(
+        f"  first encodes of all 8 sizes: {sum(f[0] for f in timings[0]):.2f} s wall, {extra:.2f} s of it extra"
+    )
+
+
+if __name__ == "__main__":
+    main()
