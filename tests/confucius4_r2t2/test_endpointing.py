@@ -14,6 +14,7 @@ from inference.families.confucius4_r2t2.endpointing import (
     SpeechDetector,
 )
 from inference.families.confucius4_r2t2.lsp import StreamOptions
+from inference.families.confucius4_r2t2.postprocess import ASR_TEXT_TAG
 
 SPEECH = np.float32(0.1)
 
@@ -173,6 +174,24 @@ def test_live_pushes_run_one_decode_each_across_quick_restarts_and_cuts(chunk_ms
     assert max(per_push) == 1
     assert sum(isinstance(e, SpeechEnd) for e in got) == 5  # two pauses, two cuts in the long run, its end
     assert got == expected and live.finish().text == by_frame.finish().text
+
+
+def test_a_tag_the_model_emits_is_never_published_by_a_flush():
+    """A forced-language model may emit ``<asr_text>`` itself (docs/families/confucius4_r2t2.md §8 item 2): the
+    flush's deltas, the speech end's text and the final text carry none, and the deltas add up to the text."""
+
+    class TaggingDecoder(SpeechCountingDecoder):
+        def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
+            words = super().generate(audio, prefix.replace(ASR_TEXT_TAG, ""), max_tokens)
+            return words if ASR_TEXT_TAG in prefix else ASR_TEXT_TAG + words
+
+    stream = EndpointedStream(TaggingDecoder, StreamOptions(), EndpointOptions(), LevelVad(), "English")
+    events = push_live(stream, frames((31, False), (63, True), (37, False), (31, True), (19, False)))
+    events += stream.flush()
+    text = stream.finish().text
+    published = [e.text for e in events if isinstance(e, Delta | SpeechEnd)] + [text]
+    assert text and not any(ASR_TEXT_TAG in t for t in published)
+    assert "".join(e.text for e in events if isinstance(e, Delta)) == text
 
 
 def test_max_segment_seconds_cuts_continuous_speech():

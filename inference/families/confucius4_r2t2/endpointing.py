@@ -46,6 +46,7 @@ from inference.contract import (
 )
 from inference.errors import UsageError
 from inference.families.confucius4_r2t2.lsp import ChunkDecoder, LspRecognizer, StreamOptions
+from inference.families.confucius4_r2t2.postprocess import ASR_TEXT_TAG
 from inference.families.confucius4_r2t2.streaming import _checked, provisional_tail
 
 FRAME = FRAME_SAMPLES  # Silero frame at 16 kHz
@@ -409,7 +410,7 @@ class EndpointedStream:
             # rest goes out too and the deltas add up to the segment's text (architecture.md §3.2 rule 3).
             rest = recognizer.commit_rest(outcome.text)
             outcome = replace(outcome, delta=outcome.delta + rest) if rest else outcome
-            text = outcome.text
+            text = outcome.text.replace(ASR_TEXT_TAG, "")  # the text its deltas published (§8 item 2)
             # The SpeechEnd below retires the snapshot.
             events += self._delta(
                 outcome, recognizer, start, ended.audio.size, ended.segment_id, snapshot=False

@@ -215,8 +215,10 @@ class LspRecognizer:
     def commit_rest(self, text: str) -> str:
         """Publish what of ``text`` lies past the committed text, with no rollback: an endpointed segment's
         final text is settled, so its deltas add up to it. Nothing when ``text`` does not extend the committed
-        text (published text is never revised)."""
-        return self._publish(text) if text.startswith(self.committed) else ""
+        text (published text is never revised). Tags are removed first, as from every published text (§8 item 2:
+        a forced-language model may emit ``<asr_text>`` itself)."""
+        settled = text.replace(ASR_TEXT_TAG, "")
+        return self._publish(settled) if settled.startswith(self.committed) else ""
 
     def _publish(self, fixed: str) -> str:
         """Code points of ``fixed`` beyond those already published; a shrinking prefix publishes nothing."""
