@@ -21,6 +21,25 @@ log = logging.getLogger("captioneer.client")
 Process = multiprocessing.process.BaseProcess
 
 
+class _PipeUsers:
+    """A worker's pipe end, closed by whichever of its reader and writer threads is done with it last. Closing it
+    under a writer blocked in a long write freed its descriptor for the next worker's pipe, and the rest of that
+    write (``send_bytes`` loops over the descriptor's number) went into the new pipe: a truncated message that
+    killed the new worker."""
+
+    def __init__(self, conn: Any, users: int) -> None:
+        self.conn = conn
+        self._users = users
+        self._lock = threading.Lock()
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            last = self._users == 0
+        if last:
+            self.conn.close()
+
+
 class WorkerConnection:
     """``on_message`` runs on the reader thread for every message; ``on_pipe_end`` when the current worker's
     pipe ends, ``on_write_error`` when writing to it fails (both: the supervisor finds out why)."""
@@ -125,22 +144,22 @@ class WorkerConnection:
             process.kill()
             process.join(5)
             raise WorkerError("the worker client was closed")
+        users = _PipeUsers(conn, 2)
         threading.Thread(
-            target=self._write, args=(conn, outbox), name="captioneer-writer", daemon=True
+            target=self._write, args=(users, outbox), name="captioneer-writer", daemon=True
         ).start()
         reader = threading.Thread(
-            target=self._read, args=(conn, generation), name="captioneer-reader", daemon=True
+            target=self._read, args=(users, generation), name="captioneer-reader", daemon=True
         )
         self._reader = reader
         reader.start()
 
     def retire(self) -> None:
-        """Forget the current worker's process and pipe; its writer thread ends."""
+        """Forget the current worker's process (killed or ended by now) and pipe: its writer thread ends, and the
+        last of its two threads to end closes the pipe."""
         with self._lock:
             if self._outbox is not None:
                 self._outbox.put(None)
-            if self._conn is not None:
-                self._conn.close()
             self._conn, self._process, self._outbox = None, None, None
 
     def kill(self) -> None:
@@ -171,28 +190,34 @@ class WorkerConnection:
         outbox.put(p.encode(message))
         return True
 
-    def _write(self, conn: Any, outbox: queue.SimpleQueue[bytes | bytearray | None]) -> None:
+    def _write(self, users: _PipeUsers, outbox: queue.SimpleQueue[bytes | bytearray | None]) -> None:
         """Writer thread of one worker: sends queued frames in order until told to stop or the pipe breaks."""
-        while True:
-            frame = outbox.get()
-            if frame is None:
-                return
-            try:
-                conn.send_bytes(frame)
-            except (OSError, ValueError, TypeError):  # TypeError: the pipe was closed under a long write
-                self._on_write_error()
-                return
+        try:
+            while True:
+                frame = outbox.get()
+                if frame is None:
+                    return
+                try:
+                    users.conn.send_bytes(frame)
+                except (OSError, ValueError, TypeError):  # TypeError: the pipe was closed under a long write
+                    self._on_write_error()
+                    return
+        finally:
+            users.release()
 
-    def _read(self, conn: Any, generation: int) -> None:
+    def _read(self, users: _PipeUsers, generation: int) -> None:
         """Reader thread of one worker: every message goes to ``on_message`` until the pipe ends."""
-        while True:
-            try:
-                frame = conn.recv_bytes()
-            except (EOFError, OSError):
-                break
-            try:
-                self._on_message(p.decode(frame))
-            except Exception:
-                log.exception("cannot handle a message from the worker")
+        try:
+            while True:
+                try:
+                    frame = users.conn.recv_bytes()
+                except (EOFError, OSError):
+                    break
+                try:
+                    self._on_message(p.decode(frame))
+                except Exception:
+                    log.exception("cannot handle a message from the worker")
+        finally:
+            users.release()
         if generation == self._generation:
             self._on_pipe_end()
