@@ -282,6 +282,10 @@ class GraphCache:
     def __len__(self) -> int:
         return len(self._graphs)
 
+    def keys(self) -> list[Hashable]:
+        """Keys of the cached graphs, least recently used first."""
+        return list(self._graphs)
+
     def close(self) -> None:
         while self._graphs:
             _, graph = self._graphs.popitem()

@@ -281,3 +281,22 @@ def test_a_bf16_tower_runs_its_live_stem_in_bf16_and_keeps_it_row_invariant(back
     with AudioTower(backend, checkpoint.files, checkpoint.config.audio, storage="bf16") as tower:
         if backend.gemm:  # offline, the f32 stem: other bits than the live one's
             assert not np.array_equal(tower.encode(mel), got)
+
+
+def test_a_live_stem_runs_any_number_of_new_chunks_through_one_graph(variants) -> None:
+    """A moved log-mel floor sends a whole window through the stem again; one chunk's graph serves every
+    count (a graph per count would hold 19 MiB of compute memory per chunk and fault it in on its first run)."""
+    from inference.families.confucius4_r2t2.audio_tower import StemCache
+
+    _, tower = variants("checkpoint_hf", 800)
+    mel = valid_mel("clip_a")  # 6 chunks
+    graphs = tower.row_invariant_graphs
+    for chunks in (1, 3, 6):
+        part = mel[:, : chunks * 100]
+        cache = StemCache()  # nothing cached: every chunk goes through the stem
+        assert np.array_equal(
+            tower.encode(part, cache, row_invariant=True), tower.encode(part, row_invariant=True)
+        )
+        assert cache.computed_chunks == chunks
+    stems = [key for key in graphs.keys() if key[0] == "stem"]
+    assert stems == [("stem", 1, 100)]
