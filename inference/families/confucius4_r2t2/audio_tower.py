@@ -9,7 +9,8 @@ attention is ``ggml_flash_attn_ext``, both to avoid permuted copies of large act
 
 Weight storage (``tower_weight_type``): ``native`` keeps the checkpoint's type except bf16, promoted to f32 (ggml's
 CPU kernels would round the activations to bf16 too). conv1 and the position table are always f32; conv2/conv3
-kernels are f16 when the matrices are f16 and f32 otherwise.
+kernels are f16 when the matrices are f16, bf16 with bf16 matrices where every product stays on ggml, and f32
+otherwise.
 """
 
 from __future__ import annotations
@@ -177,23 +178,16 @@ def _matrix_storage(api: GgmlApi, dtype: str, requested: StorageType, row_length
     return fitting_type(api, GgmlType[requested.name], row_length).name.lower()
 
 
-def _conv_storage(dtype: str, requested: StorageType) -> str:
+def _conv_storage(dtype: str, requested: StorageType, blas: bool) -> str:
     """conv2/conv3 kernels: f16 when the matrices are f16 (asked for, or ``native`` with f16 kernels: the
-    stem's products then run in f16, ggml converting the im2col columns), otherwise f32 (q8_0 would quantize
-    the columns as well, and 3x3 rows do not fit its blocks anyway)."""
-    f16 = requested is StorageType.F16 or (requested is StorageType.NATIVE and dtype == "F16")
-    return "f16" if f16 else "f32"
-
-
-def _live_conv_storage(dtype: str, requested: StorageType) -> str:
-    """conv2/conv3 kernels of the row-invariant (live) graphs, whose products stay on ggml: bf16 with bf16
-    matrices (ggml's bf16 product ran the stem 1.4x faster than its f32 one on AVX512-BF16, adding no error
-    to what the bf16 matrices give: tests/bench/README.md, "The live tower"); otherwise as offline, where f32
-    stem products go to OpenBLAS."""
-    return "bf16" if requested is StorageType.BF16 else _conv_storage(dtype, requested)
-
-
-LIVE = ".live"  # suffix of a weight the row-invariant graphs keep in a type of their own
+    stem's products then run in f16, ggml converting the im2col columns); bf16 with bf16 matrices where every
+    product stays on ggml (its bf16 product ran the stem 1.4x faster than its f32 one on AVX512-BF16, adding no
+    error to what the bf16 matrices give: tests/bench/README.md, "The live tower"); otherwise f32, whose stem
+    products go to OpenBLAS where the backend has it (q8_0 would quantize the columns as well, and 3x3 rows do
+    not fit its blocks anyway)."""
+    if requested is StorageType.F16 or (requested is StorageType.NATIVE and dtype == "F16"):
+        return "f16"
+    return "bf16" if requested is StorageType.BF16 and not blas else "f32"
 
 
 class StemCache:
@@ -250,30 +244,19 @@ class AudioTower:
         cfg = self.config
         names = {name: files.tensors[name].stored_name for name in tower_tensor_names(cfg)}
         overrides: dict[str, str] = {}
-        live_convs: dict[str, str] = {}  # conv kernels the live graphs keep in another type
         for name in names:
             info = files.tensors[name]
             if len(info.shape) >= 2:
-                conv = ".conv2d" in name
                 overrides[name] = (
-                    _conv_storage(info.dtype, self.storage)
-                    if conv
+                    _conv_storage(info.dtype, self.storage, blas=self.backend.gemm is not None)
+                    if ".conv2d" in name
                     else _matrix_storage(self.backend.api, info.dtype, self.storage, info.shape[-1])
                 )
-                live = _live_conv_storage(info.dtype, self.storage) if conv else overrides[name]
-                if live != overrides[name]:
-                    if self.backend.gemm:
-                        live_convs[name] = live
-                    else:  # one set of graphs, all on ggml: the live type serves both
-                        overrides[name] = live
         with files.open_weights() as checkpoint:
             arrays: dict[str, np.ndarray] = {
                 "tower.positions": sinusoid_positions(chunk_token_count(cfg.chunk_frames), cfg.d_model)
             }
             overrides["tower.positions"] = "f32"
-            for name, storage in live_convs.items():
-                arrays[name + LIVE] = checkpoint.numpy(names[name])
-                overrides[name + LIVE] = storage
             self.conv1 = conv1_kernel(
                 checkpoint.numpy(files.tensors[f"{AUDIO}conv2d1.weight"].stored_name),
                 checkpoint.numpy(files.tensors[f"{AUDIO}conv2d1.bias"].stored_name),
@@ -298,13 +281,12 @@ class AudioTower:
         return self.weights.bytes_by_type()
 
     # ----------------------------------------------------------------- graph
-    def _build(self, g: GraphBuilder, key: tuple, live: bool = False) -> None:
+    def _build(self, g: GraphBuilder, key: tuple) -> None:
         """Graph of one key: ``(chunks, frames)`` the whole tower; ``("stem", chunks, frames)`` the conv stem
-        with positions, rows out; ``("body", chunks, frames)`` the layers and projector from those rows.
-        ``live``: the row-invariant graphs' conv kernels."""
+        with positions, rows out; ``("body", chunks, frames)`` the layers and projector from those rows."""
         if key[0] == "stem":
             chunks, frames = key[1:]
-            g.output("rows", self._stem(g, chunks, frames, live))
+            g.output("rows", self._stem(g, chunks, frames))
             return
         if key[0] == "body":
             chunks, frames = key[1:]
@@ -313,17 +295,13 @@ class AudioTower:
             return
         chunks, frames = key
         n = chunks * chunk_token_count(frames)
-        g.output("embeddings", self._body(g, self._stem(g, chunks, frames, live), n))
+        g.output("embeddings", self._body(g, self._stem(g, chunks, frames), n))
 
     def _build_row_invariant(self, g: GraphBuilder, key: tuple) -> None:
         g.keep_products_on_ggml()
-        self._build(g, key, live=True)
+        self._build(g, key)
 
-    def _conv_kernel(self, index: int, live: bool) -> Tensor:
-        name = f"{AUDIO}conv2d{index}.weight"
-        return self.weights[name + LIVE] if live and name + LIVE in self.weights else self.weights[name]
-
-    def _stem(self, g: GraphBuilder, chunks: int, frames: int, live: bool = False) -> Tensor:
+    def _stem(self, g: GraphBuilder, chunks: int, frames: int) -> Tensor:
         """Conv stem, ``conv_out`` and positions of ``chunks`` chunks: (chunks * per_chunk, d_model) rows. Chunks
         never mix here (they are the N axis of every conv), so a chunk's rows do not depend on its neighbours."""
         cfg, w = self.config, self.weights
@@ -337,12 +315,12 @@ class AudioTower:
         kernel = g.input("conv1_kernel", (chunks, hidden, CONV1_K))
         x = g.reshape(g.gelu(g.mul_mat(cols, kernel)), (chunks, hidden, height, width))
         x = g.gelu(
-            g.conv2d(x, self._conv_kernel(2, live), w[f"{AUDIO}conv2d2.bias"], stride=(2, 2), padding=(1, 1))
+            g.conv2d(x, w[f"{AUDIO}conv2d2.weight"], w[f"{AUDIO}conv2d2.bias"], stride=(2, 2), padding=(1, 1))
         )
         x = g.gelu(
             g.conv2d(
                 x,
-                self._conv_kernel(3, live),
+                w[f"{AUDIO}conv2d3.weight"],
                 w[f"{AUDIO}conv2d3.bias"],
                 stride=(2, 2),
                 padding=(1, 1),
@@ -391,8 +369,10 @@ class AudioTower:
         """Audio embeddings (tokens, output_dim) float32 for the valid mel frames of one clip (mels, frames).
 
         ``stem_cache`` (a live stream's): conv-stem rows of chunks whose mel was seen before are taken from it
-        instead of computed again; the layers still run over everything. Same bits either way (chunks never
-        mix in the stem) provided ``row_invariant``: every product on ggml, whose rows do not depend on batching.
+        instead of computed again; the layers still run over everything. ``row_invariant``: bits that do not
+        depend on how the clip was batched, so that the cache changes nothing. The stem then runs chunk by chunk
+        through one graph (a fixed shape: its bits are the chunk's own whichever library computes its products)
+        and the layers, which mix a window's rows, through graphs that keep every product on ggml.
         """
         mel = np.asarray(mel, dtype=np.float32)
         if mel.ndim != 2 or mel.shape[0] != self.config.num_mel_bins:
@@ -403,26 +383,33 @@ class AudioTower:
         graphs = self.row_invariant_graphs if row_invariant else self.graphs
         plan = plan_clip(mel.shape[1], self.config)
         chunks = chunked_mel(mel, plan)
-        if stem_cache is None or plan.chunk_frames != self.config.chunk_frames:
+        whole_clip = not row_invariant and stem_cache is None
+        if (
+            whole_clip or plan.chunk_frames != self.config.chunk_frames
+        ):  # a clip under one chunk: its own shape
             kernel = np.broadcast_to(self.conv1, (plan.chunks, *self.conv1.shape))
             out = graphs.run(
                 plan.key, conv1_cols=conv1_columns(chunks), conv1_kernel=kernel, mask=attention_mask(plan)
             )["embeddings"]
             return np.ascontiguousarray(out[: plan.tokens])
-        rows = stem_cache.rows(chunks, lambda fresh: self._stem_rows(graphs, fresh))
+        if stem_cache is not None:
+            rows = stem_cache.rows(chunks, self._stem_rows)
+        else:
+            rows = self._stem_rows(chunks).reshape(-1, self.config.d_model)
         out = graphs.run(("body", *plan.key), rows=rows, mask=attention_mask(plan))["embeddings"]
         return np.ascontiguousarray(out[: plan.tokens])
 
-    def _stem_rows(self, graphs: GraphCache, chunks: np.ndarray) -> np.ndarray:
+    def _stem_rows(self, chunks: np.ndarray) -> np.ndarray:
         """(chunks, per_chunk, d_model) stem rows of full-size chunks, one chunk per run of one graph.
 
-        Chunks never mix in the stem, so a graph per chunk count buys no speed (8 chunks: 0.18 s either way,
-        same bits), while each count's graph holds its own compute buffer (19 MiB per chunk, mostly conv2's
-        columns) and pays ~2-3x on its first run to fault it in. A live stream re-runs the stem over 1..8 chunks
-        whenever the log-mel floor moves, so one graph keeps the stream's first minute and its memory flat."""
+        Chunks never mix in the stem, so a graph per chunk count buys no speed (8 chunks: 0.18 s either way),
+        while each count's graph holds its own compute buffer (19 MiB per chunk, mostly conv2's columns) and
+        pays 2-3x on its first run to fault it in; a live stream re-runs the stem over 1..8 chunks whenever the
+        log-mel floor moves. The fixed shape also lets its f32 products go to OpenBLAS (1.4x ggml's here) in a
+        live stream, whose rows must not depend on batching."""
         frames = chunks.shape[-1]
         rows = [
-            graphs.run(
+            self.graphs.run(
                 ("stem", 1, frames), conv1_cols=conv1_columns(chunk[None]), conv1_kernel=self.conv1[None]
             )["rows"]
             for chunk in chunks
