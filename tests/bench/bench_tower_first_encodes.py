@@ -1,10 +1,10 @@
 """What a live stream's first minute pays for new graph shapes: the row-invariant R2T2 audio tower encoding
 clips of 1..8 conv chunks (one attention window) the first time and again, on a full-size random checkpoint.
 
-A live push re-encodes its open tower window, whose size cycles through 1..8 chunks; each size is its own ggml
-graph (``AudioTower.row_invariant_graphs``), built and allocated the first time it is seen. Every encode here
-starts a fresh stem cache, so the conv stem runs over every chunk in both rounds and the rounds differ only by
-what the first one built.
+A live push re-encodes its open tower window, whose size cycles through 1..8 chunks; the layers of each size are
+their own ggml graph (``AudioTower.row_invariant_graphs``), built and allocated the first time it is seen, and
+the conv stem runs chunk by chunk through one 1-chunk graph. Every encode here starts a fresh stem cache, so the
+stem runs over every chunk in both rounds and the rounds differ only by what the first one built.
 
     env -u OPENBLAS_CORETYPE .venv/bin/python tests/bench/bench_tower_first_encodes.py [--size 1.7b]
         [--work /tmp/r2t2-live] [--tower-type q8_0] [--threads 2]
