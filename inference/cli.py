@@ -14,7 +14,7 @@ import os
 import select
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -30,6 +30,7 @@ from inference.app_commands import (
 from inference.audio.limits import DEFAULT_FILE_SECONDS as DEFAULT_TRANSCRIBE_MAX_AUDIO_S
 from inference.audio.limits import MAX_RATE, MIN_RATE
 from inference.audio.vad import needs_speech_stretches, speech_stretches
+from inference.cli_signals import finish_on_signals
 from inference.contract import BACKEND_NAMES
 from inference.errors import CaptioneerError, UsageError, WorkerError
 from inference.formats import FORMATS, render
@@ -560,8 +561,7 @@ def _run_stream(
     if args.input is not None and expand_short_name(args.input) == MEETING_DEFAULT:
         from inference.cli_meeting import run_meeting_stream
 
-        with _sigterm_finishes():
-            meeting = run_meeting_stream(engine, args.format, args.stream_mode, request_options, step, out)
+        meeting = run_meeting_stream(engine, args.format, args.stream_mode, request_options, step, out)
         return meeting, False  # a meeting whose worker is down past its restart limit fails as a whole
 
     # A file or a pipe can wait for the model: block instead of refusing audio. A live device cannot wait:
@@ -576,35 +576,42 @@ def _run_stream(
     stream = engine.open_stream(
         on_events=gaps.deliver, backlog=backlog, mode=args.stream_mode, **request_options
     )
-    try:
-        if args.input is not None:
-            from inference.audio.devices.feed import feed_until_interrupted
+    # Ctrl-C / kill end the feeding between two pushes (inference/cli_signals.py), never inside one.
+    with finish_on_signals() as stop:
+        interrupted = False
+        try:
+            if args.input is not None:
+                from inference.audio.devices.feed import feed_until_interrupted
 
-            with _sigterm_finishes():
                 feed_until_interrupted(
                     lambda chunk: _push_live(stream, chunk),
                     args.input,
                     step,
                     lambda note: sys.stderr.write(f"captioneer: {note}\n"),
                     on_gap=gaps.add,
+                    stop=stop.is_set,
                 )
-        elif audio is not None:
-            for start in range(0, audio.size, step):
-                stream.push(audio[start : start + step])
-        else:
-            from inference.audio.io import PcmStreamDecoder
+            elif audio is not None:
+                for start in range(0, audio.size, step):
+                    if stop.is_set():
+                        break
+                    stream.push(audio[start : start + step])
+            else:
+                from inference.audio.io import PcmStreamDecoder
 
-            decoder = PcmStreamDecoder(args.input_format, args.input_rate, args.input_channels)
-            piece = step * (2 if args.input_format == "s16le" else 4) * args.input_channels
-            while True:
-                data = _read_some(stdin, piece)
-                samples = decoder.feed(data, last=not data)
-                if samples.size:
-                    stream.push(samples)
-                if not data:
-                    break
-    except KeyboardInterrupt:
-        sys.stderr.write("captioneer: interrupted; finishing the transcript\n")
+                decoder = PcmStreamDecoder(args.input_format, args.input_rate, args.input_channels)
+                piece = step * (2 if args.input_format == "s16le" else 4) * args.input_channels
+                while not stop.is_set():
+                    data = _read_some(stdin, piece, stop.is_set)
+                    samples = decoder.feed(data, last=not data)
+                    if samples.size:
+                        stream.push(samples)
+                    if not data:
+                        break
+        except KeyboardInterrupt:  # off the main thread, where no handler of ours runs
+            interrupted = True
+        if interrupted or stop.is_set():
+            sys.stderr.write("captioneer: interrupted; finishing the transcript\n")
     heard_only = False
     try:
         final = stream.finish()
@@ -643,22 +650,6 @@ def _end_while_down(
         return heard_with_segments(stream.heard(), list(deltas))
 
 
-@contextlib.contextmanager
-def _sigterm_finishes() -> Iterator[None]:
-    """``kill PID`` finishes a live caption like Ctrl-C: a script (or a background job, where the shell ignores
-    SIGINT) can stop it and still get the final transcript."""
-    import signal
-
-    def interrupt(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _push_live(stream: Any, chunk: np.ndarray) -> None:
     """A live chunk the model has no room for is dropped with a note (the device cannot wait)."""
     from inference.client import BacklogFull
@@ -669,17 +660,19 @@ def _push_live(stream: Any, chunk: np.ndarray) -> None:
         sys.stderr.write(f"captioneer: {exc}\n")
 
 
-def _read_some(stdin: IO[bytes], size: int) -> bytes:
-    """Up to ``size`` bytes, returning early with what a pipe has (b"" only at the end of the input).
+def _read_some(stdin: IO[bytes], size: int, stop: Callable[[], bool] = lambda: False) -> bytes:
+    """Up to ``size`` bytes, returning early with what a pipe has (b"" at the end of the input, or once ``stop()``
+    says so while the pipe is quiet).
 
     On POSIX a real stdin is read from its descriptor after short ``select`` waits: Ctrl-C is a process-wide
     signal that the kernel may hand to any thread (the worker client's, a BLAS pool's), and then a ``read``
-    blocked in the main thread never returns to let Python raise KeyboardInterrupt while the pipe stays
-    open and quiet. Waking every 0.2 s lets the main thread run the handler."""
+    blocked in the main thread never returns to let Python run the signal handler while the pipe stays
+    open and quiet. Waking every 0.2 s lets the main thread run it and look at ``stop``."""
     fileno = _posix_fileno(stdin)
     if fileno is not None:
         while not select.select([fileno], [], [], 0.2)[0]:
-            pass
+            if stop():
+                return b""
         return os.read(fileno, size)
     read1 = getattr(stdin, "read1", None)
     return read1(size) if read1 is not None else stdin.read(size)

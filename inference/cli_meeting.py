@@ -18,6 +18,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from inference.cli_signals import finish_on_signals
 from inference.contract import Delta, Done, Stats, StreamEvent, Transcript, event_to_json
 from inference.speakers import OTHERS, YOU, label_lead, merge_finals
 
@@ -98,10 +99,15 @@ def run_meeting_stream(
         except BacklogFull as exc:  # dropped with a note: the device cannot wait
             notify(f"{speaker}: {exc}")
 
-    try:
-        feed_meeting_until_interrupted(push, meeting, chunk_samples, notify)
-    except KeyboardInterrupt:
-        notify("interrupted; finishing the transcript")
+    # Ctrl-C / kill end the feeding between two pushes (inference/cli_signals.py), never inside one.
+    with finish_on_signals() as stop:
+        interrupted = False
+        try:
+            feed_meeting_until_interrupted(push, meeting, chunk_samples, notify, stop=stop.is_set)
+        except KeyboardInterrupt:  # off the main thread, where no handler of ours runs
+            interrupted = True
+        if interrupted or stop.is_set():
+            notify("interrupted; finishing the transcript")
     finals = {speaker: stream.finish() for speaker, stream in streams.items()}
     for speaker, final in finals.items():  # each speaker's own final (jsonl), as the window gets them
         printer.print_events(speaker, [Done(final)])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Callable
 
 import numpy as np
@@ -10,6 +12,7 @@ import pytest
 from inference.audio.devices import InputDeviceError, fallback_for, render_listing
 from inference.audio.devices.feed import feed_until_interrupted
 from inference.audio.devices.pulse import PulseSource, PulseState, choices_from, resolve
+from inference.cli_signals import finish_on_signals
 
 STATE = PulseState(
     sources=(
@@ -162,3 +165,35 @@ def test_the_feed_finishes_when_no_default_can_be_opened() -> None:
     feed_until_interrupted(pushed.append, "pulse:source:usb", 960, notes.append, open_capture)
     assert "no other input could be opened (the sound server has no default microphone)" in notes[-1]
     assert sum(chunk.size for chunk in pushed) == 480  # what was captured is not lost
+
+
+def test_ctrl_c_during_a_push_ends_the_feed_after_it_and_every_captured_block_is_pushed_once() -> None:
+    """A KeyboardInterrupt raised inside a push could stop the worker client between recording a push as sent
+    and sending it; `finish` then waited forever for its answer (the CLI hung after Ctrl-C). With the CLI's
+    handlers a signal only sets the stop the feed looks at between pushes."""
+    block = np.arange(480, dtype=np.float32)
+    capture = FakeCapture("mic:default", [block + 480 * i for i in range(8)], None, interrupt=False)
+    started: list[int] = []
+    pushed: list[np.ndarray] = []
+
+    def push(chunk: np.ndarray) -> None:
+        started.append(chunk.size)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives while the chunk is being handed over
+        for _ in range(10_000):  # Python runs a signal's handler between these bytecodes
+            pass
+        pushed.append(chunk)
+
+    with finish_on_signals() as stop:
+        feed_until_interrupted(
+            push,
+            "mic:default",
+            960,
+            lambda _note: None,
+            lambda _id: capture,
+            clock=lambda: 0.0,
+            stop=stop.is_set,
+        )
+    assert stop.is_set() and capture.stopped
+    assert len(pushed) == len(started) == 2  # the push under way, then everything captured before the stop
+    assert np.array_equal(np.concatenate(pushed), np.arange(8 * 480, dtype=np.float32))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C interrupts again after it

@@ -20,7 +20,10 @@ QT_PACKAGES = ("PySide6", "PyQt5", "PyQt6", "shiboken6")
 # store receives what it needs of the families as parameters (inference.models.conversion, source_import).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the app", ("app.*",)),
-    ("the CLI", ("inference.cli", "inference.cli_meeting", "inference.app_commands")),
+    (
+        "the CLI",
+        ("inference.cli", "inference.cli_meeting", "inference.cli_signals", "inference.app_commands"),
+    ),
     ("the server", ("inference.server.*",)),
     ("the client", ("inference.client.*", "inference.replay", "inference.continuity")),
     ("the worker", ("inference.worker", "inference.protocol")),

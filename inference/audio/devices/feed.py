@@ -1,7 +1,7 @@
 """Feed a live input into a stream until Ctrl-C, continuing on the default when the device goes away.
 
-The capture thread only queues blocks; the caller's thread cuts them into pushes, so Ctrl-C (delivered to
-the main thread) is seen within one short wait however quiet the input is. The span no input delivered
+The capture thread only queues blocks; the caller's thread cuts them into pushes, so Ctrl-C (a ``stop`` the
+signal handler sets, or a KeyboardInterrupt) is seen within one short wait however quiet the input is. The span no input delivered
 (between the lost device's last block and the new one's first) is sent as silence, so stream time stays
 wall time, and reported through ``on_gap`` for a marker in the transcript, as the caption window does.
 """
@@ -33,10 +33,11 @@ def feed_until_interrupted(
     open_capture: Callable[[str], Any] | None = None,
     on_gap: OnGap = lambda *_gap: None,
     clock: Callable[[], float] = time.monotonic,
+    stop: Callable[[], bool] = lambda: False,
 ) -> None:
-    """Capture ``input_id`` and ``push`` chunks of ``chunk_samples`` until KeyboardInterrupt; a device that
-    goes away is announced through ``notify``, replaced by the default of its kind, and the span without
-    audio reported through ``on_gap``. ``open_capture(id)``: the capture for an id (by default through the
+    """Capture ``input_id`` and ``push`` chunks of ``chunk_samples`` until ``stop()`` (looked at between pushes)
+    or KeyboardInterrupt; a device that goes away is announced through ``notify``, replaced by the default of
+    its kind, and the span without audio reported through ``on_gap``. ``open_capture(id)``: the capture for an id (by default through the
     sound server, or PortAudio where none answers)."""
     opener = open_capture or (lambda wanted: open_input(wanted, notify))
     blocks: queue.Queue[tuple[float, np.ndarray] | str] = queue.Queue()
@@ -57,7 +58,7 @@ def feed_until_interrupted(
     last_block_at: float | None = None
     lost: tuple[float, str] | None = None  # when the old input's last block came, and why it ended
     try:
-        while True:
+        while not stop():
             try:
                 item = blocks.get(timeout=WAIT_S)
             except queue.Empty:
@@ -97,5 +98,9 @@ def feed_until_interrupted(
                 push(chunk)
     finally:
         capture.stop()
+        while not blocks.empty():  # captured before the stop: transcribed too
+            item = blocks.get_nowait()
+            if not isinstance(item, str):
+                pending.append(item[1])
         if pending:
             push(np.concatenate(pending))

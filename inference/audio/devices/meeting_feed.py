@@ -22,10 +22,14 @@ Push = Callable[[str, np.ndarray], None]  # push(speaker, chunk)
 
 
 def feed_meeting_until_interrupted(
-    push: Push, meeting: MeetingInput, chunk_samples: int, notify: Callable[[str], object]
+    push: Push,
+    meeting: MeetingInput,
+    chunk_samples: int,
+    notify: Callable[[str], object],
+    stop: Callable[[], bool] = lambda: False,
 ) -> None:
-    """Capture both sides of ``meeting`` and ``push`` each speaker's chunks of ``chunk_samples`` until
-    KeyboardInterrupt or a side's input ends; what is still queued (and what the bleed filter holds back) is
+    """Capture both sides of ``meeting`` and ``push`` each speaker's chunks of ``chunk_samples`` until ``stop()``
+    (looked at between pushes), KeyboardInterrupt or a side's input ends; what is still queued (and what the bleed filter holds back) is
     pushed before returning."""
     blocks: queue.Queue[tuple[str, np.ndarray | str]] = queue.Queue()
     pending: dict[str, list[np.ndarray]] = {YOU: [], OTHERS: []}
@@ -49,7 +53,7 @@ def feed_meeting_until_interrupted(
         meeting.name_after_devices()
         meeting.wait_until_delivering()  # so "listening" is said once both sides are heard
         notify(f"listening on {meeting.name} (Ctrl-C to finish)")
-        while True:
+        while not stop():
             try:
                 speaker, item = blocks.get(timeout=WAIT_S)
             except queue.Empty:
