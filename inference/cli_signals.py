@@ -20,7 +20,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and ``kill PID`` from a scr
 @contextlib.contextmanager
 def finish_on_signals() -> Iterator[threading.Event]:
     """An event set by SIGINT or SIGTERM while the block runs. Off the main thread (where Python cannot install
-    handlers) the event is never set and the signals behave as before."""
+    handlers) the event is never set and the signals behave as before; an ignored SIGINT stays ignored."""
     stop = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield stop
@@ -29,7 +29,9 @@ def finish_on_signals() -> Iterator[threading.Event]:
     def request_stop(_signum: int, _frame: object) -> None:
         stop.set()
 
-    previous = {number: signal.signal(number, request_stop) for number in SIGNALS}
+    # A SIGINT ignored from the start (a background job's) stays ignored, as Python itself leaves it.
+    numbers = [n for n in SIGNALS if not (n == signal.SIGINT and signal.getsignal(n) is signal.SIG_IGN)]
+    previous = {number: signal.signal(number, request_stop) for number in numbers}
     try:
         yield stop
     finally:

@@ -178,11 +178,12 @@ def test_ctrl_c_during_a_push_ends_the_feed_after_it_and_every_captured_block_is
 
     def push(chunk: np.ndarray) -> None:
         started.append(chunk.size)
-        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives while the chunk is being handed over
+        os.kill(os.getpid(), signal.SIGTERM)  # `kill PID` (or Ctrl-C) arrives while the chunk is handed over
         for _ in range(10_000):  # Python runs a signal's handler between these bytecodes
             pass
         pushed.append(chunk)
 
+    before = signal.getsignal(signal.SIGTERM)
     with finish_on_signals() as stop:
         feed_until_interrupted(
             push,
@@ -196,4 +197,4 @@ def test_ctrl_c_during_a_push_ends_the_feed_after_it_and_every_captured_block_is
     assert stop.is_set() and capture.stopped
     assert len(pushed) == len(started) == 2  # the push under way, then everything captured before the stop
     assert np.array_equal(np.concatenate(pushed), np.arange(8 * 480, dtype=np.float32))
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl-C interrupts again after it
+    assert signal.getsignal(signal.SIGTERM) is before  # the signal does what it did before, after the feed
