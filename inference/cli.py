@@ -578,40 +578,36 @@ def _run_stream(
     )
     # Ctrl-C / kill end the feeding between two pushes (inference/cli_signals.py), never inside one.
     with finish_on_signals() as stop:
-        interrupted = False
-        try:
-            if args.input is not None:
-                from inference.audio.devices.feed import feed_until_interrupted
+        if args.input is not None:
+            from inference.audio.devices.feed import feed_until_interrupted
 
-                feed_until_interrupted(
-                    lambda chunk: _push_live(stream, chunk),
-                    args.input,
-                    step,
-                    lambda note: sys.stderr.write(f"captioneer: {note}\n"),
-                    on_gap=gaps.add,
-                    stop=stop.is_set,
-                )
-            elif audio is not None:
-                for start in range(0, audio.size, step):
-                    if stop.is_set():
-                        break
-                    stream.push(audio[start : start + step])
-            else:
-                from inference.audio.io import PcmStreamDecoder
+            feed_until_interrupted(
+                lambda chunk: _push_live(stream, chunk),
+                args.input,
+                step,
+                lambda note: sys.stderr.write(f"captioneer: {note}\n"),
+                on_gap=gaps.add,
+                stop=stop.is_set,
+            )
+        elif audio is not None:
+            for start in range(0, audio.size, step):
+                if stop.is_set():
+                    break
+                stream.push(audio[start : start + step])
+        else:
+            from inference.audio.io import PcmStreamDecoder
 
-                decoder = PcmStreamDecoder(args.input_format, args.input_rate, args.input_channels)
-                piece = step * (2 if args.input_format == "s16le" else 4) * args.input_channels
-                while not stop.is_set():
-                    data = _read_some(stdin, piece, stop.is_set)
-                    samples = decoder.feed(data, last=not data)
-                    if samples.size:
-                        stream.push(samples)
-                    if not data:
-                        break
-        except KeyboardInterrupt:  # off the main thread, where no handler of ours runs
-            interrupted = True
-        if interrupted or stop.is_set():
-            sys.stderr.write("captioneer: interrupted; finishing the transcript\n")
+            decoder = PcmStreamDecoder(args.input_format, args.input_rate, args.input_channels)
+            piece = step * (2 if args.input_format == "s16le" else 4) * args.input_channels
+            while not stop.is_set():
+                data = _read_some(stdin, piece, stop.is_set)
+                samples = decoder.feed(data, last=not data)
+                if samples.size:
+                    stream.push(samples)
+                if not data:
+                    break
+    if stop.is_set():
+        sys.stderr.write("captioneer: interrupted; finishing the transcript\n")
     heard_only = False
     try:
         final = stream.finish()

@@ -101,13 +101,9 @@ def run_meeting_stream(
 
     # Ctrl-C / kill end the feeding between two pushes (inference/cli_signals.py), never inside one.
     with finish_on_signals() as stop:
-        interrupted = False
-        try:
-            feed_meeting_until_interrupted(push, meeting, chunk_samples, notify, stop=stop.is_set)
-        except KeyboardInterrupt:  # off the main thread, where no handler of ours runs
-            interrupted = True
-        if interrupted or stop.is_set():
-            notify("interrupted; finishing the transcript")
+        feed_meeting_until_interrupted(push, meeting, chunk_samples, notify, stop=stop.is_set)
+    if stop.is_set():
+        notify("interrupted; finishing the transcript")
     finals = {speaker: stream.finish() for speaker, stream in streams.items()}
     for speaker, final in finals.items():  # each speaker's own final (jsonl), as the window gets them
         printer.print_events(speaker, [Done(final)])

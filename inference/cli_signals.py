@@ -13,27 +13,30 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C, and ``kill PID`` from a script or a background job
 
 
 @contextlib.contextmanager
 def finish_on_signals() -> Iterator[threading.Event]:
-    """An event set by SIGINT or SIGTERM while the block runs. Off the main thread (where Python cannot install
-    handlers) the event is never set and the signals behave as before; an ignored SIGINT stays ignored."""
+    """An event set by SIGINT or SIGTERM while the block runs, or by a KeyboardInterrupt that ends it (off the
+    main thread, where Python cannot install handlers, the signals behave as before). An ignored SIGINT (a
+    background job's) stays ignored, as Python itself leaves it."""
     stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
 
     def request_stop(_signum: int, _frame: object) -> None:
         stop.set()
 
-    # A SIGINT ignored from the start (a background job's) stays ignored, as Python itself leaves it.
-    numbers = [n for n in SIGNALS if not (n == signal.SIGINT and signal.getsignal(n) is signal.SIG_IGN)]
-    previous = {number: signal.signal(number, request_stop) for number in numbers}
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for number in SIGNALS:
+            if not (number == signal.SIGINT and signal.getsignal(number) is signal.SIG_IGN):
+                previous[number] = signal.signal(number, request_stop)
     try:
         yield stop
+    except KeyboardInterrupt:
+        stop.set()
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        for restored, handler in previous.items():
+            signal.signal(restored, handler)

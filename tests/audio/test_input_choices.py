@@ -198,3 +198,10 @@ def test_ctrl_c_during_a_push_ends_the_feed_after_it_and_every_captured_block_is
     assert len(pushed) == len(started) == 2  # the push under way, then everything captured before the stop
     assert np.array_equal(np.concatenate(pushed), np.arange(8 * 480, dtype=np.float32))
     assert signal.getsignal(signal.SIGTERM) is before  # the signal does what it did before, after the feed
+
+
+def test_a_keyboard_interrupt_that_ends_the_feeding_is_a_stop_too() -> None:
+    """Raised by a push, or off the main thread where no handler is installed: the feeding ends the same way."""
+    with finish_on_signals() as stop:
+        raise KeyboardInterrupt
+    assert stop.is_set()

@@ -1,9 +1,9 @@
 """Feed a live input into a stream until Ctrl-C, continuing on the default when the device goes away.
 
 The capture thread only queues blocks; the caller's thread cuts them into pushes, so Ctrl-C (a ``stop`` the
-signal handler sets, or a KeyboardInterrupt) is seen within one short wait however quiet the input is. The span no input delivered
-(between the lost device's last block and the new one's first) is sent as silence, so stream time stays
-wall time, and reported through ``on_gap`` for a marker in the transcript, as the caption window does.
+signal handler sets, or a KeyboardInterrupt) is seen within one short wait however quiet the input is. The span
+no input delivered (between the lost device's last block and the new one's first) is sent as silence, so stream
+time stays wall time, and reported through ``on_gap`` for a marker in the transcript, as the caption window does.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def feed_until_interrupted(
 ) -> None:
     """Capture ``input_id`` and ``push`` chunks of ``chunk_samples`` until ``stop()`` (looked at between pushes)
     or KeyboardInterrupt; a device that goes away is announced through ``notify``, replaced by the default of
-    its kind, and the span without audio reported through ``on_gap``. ``open_capture(id)``: the capture for an id (by default through the
-    sound server, or PortAudio where none answers)."""
+    its kind, and the span without audio reported through ``on_gap``. ``open_capture(id)``: the capture for an
+    id (by default through the sound server, or PortAudio where none answers)."""
     opener = open_capture or (lambda wanted: open_input(wanted, notify))
     blocks: queue.Queue[tuple[float, np.ndarray] | str] = queue.Queue()
 

@@ -29,8 +29,8 @@ def feed_meeting_until_interrupted(
     stop: Callable[[], bool] = lambda: False,
 ) -> None:
     """Capture both sides of ``meeting`` and ``push`` each speaker's chunks of ``chunk_samples`` until ``stop()``
-    (looked at between pushes), KeyboardInterrupt or a side's input ends; what is still queued (and what the bleed filter holds back) is
-    pushed before returning."""
+    (looked at between pushes), KeyboardInterrupt or a side's input ends; what is still queued (and what the
+    bleed filter holds back) is pushed before returning."""
     blocks: queue.Queue[tuple[str, np.ndarray | str]] = queue.Queue()
     pending: dict[str, list[np.ndarray]] = {YOU: [], OTHERS: []}
 

@@ -384,9 +384,8 @@ class AudioTower:
         plan = plan_clip(mel.shape[1], self.config)
         chunks = chunked_mel(mel, plan)
         whole_clip = not row_invariant and stem_cache is None
-        if (
-            whole_clip or plan.chunk_frames != self.config.chunk_frames
-        ):  # a clip under one chunk: its own shape
+        # A clip under one chunk runs the stem on its own (unpadded) shape: one graph, as offline.
+        if whole_clip or plan.chunk_frames != self.config.chunk_frames:
             kernel = np.broadcast_to(self.conv1, (plan.chunks, *self.conv1.shape))
             out = graphs.run(
                 plan.key, conv1_cols=conv1_columns(chunks), conv1_kernel=kernel, mask=attention_mask(plan)
