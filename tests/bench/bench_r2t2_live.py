@@ -175,12 +175,18 @@ class ScriptedDecoder:
         script = self.script
         end = script.end_char(script.words_by(start_s + audio.size / SAMPLE_RATE))
         begin = script.start_char(script.words_by(start_s))
-        body = prefix[len(HEADER) :] if prefix.startswith(HEADER) else prefix
+        # The answer continues the prefix, which the rollback may have cut inside the language header
+        # ("language"): then the model's next tokens are the rest of the header, not the header again.
+        if prefix.startswith(HEADER):
+            lead, body = "", prefix[len(HEADER) :]
+        elif self.auto and HEADER.startswith(prefix):
+            lead, body = HEADER[len(prefix) :], ""
+        else:
+            lead, body = "", prefix
         if body:  # where the prefix ends in the script (after a roll it is text of earlier audio)
             tail = body[-48:]
             found = script.text.rfind(tail, 0, end)
             begin = found + len(tail) if found >= 0 else begin
-        lead = HEADER if self.auto and not prefix.startswith(HEADER) else ""
         self.steering.target = self.real.encode(lead + script.text[begin:end]) if begin < end or lead else []
         real = self.real
         before = (real.prefilled_rows, real.drafted, real.accepted)
@@ -451,6 +457,9 @@ def run(
         "chunk_costs_s": costs,
         "pushes": pushes,
         "committed_text": committed,  # the deltas joined: equal across runs that must decode the same
+        # Committed words that are not whole words of the script: a steered model that wanders (as the
+        # steering once did after a rollback into the language header) decodes more than speech would.
+        "stray_words": sum(1 for word in committed.split() if word not in set(WORDS)),
         "minutes": minutes,
         "keeps_up": percentile(costs, 95) < chunk_s,
         # --arrival (realtime: each push carries every chunk that arrived while the previous one ran)
@@ -552,6 +561,12 @@ def main() -> None:
                             flush=True,
                         )
                         print("\n".join(push_breakdown(result["pushes"])), flush=True)
+                        if result["stray_words"]:
+                            print(
+                                f"  WARNING {name}: {result['stray_words']} committed words are not the "
+                                "script's: the steered answer wandered, so its costs are not speech's",
+                                flush=True,
+                            )
                         if args.arrival == "realtime":
                             print(
                                 f"  {name} realtime: lag p50 {result['lag_p50_s']:.2f} s p95 "
