@@ -189,3 +189,36 @@ def test_a_clip_fed_in_blocks_gives_the_whole_clip_transcript(engines) -> None:
         got = job.finish().to_json()
         got.pop("timing")
         assert got == whole, size
+
+
+def test_the_mel_runs_on_one_blas_thread_offline_and_live(engines, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second BLAS thread for the frontend's small mel product would leave numpy's OpenBLAS worker spinning
+    on a core through the tower and the thinker that follow (on 2 cores the live tower took twice as long);
+    the process's BLAS setting is back afterwards."""
+    from threadpoolctl import threadpool_info
+
+    from inference.audio import whisper_mel
+
+    def numpy_blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    seen: list[set[int]] = []
+    mel = whisper_mel.log10_mel_of_padded
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(numpy_blas_threads())
+        return mel(*args, **kwargs)
+
+    monkeypatch.setattr(whisper_mel, "log10_mel_of_padded", recording)
+    engine = engines("checkpoint_hf", 800, "native")
+    samples, _ = case_input("clip_a/w800/auto")
+    before = numpy_blas_threads()
+    engine.transcribe(samples, max_tokens=3)
+    offline = len(seen)
+    stream = engine.open_stream(max_tokens=3, rolling_window_seconds=30)  # no VAD: every chunk decodes
+    for start in range(0, samples.size, 16000):
+        stream.push(samples[start : start + 16000])
+    stream.finish()
+    assert offline and len(seen) > offline
+    assert all(pools == {1} for pools in seen), seen
+    assert numpy_blas_threads() == before

@@ -15,6 +15,7 @@ batch row's logits are those of a single step (quantized weights on the CPU).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 import numpy as np
@@ -48,6 +49,8 @@ class LoadedEngine(Protocol):
     def check_room(
         self, prompt_length: int, max_tokens: int, audio_tokens: int = 0, prefix_tokens: int = 0
     ) -> int: ...
+
+    def one_blas_thread(self) -> AbstractContextManager[object]: ...
 
 
 class MelEncoder(Protocol):
@@ -159,7 +162,9 @@ class EngineChunkDecoder:
     def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
         engine = self.engine
         ckpt = engine.checkpoint
-        embeddings = self.encoder.encode(self.frontend(audio))
+        with engine.one_blas_thread():
+            mel = self.frontend(audio)
+        embeddings = self.encoder.encode(mel)
         prompt = build_prompt(
             self.tokenizer, ckpt.special.audio, embeddings.shape[0], self.context, self.language, prefix
         )

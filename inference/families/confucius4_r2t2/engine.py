@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from inference.audio.samples import checked_samples
 from inference.contract import (
@@ -130,6 +132,14 @@ class R2T2Engine:
         self.kv_owner: object | None = None
         special = self.checkpoint.special
         self.drop_ids = frozenset(special.eos) | ({special.pad} if special.pad is not None else set())
+        self._blas = ThreadpoolController()
+
+    def one_blas_thread(self) -> AbstractContextManager[object]:
+        """numpy's BLAS at one thread, for the frontend's small mel product. A second thread would wake numpy's
+        OpenBLAS worker, which then spins for ~0.1 s on a core that ggml's threads need for the tower and the
+        thinker right after: on 2 cores the live tower took twice as long (tests/bench/README.md, "numpy's
+        BLAS thread")."""
+        return self._blas.limit(limits=1, user_api="blas")
 
     # ----------------------------------------------------------------- requests
     def _request(self, options: dict[str, Any]) -> tuple[str, int, str]:
@@ -201,7 +211,8 @@ class R2T2Engine:
         """One offline span (at most 30 s): the steps of docs/families/confucius4_r2t2.md §6."""
         assert self.tower is not None and self.thinker is not None
         ckpt = self.checkpoint
-        mel = log_mel(samples, ckpt.config.audio.num_mel_bins)
+        with self.one_blas_thread():
+            mel = log_mel(samples, ckpt.config.audio.num_mel_bins)
         embeddings = self.tower.encode(mel.values[:, : mel.valid_frames])
         prompt = build_prompt(ckpt.tokenizer, ckpt.special.audio, embeddings.shape[0], context, language)
         result = self._generate(prompt.ids, embeddings, np.asarray(prompt.audio_positions), max_tokens)
