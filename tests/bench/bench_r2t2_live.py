@@ -457,8 +457,9 @@ def run(
         "chunk_costs_s": costs,
         "pushes": pushes,
         "committed_text": committed,  # the deltas joined: equal across runs that must decode the same
-        # Committed words that are not whole words of the script: a steered model that wanders (as the
-        # steering once did after a rollback into the language header) decodes more than speech would.
+        # Committed words that are not whole words of the script: a few are words cut at a segment's edge; a
+        # steered model that wanders (as the steering once did after a rollback into the language header)
+        # decodes more than speech would.
         "stray_words": sum(1 for word in committed.split() if word not in set(WORDS)),
         "minutes": minutes,
         "keeps_up": percentile(costs, 95) < chunk_s,
@@ -561,10 +562,12 @@ def main() -> None:
                             flush=True,
                         )
                         print("\n".join(push_breakdown(result["pushes"])), flush=True)
-                        if result["stray_words"]:
+                        words = len(result["committed_text"].split())
+                        # A word cut at a segment's edge is what a real model does too; more is a wandering answer.
+                        if result["stray_words"] > max(2, words // 100):
                             print(
-                                f"  WARNING {name}: {result['stray_words']} committed words are not the "
-                                "script's: the steered answer wandered, so its costs are not speech's",
+                                f"  WARNING {name}: {result['stray_words']} of {words} committed words are not "
+                                "the script's: the steered answer wandered, so its costs are not speech's",
                                 flush=True,
                             )
                         if args.arrival == "realtime":
