@@ -148,6 +148,26 @@ class DecoderTally:
         self.accepted += real.accepted - before[2]
 
 
+def scripted_answer(script: Script, prefix: str, start_s: float, end_s: float, auto: bool) -> str:
+    """What the steered model answers after ``prefix`` for the audio from ``start_s`` to ``end_s``: the script's
+    words spoken by ``end_s`` past those the prefix holds, led by the language header in automatic mode."""
+    end = script.end_char(script.words_by(end_s))
+    begin = script.start_char(script.words_by(start_s))
+    # The answer continues the prefix, which the rollback may have cut inside the language header
+    # ("language"): then the model's next tokens are the rest of the header, not the header again.
+    if prefix.startswith(HEADER):
+        lead, body = "", prefix[len(HEADER) :]
+    elif auto and HEADER.startswith(prefix):
+        lead, body = HEADER[len(prefix) :], ""
+    else:
+        lead, body = "", prefix
+    if body:  # where the prefix ends in the script (after a roll it is text of earlier audio)
+        tail = body[-48:]
+        found = script.text.rfind(tail, 0, end)
+        begin = found + len(tail) if found >= 0 else begin
+    return lead + script.text[begin:end] if begin < end else lead
+
+
 class ScriptedDecoder:
     """A chunk decoder that sets the steering target to the script past the prompt's text prefix, then runs
     the real decoder: its answer *is* the model's greedy output, steered."""
@@ -172,22 +192,8 @@ class ScriptedDecoder:
 
     def generate(self, audio: np.ndarray, prefix: str, max_tokens: int) -> str:
         start_s = self.window_start_s()
-        script = self.script
-        end = script.end_char(script.words_by(start_s + audio.size / SAMPLE_RATE))
-        begin = script.start_char(script.words_by(start_s))
-        # The answer continues the prefix, which the rollback may have cut inside the language header
-        # ("language"): then the model's next tokens are the rest of the header, not the header again.
-        if prefix.startswith(HEADER):
-            lead, body = "", prefix[len(HEADER) :]
-        elif self.auto and HEADER.startswith(prefix):
-            lead, body = HEADER[len(prefix) :], ""
-        else:
-            lead, body = "", prefix
-        if body:  # where the prefix ends in the script (after a roll it is text of earlier audio)
-            tail = body[-48:]
-            found = script.text.rfind(tail, 0, end)
-            begin = found + len(tail) if found >= 0 else begin
-        self.steering.target = self.real.encode(lead + script.text[begin:end]) if begin < end or lead else []
+        answer = scripted_answer(self.script, prefix, start_s, start_s + audio.size / SAMPLE_RATE, self.auto)
+        self.steering.target = self.real.encode(answer) if answer else []
         real = self.real
         before = (real.prefilled_rows, real.drafted, real.accepted)
         try:
