@@ -59,11 +59,12 @@ FAMILY = "confucius4_r2t2"
 # Prompt (~30 tokens + context) + 390 audio tokens per 30 s span + the default 512-token budget fit in 2048;
 # KV memory at the 1.7B shape is 28 x 2 x 1024 x 2048 x 2 bytes (f16) = 235 MB, twice that for f32.
 THINKER_CONTEXT = 2048
-# Every chunk re-decodes the open tower window and the text after it (~60-100 prefilled rows however short the
-# chunk), so a CPU's cost per audio second falls as the chunk grows: on 2 cores a 0.6B q4_k decode takes ~0.4 s
-# (0.7-0.9 CPU-s), which 320 ms chunks cannot keep up with; at 1000 ms both the 0.6B and the 1.7B q4_k shapes do
-# (push p95 525 / 981 ms over 10 minutes; tests/bench/README.md, "One decode per push"), and committed text comes
-# no later than at 640 ms. Streams on the CPU backend take this unless the session names chunk_size_ms.
+# Every chunk re-decodes the open tower window and the text after it (~45-60 prefilled rows however short the
+# chunk), so a CPU's cost per audio second falls as the chunk grows: on 2 cores a 0.6B q4_k decode takes ~0.27 s
+# at the median but p95 0.35 s, just over a 320 ms chunk, and the 1.7B's 0.8 s is over a 640 ms one; at 1000 ms
+# both q4_k shapes keep up (push p95 480 / 954 ms over 10 minutes; tests/bench/README.md, "A spinning BLAS thread
+# and a wandering script"), and committed text comes no later than at 640 ms. Streams on the CPU backend take
+# this unless the session names chunk_size_ms.
 CPU_CHUNK_MS = 1000.0
 
 
