@@ -138,8 +138,8 @@ class R2T2Engine:
     def one_blas_thread(self) -> AbstractContextManager[object]:
         """numpy's BLAS at one thread, for the frontend's small mel product. A second thread would wake numpy's
         OpenBLAS worker, which then spins for ~0.1 s on a core that ggml's threads need for the tower and the
-        thinker right after: on 2 cores the live tower took twice as long (tests/bench/README.md, "numpy's
-        BLAS thread")."""
+        thinker right after: on 2 cores a live push's tower took ~70 ms longer (tests/bench/README.md, "A
+        spinning BLAS thread and a wandering script")."""
         return self._blas.limit(limits=1, user_api="blas")
 
     # ----------------------------------------------------------------- requests
