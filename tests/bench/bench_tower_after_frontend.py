@@ -13,7 +13,6 @@ and right after the frontend on one BLAS thread (what ``R2T2Engine.one_blas_thre
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -26,32 +25,21 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
-from bench_r2t2_stream import SHAPES  # noqa: E402
 from machine import print_machine_header  # noqa: E402
-from r2t2_random_checkpoint import build  # noqa: E402
+from r2t2_tower_bench import open_random_engine, tower_bench_parser  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--size", default="0.6b", choices=sorted(SHAPES))
-    parser.add_argument("--work", type=Path, default=Path("/tmp/r2t2-live"))
-    parser.add_argument("--tower-type", default="q8_0")
-    parser.add_argument("--threads", type=int, default=2)
+    parser = tower_bench_parser(__doc__, "0.6b")
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
 
     from threadpoolctl import ThreadpoolController
 
-    from inference.engine import EngineRequest
     from inference.families.confucius4_r2t2.audio_tower import attention_mask, chunked_mel, plan_clip
-    from inference.families.confucius4_r2t2.engine import create_engine
     from inference.families.confucius4_r2t2.stream_frontend import StreamingLogMel
 
-    model = build(args.work / f"model-{args.size}", SHAPES[args.size])
-    session = {"thinker_weight_type": "q4_k", "tower_weight_type": args.tower_type}
-    engine = create_engine(EngineRequest(model, "confucius4_r2t2", session, "cpu", args.threads))
+    engine = open_random_engine(args)
     blas = ThreadpoolController()
     # numpy's own OpenBLAS (scipy_openblas64); Captioneer's OpenBLAS for ggml (scipy_openblas32) stays at 1.
     numpy_threads = [p["num_threads"] for p in blas.info() if "openblas64" in p["filepath"]]

@@ -12,7 +12,6 @@ stem runs over every chunk in both rounds and the rounds differ only by what the
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -23,28 +22,17 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
-from bench_r2t2_stream import SHAPES  # noqa: E402
 from machine import print_machine_header  # noqa: E402
-from r2t2_random_checkpoint import build  # noqa: E402
+from r2t2_tower_bench import open_random_engine, tower_bench_parser  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--size", default="1.7b", choices=sorted(SHAPES))
-    parser.add_argument("--work", type=Path, default=Path("/tmp/r2t2-live"))
-    parser.add_argument("--tower-type", default="q8_0")
-    parser.add_argument("--threads", type=int, default=2)
+    parser = tower_bench_parser(__doc__, "1.7b")
     args = parser.parse_args()
 
-    from inference.engine import EngineRequest
     from inference.families.confucius4_r2t2.audio_tower import StemCache
-    from inference.families.confucius4_r2t2.engine import create_engine
 
-    model = build(args.work / f"model-{args.size}", SHAPES[args.size])
-    session = {"thinker_weight_type": "q4_k", "tower_weight_type": args.tower_type}
-    engine = create_engine(EngineRequest(model, "confucius4_r2t2", session, "cpu", args.threads))
+    engine = open_random_engine(args)
     try:
         tower = engine.tower
         assert tower is not None

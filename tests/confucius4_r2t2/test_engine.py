@@ -19,6 +19,7 @@ from inference.errors import UsageError
 from inference.families.confucius4_r2t2.engine import R2T2Engine, create_engine
 from inference.families.confucius4_r2t2.postprocess import parse_asr_output, truncate_at_pipe
 from inference.families.confucius4_r2t2.spans import join_span_texts
+from tests.blas_threads import numpy_blas_threads, recording_blas_threads
 
 FAMILY = "confucius4_r2t2"
 # (fixture checkpoint, its n_window_infer, thinker_weight_type): the HF checkpoint is f32, so native is f32
@@ -193,22 +194,12 @@ def test_a_clip_fed_in_blocks_gives_the_whole_clip_transcript(engines) -> None:
 
 def test_the_mel_runs_on_one_blas_thread_offline_and_live(engines, monkeypatch: pytest.MonkeyPatch) -> None:
     """A second BLAS thread for the frontend's small mel product would leave numpy's OpenBLAS worker spinning
-    on a core through the tower and the thinker that follow (on 2 cores the live tower took twice as long);
+    on a core through the tower and the thinker that follow (on 2 cores ~70 ms of a live push's tower);
     the process's BLAS setting is back afterwards."""
-    from threadpoolctl import threadpool_info
-
     from inference.audio import whisper_mel
 
-    def numpy_blas_threads() -> set[int]:
-        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
-
     seen: list[set[int]] = []
-    mel = whisper_mel.log10_mel_of_padded
-
-    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
-        seen.append(numpy_blas_threads())
-        return mel(*args, **kwargs)
-
+    recording = recording_blas_threads(whisper_mel.log10_mel_of_padded, seen)
     monkeypatch.setattr(whisper_mel, "log10_mel_of_padded", recording)
     engine = engines("checkpoint_hf", 800, "native")
     samples, _ = case_input("clip_a/w800/auto")

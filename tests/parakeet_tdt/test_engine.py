@@ -14,6 +14,7 @@ from inference.errors import BackendError, UsageError
 from inference.families.parakeet_tdt.engine import ParakeetEngine, check_weight_budget
 from inference.families.parakeet_tdt.options import DecodeMode
 from inference.families.parakeet_tdt.text import token_timestamps
+from tests.blas_threads import numpy_blas_threads, recording_blas_threads
 
 SECONDS_PER_FRAME = 0.08
 
@@ -206,20 +207,10 @@ def test_encoder_graph_arena_bounds_full_context_memory() -> None:
 def test_features_run_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     """A second BLAS thread for the small mel product would leave numpy's OpenBLAS worker spinning on a core
     through the encoder that follows; the process's BLAS setting is back afterwards."""
-    from threadpoolctl import threadpool_info
-
     from inference.families.parakeet_tdt import engine as engine_module
 
-    def numpy_blas_threads() -> set[int]:
-        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
-
     seen: list[set[int]] = []
-    features = engine_module.compute_features
-
-    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
-        seen.append(numpy_blas_threads())
-        return features(*args, **kwargs)
-
+    recording = recording_blas_threads(engine_module.compute_features, seen)
     monkeypatch.setattr(engine_module, "compute_features", recording)
     with load_engine(model_dir("tiny_a"), backend="cpu", threads=2) as engine:
         before = numpy_blas_threads()
@@ -232,20 +223,9 @@ def test_features_run_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_the_greedy_loop_runs_on_at_most_two_blas_threads(threads: int, decoder_threads: int) -> None:
     """The loop's memory-bound matvecs get two BLAS threads (one core cannot stream the weights fast enough);
     more only add synchronisation. The process's BLAS setting is back afterwards."""
-    from threadpoolctl import threadpool_info
-
-    def numpy_blas_threads() -> set[int]:
-        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
-
     with load_engine(model_dir("tiny_a"), backend="cpu", threads=threads) as engine:
         seen: list[set[int]] = []
-        decode = engine.decoder.decode
-
-        def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
-            seen.append(numpy_blas_threads())
-            return decode(*args, **kwargs)
-
-        engine.decoder.decode = recording  # type: ignore[method-assign]
+        engine.decoder.decode = recording_blas_threads(engine.decoder.decode, seen)  # type: ignore[method-assign]
         before = numpy_blas_threads()
         engine.transcribe(_audio(CLIPS[0]))
         assert seen and all(pools == {decoder_threads} for pools in seen), seen
