@@ -143,7 +143,12 @@ def test_meeting_mode_labels_both_sides_and_does_not_caption_the_bleed_twice(
     )
     assert duplicated <= 1, transcript["text"]  # one word where both talk at once; without the filter, all
     assert misplaced == 0, transcript["text"]
-    # The demo model knows these words; a slip or two at the overlaps is the model's, not the labels'.
-    assert lost["You"] <= 2 and lost["Others"] <= 2, transcript["text"]
+    # The demo model knows these words; what it may miss is a few said while the other side talks (a turn's
+    # first or last two words: 0.8 s at 150 words/min) — the model's slip there, not the labels'.
+    turns = [s.split() for s in (THEIRS[0], YOURS[0], THEIRS[1], YOURS[1])]
+    overlapped = {w for t in turns[:-1] for w in t[-2:]} | {w for t in turns[1:] for w in t[:2]}
+    for who in said:
+        missed = expected[who] - said[who]
+        assert set(missed) <= overlapped and lost[who] <= 3, (who, dict(missed), transcript["text"])
     assert extra["You"] <= 2 and extra["Others"] <= 2, transcript["text"]
     assert str(transcript["text"]).startswith("Others: emma"), transcript["text"]
