@@ -69,6 +69,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 HEADER = "language English<asr_text>"  # what the model answers first in automatic language mode
 BIAS = 1000.0  # far above any logit of the random weights (|logit| ~ 1)
+SCRIPT_WORDS = frozenset(WORDS)
 
 
 class Script:
@@ -466,7 +467,7 @@ def run(
         # Committed words that are not whole words of the script: a few are words cut at a segment's edge; a
         # steered model that wanders (as the steering once did after a rollback into the language header)
         # decodes more than speech would.
-        "stray_words": sum(1 for word in committed.split() if word not in set(WORDS)),
+        "stray_words": sum(1 for word in committed.split() if word not in SCRIPT_WORDS),
         "minutes": minutes,
         "keeps_up": percentile(costs, 95) < chunk_s,
         # --arrival (realtime: each push carries every chunk that arrived while the previous one ran)
