@@ -3,9 +3,10 @@
 Full-size 0.6B and 1.7B shapes with random weights (``r2t2_random_checkpoint.py``, numpy only). Random weights
 would never stop (every chunk would decode the whole ``max_tokens``) nor repeat themselves (a live stream's
 previous answer would never be a draft of the next), so the thinker is *steered*: a bias on the logits, by
-position in the answer, makes greedy decoding emit a script of English-like text growing at 3.3 tokens per
-second of audio (speech at ~150 words/min in Qwen's tokenizer; the bench checkpoints' tiny tokenizer takes more
-words per token, so the script's words come at the rate that gives that token count), then end-of-text. The
+position in the answer, makes greedy decoding emit a script of words growing at 3.3 tokens per second of audio
+(speech at ~150 words/min in Qwen's tokenizer), then end-of-text. Each new token costs a decoding step, so the
+script's words are as long in the bench's tiny tokenizer as speech's words are in Qwen's BPE (mostly one token;
+``QWEN_WORDS_BY_TOKENS``) and come at the rate that gives that token count. The
 decoder itself is untouched: every chunk runs the frontend, the tower, the prefill of the prompt with the text
 prefix the LSP state machine built from the previous answer, and greedy decoding of the re-decoded unfixed tail
 plus the new words, token by token (or verified in one batch when the previous answer drafts it).
@@ -40,6 +41,7 @@ import argparse
 import bisect
 import json
 import math
+import random
 import resource
 import statistics
 import sys
@@ -54,7 +56,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
-from bench_r2t2_stream import SHAPES, TOKENS_PER_SECOND, WORDS  # noqa: E402
+from bench_r2t2_stream import SHAPES, TOKENS_PER_SECOND  # noqa: E402
 from machine import print_machine_header, rss_mib  # noqa: E402
 from r2t2_random_checkpoint import build  # noqa: E402
 
@@ -69,7 +71,35 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 HEADER = "language English<asr_text>"  # what the model answers first in automatic language mode
 BIAS = 1000.0  # far above any logit of the random weights (|logit| ~ 1)
-SCRIPT_WORDS = frozenset(WORDS)
+# A word costs one decoding step per token, so the script's words must be as long as a real model's. Qwen's BPE
+# (qwen.tiktoken, the 151,643-token vocabulary of Qwen2/3) makes the bench's own speech (tests/long_speech.py,
+# seed 100: 1229 words, capitalised and ending in punctuation as the model writes them) 1455 tokens: this many
+# words of 1, 2, 3 and 4 tokens. The bench checkpoints' tiny tokenizer spends 1-6 tokens on an English word (2.8
+# on average), so the script is made of its words whose token counts follow Qwen's.
+QWEN_WORDS_BY_TOKENS = {1: 1017, 2: 200, 3: 10, 4: 2}
+WORDS_BY_TOKENS = {  # in the bench tokenizer, with the leading space
+    1: ("the", "and", "over", "before", "call", "nature", "to"),
+    2: ("fox", "his", "near", "nets", "old"),
+    3: ("bank", "river", "walks"),
+    4: ("checks", "morning", "harbour"),
+}
+SCRIPT_WORDS = frozenset(word for words in WORDS_BY_TOKENS.values() for word in words)
+
+
+def script_cycle(seed: int = 0) -> list[str]:
+    """The script's repeating words: as many words of each token count as ``QWEN_WORDS_BY_TOKENS``, shuffled."""
+    counts = [tokens for tokens, n in QWEN_WORDS_BY_TOKENS.items() for _ in range(n)]
+    random.Random(seed).shuffle(counts)
+    used = dict.fromkeys(WORDS_BY_TOKENS, 0)
+    words = []
+    for tokens in counts:
+        pool = WORDS_BY_TOKENS[tokens]
+        words.append(pool[used[tokens] % len(pool)])
+        used[tokens] += 1
+    return words
+
+
+SCRIPT_CYCLE = tuple(script_cycle())
 
 
 class Script:
@@ -78,7 +108,7 @@ class Script:
     def __init__(self, words_per_second: float, seconds: float) -> None:
         self.words_per_second = words_per_second
         count = int(seconds * words_per_second) + 2
-        words = [WORDS[i % len(WORDS)] for i in range(count)]
+        words = [SCRIPT_CYCLE[i % len(SCRIPT_CYCLE)] for i in range(count)]
         self.text = " ".join(words)
         self.word_ends: list[int] = []  # char index just past each word
         end = -1
@@ -330,7 +360,8 @@ def run(
     arrival_mode: str = "chunk",
 ) -> dict[str, Any]:
     """One stream; ``steering`` and ``clock`` wrap the engine once (wrapping twice would bias and count twice)."""
-    tokens_per_word = len(engine.checkpoint.tokenizer.encode(" ".join(WORDS * 4))) / (4 * len(WORDS))
+    cycle_tokens = len(engine.checkpoint.tokenizer.encode(" " + " ".join(SCRIPT_CYCLE)))
+    tokens_per_word = cycle_tokens / len(SCRIPT_CYCLE)
     script = Script(TOKENS_PER_SECOND / tokens_per_word, audio.size / SAMPLE_RATE + 60)
     forwards_before = steering.forwards
     auto = "language" not in stream_options

@@ -3,7 +3,22 @@ LSP rollback leaves, so the bench decodes what speech would make it decode."""
 
 from __future__ import annotations
 
-from tests.bench.bench_r2t2_live import HEADER, Script, scripted_answer
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from tests.bench.bench_r2t2_live import (
+    HEADER,
+    QWEN_WORDS_BY_TOKENS,
+    WORDS_BY_TOKENS,
+    Script,
+    script_cycle,
+    scripted_answer,
+)
+
+FIXTURE_TOKENIZER = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "confucius4_r2t2" / "checkpoint_hf" / "tokenizer.json"
+)
 
 WORDS_PER_SECOND = 2.0
 
@@ -39,3 +54,21 @@ def test_a_forced_language_answer_has_no_header() -> None:
 def test_nothing_is_said_before_the_first_word_is_spoken() -> None:
     assert scripted_answer(script(), "", 0.0, 0.2, auto=False) == ""
     assert scripted_answer(script(), "", 0.0, 0.2, auto=True) == HEADER
+
+
+def test_the_script_words_cost_the_tokens_qwen_spends_on_speech() -> None:
+    tokenizer = Tokenizer.from_file(str(FIXTURE_TOKENIZER))
+    for tokens, pool in WORDS_BY_TOKENS.items():
+        for word in pool:
+            assert len(tokenizer.encode(" " + word, add_special_tokens=False).ids) == tokens, word
+    cycle = script_cycle()
+    assert len(cycle) == sum(QWEN_WORDS_BY_TOKENS.values())
+    cost = len(tokenizer.encode(" " + " ".join(cycle), add_special_tokens=False).ids)
+    assert cost == sum(tokens * n for tokens, n in QWEN_WORDS_BY_TOKENS.items())
+
+
+def test_the_script_spreads_its_long_words() -> None:
+    # Shuffled, not sorted: a run of two-token words would be a burst of decoding steps no speech makes.
+    tokens = [next(t for t, pool in WORDS_BY_TOKENS.items() if word in pool) for word in script_cycle()]
+    longest_run = max(len(run) for run in "".join("x" if t > 1 else "." for t in tokens).split("."))
+    assert longest_run <= 4
