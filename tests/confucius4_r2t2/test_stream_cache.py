@@ -7,7 +7,7 @@ import pytest
 from r2t2_fixtures import HF_CHECKPOINT, stream_clip, stream_variant
 
 from inference.engine import EngineRequest
-from inference.families.confucius4_r2t2.chunk_decoder import WindowedEncoder
+from inference.families.confucius4_r2t2.chunk_decoder import EngineChunkDecoder, WindowedEncoder
 from inference.families.confucius4_r2t2.engine import create_engine
 from inference.families.confucius4_r2t2.frontend import audio_token_count, log_mel
 from inference.families.confucius4_r2t2.prompt import build_prompt
@@ -285,6 +285,51 @@ def test_drafting_from_the_previous_answer_changes_no_answer(quantised_engine, c
     assert len(answers_on) > 5 and answers_on == answers_off
     assert events_on == events_off and text_on == text_off
     assert drafted_off == 0 and accepted > 0 and drafted >= accepted
+
+
+def test_a_new_utterance_drafts_the_previous_one_s_opening(quantised_engine):
+    """A new utterance's first answer (automatic language) usually repeats the language header the previous one
+    answered: the previous prompt tail and header, given as ``opening``, are verified in one batch, and the answer
+    is the one decoding without them gives."""
+    audio = stream_clip("quiet_then_loud")[: 2 * 16000]
+    first = EngineChunkDecoder(quantised_engine, "", "")
+    answer = first.generate(audio, "", 8)
+    produced = first._answer_ids  # the prompt past the audio, then the answer's ids
+    prompt = build_prompt(first.tokenizer, quantised_engine.checkpoint.special.audio, 1)
+    tail = prompt.ids[prompt.audio_start + prompt.audio_count :]
+    assert produced[: len(tail)] == list(tail)
+    # The random fixture never says "language English<asr_text>": its own first three tokens stand in for it.
+    opening = produced[: len(tail) + 3]
+    assert len(produced) >= len(opening) + 1
+    second = EngineChunkDecoder(quantised_engine, "", "", opening=opening)
+    assert second.generate(audio, "", 8) == answer
+    assert second.drafted == 2 and second.accepted == 2
+    plain = EngineChunkDecoder(quantised_engine, "", "")
+    assert plain.generate(audio, "", 8) == answer and plain.drafted == 0
+
+
+def test_the_opening_ends_at_the_language_header(quantised_engine):
+    decoder = EngineChunkDecoder(quantised_engine, "", "")
+    tag = decoder.tokenizer.encode("<asr_text>")
+    header = decoder.tokenizer.encode("language English") + tag
+    decoder._answer_ids = [7, 8, *header, *decoder.tokenizer.encode(" some words")]
+    assert decoder.opening() == [7, 8, *header]
+    assert decoder.successor().opening() == [7, 8, *header]  # a successor that never decoded passes it on
+    decoder._answer_ids = [7, 8, *decoder.tokenizer.encode("language None")]  # no header yet
+    assert decoder.opening() == [] and decoder.successor()._answer_ids == []
+
+
+def test_a_stream_s_next_decoder_opens_with_its_last_decoder_s_header(quantised_engine):
+    """The decoder factory a stream gets (a new endpointed segment, a rolled window) hands each new decoder the
+    opening of the one made before it."""
+    stream = quantised_engine.open_stream(chunk_size_ms=640, max_tokens=8)
+    first = stream.recognizer.decoder
+    header = first.tokenizer.encode("language English<asr_text>")
+    first._answer_ids = [5, *header, *first.tokenizer.encode(" words")]
+    second = stream._decoder_factory()
+    assert second is not first and second._answer_ids == [5, *header]
+    second._answer_ids = [5, *first.tokenizer.encode("language French<asr_text>")]
+    assert stream._decoder_factory()._answer_ids == second._answer_ids
 
 
 def test_float_weights_never_draft(engine):

@@ -23,6 +23,7 @@ import numpy as np
 from inference.families.confucius4_r2t2.audio_tower import AudioTower, StemCache
 from inference.families.confucius4_r2t2.checkpoint import R2T2Checkpoint
 from inference.families.confucius4_r2t2.frontend import CHUNK_FRAMES, HOP_LENGTH, audio_token_count
+from inference.families.confucius4_r2t2.postprocess import ASR_TEXT_TAG
 from inference.families.confucius4_r2t2.prompt import build_prompt
 from inference.families.confucius4_r2t2.stream_frontend import StreamingLogMel
 from inference.families.confucius4_r2t2.thinker import Thinker
@@ -128,7 +129,16 @@ class WindowedEncoder:
 class EngineChunkDecoder:
     """Decodes stream chunks on a loaded engine's tower and thinker with one stream's prompt."""
 
-    def __init__(self, engine: LoadedEngine, context: str, language: str, cache: bool = True) -> None:
+    def __init__(
+        self,
+        engine: LoadedEngine,
+        context: str,
+        language: str,
+        cache: bool = True,
+        opening: Sequence[int] = (),
+    ) -> None:
+        """``opening``: the previous utterance's prompt tail and language header (:meth:`opening`), this one's
+        first draft."""
         self.engine = engine
         self.context = context
         self.language = language
@@ -148,8 +158,11 @@ class EngineChunkDecoder:
         )
         self.prefilled_rows = 0  # rows prefilled over the stream (for tests and benchmarks)
         # The last call's prompt past the audio and its generated ids, and the same as text: the next draft.
-        self._answer_ids: list[int] = []
+        # Before the first call, the previous utterance's opening: its language header, which a new answer in
+        # automatic mode usually repeats (three tokens verified in one batch instead of three steps).
+        self._answer_ids: list[int] = list(opening)
         self._answer_text = ""
+        self._header_end = self.tokenizer.encode(ASR_TEXT_TAG)
         self.drafted = 0  # draft tokens verified over the stream (for tests and benchmarks)
         self.accepted = 0  # of those, the ones taken without a decoding step of their own
 
@@ -195,6 +208,20 @@ class EngineChunkDecoder:
         if self.cache:
             self._answer_ids, self._answer_text = after_audio + result.token_ids, prefix + text
         return text
+
+    def opening(self) -> list[int]:
+        """The prompt past the audio and the answer up to its language header's end (``<asr_text>``) from the
+        last call (or what this decoder was opened with): a draft for the next utterance's first answer. Empty
+        when no answer had a header (a forced language puts it in the prompt)."""
+        ids, tag = self._answer_ids, self._header_end
+        for end in range(len(tag), len(ids) + 1):
+            if ids[end - len(tag) : end] == tag:
+                return ids[:end]
+        return []
+
+    def successor(self) -> EngineChunkDecoder:
+        """A decoder for the stream's next utterance (fresh caches), drafting this one's opening."""
+        return EngineChunkDecoder(self.engine, self.context, self.language, self.cache, self.opening())
 
     def _draft(self, after_audio: list[int], prefix: str) -> list[int]:
         """The previous answer past this prompt's end: its own ids when this prompt's tail is a prefix of them,

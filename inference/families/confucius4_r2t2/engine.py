@@ -285,8 +285,12 @@ class R2T2Engine:
                 "use a longer window, e.g. 16",
             )
 
+        last: EngineChunkDecoder | None = None
+
         def new_decoder() -> EngineChunkDecoder:  # one per utterance: its caches hold that utterance's audio
-            return EngineChunkDecoder(self, context, language, cache)
+            nonlocal last
+            last = EngineChunkDecoder(self, context, language, cache) if last is None else last.successor()
+            return last
 
         if endpointing:
             from inference.audio.vad import SileroVad
