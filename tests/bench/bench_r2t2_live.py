@@ -192,7 +192,9 @@ def scripted_answer(script: Script, prefix: str, start_s: float, end_s: float, a
         lead, body = HEADER[len(prefix) :], ""
     else:
         lead, body = "", prefix
-    if body:  # where the prefix ends in the script (after a roll it is text of earlier audio)
+    if script.text.startswith(body, begin):  # the segment's words so far, maybe cut inside a word
+        begin += len(body)
+    else:  # after a roll the prefix holds text of earlier audio: find where it ends
         tail = body[-48:]
         found = script.text.rfind(tail, 0, end)
         begin = found + len(tail) if found >= 0 else begin

@@ -72,3 +72,17 @@ def test_the_script_spreads_its_long_words() -> None:
     tokens = [next(t for t, pool in WORDS_BY_TOKENS.items() if word in pool) for word in script_cycle()]
     longest_run = max(len(run) for run in "".join("x" if t > 1 else "." for t in tokens).split("."))
     assert longest_run <= 4
+
+
+def test_a_prefix_cut_inside_the_first_word_is_continued_from_that_word() -> None:
+    # A short cut ("n" of "nature") also occurs in later words ("and"): the answer goes on from the cut itself.
+    text = script().text.split()
+    for first in range(len(text) - 4):
+        fragment, later = text[first][:1], " ".join(text[first + 1 : first + 4])
+        if fragment in later:
+            break
+    start_s = first / WORDS_PER_SECOND
+    end_s = (first + 4) / WORDS_PER_SECOND
+    prefix = HEADER + fragment
+    expected = text[first][1:] + " " + later
+    assert scripted_answer(script(), prefix, start_s, end_s, auto=True) == expected
