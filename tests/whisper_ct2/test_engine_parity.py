@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.blas_threads import numpy_blas_threads, recording_blas_threads
 from tests.whisper_ct2.whisper_fixtures import MODELS, cases, clip, expected, request_options
 
 CASES = cases("model80")
@@ -71,3 +72,20 @@ def test_word_times_are_ordered_and_inside_the_audio(engine: Any) -> None:
     assert all(w.start_s >= 30.0 for w in transcript.segments[1].words)
     without = engine.transcribe(samples, language="en", max_new_tokens=20, word_timestamps=False)
     assert without.words == [] and without.token_ids == transcript.token_ids
+
+
+def test_the_mel_runs_on_one_blas_thread(engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second BLAS thread for the window's mel product would leave numpy's OpenBLAS worker spinning on a core
+    through CTranslate2's encoder right after (Whisper-base f32 on 2 cores: 418 against 355 ms); the process's
+    BLAS setting is back afterwards."""
+    from inference.audio import whisper_mel
+
+    seen: list[set[int]] = []
+    monkeypatch.setattr(
+        whisper_mel, "log10_mel_of_padded", recording_blas_threads(whisper_mel.log10_mel_of_padded, seen)
+    )
+    before = numpy_blas_threads()
+    case = next(c for c in CASES if c["clip"] == "long40")
+    engine.transcribe(clip("long40"), **request_options(case))
+    assert len(seen) == 2 and all(pools == {1} for pools in seen), seen
+    assert numpy_blas_threads() == before

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from inference.audio.samples import checked_samples
 from inference.contract import (
@@ -65,6 +66,7 @@ class WhisperEngine:
         self.device = device
         self.features = folder.features
         self.multilingual = bool(model.is_multilingual)
+        self._blas = ThreadpoolController()
         self.capabilities = Capabilities(
             streaming=False,
             snapshots=False,
@@ -180,7 +182,11 @@ class WhisperEngine:
         """One window of at most 30 s; times count from its start."""
         import ctranslate2
 
-        features = log_mel_window(window, self.features)
+        # One BLAS thread for the mel product: a second would wake numpy's OpenBLAS worker, which then spins for
+        # ~0.1 s on a core that CTranslate2's encoder needs right after (Whisper-base f32 on 2 cores: encoder 418
+        # against 355 ms; tests/bench/README.md, "Whisper's frontend on one BLAS thread").
+        with self._blas.limit(limits=1, user_api="blas"):
+            features = log_mel_window(window, self.features)
         encoded = self.model.encode(ctranslate2.StorageView.from_array(features[None]), to_cpu=False)
         language = request.language if self.multilingual else None
         if self.multilingual and language is None:
