@@ -61,9 +61,9 @@ FAMILY = "confucius4_r2t2"
 THINKER_CONTEXT = 2048
 # Every chunk re-decodes the open tower window and the text after it (~45-60 prefilled rows however short the
 # chunk), so a CPU's cost per audio second falls as the chunk grows: on 2 cores a 0.6B q4_k decode takes ~0.27 s
-# at the median but p95 0.35 s, just over a 320 ms chunk, and the 1.7B's 0.8 s is over a 640 ms one; at 1000 ms
-# both q4_k shapes keep up (push p95 480 / 954 ms over 10 minutes; tests/bench/README.md, "A spinning BLAS thread
-# and a wandering script"), and committed text comes no later than at 640 ms. Streams on the CPU backend take
+# at the median but p95 0.36 s, just over a 320 ms chunk, and the 1.7B's 0.8 s is over a 640 ms one; at 1000 ms
+# both q4_k shapes keep up (push p95 496 / 933 ms over 10 minutes; tests/bench/README.md, "Qwen-sized words, a
+# segment's header drafted"), and committed text comes no later than at 640 ms. Streams on the CPU backend take
 # this unless the session names chunk_size_ms.
 CPU_CHUNK_MS = 1000.0
 
