@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import queue
 import threading
 import time
@@ -19,6 +20,23 @@ from inference.errors import WorkerError
 log = logging.getLogger("captioneer.client")
 
 Process = multiprocessing.process.BaseProcess
+
+
+# OpenBLAS's thread timeout as a power of two of CPU cycles (its default 28, ~0.1 s; 4 is its least).
+OPENBLAS_THREAD_TIMEOUT = "4"
+
+
+def prefer_sleeping_blas_threads() -> None:
+    """Let numpy's OpenBLAS threads sleep as soon as a threaded call ends, in workers started from now on.
+
+    By default they spin ~0.1 s after every call, on the cores the worker's ggml threads need right then: a
+    Parakeet long-form window's encoder ran after the previous window's greedy loop, which keeps two BLAS
+    threads (60 s of f32 long-form on 2 cores: 18.8 against 17.6 s; tests/bench/README.md, "Sleeping OpenBLAS
+    threads in the worker"). OpenBLAS reads the variable when it loads, before the worker's first line runs
+    (the spawn imports the main module first), so it goes in the environment the worker inherits; a user's own
+    setting wins.
+    """
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", OPENBLAS_THREAD_TIMEOUT)
 
 
 class _PipeUsers:
@@ -98,6 +116,7 @@ class WorkerConnection:
         window or cancelling a stream meanwhile must not wait for it."""
         from inference.worker import worker_main
 
+        prefer_sleeping_blas_threads()
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe(duplex=True)
         process = context.Process(

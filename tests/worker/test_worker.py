@@ -69,6 +69,29 @@ def open_faulty(client: WorkerClient, recorder: Recorder | None = None, **option
 # ------------------------------------------------------------------------------------------ basics
 
 
+def worker_environment(pid: int) -> dict[str, str]:
+    entries = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(entry.decode().split("=", 1) for entry in entries if b"=" in entry)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc/PID/environ (Linux)")
+@pytest.mark.parametrize("users_own", [None, "12"])
+def test_the_worker_starts_with_sleeping_openblas_threads_unless_the_user_says(
+    users_own: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """numpy's OpenBLAS threads would spin ~0.1 s after every threaded call on cores ggml needs; OpenBLAS reads
+    its timeout when it loads, so the worker must start with it."""
+    if users_own is None:
+        monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", users_own)
+    with WorkerClient(FAST) as started:
+        started.load("unused", factory=FAULTY)  # the worker is up and answering
+        assert started.pid is not None
+        environment = worker_environment(started.pid)
+    assert environment.get("OPENBLAS_THREAD_TIMEOUT") == (users_own or "4")
+
+
 def test_stream_events_arrive_in_order_and_finish_drains(client: WorkerClient) -> None:
     recorder = Recorder()
     stream = open_faulty(
