@@ -61,6 +61,7 @@ from machine import print_machine_header, rss_mib  # noqa: E402
 from r2t2_random_checkpoint import build  # noqa: E402
 
 from inference.contract import SAMPLE_RATE, Delta  # noqa: E402
+from inference.families.confucius4_r2t2.frontend import CHUNK_FRAMES  # noqa: E402
 
 # The app and the CLI/``/live`` open the family's live default (endpointing) the same way, the app naming it;
 # ``unbounded`` is the CLI's and ``/live``'s default before it (one growing window that rolls when full).
@@ -237,10 +238,11 @@ class ScriptedDecoder:
 
 class StageClock:
     """Wall and process CPU seconds in the tower, the thinker prefill and greedy decoding (wrapped methods), and
-    the audio rows the tower encoded (``tower rows``: the layers run over every row of each window encoded)."""
+    the audio rows the tower encoded (``tower rows``: the layers run over every row of each window encoded) and
+    the chunks its conv stem ran over (``stem chunks``: new ones, and those whose log-mel a moved floor changed)."""
 
     def __init__(self, engine: Any) -> None:
-        self.totals: dict[str, float] = {"tower rows": 0.0}
+        self.totals: dict[str, float] = {"tower rows": 0.0, "stem chunks": 0.0}
         for name, owner, method in (
             ("tower", engine.tower, "encode"),
             ("prefill", engine.thinker, "prefill_rows"),
@@ -251,6 +253,8 @@ class StageClock:
 
     def _timed(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            stem_cache = (args[1] if len(args) > 1 else kwargs.get("stem_cache")) if name == "tower" else None
+            stemmed = stem_cache.computed_chunks if stem_cache is not None else 0
             wall, cpu = time.perf_counter(), time.process_time()
             try:
                 out = fn(*args, **kwargs)
@@ -259,6 +263,12 @@ class StageClock:
                 self.totals[f"{name} cpu"] += time.process_time() - cpu
             if name == "tower":
                 self.totals["tower rows"] += out.shape[0]
+                # without a stem cache every chunk of the mel goes through the stem
+                self.totals["stem chunks"] += (
+                    stem_cache.computed_chunks - stemmed
+                    if stem_cache is not None
+                    else -(-args[0].shape[1] // CHUNK_FRAMES)
+                )
             return out
 
         return wrapper
@@ -318,7 +328,8 @@ def push_breakdown(pushes: list[dict[str, Any]]) -> list[str]:
             f"    {label}: {n} pushes, CPU {1000 * sum(p['cpu_s'] for p in group) / n:.0f} ms "
             f"(tower {stage['tower']:.0f} / prefill {stage['prefill']:.0f} / decode {stage['decode']:.0f}), "
             f"decodes {sum(len(p['decodes']) for p in group) / n:.2f}, tower rows "
-            f"{sum(p['tower_rows'] for p in group) / n:.0f}, prefilled rows "
+            f"{sum(p['tower_rows'] for p in group) / n:.0f} (stem chunks "
+            f"{sum(p.get('stem_chunks', 0) for p in group) / n:.1f}), prefilled rows "
             f"{sum(p['prefilled_rows'] for p in group) / n:.0f}, forwards {sum(p['forwards'] for p in group) / n:.1f} "
             f"| decodes per push: {mix}"
         )
@@ -420,7 +431,7 @@ def run(
         cpu.append(time.process_time() - c0)
         spent = {name: value - before[name] for name, value in clock.snapshot().items()}
         for name, value in spent.items():
-            if name != "tower rows":
+            if name not in ("tower rows", "stem chunks"):
                 stages[name] = stages.get(name, 0.0) + value
         pushes.append(
             {
@@ -428,6 +439,7 @@ def run(
                 "wall_s": cost,
                 "decodes": list(kinds.kinds),
                 "tower_rows": int(spent["tower rows"]),
+                "stem_chunks": int(spent["stem chunks"]),
                 "prefilled_rows": tally.prefilled_rows - rows_before,
                 "forwards": steering.forwards - forwards_at,
                 "stage_cpu_s": {name[:-4]: spent[name] for name in spent if name.endswith(" cpu")},
