@@ -329,7 +329,7 @@ def push_breakdown(pushes: list[dict[str, Any]]) -> list[str]:
             f"(tower {stage['tower']:.0f} / prefill {stage['prefill']:.0f} / decode {stage['decode']:.0f}), "
             f"decodes {sum(len(p['decodes']) for p in group) / n:.2f}, tower rows "
             f"{sum(p['tower_rows'] for p in group) / n:.0f} (stem chunks "
-            f"{sum(p.get('stem_chunks', 0) for p in group) / n:.1f}), prefilled rows "
+            f"{sum(p['stem_chunks'] for p in group) / n:.1f}), prefilled rows "
             f"{sum(p['prefilled_rows'] for p in group) / n:.0f}, forwards {sum(p['forwards'] for p in group) / n:.1f} "
             f"| decodes per push: {mix}"
         )
