@@ -194,16 +194,32 @@ def quantised_engine(tmp_path_factory: pytest.TempPathFactory):
     made.close()
 
 
+@pytest.fixture(scope="module", params=["native", "q8_0", "bf16"])
+def quantised_engine_by_tower(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The quantised thinker behind each tower type a stream may get: native, the default package's q8_0, and
+    the bf16 that CPUs with AVX512-BF16 take by default."""
+    path = stream_variant(HF_CHECKPOINT, tmp_path_factory.mktemp("cache-q8-tower") / "w400", 400)
+    session = {"thinker_weight_type": "q8_0", "tower_weight_type": request.param, **UNENDPOINTED}
+    made = create_engine(EngineRequest(path, "confucius4_r2t2", session, "cpu", 1))
+    yield made
+    made.close()
+
+
 @pytest.mark.parametrize("chunk_ms", [320, 640])
-def test_a_quantised_thinker_gives_the_same_text_with_the_cache_on_and_off(quantised_engine, chunk_ms: int):
+def test_a_quantised_thinker_gives_the_same_text_with_the_cache_on_and_off(
+    quantised_engine_by_tower, chunk_ms: int
+):
     """Reduced weight types run an f16 KV cache, where ggml computes the rows of a batch under 64 positions
-    slightly differently: the cached path prefills at least that many, so on and off agree exactly."""
-    thinker = quantised_engine.thinker
+    slightly differently: the cached path prefills at least that many, and keeps no rows a shorter prefill
+    computed, so on and off agree exactly (with a q8_0 tower the first 320 ms decodes' short prompts made
+    the difference before)."""
+    engine = quantised_engine_by_tower
+    thinker = engine.thinker
     assert thinker.context.options.kv_type == "f16" and thinker.min_prefill_rows == 64
     audio = stream_clip("quiet_then_loud")
     runs = []
     for cache in (True, False):
-        stream = quantised_engine.open_stream(
+        stream = engine.open_stream(
             language="English", chunk_size_ms=chunk_ms, max_tokens=16, stream_cache=cache
         )
         decoder = stream.recognizer.decoder
@@ -221,6 +237,23 @@ def test_a_quantised_thinker_gives_the_same_text_with_the_cache_on_and_off(quant
     assert len(answers_on) > 5 and answers_on == answers_off  # every decode's answer, bit for bit the same
     assert events_on == events_off and text_on == text_off
     assert rows_on < rows_off
+
+
+def test_rows_a_prefill_under_64_rows_computed_are_not_kept(quantised_engine):
+    """A stream's first decodes have short prompts (under 64 rows, one small batch); once its prompt is longer,
+    a decode must prefill all of it, as a stream without the cache would, not keep the short batch's rows."""
+    audio = stream_clip("clip_a")
+    rows: dict[bool, list[int]] = {}
+    for cache in (True, False):  # one decoder after the other: the engine's KV cache holds one prefill
+        decoder = EngineChunkDecoder(quantised_engine, "", "English", cache)
+        rows[cache] = []
+        for seconds in (1, 5, 6):
+            decoder.generate(audio[: seconds * 16000], "", 1)
+            rows[cache].append(decoder.prefilled_rows - sum(rows[cache]))
+    short, long, longer = rows[False]
+    assert short < quantised_engine.thinker.min_prefill_rows <= long
+    assert rows[True][:2] == [short, long]  # nothing kept from the short batch
+    assert rows[True][2] < longer  # from then on the prompt's unchanged rows are kept
 
 
 def test_the_stem_cache_gives_the_same_bits_and_runs_only_new_chunks(engine):

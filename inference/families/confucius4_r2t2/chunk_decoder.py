@@ -196,7 +196,10 @@ class EngineChunkDecoder:
         thinker.prefill_rows(rows[keep:])
         self.prefilled_rows += rows.shape[0] - keep
         engine.kv_owner = self
-        self._rows = rows if self.cache else None
+        # With an f16 KV cache, rows that a batch under min_prefill_rows computed differ from a whole prefill's
+        # (by up to 0.2 in the logits after them), so only a prefill of at least that many leaves rows to keep.
+        big_enough = rows.shape[0] - keep >= thinker.min_prefill_rows
+        self._rows = rows if self.cache and big_enough else None
         after_audio = [int(i) for i in prompt.ids[prompt.audio_start + prompt.audio_count :]]
         draft = self._draft(after_audio, prefix) if self.cache and thinker.verifies_drafts_exactly else []
         result = thinker.decode_greedy(budget, ckpt.special.eos, draft=draft)
