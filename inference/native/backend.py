@@ -16,7 +16,7 @@ from inference.contract import BACKEND_NAMES
 from inference.errors import BackendError, UsageError
 from inference.native.bindings import CPU_FEATURES, GgmlApi, load_api
 from inference.native.blas import PACKING_CHOICES, OpenBlasGemm, open_gemm, requested_gemm
-from inference.native.cpu_features import has_vnni, read_cpuinfo_flags
+from inference.native.cpu_features import has_bf16_dot, has_vnni, read_cpuinfo_flags
 from inference.native.int8 import Int8Gemm
 from inference.native.lib import PINNED_LLAMA_CPP_VERSION
 from inference.native.owner import NativeOwner
@@ -182,6 +182,12 @@ class Backend(NativeOwner):
         compiled = (self.api.ggml_cpu_has_avx512_vnni, self.api.ggml_cpu_has_avx_vnni)
         compiled_vnni = any(flag is not None and bool(flag()) for flag in compiled)
         return has_vnni(platform.machine(), read_cpuinfo_flags(), compiled_vnni)
+
+    def has_bf16_dot(self) -> bool:
+        """Whether bf16 weight products run on this CPU's own bf16 instruction (False on other backends)."""
+        compiled = self.api.ggml_cpu_has_avx512_bf16
+        compiled_bf16 = compiled is not None and bool(compiled())
+        return self.is_cpu and has_bf16_dot(platform.machine(), read_cpuinfo_flags(), compiled_bf16)
 
     @property
     def f32_gemm(self) -> str:

@@ -1,4 +1,5 @@
-"""The running CPU's features, for the kernel choices ggml does not make for us (int8 weight products)."""
+"""The running CPU's features, for the kernel choices ggml does not make for us (int8 weight products, bf16
+storage)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from pathlib import Path
 
 X86_MACHINES = ("x86_64", "amd64", "i386", "i686", "x86")
 VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
+BF16_DOT_FLAG = "avx512_bf16"
 CPUINFO = Path("/proc/cpuinfo")
 
 
@@ -37,3 +39,13 @@ def has_vnni(machine: str, flags: frozenset[str] | None, compiled_vnni: bool) ->
     if flags is not None:
         return bool(VNNI_FLAGS & flags)
     return compiled_vnni
+
+
+def has_bf16_dot(machine: str, flags: frozenset[str] | None, compiled_bf16: bool) -> bool:
+    """Whether ggml's bf16 products run on the CPU's own bf16 dot-product instruction (AVX512-BF16), so that bf16
+    weights are faster than q8_0 ones (tests/bench/README.md, "A bf16 tower by default"). Elsewhere ggml emulates
+    it, which was never measured: x86 only, and only where ggml was built with it and the CPU (where the OS says)
+    has it."""
+    if machine.lower() not in X86_MACHINES or not compiled_bf16:
+        return False
+    return flags is None or BF16_DOT_FLAG in flags

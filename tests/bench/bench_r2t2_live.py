@@ -29,7 +29,7 @@ same; ``unbounded`` (``endpointing`` off: one window that rolls only when full) 
 opened before that default.
 
     nice .venv/bin/python tests/bench/bench_r2t2_live.py [--minutes 10] [--sizes 0.6b,1.7b] [--types q8_0,q4_k]
-        [--chunks 320,640,1000] [--configs app,cli-live] [--threads 2] [--tower-type q8_0] [--no-draft]
+        [--chunks 320,640,1000] [--configs app,cli-live] [--threads 2] [--tower-type default] [--no-draft]
         [--arrival chunk|realtime] [--json out.json]
 
 Run the full figures (10 minutes, every combination: hours) on a quiet machine; ``--minutes 1`` tries it.
@@ -544,8 +544,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--tower-type",
-        default="q8_0",
-        help="tower_weight_type (q8_0 as in the default GGUF package; native runs the random bf16 as f32)",
+        default="default",
+        help="tower_weight_type; default: not named, so the engine's CPU default (bf16 on a CPU with AVX512-BF16, "
+        "else native); q8_0 as the default GGUF package stores it; native runs the random bf16 as f32",
     )
     parser.add_argument("--no-draft", action="store_true", help="greedy decoding without the previous answer")
     parser.add_argument(
@@ -575,17 +576,14 @@ def main() -> None:
         model = build(args.work / f"model-{size}", SHAPES[size])
         for storage in args.types.split(","):
             for config in args.configs.split(","):
-                session = {
-                    "thinker_weight_type": storage,
-                    "tower_weight_type": args.tower_type,
-                    **CONFIGS[config],
-                }
+                named_tower = {} if args.tower_type == "default" else {"tower_weight_type": args.tower_type}
+                session = {"thinker_weight_type": storage, **named_tower, **CONFIGS[config]}
                 engine = create_engine(EngineRequest(model, "confucius4_r2t2", session, "cpu", args.threads))
                 steering = Steering(engine.thinker.context, engine.checkpoint.special.eos[0])
                 clock = StageClock(engine)
                 try:
                     for chunk_ms in (float(c) for c in args.chunks.split(",")):
-                        name = f"{size} {storage} {config} chunk {chunk_ms:.0f} ms"
+                        name = f"{size} {storage} (tower {engine.session.tower_weight_type}) {config} chunk {chunk_ms:.0f} ms"
                         print(f"  {name}{' (no draft)' if args.no_draft else ''}:", flush=True)
                         result = run(
                             engine,
@@ -597,7 +595,13 @@ def main() -> None:
                             stream_options,
                             args.arrival,
                         )
-                        result.update(size=size, type=storage, config=config, chunk_ms=chunk_ms)
+                        result.update(
+                            size=size,
+                            type=storage,
+                            tower=engine.session.tower_weight_type,
+                            config=config,
+                            chunk_ms=chunk_ms,
+                        )
                         results.append(result)
                         stages = " ".join(f"{k} {v:.0f}" for k, v in result["stage_ms_per_chunk"].items())
                         rate = result["accepted"] / result["drafted"] if result["drafted"] else float("nan")

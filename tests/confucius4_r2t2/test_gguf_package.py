@@ -117,7 +117,7 @@ def test_f16_package_equals_the_safetensors_checkpoint_stored_the_same_way(packa
     """Same values, same storage (tower and thinker matrices f16): identical tower output and greedy ids."""
     rounded = _rounded_checkpoint(tmp_path / "rounded", "f16")
     with (
-        _engine(packages["f16"]) as package,
+        _engine(packages["f16"], tower_weight_type="native") as package,  # as stored (not a CPU default)
         _engine(rounded, tower_weight_type="f16", thinker_weight_type="f16") as directory,
     ):
         assert package.thinker.storage_type == directory.thinker.storage_type == "f16"
@@ -134,10 +134,14 @@ def test_f16_package_equals_the_safetensors_checkpoint_stored_the_same_way(packa
         np.testing.assert_array_equal(package.tower.encode(valid), directory.tower.encode(valid))
 
 
-def test_q8_0_package_agrees_with_the_reference_while_margins_are_clear(packages: dict[str, Path]) -> None:
-    with _engine(packages["q8_0"]) as engine:
+@pytest.mark.parametrize("tower", ["native", "bf16"])
+def test_q8_0_package_agrees_with_the_reference_while_margins_are_clear(
+    packages: dict[str, Path], tower: str
+) -> None:
+    """As stored, and with the bf16 tower a CPU with AVX512-BF16 takes by default (q8_0 values as bf16)."""
+    with _engine(packages["q8_0"], tower_weight_type=tower) as engine:
         assert engine.thinker.storage_type == "q8_0"
-        assert set(engine.tower.stored_types()) == {"f32", "q8_0"}
+        assert set(engine.tower.stored_types()) == {"f32", "q8_0" if tower == "native" else "bf16"}
         for case in offline_cases(800):
             samples, options = case_input(case)
             got = engine.transcribe(samples, max_tokens=20, **options)

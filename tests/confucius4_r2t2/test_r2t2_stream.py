@@ -11,10 +11,11 @@ from inference.contract import Stream
 from inference.engine import EngineRequest
 from inference.errors import UsageError
 from inference.families.confucius4_r2t2.chunk_decoder import max_stream_samples
-from inference.families.confucius4_r2t2.engine import CPU_CHUNK_MS, R2T2Engine, create_engine
+from inference.families.confucius4_r2t2.engine import CPU_BF16_TOWER, CPU_CHUNK_MS, R2T2Engine, create_engine
 from inference.families.confucius4_r2t2.lsp import StreamOptions
 from inference.families.confucius4_r2t2.streaming import R2T2Stream
 from inference.models.spec import load_family_spec
+from inference.native import Backend, StorageType
 
 FAMILY = "confucius4_r2t2"
 
@@ -189,6 +190,22 @@ def test_a_cpu_engine_streams_in_1000_ms_chunks_unless_the_session_names_a_size(
         assert cpu_default.open_stream(chunk_size_ms=640).options.chunk_size_ms == 640.0
     with create_engine(EngineRequest(path, FAMILY, {"chunk_size_ms": 320}, "cpu", 1)) as chosen:
         assert chosen.open_stream().options.chunk_size_ms == 320.0
+
+
+@pytest.mark.parametrize("bf16_dot", [True, False])
+def test_a_cpu_engine_takes_a_bf16_tower_where_the_cpu_has_bf16_products(tmp_path, monkeypatch, bf16_dot):
+    """A live push re-runs the open window's tower layers: bf16 matrices cost less there than q8_0 or native bf16
+    promoted to f32, where the CPU computes bf16 itself. A session that names a type keeps it."""
+    monkeypatch.setattr(Backend, "has_bf16_dot", lambda self: bf16_dot)
+    path = checkpoint_variant(HF_CHECKPOINT, tmp_path / "hf", 800)
+    with create_engine(EngineRequest(path, FAMILY, {}, "cpu", 1)) as default:
+        expected = CPU_BF16_TOWER if bf16_dot else "native"
+        assert default.session.tower_weight_type == expected
+        assert default.session_options["tower_weight_type"] == expected
+        assert default.tower is not None and default.tower.storage is StorageType.parse(expected)
+        assert set(default.tower.stored_types()) >= ({"bf16"} if bf16_dot else {"f32"})
+    with create_engine(EngineRequest(path, FAMILY, {"tower_weight_type": "q8_0"}, "cpu", 1)) as chosen:
+        assert chosen.session.tower_weight_type == "q8_0"
 
 
 def test_the_engine_rejects_bad_stream_requests(engine: R2T2Engine):

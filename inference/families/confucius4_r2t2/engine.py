@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,22 @@ THINKER_CONTEXT = 2048
 # segment's header drafted"), and committed text comes no later than at 640 ms. Streams on the CPU backend take
 # this unless the session names chunk_size_ms.
 CPU_CHUNK_MS = 1000.0
+# A live push re-runs the open tower window's layers; on a CPU with AVX512-BF16 bf16 matrices cost less than q8_0
+# ones (the default package's) and less than native bf16 promoted to f32, and are closer to the checkpoint than
+# q8_0 (tests/bench/README.md, "A bf16 tower by default"). Elsewhere bf16 products are emulated: native stays.
+CPU_BF16_TOWER = "bf16"
+
+
+def cpu_defaults(backend: Backend, named: Mapping[str, object]) -> dict[str, object]:
+    """The session options a CPU backend gets unless the session names them (CPU_CHUNK_MS, CPU_BF16_TOWER)."""
+    if not backend.is_cpu:
+        return {}
+    defaults: dict[str, object] = {}
+    if "chunk_size_ms" not in named:
+        defaults["chunk_size_ms"] = CPU_CHUNK_MS
+    if "tower_weight_type" not in named and backend.has_bf16_dot():
+        defaults["tower_weight_type"] = CPU_BF16_TOWER
+    return defaults
 
 
 @dataclass(frozen=True)
@@ -89,12 +106,9 @@ class R2T2Engine:
         self.checkpoint: R2T2Checkpoint = load_checkpoint(request.model_path)
         self.languages = supported_languages(self.checkpoint.config.support_languages)
         self.backend: Backend = open_backend(request.backend, threads=request.threads)
-        if self.backend.is_cpu and "chunk_size_ms" not in self.spec.validate_session_options(
-            dict(request.session_options)
-        ):
-            self.session = replace(
-                self.session, values={**self.session.values, "chunk_size_ms": CPU_CHUNK_MS}
-            )
+        named = dict(request.session_options)
+        defaults = cpu_defaults(self.backend, self.spec.validate_session_options(dict(named)))
+        self.session = SessionSettings.from_options(self.spec, {**defaults, **named})
         self.session_options = self.session.values
         self.tower: AudioTower | None = None
         self.thinker: Thinker | None = None
