@@ -61,11 +61,12 @@ FAMILY = "confucius4_r2t2"
 # KV memory at the 1.7B shape is 28 x 2 x 1024 x 2048 x 2 bytes (f16) = 235 MB, twice that for f32.
 THINKER_CONTEXT = 2048
 # Every chunk re-decodes the open tower window and the text after it (~45-60 prefilled rows however short the
-# chunk), so a CPU's cost per audio second falls as the chunk grows: on 2 cores a 0.6B q4_k decode takes ~0.27 s
-# at the median but p95 0.36 s, just over a 320 ms chunk, and the 1.7B's 0.8 s is over a 640 ms one; at 1000 ms
-# both q4_k shapes keep up (push p95 496 / 933 ms over 10 minutes; tests/bench/README.md, "Qwen-sized words, a
-# segment's header drafted"), and committed text comes no later than at 640 ms. Streams on the CPU backend take
-# this unless the session names chunk_size_ms.
+# chunk), so a CPU's cost per audio second falls as the chunk grows: on 2 Zen 5 cores a 0.6B q4_k decode takes
+# ~0.27 s at the median but p95 0.36 s, just over a 320 ms chunk, and the 1.7B's 0.8 s is over a 640 ms one; at
+# 1000 ms both q4_k shapes keep up (push p95 496 / 933 ms over 10 minutes; tests/bench/README.md, "Qwen-sized
+# words, a segment's header drafted"; on 2 Zen 4 cores only the 0.6B does, "A bf16 tower by default"), and
+# committed text comes no later than at 640 ms. Streams on the CPU backend take this unless the session names
+# chunk_size_ms.
 CPU_CHUNK_MS = 1000.0
 # A live push re-runs the open tower window's layers; on a CPU with AVX512-BF16 bf16 matrices cost less than q8_0
 # ones (the default package's) and less than native bf16 promoted to f32, and are closer to the checkpoint than
