@@ -1,8 +1,9 @@
 """Qwen3-ASR-1.7B-shaped speed: Captioneer (ggml tower + libllama thinker) against transformers on torch CPU.
 
 Deterministic random weights (torch seed 0, the model's own initialiser, saved as bf16 so both sides hold the
-same values: torch runs them in f32, the ggml tower promotes bf16 to f32, the thinker is quantized to q8_0 and
-q4_k). The tokenizer and small config files come from the HF fixture checkpoint (vocab 151936 > tokenizer size
+same values: torch runs them in f32; the ggml tower takes the engine's CPU default — bf16 where the CPU has
+AVX512-BF16, else the native bf16 promoted to f32 — and ``--tower-only`` names its types; the thinker is quantized
+to q8_0 and q4_k). The tokenizer and small config files come from the HF fixture checkpoint (vocab 151936 > tokenizer size
 is allowed). torch lives in a separate reference venv (--reference-python, or $CAPTIONEER_REFERENCE_PYTHON), so it
 runs in a worker process fed over a pipe; the two sides take turns (A/B, same thread count, pinned and checked on
 both sides: torch.set_num_threads + threadpoolctl in the worker, ggml's and libllama's n_threads here) and the
@@ -349,7 +350,8 @@ def main() -> None:
     print(json.dumps({k: [round(v, 3) for v in vals] for k, vals in samples.items()}))
     print(f"\n{args.seconds:.0f} s clip, {args.threads} threads, medians of {args.reps} interleaved runs")
     print(
-        f"audio tower ms per audio s: ggml(f32) {1000 * med['tower/ggml'] / args.seconds:.1f}  "
+        f"audio tower ms per audio s: ggml({engine.session.tower_weight_type}) "
+        f"{1000 * med['tower/ggml'] / args.seconds:.1f}  "
         f"torch(f32) {1000 * med['tower/torch'] / args.seconds:.1f}  "
         f"speed-up {med['tower/torch'] / med['tower/ggml']:.2f}x"
     )
