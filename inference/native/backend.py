@@ -179,14 +179,12 @@ class Backend(NativeOwner):
 
     def _has_vnni(self) -> bool:
         """Whether this CPU's int8 products may use 8-bit weights (native/cpu_features.py decides)."""
-        compiled = (self.api.ggml_cpu_has_avx512_vnni, self.api.ggml_cpu_has_avx_vnni)
-        compiled_vnni = any(flag is not None and bool(flag()) for flag in compiled)
+        compiled_vnni = bool({"avx512_vnni", "avx_vnni"} & set(cpu_features(self.api)))
         return has_vnni(platform.machine(), read_cpuinfo_flags(), compiled_vnni)
 
     def has_bf16_dot(self) -> bool:
         """Whether bf16 weight products run on this CPU's own bf16 instruction (False on other backends)."""
-        compiled = self.api.ggml_cpu_has_avx512_bf16
-        compiled_bf16 = compiled is not None and bool(compiled())
+        compiled_bf16 = "avx512_bf16" in cpu_features(self.api)
         return self.is_cpu and has_bf16_dot(platform.machine(), read_cpuinfo_flags(), compiled_bf16)
 
     @property
