@@ -247,6 +247,13 @@ class ContextOptions:
 # batches are kept at least this big (figures: tests/bench/README.md, "Figures behind code comments").
 TILED_ATTENTION_MIN_ROWS = 64
 
+# A one-row decode whose query attends to 512 KV cells or more takes another path in ggml's CPU flash attention
+# (the cells split across threads, the parts merged in another order) than the same row in a batch; libllama
+# attends to the used cells padded to a multiple of 256 (at least 256), so a one-row step at a position of 256 or
+# more can differ from that row decoded in a batch (up to 0.1 in the logits with two threads, measured).
+# Positions below this give a one-row step the bits of a batch row.
+ONE_ROW_STEP_BATCH_EXACT_POSITIONS = 256
+
 
 def balanced_ubatches(n: int, capacity: int) -> list[tuple[int, int]]:
     """(start, stop) of the batches that decode ``n`` positions, as equal as the capacity allows: 530 rows go

@@ -17,6 +17,7 @@ from inference.families.confucius4_r2t2.thinker import (
     ThinkerOptions,
     placeholder_positions,
 )
+from inference.native.llama import ONE_ROW_STEP_BATCH_EXACT_POSITIONS
 
 ref = tc.ref
 CFG = ref.TinyQwen3(vocab_size=272, rope_theta=1_000_000.0)
@@ -255,22 +256,56 @@ def test_a_draft_stops_at_eos_and_at_the_budget(thinker: Thinker, audio: np.ndar
     assert short.token_ids == free_run[:4] and short.accepted == 3
 
 
-@pytest.mark.parametrize("storage", sorted(STEP_EXACT_TYPES))
-def test_quantized_weights_give_a_batch_row_the_bits_of_a_single_step(tmp_path: Path, storage: str) -> None:
-    """What drafting relies on (``verifies_drafts_exactly``): the logits of up to DRAFT_BATCH_ROWS token rows
-    decoded together equal those of the same tokens decoded one per step, bit for bit, with two threads. The
-    thinker is 256 wide so that k-quant matrices really are k-quants (narrower ones fall back to q5_0/q8_0)."""
+def wide_quantized_thinker(tmp_path: Path, storage: str) -> Thinker:
+    """A thinker 256 wide, so that k-quant matrices really are k-quants (narrower ones fall back to q5_0/q8_0),
+    with room for prompts past the draft position limit, on two threads."""
     cfg = ref.TinyQwen3(vocab_size=272, hidden_size=256, intermediate_size=512, head_dim=64, rope_theta=1e6)
     weights = ref.random_weights(cfg, seed=11, embed_std=0.05, residual_gain=3.0)
     directory = tc.write_checkpoint(tmp_path / "hf", cfg, weights, "hf")
+    return Thinker(directory, ThinkerOptions(storage_type=storage, n_ctx=1024, n_threads=2))
+
+
+@pytest.mark.parametrize("prompt_length", [40, ONE_ROW_STEP_BATCH_EXACT_POSITIONS - DRAFT_BATCH_ROWS])
+@pytest.mark.parametrize("storage", sorted(STEP_EXACT_TYPES))
+def test_quantized_weights_give_a_batch_row_the_bits_of_a_single_step(
+    tmp_path: Path, storage: str, prompt_length: int
+) -> None:
+    """What drafting relies on (``verifies_drafts_exactly``): the logits of up to DRAFT_BATCH_ROWS token rows
+    decoded together equal those of the same tokens decoded one per step, bit for bit, with two threads, up to
+    the last position below the draft position limit."""
     rng = np.random.default_rng(5)
-    prompt = [int(t) for t in rng.integers(0, 250, 40)]
+    prompt = [int(t) for t in rng.integers(0, 250, prompt_length)]
     tokens = [int(t) for t in rng.integers(0, 250, DRAFT_BATCH_ROWS)]
-    with Thinker(directory, ThinkerOptions(storage_type=storage, n_ctx=256, n_threads=2)) as quantized:
+    with wide_quantized_thinker(tmp_path, storage) as quantized:
         assert quantized.verifies_drafts_exactly
+        assert prompt_length + DRAFT_BATCH_ROWS <= quantized.draft_position_limit
         quantized.prefill(prompt)
         steps = np.stack([quantized.context.decode_tokens([token])[0] for token in tokens])
         for rows in range(2, DRAFT_BATCH_ROWS + 1):
             quantized.truncate(len(prompt))
             batch = quantized.context.decode_tokens(tokens[:rows], logits="all")
             assert np.array_equal(batch, steps[:rows]), f"{rows} rows"
+
+
+@pytest.mark.parametrize("storage", sorted(STEP_EXACT_TYPES))
+def test_a_draft_across_the_position_limit_leaves_every_logit_as_greedy_steps_give_it(
+    tmp_path: Path, storage: str
+) -> None:
+    """From the draft position limit on, a one-row step attends through another flash-attention path than a
+    batch row (the rows differ by up to 0.1 with two threads): a draft that reaches past it must not be verified
+    in a batch there. The margins (top-1 minus top-2 logit of every step) of a drafted run equal those of plain
+    greedy steps bit for bit, on a prompt whose answer crosses the limit."""
+    limit = ONE_ROW_STEP_BATCH_EXACT_POSITIONS
+    rng = np.random.default_rng(9)
+    prompt = [int(t) for t in rng.integers(0, 250, limit - 10)]
+    with wide_quantized_thinker(tmp_path, storage) as quantized:
+        assert quantized.draft_position_limit == limit
+        quantized.prefill(prompt)
+        plain = quantized.decode_greedy(24, eos_ids=[], record_margins=True)
+        quantized.truncate(0)
+        quantized.prefill(prompt)
+        drafted = quantized.decode_greedy(24, eos_ids=[], record_margins=True, draft=plain.token_ids)
+    assert drafted.token_ids == plain.token_ids
+    assert drafted.margins == plain.margins
+    assert drafted.accepted == drafted.drafted > 0  # below the limit the draft was verified in batches
+    assert drafted.drafted < 23  # ... and set aside from the limit on

@@ -22,6 +22,7 @@ from inference.families.confucius4_r2t2.thinker_gguf import (
     resolve_storage_type,
 )
 from inference.native.llama import (
+    ONE_ROW_STEP_BATCH_EXACT_POSITIONS,
     TILED_ATTENTION_MIN_ROWS,
     ContextOptions,
     LlamaContext,
@@ -129,6 +130,14 @@ class Thinker:
         return self.options.n_gpu_layers == 0 and self.storage_type in STEP_EXACT_TYPES
 
     @property
+    def draft_position_limit(self) -> int:
+        """First position a verified draft row may not take: from there on a one-row step (what greedy decoding
+        without a draft runs) is computed differently from a batch row by flash attention."""
+        if self.context.options.flash_attn is False:
+            return self.context.n_ctx
+        return ONE_ROW_STEP_BATCH_EXACT_POSITIONS
+
+    @property
     def n_past(self) -> int:
         """Positions held in the KV cache."""
         return self.context.n_past
@@ -220,7 +229,8 @@ class Thinker:
         token whose preceding row's argmax is that very token is taken without a step of its own, the KV rows past
         the first mismatch are dropped, and decoding goes on from the mismatching row's logits. The ids are the
         greedy ids either way when a row's logits do not depend on how many rows share its batch
-        (:attr:`verifies_drafts_exactly`; callers pass a draft only then, tests compare both paths).
+        (:attr:`verifies_drafts_exactly`; callers pass a draft only then, tests compare both paths) — which holds
+        below :attr:`draft_position_limit` only: from there on the draft is set aside.
         """
         if self._last_logits is None:
             raise UsageError("nothing to continue from", "call prefill() first")
@@ -240,8 +250,13 @@ class Thinker:
             if len(result.token_ids) == max_tokens:
                 self._pending = token  # fed lazily: a caller that truncates never pays for it
                 break
-            if len(guess) > 1 and guess[0] == token:
-                room = min(max_tokens - len(result.token_ids), DRAFT_BATCH_ROWS - 1)
+            # The batch puts the token at n_past and the guesses after it, all below the draft position limit.
+            room = min(
+                max_tokens - len(result.token_ids),
+                DRAFT_BATCH_ROWS - 1,
+                self.draft_position_limit - 1 - self.context.n_past,
+            )
+            if len(guess) > 1 and guess[0] == token and room > 0:
                 batch = guess[1 : 1 + room]
                 kept = self._verify(token, batch, stop, result, record_margins)
                 # All taken: the rest of the draft may follow; past a mismatch it no longer lines up.
