@@ -200,13 +200,18 @@ def quantised_engine(tmp_path_factory: pytest.TempPathFactory):
     made.close()
 
 
-@pytest.fixture(scope="module", params=["native", "q8_0", "bf16"])
+@pytest.fixture(
+    scope="module",
+    params=[("native", 1), ("q8_0", 1), ("bf16", 1), ("bf16", 2)],
+    ids=lambda param: f"{param[0]}-tower-{param[1]}-threads",
+)
 def quantised_engine_by_tower(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """The quantised thinker behind each tower type a stream may get: native, the default package's q8_0, and
-    the bf16 that CPUs with AVX512-BF16 take by default."""
+    the bf16 that CPUs with AVX512-BF16 take by default; on one thread, and on two as a 2-core laptop runs."""
+    tower, threads = request.param
     path = stream_variant(HF_CHECKPOINT, tmp_path_factory.mktemp("cache-q8-tower") / "w400", 400)
-    session = {"thinker_weight_type": "q8_0", "tower_weight_type": request.param, **UNENDPOINTED}
-    made = create_engine(EngineRequest(path, "confucius4_r2t2", session, "cpu", 1))
+    session = {"thinker_weight_type": "q8_0", "tower_weight_type": tower, **UNENDPOINTED}
+    made = create_engine(EngineRequest(path, "confucius4_r2t2", session, "cpu", threads))
     yield made
     made.close()
 
