@@ -19,7 +19,7 @@ from inference.audio.samples import checked_samples
 from inference.contract import Capabilities, StreamEvent, Transcript, event_from_json, event_to_json
 from inference.errors import WorkerError
 
-PROTOCOL_VERSION = 4  # 4: streamed offline jobs (OpenJob/JobAudio/JobPassEnd)
+PROTOCOL_VERSION = 5  # 4: streamed offline jobs (OpenJob/JobAudio/JobPassEnd); 5: the worker's log lines
 _HEADER = struct.Struct("<I")
 
 
@@ -273,6 +273,19 @@ class Pong:
     rss_bytes: int = 0
 
 
+@dataclass(frozen=True)
+class LogLine:
+    """A record the worker logged, for the client's log: the worker has no log file of its own, and its stderr
+    is nobody's in the app."""
+
+    type: ClassVar[str] = "log"
+    level: int
+    logger: str
+    message: str
+    created: float  # the record's time.time()
+    pid: int
+
+
 Message = (
     Hello
     | LoadModel
@@ -298,6 +311,7 @@ Message = (
     | EventMessage
     | Failed
     | Pong
+    | LogLine
 )
 MESSAGE_TYPES: dict[str, type] = {
     cls.type: cls
@@ -326,6 +340,7 @@ MESSAGE_TYPES: dict[str, type] = {
         EventMessage,
         Failed,
         Pong,
+        LogLine,
     )
 }
 

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -390,13 +391,31 @@ def native_build() -> str:
     return f"ggml {libs.ggml_version}, CPU backend {variant}"
 
 
-def worker_main(conn: Connection, log_level: int = logging.WARNING) -> None:
+class PipeLogHandler(logging.Handler):
+    """Sends the worker's log records to the client, which writes them to the user's log with its own."""
+
+    def __init__(self, send: Callable[[p.Message], None], level: int) -> None:
+        super().__init__(level)
+        self._send = send
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = p.LogLine(record.levelno, record.name, self.format(record), record.created, os.getpid())
+            self._send(line)
+        except Exception:  # noqa: BLE001 - logging must never take the worker down
+            self.handleError(record)
+
+
+def worker_main(conn: Connection, log_level: int = logging.INFO) -> None:
     """Entry point of the spawned process."""
     # Ctrl-C in a terminal reaches the whole process group: the client decides what it means (finish a
     # stream, cancel a job), so the worker must not die of it halfway.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.basicConfig(level=log_level, format="captioneer-worker %(levelname)s %(name)s: %(message)s")
+    worker = Worker(conn)
+    root = logging.getLogger()
+    root.setLevel(log_level)
+    root.addHandler(PipeLogHandler(worker.send, log_level))  # nothing logs before run() says hello
     try:
-        Worker(conn).run()
+        worker.run()
     finally:
         conn.close()

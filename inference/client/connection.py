@@ -120,7 +120,7 @@ class WorkerConnection:
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe(duplex=True)
         process = context.Process(
-            target=worker_main, args=(child, logging.WARNING), name="captioneer-worker", daemon=True
+            target=worker_main, args=(child, logging.INFO), name="captioneer-worker", daemon=True
         )
         process.start()
         child.close()

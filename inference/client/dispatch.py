@@ -40,10 +40,28 @@ class MessageRouter:
             p.Failed: self._failed,
             p.JobOpened: self._job,
             p.JobTook: self._job,
+            p.LogLine: self._log_line,
         }
 
     def route(self, message: p.Message) -> None:
         self._handlers.get(type(message), self._answer)(message)
+
+    @staticmethod
+    def _log_line(message: p.LogLine) -> None:
+        """A record the worker logged: into this process's log, with the worker's logger name, time and pid."""
+        record = logging.makeLogRecord(
+            {
+                "name": message.logger,
+                "levelno": message.level,
+                "levelname": logging.getLevelName(message.level),
+                "msg": message.message,
+                "created": message.created,
+                "msecs": (message.created % 1) * 1000,
+                "process": message.pid,
+                "processName": "captioneer-worker",
+            }
+        )
+        logging.getLogger(message.logger).handle(record)
 
     def _pong(self, message: p.Pong) -> None:
         self._health.heard(message.busy_s, message.rss_bytes)

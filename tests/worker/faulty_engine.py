@@ -13,11 +13,13 @@ Stream/transcribe options:
     snapshots: also publish a snapshot of the provisional word (default false)
     poison: a sample value; a push whose audio starts with it fires the fault, whatever its number
     started_log: a file path; each push appends a line to it as it begins (so a test knows it is decoding)
+    log_warning: a text the stream logs as a warning when it opens (in the worker: no file of its own)
 """
 
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import time
 from pathlib import Path
@@ -131,6 +133,8 @@ class FaultyEngine:
         return Transcript(text=f"{audio.size} samples, sum {checksum:.6f}")
 
     def open_stream(self, **options: Any) -> FaultyStream:
+        if "log_warning" in options:
+            logging.getLogger(__name__).warning("%s", options["log_warning"])
         return FaultyStream(options)
 
     def close(self) -> None:

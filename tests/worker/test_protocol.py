@@ -48,6 +48,7 @@ def test_every_message_type_round_trips() -> None:
         p.EventMessage({"type": "progress", "stage": "load", "done": 1}, 1),
         p.Failed("usage", "bad", "fix it", 3),
         p.Pong(9, 0.5, 1000),
+        p.LogLine(30, "inference.audio.io", "replacing 3 non-finite samples", 1796600000.25, 12),
     ]
     assert {m.type for m in messages} == set(p.MESSAGE_TYPES)
     for message in messages:

@@ -7,6 +7,7 @@ worker equal results in-process.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -90,6 +91,24 @@ def test_the_worker_starts_with_sleeping_openblas_threads_unless_the_user_says(
         assert started.pid is not None
         environment = worker_environment(started.pid)
     assert environment.get("OPENBLAS_THREAD_TIMEOUT") == (users_own or "4")
+
+
+def test_what_the_worker_logs_reaches_the_client_s_log(
+    client: WorkerClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The worker has no log file and, in the app, no terminal: a warning it logs travels to the client and is
+    handled there, so it lands in the user's captioneer.log with the worker's logger name, level and pid."""
+    caplog.set_level(logging.INFO)
+    text = "a warning the worker logged (50% of it, %s left as is)"
+    open_faulty(client, log_warning=text)
+
+    def logged() -> list[logging.LogRecord]:
+        return [record for record in caplog.records if record.getMessage() == text]
+
+    wait_until(lambda: bool(logged()), what="the worker's warning in the client's log")
+    (record,) = logged()
+    assert record.levelno == logging.WARNING and record.name == "tests.worker.faulty_engine"
+    assert record.process == client.pid != os.getpid()
 
 
 def test_stream_events_arrive_in_order_and_finish_drains(client: WorkerClient) -> None:
