@@ -8,6 +8,13 @@ import logging.handlers
 from inference.paths import AppPaths
 
 LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
+# The processName the client gives the records its inference worker sends (inference/client/dispatch.py): they
+# belong in the log file; the console leaves them out, as the worker prints its warnings to stderr itself.
+WORKER_PROCESS_NAME = "captioneer-worker"
+
+
+def _not_from_the_worker(record: logging.LogRecord) -> bool:
+    return record.processName != WORKER_PROCESS_NAME
 
 
 def configure_logging(paths: AppPaths, verbose: bool = False, stderr: bool = True) -> logging.Logger:
@@ -32,6 +39,7 @@ def configure_logging(paths: AppPaths, verbose: bool = False, stderr: bool = Tru
         console = logging.StreamHandler()
         console.setLevel(logging.DEBUG)
         console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        console.addFilter(_not_from_the_worker)
         console._captioneer = True  # type: ignore[attr-defined]
         root.addHandler(console)
     return logging.getLogger("captioneer")

@@ -391,6 +391,9 @@ def native_build() -> str:
     return f"ggml {libs.ggml_version}, CPU backend {variant}"
 
 
+WORKER_STDERR_FORMAT = "captioneer-worker %(levelname)s %(name)s: %(message)s"
+
+
 class PipeLogHandler(logging.Handler):
     """Sends the worker's log records to the client, which writes them to the user's log with its own."""
 
@@ -414,7 +417,13 @@ def worker_main(conn: Connection, log_level: int = logging.INFO) -> None:
     worker = Worker(conn)
     root = logging.getLogger()
     root.setLevel(log_level)
-    root.addHandler(PipeLogHandler(worker.send, log_level))  # nothing logs before run() says hello
+    # Warnings still go to the worker's stderr, a terminal user's as before; every record from log_level up goes
+    # to the client's log too (nothing logs before run() says hello).
+    terminal = logging.StreamHandler()
+    terminal.setLevel(logging.WARNING)
+    terminal.setFormatter(logging.Formatter(WORKER_STDERR_FORMAT))
+    root.addHandler(terminal)
+    root.addHandler(PipeLogHandler(worker.send, log_level))
     try:
         worker.run()
     finally:

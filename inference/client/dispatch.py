@@ -13,6 +13,7 @@ from inference.client.interfaces import StreamDirectory
 from inference.client.jobs import JobFeed
 from inference.client.requests import PendingRequests
 from inference.contract import Progress, event_from_json
+from inference.logsetup import WORKER_PROCESS_NAME
 
 log = logging.getLogger("captioneer.client")
 
@@ -58,7 +59,7 @@ class MessageRouter:
                 "created": message.created,
                 "msecs": (message.created % 1) * 1000,
                 "process": message.pid,
-                "processName": "captioneer-worker",
+                "processName": WORKER_PROCESS_NAME,
             }
         )
         logging.getLogger(message.logger).handle(record)

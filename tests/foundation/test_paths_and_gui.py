@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from inference.logsetup import configure_logging
+from inference.logsetup import WORKER_PROCESS_NAME, configure_logging
 from inference.paths import AppPaths
 
 
@@ -36,6 +36,34 @@ def test_log_file_written(tmp_path: Path) -> None:
     for handler in logging.getLogger().handlers:
         handler.flush()
     assert "hello log" in (paths.logs / "captioneer.log").read_text()
+
+
+def test_the_worker_s_records_go_to_the_file_and_not_twice_to_the_console(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The client logs what its worker sends (inference/client/dispatch.py) into the file; with --verbose the
+    console shows the client's own records but not the worker's, which the worker printed to stderr itself."""
+    paths = AppPaths.from_environment({"CAPTIONEER_HOME": str(tmp_path)})
+    configure_logging(paths, verbose=True)
+    try:
+        logging.getLogger("captioneer.test").warning("from the client")
+        worker = logging.makeLogRecord(
+            {
+                "name": "inference.audio.io",
+                "levelno": logging.WARNING,
+                "levelname": "WARNING",
+                "msg": "from the worker",
+                "processName": WORKER_PROCESS_NAME,
+                "process": 4242,
+            }
+        )
+        logging.getLogger(worker.name).handle(worker)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        console = capsys.readouterr().err
+        assert "from the client" in console and "from the worker" not in console
+        text = (paths.logs / "captioneer.log").read_text()
+        assert "from the client" in text and " 4242 inference.audio.io WARNING from the worker" in text
+    finally:
+        configure_logging(paths, verbose=False, stderr=False)
 
 
 DEMO_LABEL = "Model: Demo: synthetic English only (bundled) — install a real model from File → Models…"

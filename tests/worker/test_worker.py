@@ -21,6 +21,7 @@ import pytest
 from inference.client import BacklogFull, BacklogPolicy, RemoteStream, WorkerClient, WorkerPolicy
 from inference.contract import SAMPLE_RATE, CancelToken, Delta, ErrorEvent, Progress, Snapshot, StreamEvent
 from inference.errors import BackendError, Cancelled, UsageError, WorkerError
+from inference.logsetup import WORKER_PROCESS_NAME
 from tests.conftest import REPO_ROOT
 
 FAULTY = "tests.worker.faulty_engine:create_engine"
@@ -108,7 +109,7 @@ def test_what_the_worker_logs_reaches_the_client_s_log(
     wait_until(lambda: bool(logged()), what="the worker's warning in the client's log")
     (record,) = logged()
     assert record.levelno == logging.WARNING and record.name == "tests.worker.faulty_engine"
-    assert record.process == client.pid != os.getpid()
+    assert record.process == client.pid != os.getpid() and record.processName == WORKER_PROCESS_NAME
 
 
 def test_stream_events_arrive_in_order_and_finish_drains(client: WorkerClient) -> None:
