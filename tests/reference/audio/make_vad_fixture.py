@@ -3,7 +3,7 @@
 Run in the reference venv (torch CPU, `pip install silero-vad==6.2.3 onnxruntime`), with espeak-ng
 and sox on PATH:
 
-    /work/refvenv/bin/python tests/reference/audio/make_vad_fixture.py
+    .venv-ref/bin/python tests/reference/audio/make_vad_fixture.py
 
 Writes tests/fixtures/audio/silero_vad_expected.npz: the 16 kHz int16 clip (speech, pauses,
 noise), per-frame probabilities, and get_speech_timestamps() results for a few parameter sets.

@@ -2,7 +2,7 @@
 
 Run (needs torch==2.13.0, transformers==5.23.0, tokenizers, safetensors, espeak-ng and sox):
 
-    nice -n 10 /work/refvenv/bin/python tests/reference/confucius4_r2t2/make_fixtures.py
+    nice -n 10 .venv-ref/bin/python tests/reference/confucius4_r2t2/make_fixtures.py
 
 Writes ``tests/fixtures/confucius4_r2t2/``:
 

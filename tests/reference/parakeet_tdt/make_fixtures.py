@@ -2,7 +2,7 @@
 
 Run from the repository root with the reference venv (it needs torch, transformers, sentencepiece, protobuf):
 
-    nice -n 10 /work/refvenv/bin/python tests/reference/parakeet_tdt/make_fixtures.py
+    nice -n 10 .venv-ref/bin/python tests/reference/parakeet_tdt/make_fixtures.py
 
 It writes ``tests/fixtures/parakeet_tdt/``:
 
