@@ -94,9 +94,12 @@ def _binary(source: AudioInput, label: str) -> Iterator[tuple[BinaryIO, int]]:
         yield handle, path.stat().st_size
 
 
-def mono_16k_blocks(reader: BlockReader, limits: AudioLimits) -> Iterator[np.ndarray]:
+def mono_16k_blocks(
+    reader: BlockReader, limits: AudioLimits, warn_replaced: bool = True
+) -> Iterator[np.ndarray]:
     """The file as mono float32 blocks at ``SAMPLE_RATE``; refused (``AudioTooLong``, ``InputFileError``) before
-    the first block when the header is out of range, and as soon as decoding passes the length limit."""
+    the first block when the header is out of range, and as soon as decoding passes the length limit. Non-finite
+    samples become silence, with a warning at the end (``warn_replaced``: a second read of the file has none)."""
     rate, name = reader.rate, reader.name
     check_header(reader, limits)
     most = limits.max_frames(rate)
@@ -115,7 +118,7 @@ def mono_16k_blocks(reader: BlockReader, limits: AudioLimits) -> Iterator[np.nda
         yield mono if resampler is None else resampler.resample_chunk(mono)
     if resampler is not None:
         yield resampler.resample_chunk(np.zeros(0, np.float32), last=True)
-    if replaced:
+    if replaced and warn_replaced:
         log.warning("%s: replaced %d non-finite samples (NaN/Inf) with silence", name, replaced)
 
 
@@ -142,13 +145,15 @@ class FileBlocks:
             )
 
         self.samples = 0  # decoded by the latest read (all of them once a read has ended)
+        self._reads_ended = 0  # reads that went to the end of the file (each would repeat its warnings)
 
     def __call__(self) -> Iterator[np.ndarray]:
         self.samples = 0
         with open_audio(self.source, self.name) as reader:
-            for block in mono_16k_blocks(reader, self.limits):
+            for block in mono_16k_blocks(reader, self.limits, warn_replaced=self._reads_ended == 0):
                 self.samples += block.size
                 yield block
+        self._reads_ended += 1
 
     def pieces(self, step: int) -> Iterator[np.ndarray]:
         """The audio in pieces of ``step`` samples (the last one shorter), as a live path takes it."""

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 import soundfile
 
-from inference.audio.decoding import BLOCK_BYTES, AudioInput, open_audio
+from inference.audio.decoding import BLOCK_BYTES, AudioInput, FileBlocks, open_audio
 from inference.audio.io import TARGET_RATE, decode_raw_pcm, load_audio_file, to_mono_16k
+from inference.audio.limits import AudioLimits
 from inference.audio.wav import UndecodableWavEncoding, WavReader
 from inference.errors import InputFileError, UsageError
 from tests.audio import wav_builders as _wav
@@ -161,6 +162,24 @@ def test_nan_and_inf_become_silence_with_a_warning(tmp_path, caplog):
     assert audio[[5, 50, 500]].tolist() == [0.0, 0.0, 0.0]
     np.testing.assert_allclose(audio[:5], samples[:5], atol=1e-7)
     assert "3 non-finite" in caplog.text
+
+
+def test_a_file_read_twice_warns_of_its_non_finite_samples_once(tmp_path, caplog):
+    """A streamed offline job may read its file twice (a speech-gate pass, then the decoding pass): the user's
+    log gets the warning once, and both reads give the same silence."""
+    samples = sine(0.1, 16000)
+    samples[[5, 50]] = [np.nan, np.inf]
+    path = write(tmp_path, "nan.wav", wav_bytes(samples, 16000, 32, as_float=True))
+    blocks = FileBlocks(path, AudioLimits(60))
+    with caplog.at_level(logging.WARNING, logger="inference.audio"):
+        first = np.concatenate(list(blocks()))
+        second = np.concatenate(list(blocks()))
+    np.testing.assert_array_equal(first, second)
+    assert first[[5, 50]].tolist() == [0.0, 0.0]
+    assert [
+        r.getMessage().endswith("replaced 2 non-finite samples (NaN/Inf) with silence")
+        for r in caplog.records
+    ] == [True]
 
 
 def test_nan_in_one_channel_does_not_erase_the_other():
