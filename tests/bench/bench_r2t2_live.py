@@ -563,8 +563,16 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="extra request option for every stream, e.g. rolling_window_seconds=16 (JSON value)",
     )
+    parser.add_argument(
+        "--session-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra session option over the config's, e.g. vad_min_silence_ms=2000 (JSON value)",
+    )
     args = parser.parse_args()
     stream_options = {k: json.loads(v) for k, _, v in (o.partition("=") for o in args.stream_option)}
+    session_options = {k: json.loads(v) for k, _, v in (o.partition("=") for o in args.session_option)}
     print_machine_header(args.threads)
     from inference.engine import EngineRequest
     from inference.families.confucius4_r2t2.engine import create_engine
@@ -577,7 +585,12 @@ def main() -> None:
         for storage in args.types.split(","):
             for config in args.configs.split(","):
                 named_tower = {} if args.tower_type == "default" else {"tower_weight_type": args.tower_type}
-                session = {"thinker_weight_type": storage, **named_tower, **CONFIGS[config]}
+                session = {
+                    "thinker_weight_type": storage,
+                    **named_tower,
+                    **CONFIGS[config],
+                    **session_options,
+                }
                 engine = create_engine(EngineRequest(model, "confucius4_r2t2", session, "cpu", args.threads))
                 steering = Steering(engine.thinker.context, engine.checkpoint.special.eos[0])
                 clock = StageClock(engine)
