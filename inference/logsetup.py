@@ -8,8 +8,9 @@ import logging.handlers
 from inference.paths import AppPaths
 
 LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
-# The processName the client gives the records its inference worker sends (inference/client/dispatch.py): they
-# belong in the log file; the console leaves them out, as the worker prints its warnings to stderr itself.
+# The inference worker's process name, and the processName the client gives the records the worker sends
+# (inference/client/dispatch.py): they belong in the log file; the console leaves them out, as the worker prints
+# its warnings to stderr itself.
 WORKER_PROCESS_NAME = "captioneer-worker"
 
 

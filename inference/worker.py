@@ -39,6 +39,7 @@ from inference.contract import (
     event_to_json,
 )
 from inference.errors import Cancelled, CaptioneerError, UsageError, error_kind
+from inference.logsetup import WORKER_PROCESS_NAME
 
 log = logging.getLogger("captioneer.worker")
 
@@ -391,7 +392,7 @@ def native_build() -> str:
     return f"ggml {libs.ggml_version}, CPU backend {variant}"
 
 
-WORKER_STDERR_FORMAT = "captioneer-worker %(levelname)s %(name)s: %(message)s"
+WORKER_STDERR_FORMAT = f"{WORKER_PROCESS_NAME} %(levelname)s %(name)s: %(message)s"
 
 
 class PipeLogHandler(logging.Handler):

@@ -16,6 +16,7 @@ from inference import protocol as p
 from inference.client.failures import describe_exit
 from inference.client.policies import WorkerPolicy
 from inference.errors import WorkerError
+from inference.logsetup import WORKER_PROCESS_NAME
 
 log = logging.getLogger("captioneer.client")
 
@@ -120,7 +121,7 @@ class WorkerConnection:
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe(duplex=True)
         process = context.Process(
-            target=worker_main, args=(child, logging.INFO), name="captioneer-worker", daemon=True
+            target=worker_main, args=(child, logging.INFO), name=WORKER_PROCESS_NAME, daemon=True
         )
         process.start()
         child.close()
