@@ -853,7 +853,7 @@ def main(
     try:
         from inference.logsetup import configure_logging
 
-        configure_logging(paths, verbose=verbose)
+        configure_logging(paths, verbose=verbose, user_warnings=True)
         parser = build_parser()
         try:
             with contextlib.redirect_stdout(out):

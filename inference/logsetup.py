@@ -14,11 +14,24 @@ LOG_FORMAT = "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"
 WORKER_PROCESS_NAME = "captioneer-worker"
 
 
+# ``extra=`` for a warning about something the user gave (a damaged or truncated audio file, NaN samples): the
+# CLI prints it on stderr even without --verbose, since the result it goes with is not what the file promised.
+FOR_THE_USER = {"for_the_user": True}
+
+
 def _not_from_the_worker(record: logging.LogRecord) -> bool:
     return record.processName != WORKER_PROCESS_NAME
 
 
-def configure_logging(paths: AppPaths, verbose: bool = False, stderr: bool = True) -> logging.Logger:
+def _for_the_user(record: logging.LogRecord) -> bool:
+    return bool(getattr(record, "for_the_user", False)) and _not_from_the_worker(record)
+
+
+def configure_logging(
+    paths: AppPaths, verbose: bool = False, stderr: bool = True, user_warnings: bool = False
+) -> logging.Logger:
+    """The log file, and on stderr: everything with ``verbose``, else (``user_warnings``, the CLI) the warnings
+    logged ``FOR_THE_USER`` as ``captioneer: warning: ...`` lines."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "_captioneer", False):
@@ -43,4 +56,11 @@ def configure_logging(paths: AppPaths, verbose: bool = False, stderr: bool = Tru
         console.addFilter(_not_from_the_worker)
         console._captioneer = True  # type: ignore[attr-defined]
         root.addHandler(console)
+    elif stderr and user_warnings:
+        notes = logging.StreamHandler()
+        notes.setLevel(logging.WARNING)
+        notes.setFormatter(logging.Formatter("captioneer: warning: %(message)s"))
+        notes.addFilter(_for_the_user)
+        notes._captioneer = True  # type: ignore[attr-defined]
+        root.addHandler(notes)
     return logging.getLogger("captioneer")

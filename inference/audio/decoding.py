@@ -29,6 +29,7 @@ from inference.audio.soundfile_reader import SoundfileReader
 from inference.audio.wav import UndecodableWavEncoding, WavReader, is_wav
 from inference.contract import SAMPLE_RATE
 from inference.errors import InputFileError
+from inference.logsetup import FOR_THE_USER
 from inference.native_stderr import DECODER_LINES, native_output_logged
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class BlockReader(Protocol):
     channels: int
     declared_frames: int | None  # None: the header does not say
     truncated: bool  # set once the blocks are read
+    warns: bool  # whether reading logs what it found wrong (a second read of the same file does not)
 
     def blocks(self, block_bytes: int) -> Iterator[np.ndarray]: ...
 
@@ -94,12 +96,10 @@ def _binary(source: AudioInput, label: str) -> Iterator[tuple[BinaryIO, int]]:
         yield handle, path.stat().st_size
 
 
-def mono_16k_blocks(
-    reader: BlockReader, limits: AudioLimits, warn_replaced: bool = True
-) -> Iterator[np.ndarray]:
+def mono_16k_blocks(reader: BlockReader, limits: AudioLimits) -> Iterator[np.ndarray]:
     """The file as mono float32 blocks at ``SAMPLE_RATE``; refused (``AudioTooLong``, ``InputFileError``) before
     the first block when the header is out of range, and as soon as decoding passes the length limit. Non-finite
-    samples become silence, with a warning at the end (``warn_replaced``: a second read of the file has none)."""
+    samples become silence, with a warning at the end (unless ``reader.warns`` is off)."""
     rate, name = reader.rate, reader.name
     check_header(reader, limits)
     most = limits.max_frames(rate)
@@ -118,8 +118,10 @@ def mono_16k_blocks(
         yield mono if resampler is None else resampler.resample_chunk(mono)
     if resampler is not None:
         yield resampler.resample_chunk(np.zeros(0, np.float32), last=True)
-    if replaced and warn_replaced:
-        log.warning("%s: replaced %d non-finite samples (NaN/Inf) with silence", name, replaced)
+    if replaced and reader.warns:
+        log.warning(
+            "%s: replaced %d non-finite samples (NaN/Inf) with silence", name, replaced, extra=FOR_THE_USER
+        )
 
 
 def check_header(reader: BlockReader, limits: AudioLimits) -> None:
@@ -150,7 +152,8 @@ class FileBlocks:
     def __call__(self) -> Iterator[np.ndarray]:
         self.samples = 0
         with open_audio(self.source, self.name) as reader:
-            for block in mono_16k_blocks(reader, self.limits, warn_replaced=self._reads_ended == 0):
+            reader.warns = self._reads_ended == 0
+            for block in mono_16k_blocks(reader, self.limits):
                 self.samples += block.size
                 yield block
         self._reads_ended += 1

@@ -18,6 +18,7 @@ from typing import BinaryIO
 import numpy as np
 
 from inference.errors import InputFileError
+from inference.logsetup import FOR_THE_USER
 
 log = logging.getLogger(__name__)
 
@@ -80,15 +81,17 @@ class WavReader:
             declared != _UNKNOWN_CHUNK_SIZE and present < declared
         )
         self._present, self._declared = present, declared
+        self.warns = True
 
     def blocks(self, block_bytes: int) -> Iterator[np.ndarray]:
-        if self.truncated:
+        if self.truncated and self.warns:
             log.warning(
                 "%s is truncated (data chunk declares %d bytes, %d present); using the %d complete frames",
                 self.name,
                 self._declared,
                 self._present,
                 self.declared_frames,
+                extra=FOR_THE_USER,
             )
         step = max(1, block_bytes // (4 * self.channels)) * self._frame_bytes
         remaining = (self.declared_frames or 0) * self._frame_bytes

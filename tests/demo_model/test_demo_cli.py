@@ -24,3 +24,40 @@ def test_demo_model_is_the_fallback_and_matches_torch(index: int, capsys: pytest
     # Captioneer's engine reproduces the torch greedy output of the shipped weights exactly.
     assert result["text"] == sample["torch_greedy_text"]
     assert result["text"] and all(w["end"] >= w["start"] for w in result["words"])
+
+
+def test_a_damaged_flac_is_transcribed_past_the_damage_and_the_user_is_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One damaged frame in the middle: every word after it keeps its time, and stderr says what was lost
+    (before: libsndfile stopped at the damage, the transcript was "emma quick", and only the log knew)."""
+    import soundfile
+
+    from inference.logsetup import configure_logging
+    from inference.paths import AppPaths
+    from tests.fuzz.audio_corpus import flac_frame_offsets
+
+    audio, rate = soundfile.read(SAMPLES / "demo_sample_1.wav", dtype="float32")
+    buffer = io.BytesIO()
+    soundfile.write(buffer, audio, rate, format="FLAC", subtype="PCM_16")
+    clean = tmp_path / "clean.flac"
+    clean.write_bytes(buffer.getvalue())
+    offsets = flac_frame_offsets(clean.read_bytes())
+    data = bytearray(clean.read_bytes())
+    middle = (offsets[5] + offsets[6]) // 2  # frame 5: 1.28-1.54 s
+    data[middle : middle + 4] = bytes(b ^ 0xFF for b in data[middle : middle + 4])
+    damaged = tmp_path / "damaged.flac"
+    damaged.write_bytes(bytes(data))
+    try:
+        results = []
+        for path in (clean, damaged):
+            out = io.StringIO()
+            assert main(["transcribe", str(path), "--format", "json"], out=out) == 0
+            results.append(json.loads(out.getvalue()))
+        stderr = capsys.readouterr().err
+    finally:
+        configure_logging(AppPaths.from_environment(), stderr=False)
+    words = [[(w["word"], w["start"]) for w in r["words"] if w["start"] >= 1.6] for r in results]
+    assert words[0] and words[1] == words[0]  # after the damaged frame: the same words at the same times
+    assert f"captioneer: warning: {damaged} is damaged in 1 place(s), the first at 1.28 s" in stderr
+    assert f"{clean} is damaged" not in stderr

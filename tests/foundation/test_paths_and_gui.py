@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from inference.logsetup import WORKER_PROCESS_NAME, configure_logging
+from inference.logsetup import FOR_THE_USER, WORKER_PROCESS_NAME, configure_logging
 from inference.paths import AppPaths
 
 
@@ -62,6 +62,32 @@ def test_the_worker_s_records_go_to_the_file_and_not_twice_to_the_console(tmp_pa
         assert "from the client" in console and "from the worker" not in console
         text = (paths.logs / "captioneer.log").read_text()
         assert "from the client" in text and " 4242 inference.audio.io WARNING from the worker" in text
+    finally:
+        configure_logging(paths, verbose=False, stderr=False)
+
+
+def test_without_verbose_the_console_shows_only_warnings_for_the_user(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The CLI (``user_warnings``) prints what reading the user's file found wrong, and nothing else."""
+    paths = AppPaths.from_environment({"CAPTIONEER_HOME": str(tmp_path)})
+    configure_logging(paths, user_warnings=True)
+    try:
+        logging.getLogger("inference.audio.wav").warning("cut.wav is truncated", extra=FOR_THE_USER)
+        logging.getLogger("captioneer.test").warning("an internal warning")
+        logging.getLogger("inference.audio.wav").info("a note for the user's log", extra=FOR_THE_USER)
+        forwarded = logging.makeLogRecord(
+            {
+                "name": "inference.audio.wav",
+                "levelno": logging.WARNING,
+                "levelname": "WARNING",
+                "msg": "the worker's own",
+                "processName": WORKER_PROCESS_NAME,
+                "for_the_user": True,
+            }
+        )
+        logging.getLogger(forwarded.name).handle(forwarded)
+        console = capsys.readouterr().err
+        assert console == "captioneer: warning: cut.wav is truncated\n"
+        assert "an internal warning" in (paths.logs / "captioneer.log").read_text()
     finally:
         configure_logging(paths, verbose=False, stderr=False)
 

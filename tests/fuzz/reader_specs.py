@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.fuzz import harness, reader_corpus
+from tests.fuzz import audio_corpus, harness, reader_corpus
 from tests.fuzz.reader_common import SIDECARS_ENV
 
 LIMITS = harness.Limits(
@@ -118,6 +118,26 @@ def settings_campaign() -> Campaign:
     )
 
 
+AUDIO_MAX_SECONDS = 600  # tests/fuzz/audio_targets.LIMITS
+
+
+def audio_campaign(kind: str) -> Campaign:
+    """An upload of one audio format, read as the server reads it (tests/fuzz/audio_targets.py)."""
+    original = audio_corpus.corpus()[kind]
+    mutators = _with_header(original.header)
+    if kind.startswith("ogg"):
+        mutators = (*mutators, *(audio_corpus.with_ogg_checksums(m) for m in harness.GENERIC[:2]))
+    input_name = f"upload-{kind}.audio"  # by content, not by name: the extension says nothing
+    return Campaign(
+        f"audio-{kind}",
+        "tests.fuzz.audio_targets:read_upload",
+        input_name,
+        original.data,
+        mutators,
+        audio_corpus.judge(input_name, original, AUDIO_MAX_SECONDS * 16000),
+    )
+
+
 CAMPAIGNS: dict[str, Callable[[Path], Campaign]] = {
     "gguf": lambda _folder: gguf_campaign(),
     "safetensors": lambda _folder: safetensors_campaign(),
@@ -130,6 +150,7 @@ CAMPAIGNS: dict[str, Callable[[Path], Campaign]] = {
     ),
     "journal": lambda _folder: journal_campaign(),
     "settings": lambda _folder: settings_campaign(),
+    **{f"audio-{kind}": (lambda _folder, kind=kind: audio_campaign(kind)) for kind in audio_corpus.KINDS},
 }
 
 

@@ -21,6 +21,14 @@ SLICES = {  # cases per reader in CI; case i uses mutator i % len(mutators), so 
     "import_phonon_archive": 22,  # 11, the slowest: a whole import per case
     "journal": 90,  # 6
     "settings": 50,  # 5
+    "audio-wav-pcm16": 80,  # 8
+    "audio-wav-float": 80,  # 8
+    "audio-wav-extensible": 80,  # 8
+    "audio-wav-ulaw": 80,  # 8
+    "audio-flac": 96,  # 8
+    "audio-ogg-vorbis": 100,  # 10
+    "audio-ogg-opus": 100,  # 10
+    "audio-mp3": 80,  # 8
 }
 
 
