@@ -252,9 +252,11 @@ class LiveController(QObject):
                     self.state_changed.emit(self.state, event.message)
             elif isinstance(event, Done):
                 down = self.pipeline is not None and self.pipeline.ended_while_down
+                problems = self._input_problems()
                 self._close_journal()
                 self.pipeline = None
-                self._set_state("idle", f"stopped: {WORKER_DOWN_AT_END}" if down else "stopped")
+                ended = f"stopped: {WORKER_DOWN_AT_END}" if down else "stopped"
+                self._set_state("idle", "; ".join([ended, *problems]))
                 self.session_finished.emit()
         if self.pipeline is not None and self.pipeline.stream is not None:
             stats = self.pipeline.stream.stats()
@@ -294,6 +296,12 @@ class LiveController(QObject):
             message = f"sound from {name} again"
         self.session.set_status("running", message)
         self.state_changed.emit(self.state, message)
+
+    def _input_problems(self) -> list[str]:
+        """What playing a recording found wrong with it (damage became silence): said with "stopped", since the
+        captions of such a file have a hole the user should know about."""
+        source = None if self.pipeline is None else self.pipeline.source
+        return list(getattr(source, "problems", ()))
 
     def _close_journal(self) -> None:
         if self.journal is not None:

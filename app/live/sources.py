@@ -64,6 +64,11 @@ class ArraySource:
         return int(self.samples.size)
 
     @property
+    def problems(self) -> tuple[str, ...]:
+        """What playing the input found wrong with it (a damaged recording), for the window to say at the end."""
+        return ()
+
+    @property
     def paced_by_model(self) -> bool:
         """Faster than real time: the pipeline should make the source wait for the model, not refuse audio."""
         return self.speed > 1.0
@@ -129,6 +134,10 @@ class FileSource(ArraySource):
     def total_samples(self) -> int:
         expected = self.blocks.expected_samples
         return max(self.played_samples, expected if expected is not None else self.played_samples)
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        return self.blocks.problems
 
     def pieces(self, step: int) -> Iterator[np.ndarray]:
         return self.blocks.pieces(step)

@@ -45,6 +45,7 @@ class BlockReader(Protocol):
     declared_frames: int | None  # None: the header does not say
     truncated: bool  # set once the blocks are read
     warns: bool  # whether reading logs what it found wrong (a second read of the same file does not)
+    problems: list[str]  # what reading found wrong, as the warnings say it (filled as the blocks are read)
 
     def blocks(self, block_bytes: int) -> Iterator[np.ndarray]: ...
 
@@ -118,10 +119,10 @@ def mono_16k_blocks(reader: BlockReader, limits: AudioLimits) -> Iterator[np.nda
         yield mono if resampler is None else resampler.resample_chunk(mono)
     if resampler is not None:
         yield resampler.resample_chunk(np.zeros(0, np.float32), last=True)
-    if replaced and reader.warns:
-        log.warning(
-            "%s: replaced %d non-finite samples (NaN/Inf) with silence", name, replaced, extra=FOR_THE_USER
-        )
+    if replaced:
+        reader.problems.append(f"{name}: replaced {replaced} non-finite samples (NaN/Inf) with silence")
+        if reader.warns:
+            log.warning("%s", reader.problems[-1], extra=FOR_THE_USER)
 
 
 def check_header(reader: BlockReader, limits: AudioLimits) -> None:
@@ -147,6 +148,8 @@ class FileBlocks:
             )
 
         self.samples = 0  # decoded by the latest read (all of them once a read has ended)
+        # What the first complete read found wrong with the file (damage, truncation, NaN), for a window to show.
+        self.problems: tuple[str, ...] = ()
         self._reads_ended = 0  # reads that went to the end of the file (each would repeat its warnings)
 
     def __call__(self) -> Iterator[np.ndarray]:
@@ -156,6 +159,8 @@ class FileBlocks:
             for block in mono_16k_blocks(reader, self.limits):
                 self.samples += block.size
                 yield block
+            if self._reads_ended == 0:
+                self.problems = tuple(reader.problems)
         self._reads_ended += 1
 
     def pieces(self, step: int) -> Iterator[np.ndarray]:

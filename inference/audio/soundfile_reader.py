@@ -80,6 +80,7 @@ class SoundfileReader:
         self.truncated = False
         self.damage = Damage()
         self.warns = True
+        self.problems: list[str] = []
 
     def _open(self) -> Any:
         self._handle.seek(0)
@@ -219,8 +220,9 @@ class SoundfileReader:
             )
 
     def _warn(self, message: str, *args: object) -> None:
+        self.problems.append(message % args)
         if self.warns:
-            log.warning(message, *args, extra=FOR_THE_USER)
+            log.warning("%s", self.problems[-1], extra=FOR_THE_USER)
 
     def _why(self, exc: BaseException) -> str:
         """A decoder's message with the user's file name instead of the file object it names

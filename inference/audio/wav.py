@@ -82,17 +82,16 @@ class WavReader:
         )
         self._present, self._declared = present, declared
         self.warns = True
+        self.problems: list[str] = []
 
     def blocks(self, block_bytes: int) -> Iterator[np.ndarray]:
-        if self.truncated and self.warns:
-            log.warning(
-                "%s is truncated (data chunk declares %d bytes, %d present); using the %d complete frames",
-                self.name,
-                self._declared,
-                self._present,
-                self.declared_frames,
-                extra=FOR_THE_USER,
+        if self.truncated:
+            self.problems.append(
+                f"{self.name} is truncated (data chunk declares {self._declared} bytes, {self._present} present); "
+                f"using the {self.declared_frames} complete frames"
             )
+            if self.warns:
+                log.warning("%s", self.problems[-1], extra=FOR_THE_USER)
         step = max(1, block_bytes // (4 * self.channels)) * self._frame_bytes
         remaining = (self.declared_frames or 0) * self._frame_bytes
         self._handle.seek(self._offset)
