@@ -17,7 +17,10 @@ from app.views.caption_panel import CaptionPanel
 from app.window.inputs import InputPicker
 from inference.contract import SAMPLE_RATE
 
-AUDIO_FILTER = "Audio (*.wav *.flac *.ogg *.oga *.opus *.mp3 *.aif *.aiff *.w64 *.rf64);;All files (*)"
+AUDIO_FILTER = (
+    "Audio and video (*.wav *.flac *.ogg *.oga *.opus *.mp3 *.aif *.aiff *.w64 *.rf64 *.m4a *.mp4 *.aac *.webm "
+    "*.mkv *.mka *.mov);;All files (*)"
+)
 
 
 class RecordingProgress:

@@ -1,7 +1,8 @@
 """One way to turn an audio file into mono float32 at ``SAMPLE_RATE``, for the server, the CLI and the app alike:
 block by block, within ``AudioLimits``.
 
-The reader (``WavReader`` for WAV, ``SoundfileReader`` for everything else) yields at most ``BLOCK_BYTES`` of
+The reader (``WavReader`` for WAV, ``SoundfileReader`` for what libsndfile reads, ``FfmpegReader`` for the rest
+where ffmpeg is installed: MP4/M4A, WebM, video files) yields at most ``BLOCK_BYTES`` of
 float32 samples at a time; each block is downmixed and fed to one soxr ``ResampleStream``, so memory holds one
 input block plus the mono 16 kHz output, whatever the file's rate, channel count or compression. The header's
 rate, channels and length are checked before the first block, and the length again as blocks decode (a header
@@ -24,6 +25,7 @@ from typing import BinaryIO, Protocol
 import numpy as np
 import soxr
 
+from inference.audio.ffmpeg_reader import FfmpegReader, find_ffmpeg
 from inference.audio.limits import AudioLimits, AudioTooLong
 from inference.audio.soundfile_reader import SoundfileReader
 from inference.audio.wav import UndecodableWavEncoding, WavReader, is_wav
@@ -72,11 +74,26 @@ def open_audio(source: AudioInput, name: str | None = None) -> Iterator[BlockRea
             return
         handle.seek(0)
         with native_output_logged(DECODER_LINES):
-            reader = SoundfileReader(handle, label, head)
+            try:
+                reader: SoundfileReader | FfmpegReader = SoundfileReader(handle, label, head)
+            except InputFileError as refusal:  # MP4/M4A, WebM, Matroska, video: ffmpeg's, where installed
+                reader = _ffmpeg_reader(source, label, refusal)
             try:
                 yield reader
             finally:
                 reader.close()
+
+
+def _ffmpeg_reader(source: AudioInput, label: str, refusal: InputFileError) -> FfmpegReader:
+    """The file through ffmpeg, or libsndfile's refusal (with ffmpeg's reason when ffmpeg could not read it
+    either, and the advice to install it when that could help)."""
+    tools = find_ffmpeg()
+    if tools is None:
+        raise refusal
+    try:
+        return FfmpegReader(source, label, tools)
+    except InputFileError as also:
+        raise InputFileError(also.message, refusal.fix) from None
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from inference.audio.ffmpeg_reader import INSTALL_FFMPEG
 from inference.audio.wav import CONVERT_FIX
 from inference.errors import InputFileError
 from inference.logsetup import FOR_THE_USER
@@ -242,7 +243,13 @@ def _silence(frames: int, channels: int, step: int) -> Iterator[np.ndarray]:
         frames -= size
 
 
+_EBML = b"\x1a\x45\xdf\xa3"  # WebM and Matroska
+
+
 def unreadable_fix(head: bytes) -> str:
-    if head[4:8] == b"ftyp":  # ISO media (M4A/MP4/AAC): libsndfile has no AAC decoder
-        return f"M4A/MP4/AAC audio is not supported; {CONVERT_FIX}"
-    return f"supported are WAV, FLAC, OGG (Vorbis/Opus), MP3, AIFF and RF64; otherwise {CONVERT_FIX}"
+    if head[4:8] == b"ftyp" or head[:4] == _EBML:  # ISO media (M4A/MP4/AAC/MOV), WebM, Matroska
+        return f"MP4, M4A, WebM and video files are read through ffmpeg: {INSTALL_FFMPEG}, or {CONVERT_FIX}"
+    return (
+        "supported are WAV, FLAC, OGG (Vorbis/Opus), MP3, AIFF and RF64, and with ffmpeg installed MP4, M4A, "
+        f"WebM and video files; otherwise {CONVERT_FIX}"
+    )

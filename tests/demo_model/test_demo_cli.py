@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,39 @@ def test_a_damaged_flac_is_transcribed_past_the_damage_and_the_user_is_told(
     assert words[0] and words[1] == words[0]  # after the damaged frame: the same words at the same times
     assert f"captioneer: warning: {damaged} is damaged in 1 place(s), the first at 1.28 s" in stderr
     assert f"{clean} is damaged" not in stderr
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs ffmpeg (.ci/run installs it)")
+def test_a_voice_memo_and_the_audio_of_a_video(tmp_path: Path) -> None:
+    """`captioneer transcribe memo.m4a` and `lecture.mp4`: read through ffmpeg, the same words as the WAV."""
+    sample = json.loads((SAMPLES / "samples.json").read_text())["samples"][0]
+    wav = SAMPLES / sample["wav"]
+    memo, video = tmp_path / "memo.m4a", tmp_path / "lecture.mp4"
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-nostdin", "-i", str(wav), "-c:a", "aac", str(memo)], check=True
+    )
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            "-nostdin",
+            "-f",
+            "lavfi",
+            "-i",
+            "color=c=blue:s=64x48:d=4",
+            "-i",
+            str(wav),
+            "-c:v",
+            "libx264",
+            "-c:a",
+            "aac",
+            "-shortest",
+            str(video),
+        ],
+        check=True,
+    )
+    for path in (memo, video):
+        out = io.StringIO()
+        assert main(["transcribe", str(path)], out=out) == 0
+        assert out.getvalue().strip() == sample["torch_greedy_text"]

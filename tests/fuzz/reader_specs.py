@@ -123,7 +123,8 @@ AUDIO_MAX_SECONDS = 600  # tests/fuzz/audio_targets.LIMITS
 
 def audio_campaign(kind: str) -> Campaign:
     """An upload of one audio format, read as the server reads it (tests/fuzz/audio_targets.py)."""
-    original = audio_corpus.corpus()[kind]
+    files = audio_corpus.ffmpeg_corpus() if kind in audio_corpus.FFMPEG_KINDS else audio_corpus.corpus()
+    original = files[kind]
     mutators = _with_header(original.header)
     if kind.startswith("ogg"):
         mutators = (*mutators, *(audio_corpus.with_ogg_checksums(m) for m in harness.GENERIC[:2]))
@@ -150,7 +151,10 @@ CAMPAIGNS: dict[str, Callable[[Path], Campaign]] = {
     ),
     "journal": lambda _folder: journal_campaign(),
     "settings": lambda _folder: settings_campaign(),
-    **{f"audio-{kind}": (lambda _folder, kind=kind: audio_campaign(kind)) for kind in audio_corpus.KINDS},
+    **{
+        f"audio-{kind}": (lambda _folder, kind=kind: audio_campaign(kind))
+        for kind in (*audio_corpus.KINDS, *audio_corpus.FFMPEG_KINDS)
+    },
 }
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import openai
@@ -81,3 +84,21 @@ def test_errors_are_openai_errors(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as corrupt:
         client.audio.transcriptions.create(model="demo", file=("noise.wav", b"RIFF\x00\x01garbage" * 10))
     assert corrupt.value.code == "invalid_audio"
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs ffmpeg (.ci/run installs it)")
+@pytest.mark.parametrize(("name", "codec"), [("memo.m4a", "aac"), ("recording.webm", "libopus")])
+def test_a_phone_memo_and_a_browser_recording(
+    client: openai.OpenAI, tmp_path: Path, name: str, codec: str
+) -> None:
+    """Two of the formats OpenAI's endpoint takes that libsndfile cannot read: the server reads them through
+    ffmpeg (docs/audio_input.md §1) and leaves no temporary file."""
+    path = tmp_path / name
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-nostdin", "-i", str(SAMPLE_1), "-c:a", codec, str(path)], check=True
+    )
+    left_before = set(Path(tempfile.gettempdir()).glob("captioneer-upload-*"))
+    with path.open("rb") as audio:
+        result = client.audio.transcriptions.create(model="demo", file=audio)
+    assert result.text == TEXT_1
+    assert set(Path(tempfile.gettempdir()).glob("captioneer-upload-*")) == left_before
