@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-AUDIO_FILES = "WAV, FLAC, OGG Vorbis/Opus, MP3, AIFF or RF64"  # what inference.audio.io decodes
+# What inference.audio.decoding reads (docs/audio_input.md §1).
+AUDIO_FILES = "WAV, FLAC, OGG Vorbis/Opus, MP3, AIFF, RF64; with ffmpeg installed M4A, MP4, WebM, video files"
 GUI_DESCRIPTION = "Open the caption window (what `captioneer` without a command does)."
 DICTATE_DESCRIPTION = (
     "Start or stop push-to-talk dictation in the running app. Bind `captioneer dictate --toggle` to a desktop "

@@ -33,7 +33,14 @@ from inference.server.routes import closer
 from inference.server.transcribe import EventPipe, open_stream, sse_frames
 
 _QUERY = {"model", "sample_rate", "channels", "sample_format", "language", "prompt", "busy_timeout_ms"}
-_CONTAINERS = {b"RIFF": "WAV", b"RIFX": "WAV", b"OggS": "Ogg", b"fLaC": "FLAC", b"ID3": "MP3"}
+_CONTAINERS = {
+    b"RIFF": "WAV",
+    b"RIFX": "WAV",
+    b"OggS": "Ogg",
+    b"fLaC": "FLAC",
+    b"ID3": "MP3",
+    b"\x1a\x45\xdf\xa3": "WebM/Matroska",  # what a browser's MediaRecorder sends
+}
 
 
 def _int(query: Any, name: str, default: int, low: int, high: int) -> int:
@@ -51,16 +58,22 @@ def _int(query: Any, name: str, default: int, low: int, high: int) -> int:
     return value
 
 
+def _container(data: bytes) -> str | None:
+    if data[4:8] == b"ftyp":  # ISO media (MP4, M4A, MOV): the box size comes first
+        return "MP4/M4A"
+    return next((kind for magic, kind in _CONTAINERS.items() if data.startswith(magic)), None)
+
+
 def check_first_piece(data: bytes, sample_format: str) -> None:
     """Catch the usual mistakes before the stream starts: a container file, or the other sample format."""
-    for magic, kind in _CONTAINERS.items():
-        if data.startswith(magic):
-            raise ApiError(
-                400,
-                f"the body is a {kind} file, not raw PCM; send the samples alone, or upload the "
-                "file to POST /v1/audio/transcriptions",
-                "invalid_audio",
-            )
+    kind = _container(data)
+    if kind is not None:
+        raise ApiError(
+            400,
+            f"the body is a {kind} file, not raw PCM; send the samples alone, or upload the "
+            "file to POST /v1/audio/transcriptions",
+            "invalid_audio",
+        )
     usable = len(data) // 4 * 4
     if usable < 256:
         return  # too little to judge

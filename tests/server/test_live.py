@@ -61,6 +61,13 @@ def test_requests_that_are_refused_before_the_stream_starts(base_url: str) -> No
     assert "WAV file" in _error(
         post_live(base_url, {"model": "demo"}, [SAMPLE_1.read_bytes()]), 400, "invalid_audio"
     )
+    for head, kind in (
+        (b"\0\0\0\x20ftypM4A ", "MP4/M4A file"),
+        (b"\x1a\x45\xdf\xa3\x9f\x42\x86\x81", "WebM"),
+    ):
+        assert kind in _error(
+            post_live(base_url, {"model": "demo"}, [head + bytes(600)]), 400, "invalid_audio"
+        )
     floats = (np.sin(np.linspace(0, 400, 16000)) * 0.3).astype("<f4").tobytes()
     assert "sample_format=f32le" in _error(
         post_live(base_url, {"model": "demo"}, [floats]), 400, "sample_format_mismatch"
