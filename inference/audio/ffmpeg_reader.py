@@ -143,6 +143,10 @@ class FfmpegReader:
             "-map",
             "0:a:0",
             "-vn",
+            # Silence where damage or a timestamp gap left no samples, so the audio after it keeps its time (as
+            # for FLAC: docs/audio_input.md §1); bit-identical output for an undamaged file.
+            "-af",
+            "aresample=async=1",
             "-f",
             "f32le",
             "-acodec",

@@ -200,3 +200,33 @@ def test_ffmpeg_runs_with_its_address_space_bounded() -> None:
         process.communicate()
     line = next(line for line in limits.splitlines() if line.startswith("Max address space"))
     assert line.split()[3:5] == [str(CHILD_ADDRESS_SPACE)] * 2
+
+
+def test_a_hole_in_a_recording_keeps_the_audio_after_it_in_time(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A stretch of a WebM zeroed (a bad download): ffmpeg skips it; the gap becomes silence, so what follows
+    stays at its time (without it, 20 s came back as 13.3 s and every later caption came early)."""
+    clean = tmp_path / "talk.webm"
+    chirp = "aevalsrc=0.3*sin(2*PI*(200+20*t)*t):s=48000:d=20"  # no two stretches alike: the lag is unique
+    subprocess.run(
+        ["ffmpeg", "-v", "error", "-nostdin", "-f", "lavfi", "-i", chirp, "-c:a", "libopus", str(clean)],
+        check=True,
+    )
+    data = bytearray(clean.read_bytes())
+    start, end = int(len(data) * 0.4), int(len(data) * 0.5)
+    data[start:end] = bytes(end - start)
+    holed = tmp_path / "holed.webm"
+    holed.write_bytes(bytes(data))
+    undamaged = decode_mono_16k(clean, AudioLimits(60))
+    with caplog.at_level("WARNING", logger="inference.audio"):
+        blocks = FileBlocks(holed, AudioLimits(60))
+        audio = np.concatenate(list(blocks()))
+    assert abs(audio.size - undamaged.size) <= 160  # 10 ms
+    late = undamaged[16 * 16000 : 19 * 16000]  # well after the hole
+
+    def match(lag: int) -> float:
+        other = audio[16 * 16000 + lag : 19 * 16000 + lag]
+        return float(np.dot(late, other) / (np.linalg.norm(late) * np.linalg.norm(other)))
+
+    lag = max(range(-1600, 1601), key=match)
+    assert abs(lag) <= 32 and match(lag) > 0.99  # within 2 ms of where it was
+    assert blocks.problems and "holed.webm" in caplog.text
