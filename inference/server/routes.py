@@ -102,6 +102,9 @@ async def _transcribe(request: Request, *, details: bool, task: str | None = Non
             return transcript, wall_s
 
     transcript, wall_s = await unless_disconnected(request.receive, run())
+    problems = job.source.problems if job.source is not None else ()
+    if problems:  # damage in the upload became silence, or it was cut off: the text has a hole
+        headers = {"x-captioneer-notes": _header_value("; ".join([*job.notes, *problems]))}
     if needs_speech_stretches(
         len(transcript.words), job.response_format
     ):  # off the event loop: ~1 s per minute
@@ -144,6 +147,13 @@ def closer(stream: Any, release: Callable[[], None]) -> Callable[[], None]:
             release()
 
     return close
+
+
+def _header_value(text: str) -> str:
+    """``text`` as a header value: printable ASCII only (the upload's name is the client's, and may hold line
+    breaks or characters latin-1 cannot carry)."""
+    escaped = text.encode("ascii", "backslashreplace").decode("ascii")
+    return "".join(c if " " <= c <= "~" else "?" for c in escaped)[:2000]
 
 
 def _timing(transcript: Transcript, duration_s: float, wall_s: float) -> dict[str, Any]:

@@ -237,3 +237,42 @@ def test_translations_are_refused_by_name_for_a_model_without_a_translate_task(h
     )
     message = openai_error(response, 400, "unsupported_task")
     assert "'demo' cannot translate" in message and "Whisper" in message
+
+
+def test_a_damaged_upload_is_transcribed_past_the_damage_and_the_answer_says_so(http: httpx.Client) -> None:
+    """One damaged FLAC frame: the text after it still comes (the damage is silence), and X-Captioneer-Notes
+    says what was lost, with the client's file name made safe for a header."""
+    import io
+
+    import soundfile
+
+    from tests.fuzz.audio_corpus import flac_frame_offsets
+
+    audio, rate = soundfile.read(SAMPLE_1, dtype="float32")
+    buffer = io.BytesIO()
+    soundfile.write(buffer, audio, rate, format="FLAC", subtype="PCM_16")
+    data = bytearray(buffer.getvalue())
+    offsets = flac_frame_offsets(bytes(data))
+    middle = (offsets[5] + offsets[6]) // 2
+    data[middle : middle + 4] = bytes(b ^ 0xFF for b in data[middle : middle + 4])
+    name = "Vorlesung\u00fc\r\nX-Evil: 1.flac"
+    response = http.post(
+        "/v1/audio/transcriptions",
+        files={"file": (name, bytes(data), "audio/flac")},
+        data={"model": "demo", "response_format": "verbose_json"},
+    )
+    assert response.status_code == 200, response.text
+    words = [w["word"] for w in response.json()["words"]]
+    assert words[-3:] == ["bottle", "and", "sang"]  # after the damaged frame (1.28-1.54 s)
+    notes = response.headers["x-captioneer-notes"]
+    assert "is damaged in 1 place(s), the first at 1.28 s" in notes
+    assert "x-evil" not in response.headers and "\r" not in notes and "\n" not in notes
+    from inference.server.routes import _header_value
+
+    assert (
+        _header_value("talk\r\nX-Evil: 1\u00fc.flac") == "talk??X-Evil: 1\\xfc.flac"
+    )  # what a raw client may send
+    clean = http.post(
+        "/v1/audio/transcriptions", files={"file": ("a.wav", SAMPLE_1.read_bytes())}, data={"model": "demo"}
+    )
+    assert "x-captioneer-notes" not in clean.headers
