@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+from collections.abc import Callable
 
 from inference.paths import AppPaths
 
@@ -25,6 +26,15 @@ def _not_from_the_worker(record: logging.LogRecord) -> bool:
 
 def _for_the_user(record: logging.LogRecord) -> bool:
     return bool(getattr(record, "for_the_user", False)) and _not_from_the_worker(record)
+
+
+def _console(level: int, form: str, keep: Callable[[logging.LogRecord], bool]) -> logging.Handler:
+    console = logging.StreamHandler()
+    console.setLevel(level)
+    console.setFormatter(logging.Formatter(form))
+    console.addFilter(keep)
+    console._captioneer = True  # type: ignore[attr-defined]
+    return console
 
 
 def configure_logging(
@@ -50,17 +60,7 @@ def configure_logging(
     except OSError:
         pass  # a read-only log location must not stop transcription
     if stderr and verbose:
-        console = logging.StreamHandler()
-        console.setLevel(logging.DEBUG)
-        console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        console.addFilter(_not_from_the_worker)
-        console._captioneer = True  # type: ignore[attr-defined]
-        root.addHandler(console)
+        root.addHandler(_console(logging.DEBUG, "%(levelname)s %(name)s: %(message)s", _not_from_the_worker))
     elif stderr and user_warnings:
-        notes = logging.StreamHandler()
-        notes.setLevel(logging.WARNING)
-        notes.setFormatter(logging.Formatter("captioneer: warning: %(message)s"))
-        notes.addFilter(_for_the_user)
-        notes._captioneer = True  # type: ignore[attr-defined]
-        root.addHandler(notes)
+        root.addHandler(_console(logging.WARNING, "captioneer: warning: %(message)s", _for_the_user))
     return logging.getLogger("captioneer")

@@ -19,6 +19,7 @@ from inference.audio.io import load_audio_file
 from inference.client import WorkerClient
 from inference.contract import Delta, Snapshot, SpeechEnd
 from inference.paths import AppPaths
+from tests.app.windows import caption_window
 from tests.conftest import REPO_ROOT
 
 SAMPLES = REPO_ROOT / "resources" / "samples"
@@ -35,16 +36,7 @@ def speech() -> np.ndarray:
 
 @pytest.fixture
 def window(qtbot, speech: np.ndarray):  # type: ignore[no-untyped-def]
-    paths = AppPaths.from_environment().ensure()
-    controller = LiveController(WorkerClient, paths.data)
-    win = MainWindow(
-        AppState.load(paths),
-        SettingsStore(paths),
-        controller,
-        source_factory=lambda _device: ArraySource(speech, "test recording", speed=6.0),
-    )
-    qtbot.addWidget(win)
-    win.show()
+    win = caption_window(qtbot, lambda _device: ArraySource(speech, "test recording", speed=6.0))
     yield win
     win.close()
 

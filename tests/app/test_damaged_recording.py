@@ -9,14 +9,9 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from app.live.controller import LiveController
 from app.live.sources import FileSource
-from app.main_window import MainWindow
-from app.model_choices import AppState
-from app.settings import SettingsStore
 from inference.audio.io import load_audio_file
-from inference.client import WorkerClient
-from inference.paths import AppPaths
+from tests.app.windows import caption_window
 from tests.conftest import REPO_ROOT
 from tests.fuzz.audio_corpus import flac_frame_offsets
 
@@ -41,16 +36,8 @@ def damaged_recording(folder: Path) -> Path:
 
 def test_the_window_captions_past_the_damage_and_says_what_was_lost(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     recording = damaged_recording(tmp_path)
-    paths = AppPaths.from_environment().ensure()
-    controller = LiveController(WorkerClient, paths.data)
-    window = MainWindow(
-        AppState.load(paths),
-        SettingsStore(paths),
-        controller,
-        source_factory=lambda _device: FileSource(recording, speed=6.0),
-    )
-    qtbot.addWidget(window)
-    window.show()
+    window = caption_window(qtbot, lambda _device: FileSource(recording, speed=6.0))
+    controller = window.controller
     try:
         window.panel.device_combo.addItem("talk.flac", "test")
         window.panel.device_combo.setCurrentIndex(window.panel.device_combo.count() - 1)

@@ -17,18 +17,15 @@ from inference.audio.ffmpeg_reader import CHILD_ADDRESS_SPACE, FFMPEG_ENV, Ffmpe
 from inference.audio.io import load_audio_file
 from inference.audio.limits import AudioLimits, AudioTooLong
 from inference.errors import InputFileError
+from tests.audio import media_builders as media
 from tests.conftest import REPO_ROOT
 
 SAMPLE = REPO_ROOT / "resources" / "samples" / "demo_sample_1.wav"
 pytestmark = pytest.mark.skipif(find_ffmpeg() is None, reason="needs ffmpeg (.ci/run installs it)")
 
 
-def encoded(tmp_path: Path, name: str, *args: str, source: Path = SAMPLE) -> Path:
-    out = tmp_path / name
-    subprocess.run(
-        ["ffmpeg", "-v", "error", "-nostdin", "-y", "-i", str(source), *args, str(out)], check=True
-    )
-    return out
+def encoded(tmp_path: Path, name: str, *codec: str) -> Path:
+    return media.encoded(SAMPLE, tmp_path / name, *codec)
 
 
 def similarity(a: np.ndarray, b: np.ndarray) -> float:
@@ -61,29 +58,7 @@ def test_phone_and_browser_recordings_decode_to_the_same_speech(tmp_path: Path, 
 
 
 def test_the_audio_track_of_a_video_file(tmp_path: Path) -> None:
-    video = tmp_path / "lecture.mp4"
-    subprocess.run(
-        [
-            "ffmpeg",
-            "-v",
-            "error",
-            "-nostdin",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "color=c=blue:s=64x48:d=4",
-            "-i",
-            str(SAMPLE),
-            "-c:v",
-            "libx264",
-            "-c:a",
-            "aac",
-            "-shortest",
-            str(video),
-        ],
-        check=True,
-    )
+    video = media.video_with(SAMPLE, tmp_path / "lecture.mp4")
     decoded = decode_mono_16k(video, AudioLimits(60))
     assert similarity(decoded, load_audio_file(SAMPLE)) > 0.95
 
@@ -108,29 +83,9 @@ def test_the_length_limit_holds_from_the_header_and_while_decoding(tmp_path: Pat
         FileBlocks(path, AudioLimits(2), "memo.m4a")
     # a WebM from a browser's MediaRecorder states no length: the limit is met while decoding, ffmpeg stopped
     stream = tmp_path / "live.webm"
-    with stream.open("wb") as out:
-        subprocess.run(
-            [
-                "ffmpeg",
-                "-v",
-                "error",
-                "-nostdin",
-                "-y",
-                "-f",
-                "lavfi",
-                "-i",
-                "sine=f=440:d=6",
-                "-c:a",
-                "libopus",
-                "-f",
-                "webm",
-                "-live",
-                "1",
-                "pipe:1",
-            ],
-            check=True,
-            stdout=out,
-        )
+    with stream.open("wb") as out:  # to a pipe: the muxer cannot go back to write the length
+        graph = ["-f", "lavfi", "-i", "sine=f=440:d=6", "-c:a", "libopus", "-f", "webm", "pipe:1"]
+        subprocess.run(["ffmpeg", "-v", "error", "-nostdin", *graph], check=True, stdout=out)
     with (
         open_audio(stream) as reader,
         pytest.raises(AudioTooLong, match="lasts more than .* s, more than the limit of 2 s"),
@@ -205,12 +160,8 @@ def test_ffmpeg_runs_with_its_address_space_bounded() -> None:
 def test_a_hole_in_a_recording_keeps_the_audio_after_it_in_time(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
     """A stretch of a WebM zeroed (a bad download): ffmpeg skips it; the gap becomes silence, so what follows
     stays at its time (without it, 20 s came back as 13.3 s and every later caption came early)."""
-    clean = tmp_path / "talk.webm"
     chirp = "aevalsrc=0.3*sin(2*PI*(200+20*t)*t):s=48000:d=20"  # no two stretches alike: the lag is unique
-    subprocess.run(
-        ["ffmpeg", "-v", "error", "-nostdin", "-f", "lavfi", "-i", chirp, "-c:a", "libopus", str(clean)],
-        check=True,
-    )
+    clean = media.generated(chirp, tmp_path / "talk.webm", "-c:a", "libopus")
     data = bytearray(clean.read_bytes())
     start, end = int(len(data) * 0.4), int(len(data) * 0.5)
     data[start:end] = bytes(end - start)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from inference.cli import main
+from tests.audio import media_builders as media
 
 SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
 
@@ -70,31 +70,8 @@ def test_a_voice_memo_and_the_audio_of_a_video(tmp_path: Path) -> None:
     """`captioneer transcribe memo.m4a` and `lecture.mp4`: read through ffmpeg, the same words as the WAV."""
     sample = json.loads((SAMPLES / "samples.json").read_text())["samples"][0]
     wav = SAMPLES / sample["wav"]
-    memo, video = tmp_path / "memo.m4a", tmp_path / "lecture.mp4"
-    subprocess.run(
-        ["ffmpeg", "-v", "error", "-nostdin", "-i", str(wav), "-c:a", "aac", str(memo)], check=True
-    )
-    subprocess.run(
-        [
-            "ffmpeg",
-            "-v",
-            "error",
-            "-nostdin",
-            "-f",
-            "lavfi",
-            "-i",
-            "color=c=blue:s=64x48:d=4",
-            "-i",
-            str(wav),
-            "-c:v",
-            "libx264",
-            "-c:a",
-            "aac",
-            "-shortest",
-            str(video),
-        ],
-        check=True,
-    )
+    memo = media.encoded(wav, tmp_path / "memo.m4a", "-c:a", "aac")
+    video = media.video_with(wav, tmp_path / "lecture.mp4")
     for path in (memo, video):
         out = io.StringIO()
         assert main(["transcribe", str(path)], out=out) == 0

@@ -113,32 +113,14 @@ FFMPEG_KINDS = ("m4a", "webm")  # read through ffmpeg (FfmpegReader), written by
 def _ffmpeg_written(container: str, codec: str, rate: int, seconds: float) -> bytes:
     """A tone written by ffmpeg (bit-exact: the same bytes for the same ffmpeg); through a file, as the M4A
     muxer seeks back to write its index up front."""
-    import subprocess
     import tempfile
+
+    from tests.audio.media_builders import generated
 
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / f"tone.{container}"
-        subprocess.run(
-            [
-                "ffmpeg",
-                "-v",
-                "error",
-                "-nostdin",
-                "-f",
-                "lavfi",
-                "-i",
-                f"sine=f=440:r={rate}:d={seconds}",
-                "-c:a",
-                codec,
-                "-fflags",
-                "+bitexact",
-                "-f",
-                container,
-                str(out),
-            ],
-            check=True,
-        )
-        return out.read_bytes()
+        graph = f"sine=f=440:r={rate}:d={seconds}"
+        return generated(graph, out, "-c:a", codec, "-fflags", "+bitexact", "-f", container).read_bytes()
 
 
 def ffmpeg_corpus() -> dict[str, AudioFile]:
