@@ -34,6 +34,7 @@ NOTE_STATUS = {
     "partial_frame": 400,
     "stream_limit": 413,
     "stream_too_slow": 408,
+    "damaged_input": 400,  # the upload was damaged or cut off: that part is silence, the rest was transcribed
 }
 
 

@@ -191,6 +191,8 @@ async def feed_file(stream: Any, audio: np.ndarray | FileBlocks, pipe: EventPipe
                     if time.monotonic() > deadline:
                         raise _timeout(timeout_s)
                     stream.push(piece)
+            if isinstance(audio, FileBlocks) and audio.problems:  # damage became silence: the text has a hole
+                pipe.from_thread([ErrorEvent("damaged_input", p, fatal=False) for p in audio.problems])
             return stream.finish(timeout=max(deadline - time.monotonic(), 0.001))  # type: ignore[no-any-return]
         except BaseException as exc:
             stream.cancel()

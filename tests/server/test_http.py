@@ -239,9 +239,8 @@ def test_translations_are_refused_by_name_for_a_model_without_a_translate_task(h
     assert "'demo' cannot translate" in message and "Whisper" in message
 
 
-def test_a_damaged_upload_is_transcribed_past_the_damage_and_the_answer_says_so(http: httpx.Client) -> None:
-    """One damaged FLAC frame: the text after it still comes (the damage is silence), and X-Captioneer-Notes
-    says what was lost, with the client's file name made safe for a header."""
+def damaged_flac() -> bytes:
+    """The first demo sample as a FLAC with frame 5 (1.28-1.54 s) damaged."""
     import io
 
     import soundfile
@@ -255,10 +254,16 @@ def test_a_damaged_upload_is_transcribed_past_the_damage_and_the_answer_says_so(
     offsets = flac_frame_offsets(bytes(data))
     middle = (offsets[5] + offsets[6]) // 2
     data[middle : middle + 4] = bytes(b ^ 0xFF for b in data[middle : middle + 4])
+    return bytes(data)
+
+
+def test_a_damaged_upload_is_transcribed_past_the_damage_and_the_answer_says_so(http: httpx.Client) -> None:
+    """One damaged FLAC frame: the text after it still comes (the damage is silence), and X-Captioneer-Notes
+    says what was lost, with the client's file name made safe for a header."""
     name = "Vorlesung\u00fc\r\nX-Evil: 1.flac"
     response = http.post(
         "/v1/audio/transcriptions",
-        files={"file": (name, bytes(data), "audio/flac")},
+        files={"file": (name, damaged_flac(), "audio/flac")},
         data={"model": "demo", "response_format": "verbose_json"},
     )
     assert response.status_code == 200, response.text
@@ -276,3 +281,20 @@ def test_a_damaged_upload_is_transcribed_past_the_damage_and_the_answer_says_so(
         "/v1/audio/transcriptions", files={"file": ("a.wav", SAMPLE_1.read_bytes())}, data={"model": "demo"}
     )
     assert "x-captioneer-notes" not in clean.headers
+
+
+def test_a_damaged_upload_streamed_over_sse_gets_a_note_before_the_transcript(http: httpx.Client) -> None:
+    files = {"file": ("talk.flac", damaged_flac(), "audio/flac")}
+    with http.stream(
+        "POST", "/v1/audio/transcriptions", files=files, data={"model": "demo", "stream": "true"}
+    ) as r:
+        assert r.status_code == 200
+        events = [
+            json.loads(line.removeprefix("data: "))
+            for line in r.iter_lines()
+            if line and "[DONE]" not in line
+        ]
+    notes = [e for e in events if e["type"] == "error"]
+    assert [n["error"]["code"] for n in notes] == ["damaged_input"], notes
+    assert "talk.flac is damaged in 1 place(s)" in notes[0]["error"]["message"]
+    assert events[-1]["type"] == "transcript.text.done" and events[-1]["text"].endswith("bottle and sang")
