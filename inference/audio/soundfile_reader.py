@@ -125,12 +125,22 @@ class SoundfileReader:
         declared = self.declared_frames
         if declared is not None and position < 0.99 * declared:
             self.truncated = True
-            self._warn(
-                "%s is truncated (%d of %d frames decoded); using what is present",
-                self.name,
-                position,
-                declared,
-            )
+            if self._file.format == "OGG":
+                # An Ogg file's length is its last page's: a cut-off file states less. A shortfall is damage
+                # inside, whose pages libogg dropped without a trace of where: later audio comes early.
+                self._warn(
+                    "%s is damaged: %.2f s of its audio could not be decoded and were dropped, so what follows "
+                    "the damage comes up to that much early",
+                    self.name,
+                    (declared - position) / self.rate,
+                )
+            else:
+                self._warn(
+                    "%s is truncated (%d of %d frames decoded); using what is present",
+                    self.name,
+                    position,
+                    declared,
+                )
 
     def _stop_at_damage(self, exc: BaseException, decoded: int) -> None:
         """No decoder could be placed past the damage: keep what decoded (a cut-off stream, e.g. FLAC "lost

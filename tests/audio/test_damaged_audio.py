@@ -169,3 +169,27 @@ def test_a_file_read_twice_warns_of_its_damage_once(tmp_path, caplog, what) -> N
         second = np.concatenate(list(blocks()))
     np.testing.assert_array_equal(first, second)
     assert len(caplog.records) == 1, caplog.text
+
+
+@pytest.mark.parametrize("codec", ["OPUS", "VORBIS"])
+def test_a_damaged_ogg_says_audio_was_dropped_not_that_it_is_truncated(caplog, codec: str) -> None:
+    """libogg drops a damaged page without saying where, so the audio after it comes early; the warning says
+    that (an Ogg file's stated length is its last page's, so a shortfall is damage inside, not a cut-off end)."""
+    rate = 48000
+    t = np.arange(rate * 20) / rate
+    buffer = io.BytesIO()
+    soundfile.write(
+        buffer,
+        (0.3 * np.sin(2 * np.pi * (200 + 20 * t) * t)).astype(np.float32),
+        rate,
+        format="OGG",
+        subtype=codec,
+    )
+    data = bytearray(buffer.getvalue())
+    at = int(len(data) * 0.3)
+    data[at : at + 4] = bytes(b ^ 0x5A for b in data[at : at + 4])
+    with caplog.at_level(logging.WARNING, logger="inference.audio"):
+        audio = decode_mono_16k(bytes(data), AudioLimits(60), "memo.ogg")
+    assert 15 * 16000 < audio.size < 20 * 16000 - 8000
+    assert "memo.ogg is damaged:" in caplog.text and "were dropped, so what follows" in caplog.text
+    assert "truncated" not in caplog.text
