@@ -308,6 +308,8 @@ def _parse_kv(items: Sequence[str], flag: str) -> dict[str, str]:
 
 
 def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
+    from inference.audio.containers import HEAD_BYTES, container_kind
+    from inference.audio.decoding import decode_mono_16k
     from inference.audio.io import decode_raw_pcm, load_audio_file, to_mono_16k
 
     limits = _transcribe_limits(args)
@@ -319,6 +321,13 @@ def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
         frame_bytes = (2 if args.input_format == "s16le" else 4) * args.input_channels
         most = limits.max_frames(args.input_rate) * frame_bytes
         data = stdin.read(most + 1)
+        kind = container_kind(data[:HEAD_BYTES])
+        if kind is not None:  # `cat talk.flac | captioneer transcribe -`: a file, not samples
+            sys.stderr.write(
+                f"captioneer: note: stdin holds an audio file ({kind}): decoded as a file (--input-format, --input-rate "
+                "and --input-channels are for raw PCM)\n"
+            )
+            return decode_mono_16k(data + stdin.read(), limits, "stdin")
         if len(data) > most:
             raise UsageError(
                 f"the audio on stdin lasts more than the limit of {limits.max_seconds:g} s",
@@ -599,8 +608,12 @@ def _run_stream(
 
             decoder = PcmStreamDecoder(args.input_format, args.input_rate, args.input_channels)
             piece = step * (2 if args.input_format == "s16le" else 4) * args.input_channels
+            first = True
             while not stop.is_set():
                 data = _read_some(stdin, piece, stop.is_set)
+                if first:
+                    _refuse_a_file_on_stdin(data)
+                    first = False
                 samples = decoder.feed(data, last=not data)
                 if samples.size:
                     stream.push(samples)
@@ -654,6 +667,18 @@ def _push_live(stream: Any, chunk: np.ndarray) -> None:
         stream.push(chunk)
     except BacklogFull as exc:
         sys.stderr.write(f"captioneer: {exc}\n")
+
+
+def _refuse_a_file_on_stdin(head: bytes) -> None:
+    """Streaming reads stdin as raw samples as they arrive: a file there would be heard as noise."""
+    from inference.audio.containers import HEAD_BYTES, container_kind
+
+    kind = container_kind(head[:HEAD_BYTES])
+    if kind is not None:
+        raise UsageError(
+            f"stdin holds an audio file ({kind}), not raw PCM samples",
+            "pass the file's path instead of '-' (it streams from the file), or drop --mode streaming",
+        )
 
 
 def _read_some(stdin: IO[bytes], size: int, stop: Callable[[], bool] = lambda: False) -> bytes:

@@ -19,6 +19,7 @@ import numpy as np
 from starlette.requests import Request
 from starlette.responses import Response
 
+from inference.audio.containers import HEAD_BYTES, container_kind
 from inference.audio.io import PcmStreamDecoder
 from inference.audio.limits import MAX_RATE, MIN_RATE
 from inference.contract import SAMPLE_RATE
@@ -33,14 +34,6 @@ from inference.server.routes import closer
 from inference.server.transcribe import EventPipe, open_stream, sse_frames
 
 _QUERY = {"model", "sample_rate", "channels", "sample_format", "language", "prompt", "busy_timeout_ms"}
-_CONTAINERS = {
-    b"RIFF": "WAV",
-    b"RIFX": "WAV",
-    b"OggS": "Ogg",
-    b"fLaC": "FLAC",
-    b"ID3": "MP3",
-    b"\x1a\x45\xdf\xa3": "WebM/Matroska",  # what a browser's MediaRecorder sends
-}
 
 
 def _int(query: Any, name: str, default: int, low: int, high: int) -> int:
@@ -58,19 +51,13 @@ def _int(query: Any, name: str, default: int, low: int, high: int) -> int:
     return value
 
 
-def _container(data: bytes) -> str | None:
-    if data[4:8] == b"ftyp":  # ISO media (MP4, M4A, MOV): the box size comes first
-        return "MP4/M4A"
-    return next((kind for magic, kind in _CONTAINERS.items() if data.startswith(magic)), None)
-
-
 def check_first_piece(data: bytes, sample_format: str) -> None:
     """Catch the usual mistakes before the stream starts: a container file, or the other sample format."""
-    kind = _container(data)
+    kind = container_kind(data[:HEAD_BYTES])
     if kind is not None:
         raise ApiError(
             400,
-            f"the body is a {kind} file, not raw PCM; send the samples alone, or upload the "
+            f"the body is an audio file ({kind}), not raw PCM; send the samples alone, or upload the "
             "file to POST /v1/audio/transcriptions",
             "invalid_audio",
         )

@@ -76,3 +76,25 @@ def test_a_voice_memo_and_the_audio_of_a_video(tmp_path: Path) -> None:
         out = io.StringIO()
         assert main(["transcribe", str(path)], out=out) == 0
         assert out.getvalue().strip() == sample["torch_greedy_text"]
+
+
+def test_a_file_piped_to_stdin_is_decoded_as_a_file_not_heard_as_noise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`cat talk.flac | captioneer transcribe -` gave an empty transcript with exit code 0 (the file's bytes were
+    read as 16 kHz samples); now stdin holding a file is decoded as one, and streaming mode refuses it."""
+    import soundfile
+
+    sample = json.loads((SAMPLES / "samples.json").read_text())["samples"][0]
+    audio, rate = soundfile.read(SAMPLES / sample["wav"], dtype="float32")
+    buffer = io.BytesIO()
+    soundfile.write(buffer, audio, rate, format="FLAC", subtype="PCM_16")
+    out = io.StringIO()
+    assert main(["transcribe", "-"], out=out, stdin=io.BytesIO(buffer.getvalue())) == 0
+    assert out.getvalue().strip() == sample["torch_greedy_text"]
+    assert "stdin holds an audio file (FLAC): decoded as a file" in capsys.readouterr().err
+    code = main(
+        ["transcribe", "-", "--mode", "streaming"], out=io.StringIO(), stdin=io.BytesIO(buffer.getvalue())
+    )
+    assert code == 2
+    assert "stdin holds an audio file (FLAC), not raw PCM samples" in capsys.readouterr().err

@@ -58,11 +58,11 @@ def _error(result: object, status: int, code: str) -> str:
 
 def test_requests_that_are_refused_before_the_stream_starts(base_url: str) -> None:
     pcm = s16le(np.sin(np.linspace(0, 400, 16000)).astype(np.float32) * 0.3)
-    assert "WAV file" in _error(
+    assert "audio file (WAV)" in _error(
         post_live(base_url, {"model": "demo"}, [SAMPLE_1.read_bytes()]), 400, "invalid_audio"
     )
     for head, kind in (
-        (b"\0\0\0\x20ftypM4A ", "MP4/M4A file"),
+        (b"\0\0\0\x20ftypM4A ", "(MP4/M4A)"),
         (b"\x1a\x45\xdf\xa3\x9f\x42\x86\x81", "WebM"),
     ):
         assert kind in _error(
