@@ -145,8 +145,9 @@ def test_garbage_is_refused_by_both_decoders_with_the_file_named(tmp_path: Path)
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prlimit is Linux's")
 def test_ffmpeg_runs_with_its_address_space_bounded() -> None:
+    # -re: at the input's own pace, so it is still running when its limits are read
     process = _spawn(
-        ["ffmpeg", "-v", "error", "-nostdin", "-f", "lavfi", "-i", "sine=d=30", "-f", "null", "-"]
+        ["ffmpeg", "-v", "error", "-nostdin", "-re", "-f", "lavfi", "-i", "sine=d=30", "-f", "null", "-"]
     )
     try:
         limits = Path(f"/proc/{process.pid}/limits").read_text()
