@@ -221,12 +221,13 @@ class SoundfileReader:
     def _report_damage(self) -> None:
         damage = self.damage
         if damage.stretches and damage.first_at_frame is not None:
+            where = f"at {damage.first_at_frame / self.rate:.2f} s"
+            if damage.stretches > 1:
+                where = f"in {damage.stretches} places, the first {where}"
             self._warn(
-                "%s is damaged in %d place(s), the first at %.2f s: %.2f s of audio could not be decoded and "
-                "became silence; the rest keeps its time",
+                "%s is damaged %s: %.2f s of audio could not be decoded and became silence; the rest keeps its time",
                 self.name,
-                damage.stretches,
-                damage.first_at_frame / self.rate,
+                where,
                 damage.silent_frames / self.rate,
             )
 
