@@ -308,7 +308,7 @@ def _parse_kv(items: Sequence[str], flag: str) -> dict[str, str]:
 
 
 def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
-    from inference.audio.containers import HEAD_BYTES, container_kind
+    from inference.audio.containers import container_kind
     from inference.audio.decoding import decode_mono_16k
     from inference.audio.io import decode_raw_pcm, load_audio_file, to_mono_16k
 
@@ -321,7 +321,7 @@ def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
         frame_bytes = (2 if args.input_format == "s16le" else 4) * args.input_channels
         most = limits.max_frames(args.input_rate) * frame_bytes
         data = stdin.read(most + 1)
-        kind = container_kind(data[:HEAD_BYTES])
+        kind = container_kind(data)
         if kind is not None:  # `cat talk.flac | captioneer transcribe -`: a file, not samples
             sys.stderr.write(
                 f"captioneer: note: stdin holds an audio file ({kind}): decoded as a file (--input-format, --input-rate "
@@ -671,9 +671,9 @@ def _push_live(stream: Any, chunk: np.ndarray) -> None:
 
 def _refuse_a_file_on_stdin(head: bytes) -> None:
     """Streaming reads stdin as raw samples as they arrive: a file there would be heard as noise."""
-    from inference.audio.containers import HEAD_BYTES, container_kind
+    from inference.audio.containers import container_kind
 
-    kind = container_kind(head[:HEAD_BYTES])
+    kind = container_kind(head)
     if kind is not None:
         raise UsageError(
             f"stdin holds an audio file ({kind}), not raw PCM samples",

@@ -13,11 +13,11 @@ _MAGIC = (
     (b"FORM", "AIFF"),
     (b"\x1a\x45\xdf\xa3", "WebM/Matroska"),  # EBML: what a browser's MediaRecorder sends
 )
-HEAD_BYTES = 12  # enough for every mark above
 
 
 def container_kind(head: bytes) -> str | None:
-    """ "MP4/M4A", "WAV", "FLAC", ... for a file's first bytes, or None (raw samples, or a kind not known here)."""
+    """ "MP4/M4A", "WAV", "FLAC", ... for data starting as such a file does, or None (raw samples, or a kind not
+    known here). Only the first 12 bytes are looked at."""
     if head[4:8] == b"ftyp":  # ISO media (MP4, M4A, MOV): the box size comes first
         return "MP4/M4A"
     return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)

@@ -27,11 +27,11 @@ import soxr
 
 from inference.audio.ffmpeg_reader import FfmpegReader, find_ffmpeg
 from inference.audio.limits import AudioLimits, AudioTooLong
+from inference.audio.problems import FileProblems
 from inference.audio.soundfile_reader import SoundfileReader
 from inference.audio.wav import UndecodableWavEncoding, WavReader, is_wav
 from inference.contract import SAMPLE_RATE
 from inference.errors import InputFileError
-from inference.logsetup import FOR_THE_USER
 from inference.native_stderr import DECODER_LINES, native_output_logged
 
 log = logging.getLogger(__name__)
@@ -46,8 +46,7 @@ class BlockReader(Protocol):
     channels: int
     declared_frames: int | None  # None: the header does not say
     truncated: bool  # set once the blocks are read
-    warns: bool  # whether reading logs what it found wrong (a second read of the same file does not)
-    problems: list[str]  # what reading found wrong, as the warnings say it (filled as the blocks are read)
+    problems: FileProblems  # what reading found wrong (filled as the blocks are read)
 
     def blocks(self, block_bytes: int) -> Iterator[np.ndarray]: ...
 
@@ -117,7 +116,7 @@ def _binary(source: AudioInput, label: str) -> Iterator[tuple[BinaryIO, int]]:
 def mono_16k_blocks(reader: BlockReader, limits: AudioLimits) -> Iterator[np.ndarray]:
     """The file as mono float32 blocks at ``SAMPLE_RATE``; refused (``AudioTooLong``, ``InputFileError``) before
     the first block when the header is out of range, and as soon as decoding passes the length limit. Non-finite
-    samples become silence, with a warning at the end (unless ``reader.warns`` is off)."""
+    samples become silence, with a warning at the end (``reader.problems``)."""
     rate, name = reader.rate, reader.name
     check_header(reader, limits)
     most = limits.max_frames(rate)
@@ -137,9 +136,7 @@ def mono_16k_blocks(reader: BlockReader, limits: AudioLimits) -> Iterator[np.nda
     if resampler is not None:
         yield resampler.resample_chunk(np.zeros(0, np.float32), last=True)
     if replaced:
-        reader.problems.append(f"{name}: replaced {replaced} non-finite samples (NaN/Inf) with silence")
-        if reader.warns:
-            log.warning("%s", reader.problems[-1], extra=FOR_THE_USER)
+        reader.problems.add(log, f"{name}: replaced {replaced} non-finite samples (NaN/Inf) with silence")
 
 
 def check_header(reader: BlockReader, limits: AudioLimits) -> None:
@@ -172,12 +169,12 @@ class FileBlocks:
     def __call__(self) -> Iterator[np.ndarray]:
         self.samples = 0
         with open_audio(self.source, self.name) as reader:
-            reader.warns = self._reads_ended == 0
+            reader.problems.warns = self._reads_ended == 0
             for block in mono_16k_blocks(reader, self.limits):
                 self.samples += block.size
                 yield block
             if self._reads_ended == 0:
-                self.problems = tuple(reader.problems)
+                self.problems = tuple(reader.problems.found)
         self._reads_ended += 1
 
     def pieces(self, step: int) -> Iterator[np.ndarray]:

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from inference.audio.problems import FileProblems, falls_short
 from inference.errors import InputFileError
-from inference.logsetup import FOR_THE_USER
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +82,7 @@ class FfmpegReader:
             raise
         self.declared_frames: int | None = math.floor(duration * self.rate) if duration else None
         self.truncated = False
-        self.warns = True
-        self.problems: list[str] = []
+        self.problems = FileProblems()
 
     def _probe(self) -> tuple[int, int, float | None]:
         command = [
@@ -185,14 +184,15 @@ class FfmpegReader:
         why = self._named(_last_line(b"".join(errors)))
         if code != 0 and not decoded:
             raise InputFileError(f"{self.name} cannot be decoded ({why or f'ffmpeg exit status {code}'})")
-        if code != 0 or (self.declared_frames is not None and decoded < 0.99 * self.declared_frames):
+        if code != 0 or falls_short(decoded, self.declared_frames):
             self.truncated = True
-            self._warn(
+            self.problems.add(
+                log,
                 f"{self.name} is damaged or truncated ({why or f'{decoded} of {self.declared_frames} frames'}); "
-                "using the audio decoded before it"
+                "using the audio decoded before it",
             )
         elif why:  # ffmpeg skipped damaged packets and went on: say so, the audio has a hole
-            self._warn(f"{self.name} has damaged parts that were skipped ({why})")
+            self.problems.add(log, f"{self.name} has damaged parts that were skipped ({why})")
 
     def close(self) -> None:
         process, self._process = self._process, None
@@ -226,11 +226,6 @@ class FfmpegReader:
         """ffmpeg's message with the user's file name in place of the path it was given (an upload's is a
         temporary file the user never saw)."""
         return message.replace(self._url, self.name).replace(str(self._path), self.name)
-
-    def _warn(self, message: str) -> None:
-        self.problems.append(message)
-        if self.warns:
-            log.warning("%s", message, extra=FOR_THE_USER)
 
 
 def _spawn(command: list[str]) -> subprocess.Popen[bytes]:

@@ -21,9 +21,9 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from inference.audio.ffmpeg_reader import INSTALL_FFMPEG
+from inference.audio.problems import FileProblems, falls_short
 from inference.audio.wav import CONVERT_FIX
 from inference.errors import InputFileError
-from inference.logsetup import FOR_THE_USER
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +80,7 @@ class SoundfileReader:
         self.declared_frames: int | None = frames if 0 < frames < _UNKNOWN_LENGTH else None
         self.truncated = False
         self.damage = Damage()
-        self.warns = True
-        self.problems: list[str] = []
+        self.problems = FileProblems()
 
     def _open(self) -> Any:
         self._handle.seek(0)
@@ -121,9 +120,8 @@ class SoundfileReader:
             position += len(block)
             yield block
         self._report_damage()
-        # MP3 lengths can be estimates, so only a clear shortfall counts as truncation.
         declared = self.declared_frames
-        if declared is not None and position < 0.99 * declared:
+        if declared is not None and falls_short(position, declared):
             self.truncated = True
             if self._file.format == "OGG":
                 # An Ogg file's length is its last page's: a cut-off file states less. A shortfall is damage
@@ -232,9 +230,7 @@ class SoundfileReader:
             )
 
     def _warn(self, message: str, *args: object) -> None:
-        self.problems.append(message % args)
-        if self.warns:
-            log.warning("%s", self.problems[-1], extra=FOR_THE_USER)
+        self.problems.add(log, message % args)
 
     def _why(self, exc: BaseException) -> str:
         """A decoder's message with the user's file name instead of the file object it names

@@ -17,8 +17,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from inference.audio.problems import FileProblems
 from inference.errors import InputFileError
-from inference.logsetup import FOR_THE_USER
 
 log = logging.getLogger(__name__)
 
@@ -81,17 +81,15 @@ class WavReader:
             declared != _UNKNOWN_CHUNK_SIZE and present < declared
         )
         self._present, self._declared = present, declared
-        self.warns = True
-        self.problems: list[str] = []
+        self.problems = FileProblems()
 
     def blocks(self, block_bytes: int) -> Iterator[np.ndarray]:
         if self.truncated:
-            self.problems.append(
+            self.problems.add(
+                log,
                 f"{self.name} is truncated (data chunk declares {self._declared} bytes, {self._present} present); "
-                f"using the {self.declared_frames} complete frames"
+                f"using the {self.declared_frames} complete frames",
             )
-            if self.warns:
-                log.warning("%s", self.problems[-1], extra=FOR_THE_USER)
         step = max(1, block_bytes // (4 * self.channels)) * self._frame_bytes
         remaining = (self.declared_frames or 0) * self._frame_bytes
         self._handle.seek(self._offset)

@@ -19,7 +19,7 @@ import numpy as np
 from starlette.requests import Request
 from starlette.responses import Response
 
-from inference.audio.containers import HEAD_BYTES, container_kind
+from inference.audio.containers import container_kind
 from inference.audio.io import PcmStreamDecoder
 from inference.audio.limits import MAX_RATE, MIN_RATE
 from inference.contract import SAMPLE_RATE
@@ -53,7 +53,7 @@ def _int(query: Any, name: str, default: int, low: int, high: int) -> int:
 
 def check_first_piece(data: bytes, sample_format: str) -> None:
     """Catch the usual mistakes before the stream starts: a container file, or the other sample format."""
-    kind = container_kind(data[:HEAD_BYTES])
+    kind = container_kind(data)
     if kind is not None:
         raise ApiError(
             400,

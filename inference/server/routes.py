@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -80,7 +80,7 @@ async def _transcribe(request: Request, *, details: bool, task: str | None = Non
             "invalid_value",
             param="stream",
         )
-    headers = {"x-captioneer-notes": "; ".join(job.notes)} if job.notes else {}
+    headers = _notes_header(job.notes)
     shutdown = shutdown_of(request)
     if job.stream:
         return await _stream(job, headers, config, shutdown)
@@ -102,9 +102,8 @@ async def _transcribe(request: Request, *, details: bool, task: str | None = Non
             return transcript, wall_s
 
     transcript, wall_s = await unless_disconnected(request.receive, run())
-    problems = job.source.problems if job.source is not None else ()
-    if problems:  # damage in the upload became silence, or it was cut off: the text has a hole
-        headers = {"x-captioneer-notes": _header_value("; ".join([*job.notes, *problems]))}
+    if job.source is not None and job.source.problems:  # damage became silence, or it was cut off: a hole
+        headers = _notes_header([*job.notes, *job.source.problems])
     if needs_speech_stretches(
         len(transcript.words), job.response_format
     ):  # off the event loop: ~1 s per minute
@@ -147,6 +146,11 @@ def closer(stream: Any, release: Callable[[], None]) -> Callable[[], None]:
             release()
 
     return close
+
+
+def _notes_header(notes: Sequence[str]) -> dict[str, str]:
+    """``X-Captioneer-Notes`` for what the request should know (none: no header)."""
+    return {"x-captioneer-notes": _header_value("; ".join(notes))} if notes else {}
 
 
 def _header_value(text: str) -> str:
