@@ -323,11 +323,16 @@ def _read_input_audio(args: argparse.Namespace, stdin: IO[bytes]) -> np.ndarray:
         data = stdin.read(most + 1)
         kind = container_kind(data)
         if kind is not None:  # `cat talk.flac | captioneer transcribe -`: a file, not samples
+            if len(data) > most:  # held whole in memory: bounded as raw PCM is
+                raise UsageError(
+                    f"stdin holds an audio file ({kind}) of more than {most} bytes, more than is read from stdin",
+                    "pass the file's path instead of '-' (a file is read as a stream)",
+                )
             sys.stderr.write(
                 f"captioneer: note: stdin holds an audio file ({kind}): decoded as a file (--input-format, --input-rate "
                 "and --input-channels are for raw PCM)\n"
             )
-            return decode_mono_16k(data + stdin.read(), limits, "stdin")
+            return decode_mono_16k(data, limits, "stdin")
         if len(data) > most:
             raise UsageError(
                 f"the audio on stdin lasts more than the limit of {limits.max_seconds:g} s",

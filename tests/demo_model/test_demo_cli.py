@@ -93,6 +93,10 @@ def test_a_file_piped_to_stdin_is_decoded_as_a_file_not_heard_as_noise(
     assert main(["transcribe", "-"], out=out, stdin=io.BytesIO(buffer.getvalue())) == 0
     assert out.getvalue().strip() == sample["torch_greedy_text"]
     assert "stdin holds an audio file (FLAC): decoded as a file" in capsys.readouterr().err
+    # held whole in memory, so bounded as raw PCM is (here 0.5 s of 16 kHz s16: 16 000 bytes)
+    small_limit = ["transcribe", "-", "--max-audio-s", "0.5"]
+    assert main(small_limit, out=io.StringIO(), stdin=io.BytesIO(buffer.getvalue())) == 2
+    assert "stdin holds an audio file (FLAC) of more than 16000 bytes" in capsys.readouterr().err
     code = main(
         ["transcribe", "-", "--mode", "streaming"], out=io.StringIO(), stdin=io.BytesIO(buffer.getvalue())
     )
