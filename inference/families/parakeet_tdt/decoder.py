@@ -5,6 +5,9 @@ The loop is docs/families/parakeet_tdt.md §5 (audio.cpp / NeMo), which equals t
 :class:`DecoderState` between calls, so long-form windows and live streams continue one hypothesis (``frame_offset``
 makes token frames absolute); encoder frames are projected once per window, so a step costs one LSTM step (after
 tokens) plus one joint matvec.
+
+The predictor step and the joint are a :class:`PredictionStep`: ``decoder_ggml.GgmlPredictionStep`` on the CPU
+backend (f32, or the session's reduced type), :class:`NumpyPredictionStep` here on the others.
 """
 
 from __future__ import annotations
@@ -96,30 +99,33 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-class TdtDecoder:
-    def __init__(self, weights: DecoderWeights, config: ParakeetConfig) -> None:
+class PredictionStep(Protocol):
+    """The per-token work of the greedy loop: the predictor's LSTM step and the joint."""
+
+    def advance(self, state: DecoderState, token: int) -> None:
+        """Feed ``token`` to the predictor: updates ``state.h``, ``state.c`` and ``state.pred`` in place."""
+        ...
+
+    def joint(self, enc_proj_frame: np.ndarray, pred: np.ndarray) -> np.ndarray:
+        """Token then duration logits, (vocab + durations,), for one projected frame and predictor output."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class NumpyPredictionStep:
+    """The predictor step and joint in numpy float32 (GPU backends, and tests of the loop itself)."""
+
+    def __init__(self, weights: DecoderWeights) -> None:
         self.w = weights
-        self.config = config
-        self.hidden = config.decoder_hidden_size
-        self.vocab = config.vocab_size
-        self.blank = config.blank_token_id
-        self.durations = np.asarray(config.durations, dtype=np.int64)
+        self.hidden = weights.pred_w.shape[0]
         # Stacked [W_ih | W_hh] so one matvec per layer computes all gates.
         self._w_cat = [
             np.ascontiguousarray(np.concatenate([a, b], axis=1))
             for a, b in zip(weights.w_ih, weights.w_hh, strict=True)
         ]
 
-    def new_state(self) -> DecoderState:
-        shape = (self.config.num_decoder_layers, self.hidden)
-        return DecoderState(np.zeros(shape, np.float32), np.zeros(shape, np.float32))
-
-    def project_encoder(self, encoder_frames: np.ndarray) -> np.ndarray:
-        """(T, hidden) encoder output → (T, H) joint-space frames."""
-        enc = np.asarray(encoder_frames, dtype=np.float32)
-        return enc @ self.w.enc_w.T + self.w.enc_b
-
-    def _advance(self, state: DecoderState, token: int) -> None:
+    def advance(self, state: DecoderState, token: int) -> None:
         x = self.w.embedding[token]
         H = self.hidden
         for layer, w in enumerate(self._w_cat):
@@ -139,6 +145,40 @@ class TdtDecoder:
     def joint(self, enc_proj_frame: np.ndarray, pred: np.ndarray) -> np.ndarray:
         return self.w.head_w @ np.maximum(enc_proj_frame + pred, 0.0) + self.w.head_b
 
+    def close(self) -> None:
+        pass
+
+
+class TdtDecoder:
+    def __init__(
+        self, weights: DecoderWeights, config: ParakeetConfig, step: PredictionStep | None = None
+    ) -> None:
+        self.w = weights
+        self.config = config
+        self.hidden = config.decoder_hidden_size
+        self.vocab = config.vocab_size
+        self.blank = config.blank_token_id
+        self.durations = np.asarray(config.durations, dtype=np.int64)
+        self.step: PredictionStep = step if step is not None else NumpyPredictionStep(weights)
+
+    def close(self) -> None:
+        self.step.close()
+
+    def new_state(self) -> DecoderState:
+        shape = (self.config.num_decoder_layers, self.hidden)
+        return DecoderState(np.zeros(shape, np.float32), np.zeros(shape, np.float32))
+
+    def project_encoder(self, encoder_frames: np.ndarray) -> np.ndarray:
+        """(T, hidden) encoder output → (T, H) joint-space frames."""
+        enc = np.asarray(encoder_frames, dtype=np.float32)
+        return enc @ self.w.enc_w.T + self.w.enc_b
+
+    def _advance(self, state: DecoderState, token: int) -> None:
+        self.step.advance(state, token)
+
+    def joint(self, enc_proj_frame: np.ndarray, pred: np.ndarray) -> np.ndarray:
+        return self.step.joint(enc_proj_frame, pred)
+
     def decode(
         self,
         enc_proj: np.ndarray,
@@ -155,16 +195,17 @@ class TdtDecoder:
         ``bias`` (hotwords) may change which token wins each step; the duration argmax never sees it.
         """
         state = state or self.new_state()
+        step = self.step
         if state.pred is None:
-            self._advance(state, self.blank)
+            step.advance(state, self.blank)
         n_frames = enc_proj.shape[0]
         budget = n_frames * self.config.max_symbols_per_step if max_tokens is None else max_tokens
         tokens: list[TokenStep] = []
         fi, last_label_frame, count = 0, -1, 0
         max_symbols = self.config.max_symbols_per_step
         while fi < n_frames and len(tokens) < budget:
-            assert state.pred is not None  # set by _advance above and after every emitted token
-            logits = self.joint(enc_proj[fi], state.pred)
+            assert state.pred is not None  # set by advance above and after every emitted token
+            logits = step.joint(enc_proj[fi], state.pred)
             if bias is None:
                 token = int(np.argmax(logits[: self.vocab]))
             else:
@@ -180,7 +221,7 @@ class TdtDecoder:
                 continue
             tokens.append(TokenStep(token, frame_offset + fi, duration))
             state.emitted += 1
-            self._advance(state, token)
+            step.advance(state, token)
             if fi == last_label_frame:
                 count += 1
             else:

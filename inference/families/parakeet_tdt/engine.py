@@ -1,4 +1,4 @@
-"""The Parakeet-TDT offline engine: frontend → ggml encoder → numpy TDT decoder → text and word timestamps.
+"""The Parakeet-TDT offline engine: frontend → ggml encoder → TDT decoder → text and word timestamps.
 
 Modes ``full_context``, ``long_form`` and ``vad`` (docs/families/parakeet_tdt.md §6, chosen in :mod:`options`); a
 model folder's speech gate (:mod:`speech_gate`, §6.5) either drops the words outside the VAD's speech or decodes
@@ -50,10 +50,10 @@ from inference.families.parakeet_tdt.config import ParakeetConfig
 from inference.families.parakeet_tdt.decoder import (
     DecoderState,
     DecoderWeights,
-    TdtDecoder,
     TokenBias,
     TokenStep,
 )
+from inference.families.parakeet_tdt.decoder_ggml import make_decoder
 from inference.families.parakeet_tdt.encoder import ParakeetEncoder
 from inference.families.parakeet_tdt.frontend import compute_features
 from inference.families.parakeet_tdt.hotwords import (
@@ -130,7 +130,12 @@ class ParakeetEngine:
         )
         try:
             check_weight_budget(self.encoder.weights.buffer_bytes, session.weight_context_mb)
-            self.decoder = TdtDecoder(DecoderWeights.from_checkpoint(checkpoint.tensors, config), config)
+            self.decoder = make_decoder(
+                DecoderWeights.from_checkpoint(checkpoint.tensors, config),
+                config,
+                backend,
+                session.weight_type,
+            )
         except BaseException:
             self.encoder.close()
             raise
@@ -250,6 +255,7 @@ class ParakeetEngine:
         return transcript
 
     def close(self) -> None:
+        self.decoder.close()
         self.encoder.close()
         self.backend.close()
         self._vad = None
@@ -559,7 +565,7 @@ class ParakeetEngine:
 
 
 def check_weight_budget(used_bytes: int, limit_mb: int) -> None:
-    """``weight_context_mb`` is the user's upper bound for weight memory (the numpy decoder is small and not counted)."""
+    """``weight_context_mb`` is the user's upper bound for weight memory (the decoder is small and not counted)."""
     if used_bytes > limit_mb * MIB:
         raise BackendError(
             f"the encoder weights need {used_bytes / MIB:.1f} MiB, more than weight_context_mb={limit_mb}",
