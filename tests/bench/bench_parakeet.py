@@ -242,6 +242,8 @@ class Worker(machine.WorkerProcess):
                 backend,
             ],
             threads,
+            # The product's worker lets numpy's OpenBLAS threads sleep after each call (inference/client/connection.py)
+            None if kind == "torch" else machine.product_worker_env(),
         )
 
 

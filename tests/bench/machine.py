@@ -241,6 +241,14 @@ def process_cpu_seconds() -> float:
     return times.user + times.system
 
 
+def product_worker_env() -> dict[str, str]:
+    """What Captioneer's own worker process starts with beyond the user's environment (a user's setting wins):
+    its bench workers run as the product's do."""
+    from inference.client.connection import OPENBLAS_THREAD_TIMEOUT
+
+    return {"OPENBLAS_THREAD_TIMEOUT": os.environ.get("OPENBLAS_THREAD_TIMEOUT", OPENBLAS_THREAD_TIMEOUT)}
+
+
 def thread_env(threads: int) -> dict[str, str]:
     """Environment for a worker process: every threading runtime limited to ``threads`` from the start."""
     value = str(threads)
@@ -449,11 +457,17 @@ class WorkerProcess:
 
     close_timeout_s = 60.0
 
-    def _start(self, kind: str, command: list[str], threads: int) -> None:
+    def _start(
+        self, kind: str, command: list[str], threads: int, extra_env: dict[str, str] | None = None
+    ) -> None:
         """Start a worker process with pinned threads and check what it reports it uses."""
         self.kind = kind
         self.proc = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=thread_env(threads)
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=thread_env(threads) | (extra_env or {}),
         )
         ready = self._read()
         if not ready.get("ready"):
