@@ -147,8 +147,8 @@ class ParakeetEngine:
         self.is_phonon = config.word_timestamp_mode == "token_duration"
         self._vocabulary: PieceVocabulary | None = None
         self._biases: dict[tuple[tuple[Hotword, ...], float], HotwordBias] = {}
-        # The greedy loop's matvecs are memory-bound, more than one core can stream; two BLAS threads help, more
-        # only add synchronisation (figures: tests/bench/README.md, "int8 weights on ONNX Runtime's int8 GEMM").
+        # numpy's BLAS threads: one for the mel product; two for the numpy TDT step (non-CPU backends), whose matvecs
+        # are memory-bound, more than one core can stream (tests/bench/README.md, "Figures behind code comments").
         self._blas = ThreadpoolController()
         self._vad: Any = None  # SileroVad, created on the first VAD request
         self.speech_gate: SpeechGate | None = checkpoint.speech_gate
