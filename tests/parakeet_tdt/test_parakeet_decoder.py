@@ -7,7 +7,12 @@ import pytest
 from parakeet_fixtures import CLIPS, MODELS, expected, expected_arrays, model_dir
 
 from inference.families.parakeet_tdt.checkpoint import open_parakeet_checkpoint
-from inference.families.parakeet_tdt.decoder import DecoderWeights, JointStep, TdtDecoder
+from inference.families.parakeet_tdt.decoder import (
+    DecoderWeights,
+    JointStep,
+    NumpyPredictionStep,
+    TdtDecoder,
+)
 
 
 def _decoder(model: str) -> TdtDecoder:
@@ -70,7 +75,8 @@ def test_long_form_windows_carry_state() -> None:
 def _forced_decoder(token: int, duration_index: int) -> TdtDecoder:
     """A decoder whose joint always prefers ``token`` with ``duration_index`` (to test the loop's guards)."""
     decoder = _decoder("tiny_a")
-    w = decoder.w
+    assert isinstance(decoder.step, NumpyPredictionStep)
+    w = decoder.step.w
     w.head_w = np.zeros_like(w.head_w)
     w.head_b = np.zeros_like(w.head_b)
     w.head_b[token] = 5.0

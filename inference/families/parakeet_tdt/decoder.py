@@ -153,13 +153,15 @@ class TdtDecoder:
     def __init__(
         self, weights: DecoderWeights, config: ParakeetConfig, step: PredictionStep | None = None
     ) -> None:
-        self.w = weights
+        """``step`` defaults to the numpy step over ``weights``; a given step owns its own copy of the predictor and
+        joint matrices, so only the encoder projection is kept from ``weights`` here."""
         self.config = config
         self.hidden = config.decoder_hidden_size
         self.vocab = config.vocab_size
         self.blank = config.blank_token_id
         self.durations = np.asarray(config.durations, dtype=np.int64)
         self.step: PredictionStep = step if step is not None else NumpyPredictionStep(weights)
+        self._enc_w, self._enc_b = weights.enc_w, weights.enc_b
 
     def close(self) -> None:
         self.step.close()
@@ -171,7 +173,7 @@ class TdtDecoder:
     def project_encoder(self, encoder_frames: np.ndarray) -> np.ndarray:
         """(T, hidden) encoder output → (T, H) joint-space frames."""
         enc = np.asarray(encoder_frames, dtype=np.float32)
-        return enc @ self.w.enc_w.T + self.w.enc_b
+        return enc @ self._enc_w.T + self._enc_b
 
     def _advance(self, state: DecoderState, token: int) -> None:
         self.step.advance(state, token)
