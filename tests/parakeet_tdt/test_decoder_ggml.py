@@ -7,6 +7,8 @@ picks the ggml step for reduced weight types only.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
 
@@ -25,8 +27,8 @@ from inference.families.parakeet_tdt.decoder import (
     TdtDecoder,
 )
 from inference.families.parakeet_tdt.decoder_ggml import (
+    DECODER_STORAGE,
     GgmlPredictionStep,
-    decoder_storage,
     make_decoder,
 )
 from inference.native import Backend, open_backend
@@ -143,18 +145,16 @@ def _config(hidden: int, vocab: int) -> ParakeetConfig:
 
 
 def test_the_step_follows_the_session_weight_type(backend) -> None:  # type: ignore[no-untyped-def]
-    for weight_type, storage in (
-        ("native", "f32"),  # the checkpoint's values, as the numpy step has them
-        ("f32", "f32"),
-        ("f16", "f16"),
-        ("bf16", "bf16"),
-        ("q8_0", "q8_0"),
-        ("q6_k", "q8_0"),  # never below 8 bits
-        ("q4_k", "q8_0"),
-        ("int8", "q8_0"),  # ONNX Runtime's int8 GEMM would repack the whole weight per one-row product
-    ):
-        assert decoder_storage(weight_type, backend) == storage, weight_type
-        assert decoder_storage(weight_type, cast(Backend, SimpleNamespace(is_cpu=False))) is None
+    assert DECODER_STORAGE == {
+        "native": "f32",  # the checkpoint's values, as the numpy step has them
+        "f32": "f32",
+        "f16": "f16",
+        "bf16": "bf16",
+        "q8_0": "q8_0",
+        "q6_k": "q8_0",  # never below 8 bits
+        "q4_k": "q8_0",
+        "int8": "q8_0",  # ONNX Runtime's int8 GEMM would repack the whole weight per one-row product
+    }
     weights = _random_weights(hidden=32, vocab=20)
     decoder = make_decoder(weights, _config(32, 20), backend, "int8")
     assert isinstance(decoder.step, GgmlPredictionStep)
@@ -162,6 +162,25 @@ def test_the_step_follows_the_session_weight_type(backend) -> None:  # type: ign
     decoder.close()
     decoder.close()  # idempotent
     assert decoder.step.storage_types() == {}
+    assert backend.handle is not None  # the engine's backend is the engine's to close
+
+
+def test_beside_a_gpu_encoder_the_step_gets_a_cpu_backend_of_its_own(backend) -> None:  # type: ignore[no-untyped-def]
+    gpu = cast(Backend, SimpleNamespace(is_cpu=False, threads=2, api=backend.api))  # what make_decoder reads
+    weights = _random_weights(hidden=32, vocab=20)
+    decoder = make_decoder(weights, _config(32, 20), gpu, "q8_0")
+    step = decoder.step
+    assert isinstance(step, GgmlPredictionStep)
+    own = step._owned_backend
+    assert own is not None and own.is_cpu and own.threads == 2
+    reference = NumpyPredictionStep(weights)
+    ours, theirs = decoder.new_state(), decoder.new_state()
+    step.advance(ours, 3)
+    reference.advance(theirs, 3)
+    assert ours.pred is not None and theirs.pred is not None
+    assert np.abs(ours.pred - theirs.pred).max() < STEP_BOUNDS["q8_0"]
+    decoder.close()
+    assert own.handle is None  # closed with the step
 
 
 @pytest.mark.parametrize(("weight_type", "storage"), [("int8", "q8_0"), ("f16", "f16"), ("native", "f32")])
@@ -178,3 +197,26 @@ def test_an_engine_decodes_with_the_step_of_its_weight_type(weight_type: str, st
         result = engine.transcribe(audio)
         assert isinstance(result.text, str)
     assert step.storage_types() == {}  # closed with the engine
+
+
+def test_every_weight_type_the_spec_accepts_has_a_decoder_storage() -> None:
+    spec = json.loads((Path(__file__).resolve().parents[2] / "model_specs" / "parakeet_tdt.json").read_text())
+    options = spec["session_options"]
+    assert set(options["weight_type"]["choices"]) == set(DECODER_STORAGE)
+    assert set(options["matmul_weight_type"]["choices"]) == set(DECODER_STORAGE)
+
+
+@pytest.mark.parametrize("storage", ["f32", "q8_0"])
+def test_the_step_gives_the_same_bits_on_any_thread_count(storage: str) -> None:
+    """Each output of a one-row product is one thread's dot product, so the thread count cannot change a token."""
+    weights = _random_weights(hidden=64, vocab=100)
+    frame = np.random.default_rng(5).standard_normal(64).astype(np.float32)
+    results = []
+    for threads in (1, 2, 3):
+        with open_backend("cpu", threads=threads) as cpu, GgmlPredictionStep(cpu, weights, storage) as step:
+            state = DecoderState(np.zeros((2, 64), np.float32), np.zeros((2, 64), np.float32))
+            for token in (0, 5, 99):
+                step.advance(state, token)
+            assert state.pred is not None
+            results.append((state.h.tobytes(), state.c.tobytes(), step.joint(frame, state.pred).tobytes()))
+    assert results[0] == results[1] == results[2]

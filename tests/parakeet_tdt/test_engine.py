@@ -217,16 +217,3 @@ def test_features_run_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> Non
         engine.transcribe(_audio(CLIPS[0]))
         assert seen and all(pools == {1} for pools in seen), seen
         assert numpy_blas_threads() == before
-
-
-@pytest.mark.parametrize(("threads", "decoder_threads"), [(1, 1), (2, 2), (3, 2)])
-def test_the_greedy_loop_runs_on_at_most_two_blas_threads(threads: int, decoder_threads: int) -> None:
-    """The loop's memory-bound matvecs get two BLAS threads (one core cannot stream the weights fast enough);
-    more only add synchronisation. The process's BLAS setting is back afterwards."""
-    with load_engine(model_dir("tiny_a"), backend="cpu", threads=threads) as engine:
-        seen: list[set[int]] = []
-        engine.decoder.decode = recording_blas_threads(engine.decoder.decode, seen)  # type: ignore[method-assign]
-        before = numpy_blas_threads()
-        engine.transcribe(_audio(CLIPS[0]))
-        assert seen and all(pools == {decoder_threads} for pools in seen), seen
-        assert numpy_blas_threads() == before

@@ -6,8 +6,8 @@ The loop is docs/families/parakeet_tdt.md §5 (audio.cpp / NeMo), which equals t
 makes token frames absolute); encoder frames are projected once per window, so a step costs one LSTM step (after
 tokens) plus one joint matvec.
 
-The predictor step and the joint are a :class:`PredictionStep`: ``decoder_ggml.GgmlPredictionStep`` on the CPU
-backend (f32, or the session's reduced type), :class:`NumpyPredictionStep` here on the others.
+The predictor step and the joint are a :class:`PredictionStep`: engines run ``decoder_ggml.GgmlPredictionStep`` (on
+the CPU; f32, or the session's reduced type); :class:`NumpyPredictionStep` here is the same step in numpy f32.
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ class PredictionStep(Protocol):
 
 
 class NumpyPredictionStep:
-    """The predictor step and joint in numpy float32 (GPU backends, and tests of the loop itself)."""
+    """The predictor step and joint in numpy float32: the loop's default, for tests of the loop itself and as the
+    comparison for the ggml step (tests/bench/decoder_precision.py)."""
 
     def __init__(self, weights: DecoderWeights) -> None:
         self.w = weights

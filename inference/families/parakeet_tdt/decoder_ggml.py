@@ -1,4 +1,4 @@
-"""The TDT predictor step and joint as two small ggml graphs (CPU backend): the greedy loop's per-token work.
+"""The TDT predictor step and joint as two small ggml graphs on the CPU: the greedy loop's per-token work.
 
 Why: every emitted token reads the predictor's and the joint's matrices once. In f32 (v3: 47 MB) they do not fit
 the CPU's last-level cache, so each token streams them from memory; in numpy each of those matvecs also woke
@@ -19,7 +19,7 @@ import numpy as np
 
 from inference.families.parakeet_tdt.config import ParakeetConfig
 from inference.families.parakeet_tdt.decoder import DecoderState, DecoderWeights, TdtDecoder
-from inference.native import Backend, Graph, GraphBuilder, Tensor, WeightStore, load_weights
+from inference.native import Backend, Graph, GraphBuilder, Tensor, WeightStore, load_weights, open_backend
 from inference.native.owner import NativeOwner
 
 # Session weight type -> storage of the decoder's matrices.
@@ -35,29 +35,35 @@ DECODER_STORAGE = {
 }
 
 
-def decoder_storage(weight_type: str, backend: Backend) -> str | None:
-    """The storage of the decoder's matrices for the session's ``weight_type``; None: the numpy f32 step.
-
-    Only the CPU backend: on a GPU every token would be a round trip for a few small kernels.
-    """
-    return DECODER_STORAGE[weight_type] if backend.is_cpu else None
-
-
 def make_decoder(
     weights: DecoderWeights, config: ParakeetConfig, backend: Backend, weight_type: str
 ) -> TdtDecoder:
-    """The greedy decoder for a session: its per-token step on ggml where :func:`decoder_storage` says so."""
-    storage = decoder_storage(weight_type, backend)
-    if storage is None:
-        return TdtDecoder(weights, config)
-    return TdtDecoder(weights, config, GgmlPredictionStep(backend, weights, storage))
+    """The greedy decoder for a session, its step on ggml with the matrices in ``DECODER_STORAGE[weight_type]``.
+
+    The step runs on the CPU whatever the encoder's backend: a token is a few one-row products, which a GPU would
+    only add a round trip to; beside a GPU encoder it gets a CPU backend of its own (ggml's products only).
+    """
+    storage = DECODER_STORAGE[weight_type]
+    if backend.is_cpu:
+        return TdtDecoder(weights, config, GgmlPredictionStep(backend, weights, storage))
+    cpu = open_backend("cpu", backend.threads, api=backend.api, gemm="ggml")
+    try:
+        step = GgmlPredictionStep(cpu, weights, storage, owned_backend=cpu)
+    except BaseException:
+        cpu.close()
+        raise
+    return TdtDecoder(weights, config, step)
 
 
 class GgmlPredictionStep(NativeOwner):
     """:class:`~inference.families.parakeet_tdt.decoder.PredictionStep` on ggml: one graph per LSTM step (all
     layers and the projection), one per joint."""
 
-    def __init__(self, backend: Backend, weights: DecoderWeights, storage: str) -> None:
+    def __init__(
+        self, backend: Backend, weights: DecoderWeights, storage: str, owned_backend: Backend | None = None
+    ) -> None:
+        """``owned_backend``: a backend opened for this step alone, closed with it."""
+        self._owned_backend = owned_backend
         self.embedding = weights.embedding
         self.layers = len(weights.w_ih)
         self.hidden = weights.pred_w.shape[0]
@@ -73,7 +79,8 @@ class GgmlPredictionStep(NativeOwner):
             arrays[f"w_hh{layer}"] = weights.w_hh[layer]
             arrays[f"bias{layer}"] = weights.bias[layer]
         self._graphs: list[Graph] = []
-        self._store: WeightStore | None = load_weights(backend, arrays=arrays, storage=storage)
+        self._store: WeightStore | None = None
+        self._store = load_weights(backend, arrays=arrays, storage=storage)
         try:
             self._advance = Graph(backend, self._build_advance, self._store)
             self._graphs.append(self._advance)
@@ -140,3 +147,6 @@ class GgmlPredictionStep(NativeOwner):
         store, self._store = self._store, None
         if store is not None:
             store.close()
+        backend, self._owned_backend = self._owned_backend, None
+        if backend is not None:
+            backend.close()

@@ -147,8 +147,7 @@ class ParakeetEngine:
         self.is_phonon = config.word_timestamp_mode == "token_duration"
         self._vocabulary: PieceVocabulary | None = None
         self._biases: dict[tuple[tuple[Hotword, ...], float], HotwordBias] = {}
-        # numpy's BLAS threads: one for the mel product; two for the numpy TDT step (non-CPU backends), whose matvecs
-        # are memory-bound, more than one core can stream (tests/bench/README.md, "Figures behind code comments").
+        # Limits numpy's BLAS threads where one is enough (the mel product in encode_frames).
         self._blas = ThreadpoolController()
         self._vad: Any = None  # SileroVad, created on the first VAD request
         self.speech_gate: SpeechGate | None = checkpoint.speech_gate
@@ -347,10 +346,9 @@ class ParakeetEngine:
     ) -> tuple[list[TokenStep], DecoderState]:
         """Greedy TDT over encoder frames, continuing ``state`` (None: a fresh decoder)."""
         projected = self.decoder.project_encoder(frames)  # one matmul: BLAS threads help here
-        with self._blas.limit(limits=min(2, self.backend.threads), user_api="blas"):
-            return self.decoder.decode(
-                projected, state, frame_offset=frame_offset, max_tokens=max_tokens, bias=bias
-            )
+        return self.decoder.decode(
+            projected, state, frame_offset=frame_offset, max_tokens=max_tokens, bias=bias
+        )
 
     def decode_full_context(
         self, samples: np.ndarray, span: Span, budget: int | None, bias: TokenBias | None = None
