@@ -14,11 +14,12 @@ from typing import cast
 
 import numpy as np
 import pytest
+from decoder_parts import decoder_config, random_decoder_weights
 from parakeet_fixtures import CLIPS, MODELS, expected, expected_arrays, model_dir
 
 from inference.engine import load_engine
 from inference.families.parakeet_tdt.checkpoint import open_parakeet_checkpoint
-from inference.families.parakeet_tdt.config import EncoderConfig, ParakeetConfig
+from inference.families.parakeet_tdt.config import ParakeetConfig
 from inference.families.parakeet_tdt.decoder import (
     DecoderState,
     DecoderWeights,
@@ -65,22 +66,7 @@ def test_f32_graphs_decode_every_fixture_clip_as_the_reference(backend, model: s
 
 def _random_weights(hidden: int, vocab: int, seed: int = 3) -> DecoderWeights:
     rng = np.random.default_rng(seed)
-
-    def r(*shape: int, scale: float = 0.1) -> np.ndarray:
-        return (rng.standard_normal(shape) * scale).astype(np.float32)
-
-    return DecoderWeights(
-        embedding=r(vocab, hidden, scale=1.0),
-        w_ih=[r(4 * hidden, hidden), r(4 * hidden, hidden)],
-        w_hh=[r(4 * hidden, hidden), r(4 * hidden, hidden)],
-        bias=[r(4 * hidden), r(4 * hidden)],
-        pred_w=r(hidden, hidden),
-        pred_b=r(hidden),
-        enc_w=r(hidden, 2 * hidden),
-        enc_b=r(hidden),
-        head_w=r(vocab + 5, hidden),
-        head_b=r(vocab + 5),
-    )
+    return random_decoder_weights(rng, vocab, hidden, 2 * hidden, scale=0.1, embedding_scale=1.0)
 
 
 # Largest |difference| from the numpy step over 20 tokens (hidden 128, weights ~0.1, logits of order 1; a wrong
@@ -132,16 +118,7 @@ def test_a_copied_state_is_independent_of_the_original(backend) -> None:  # type
 
 
 def _config(hidden: int, vocab: int) -> ParakeetConfig:
-    return ParakeetConfig(
-        vocab_size=vocab,
-        blank_token_id=vocab - 1,
-        pad_token_id=1,
-        decoder_hidden_size=hidden,
-        num_decoder_layers=2,
-        max_symbols_per_step=10,
-        durations=(0, 1, 2, 3, 4),
-        encoder=EncoderConfig(hidden_size=2 * hidden),
-    )
+    return decoder_config(vocab, hidden, 2 * hidden)
 
 
 def test_the_step_follows_the_session_weight_type(backend) -> None:  # type: ignore[no-untyped-def]

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from decoder_parts import decoder_config, random_decoder_weights
 from parakeet_fixtures import audio_path, model_dir
 from phonon_variant import make_phonon_variant
 
 from inference.audio.io import load_audio_file
 from inference.engine import load_engine
 from inference.errors import UsageError
-from inference.families.parakeet_tdt.config import EncoderConfig, ParakeetConfig
-from inference.families.parakeet_tdt.decoder import DecoderWeights, JointStep, TdtDecoder
+from inference.families.parakeet_tdt.decoder import JointStep, TdtDecoder
 from inference.families.parakeet_tdt.engine import ParakeetEngine
 from inference.families.parakeet_tdt.hotwords import (
     MAX_STATES,
@@ -232,31 +232,8 @@ def test_the_trie_is_capped() -> None:
 
 
 def tiny_decoder(seed: int, vocab: int = 9, hidden: int = 6, enc: int = 5) -> TdtDecoder:
-    rng = np.random.default_rng(seed)
-    config = ParakeetConfig(
-        vocab_size=vocab,
-        blank_token_id=vocab - 1,
-        pad_token_id=1,
-        decoder_hidden_size=hidden,
-        num_decoder_layers=2,
-        max_symbols_per_step=10,
-        durations=(0, 1, 2, 3, 4),
-        encoder=EncoderConfig(hidden_size=enc),
-    )
-    r = lambda *shape: rng.normal(0, 1, shape).astype(np.float32)  # noqa: E731
-    weights = DecoderWeights(
-        embedding=r(vocab, hidden),
-        w_ih=[r(4 * hidden, hidden), r(4 * hidden, hidden)],
-        w_hh=[r(4 * hidden, hidden), r(4 * hidden, hidden)],
-        bias=[r(4 * hidden), r(4 * hidden)],
-        pred_w=r(hidden, hidden),
-        pred_b=r(hidden),
-        enc_w=r(hidden, enc),
-        enc_b=r(hidden),
-        head_w=r(vocab + 5, hidden),
-        head_b=r(vocab + 5),
-    )
-    return TdtDecoder(weights, config)
+    weights = random_decoder_weights(np.random.default_rng(seed), vocab, hidden, enc)
+    return TdtDecoder(weights, decoder_config(vocab, hidden, enc))
 
 
 def spec_reference_decode(
