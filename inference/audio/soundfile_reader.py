@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from inference.audio.ffmpeg_reader import INSTALL_FFMPEG
+from inference.audio.ogg_pages import ends_whole
 from inference.audio.problems import FileProblems, falls_short
 from inference.audio.wav import CONVERT_FIX
 from inference.errors import InputFileError
@@ -139,6 +140,14 @@ class SoundfileReader:
                     position,
                     declared,
                 )
+        elif self._file.format == "OGG" and ends_whole(self._handle) is False:
+            # What libsndfile states is the last whole page's length, so a cut-off Ogg falls short of nothing.
+            self.truncated = True
+            self._warn(
+                "%s may be cut off: it ends without the page that closes an Ogg stream; using the %.2f s present",
+                self.name,
+                position / self.rate,
+            )
 
     def _stop_at_damage(self, exc: BaseException, decoded: int) -> None:
         """No decoder could be placed past the damage: keep what decoded (a cut-off stream, e.g. FLAC "lost

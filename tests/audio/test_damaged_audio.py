@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -197,3 +198,56 @@ def test_a_damaged_ogg_says_audio_was_dropped_not_that_it_is_truncated(caplog, c
     assert 15 * 16000 < audio.size < 20 * 16000 - 8000
     assert "memo.ogg is damaged:" in caplog.text and "were dropped, so what follows" in caplog.text
     assert "truncated" not in caplog.text
+
+
+def _ogg(codec: str, seconds: float = 6.0) -> bytes:
+    rate = 48000
+    t = np.arange(int(rate * seconds)) / rate
+    buffer = io.BytesIO()
+    soundfile.write(
+        buffer, (0.3 * np.sin(2 * np.pi * 300 * t)).astype(np.float32), rate, format="OGG", subtype=codec
+    )
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("codec", ["OPUS", "VORBIS"])
+@pytest.mark.parametrize("cut", ["mid-page", "page boundary"])
+def test_a_cut_off_ogg_is_read_as_far_as_it_goes_and_says_so(caplog, codec: str, cut: str) -> None:
+    """libsndfile states a cut-off Ogg's length as its last whole page's, so nothing falls short: only the missing
+    end-of-stream page tells that the recording goes on beyond what the file holds."""
+    data = _ogg(codec)
+    pages = [at for at in range(len(data)) if data.startswith(b"OggS", at)]
+    end = int(len(data) * 0.6) if cut == "mid-page" else pages[len(pages) * 3 // 5]
+    with caplog.at_level(logging.WARNING, logger="inference.audio"):
+        whole = decode_mono_16k(data, AudioLimits(60), "memo.ogg")
+        assert caplog.text == ""  # a whole file: no warning
+        part = decode_mono_16k(data[:end], AudioLimits(60), "memo.ogg")
+    assert 16000 < part.size < whole.size - 16000
+    np.testing.assert_allclose(part[: part.size - 4000], whole[: part.size - 4000], atol=1e-6)
+    assert "memo.ogg may be cut off: it ends without the page that closes an Ogg stream" in caplog.text
+    stated = re.search(r"using the ([0-9.]+) s present", caplog.text)
+    assert stated is not None and abs(float(stated[1]) - part.size / 16000) < 0.05
+
+
+def test_the_last_page_check_reads_only_what_the_bytes_hold() -> None:
+    from inference.audio.ogg_pages import END_OF_STREAM, HEADER_BYTES, ends_whole, tail_ends_whole
+
+    def page(flags: int, body: bytes) -> bytes:
+        segments = [255] * (len(body) // 255) + [len(body) % 255]
+        return b"OggS\x00" + bytes([flags]) + bytes(20) + bytes([len(segments)]) + bytes(segments) + body
+
+    first, last = page(0x02, b"x" * 300), page(END_OF_STREAM, b"y" * 40)
+    assert tail_ends_whole(first + last) is True
+    assert tail_ends_whole(first + page(0, b"y" * 40)) is False  # whole, but the stream does not end there
+    assert tail_ends_whole((first + last)[:-1]) is False  # the last page cut short
+    assert tail_ends_whole(first + last[: HEADER_BYTES - 3]) is False  # cut inside the last page's header
+    assert tail_ends_whole(first + last[: HEADER_BYTES + 1]) is False  # cut inside its segment table
+    assert tail_ends_whole(b"") is None and tail_ends_whole(b"RIFF" + bytes(100)) is None
+    assert (
+        tail_ends_whole(b"OggS\x01" + bytes(40)) is None
+    )  # not a version-0 header: packet bytes, not a page
+    # A capture pattern inside a page's data is not taken for the page's start.
+    assert tail_ends_whole(first + page(END_OF_STREAM, b"OggS\x07" + b"z" * 30)) is True
+    handle = io.BytesIO(bytes(70000) + first + last)
+    handle.seek(123)
+    assert ends_whole(handle) is True and handle.tell() == 123  # reads only the tail; the position is kept
