@@ -241,12 +241,12 @@ def spec_reference_decode(
 ) -> list[tuple[int, int, int]]:
     """docs/families/parakeet_tdt.md §5 + §7.3 written out literally: argmax, then each trie token tried with its bonus."""
     state = dec.new_state()
-    dec._advance(state, dec.blank)
+    dec.step.advance(state, dec.blank)
     hot = 0
     out = []
     fi, last, count = 0, -1, 0
     while fi < enc_proj.shape[0] and len(out) < 10 * enc_proj.shape[0]:
-        logits = dec.joint(enc_proj[fi], state.pred)
+        logits = dec.step.joint(enc_proj[fi], state.pred)
         best = int(np.argmax(logits[: dec.vocab]))
         best_value = logits[best]
         for token in bias.tokens.tolist():
@@ -259,7 +259,7 @@ def spec_reference_decode(
             fi += duration or 1
             continue
         out.append((best, fi, duration))
-        dec._advance(state, best)
+        dec.step.advance(state, best)
         count, last = (count + 1, last) if fi == last else (1, fi)
         fi += duration
         if count >= 10 and fi == last:

@@ -176,12 +176,6 @@ class TdtDecoder:
         enc = np.asarray(encoder_frames, dtype=np.float32)
         return enc @ self._enc_w.T + self._enc_b
 
-    def _advance(self, state: DecoderState, token: int) -> None:
-        self.step.advance(state, token)
-
-    def joint(self, enc_proj_frame: np.ndarray, pred: np.ndarray) -> np.ndarray:
-        return self.step.joint(enc_proj_frame, pred)
-
     def decode(
         self,
         enc_proj: np.ndarray,

@@ -48,7 +48,7 @@ def make_decoder(
         return TdtDecoder(weights, config, GgmlPredictionStep(backend, weights, storage))
     cpu = open_backend("cpu", backend.threads, api=backend.api, gemm="ggml")
     try:
-        step = GgmlPredictionStep(cpu, weights, storage, owned_backend=cpu)
+        step = GgmlPredictionStep(cpu, weights, storage, owns_backend=True)
     except BaseException:
         cpu.close()
         raise
@@ -60,14 +60,13 @@ class GgmlPredictionStep(NativeOwner):
     layers and the projection), one per joint."""
 
     def __init__(
-        self, backend: Backend, weights: DecoderWeights, storage: str, owned_backend: Backend | None = None
+        self, backend: Backend, weights: DecoderWeights, storage: str, owns_backend: bool = False
     ) -> None:
-        """``owned_backend``: a backend opened for this step alone, closed with it."""
-        self._owned_backend = owned_backend
+        """``owns_backend``: ``backend`` was opened for this step alone and is closed with it."""
+        self._owned_backend = backend if owns_backend else None
         self.embedding = weights.embedding
         self.layers = len(weights.w_ih)
         self.hidden = weights.pred_w.shape[0]
-        self.outputs = weights.head_w.shape[0]
         arrays: dict[str, np.ndarray] = {
             "pred_w": weights.pred_w,
             "pred_b": weights.pred_b,
