@@ -58,8 +58,12 @@ class Recording:
 
 
 @cache
-def recording(seconds: float, seed: int = 0, pause_s: tuple[float, float] = (0.6, 1.4)) -> Recording:
-    """At least ``seconds`` of sentences separated by pauses of ``pause_s`` (uniform), plus a final pause."""
+def recording(
+    seconds: float, seed: int = 0, pause_s: tuple[float, float] = (0.6, 1.4), trim: bool = False
+) -> Recording:
+    """At least ``seconds`` of sentences separated by pauses of ``pause_s`` (uniform), plus a final pause.
+    espeak-ng ends every sentence with 0.35 s of silence of its own; ``trim`` cuts it, so that a pause is all the
+    silence between two sentences (talk that runs on)."""
     rng = random.Random(seed)
     # about 3.5 s per sentence with its pause; distinct sentences as long as the grammar has them
     texts = [
@@ -72,6 +76,9 @@ def recording(seconds: float, seed: int = 0, pause_s: tuple[float, float] = (0.6
         if total >= seconds * SAMPLE_RATE:
             break
         spoken = say(text, VOICES[index % len(VOICES)])
+        if trim:
+            sound = np.flatnonzero(np.abs(spoken) > 1e-3)
+            spoken = spoken[: sound[-1] + 1] if sound.size else spoken
         sentences.append((text, total / SAMPLE_RATE, (total + spoken.size) / SAMPLE_RATE))
         pause = np.zeros(int(rng.uniform(*pause_s) * SAMPLE_RATE), np.float32)
         parts += [spoken, pause]

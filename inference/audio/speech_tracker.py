@@ -56,9 +56,13 @@ class SpeechTracker:
         self.voiced_frames = 0  # frames of the open speech at least voiced_from probable (its first included)
         self.voiced_end = 0  # the end of its last such frame
 
-    def step(self, probability: float, at: int) -> SpeechStarted | SpeechEnded | None:
-        """Track one frame starting at sample ``at``."""
+    def step(
+        self, probability: float, at: int, min_silence: float | None = None
+    ) -> SpeechStarted | SpeechEnded | None:
+        """Track one frame starting at sample ``at``; ``min_silence`` overrides the rules' for this frame (a
+        caller that ends long speech at a shorter pause)."""
         rules = self.rules
+        needed = rules.min_silence if min_silence is None else min_silence
         if not self.in_speech:
             if probability < rules.threshold:
                 return None
@@ -72,7 +76,7 @@ class SpeechTracker:
             return None
         if probability < rules.negative and self.dip_from is None:
             self.dip_from = at
-        if self.dip_from is None or probability >= rules.end_below or at - self.dip_from < rules.min_silence:
+        if self.dip_from is None or probability >= rules.end_below or at - self.dip_from < needed:
             return None
         ended = SpeechEnded(self.start, self.dip_from)
         self.close()

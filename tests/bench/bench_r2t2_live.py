@@ -336,12 +336,12 @@ def push_breakdown(pushes: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def speech(minutes: float) -> np.ndarray:
+def speech(minutes: float, pauses: tuple[float, float] = (0.6, 1.4), trim: bool = False) -> np.ndarray:
     from tests.long_speech import recording
 
     parts, total, seed = [], 0, 100
     while total < minutes * 60 * SAMPLE_RATE:
-        parts.append(recording(600.0, seed=seed).audio)
+        parts.append(recording(600.0, seed=seed, pause_s=pauses, trim=trim).audio)
         total += parts[-1].size
         seed += 1
     return np.concatenate(parts)[: int(minutes * 60 * SAMPLE_RATE)]
@@ -555,6 +555,19 @@ def main() -> None:
         default="chunk",
         help="chunk: one chunk per push; realtime: each push carries all audio that arrived while the last ran",
     )
+    parser.add_argument(
+        "--pauses",
+        default="0.6,1.4",
+        metavar="LO,HI",
+        help="seconds of pause after each sentence (uniform), on top of the 0.35 s of silence espeak-ng ends it "
+        "with unless --run-on",
+    )
+    parser.add_argument(
+        "--run-on",
+        action="store_true",
+        help="cut espeak-ng's own trailing silence: a pause is then all the silence between sentences (with "
+        "--pauses 0.05,0.15 the talk rarely pauses long enough for vad_min_silence_ms to end speech)",
+    )
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
         "--stream-option",
@@ -577,8 +590,13 @@ def main() -> None:
     from inference.engine import EngineRequest
     from inference.families.confucius4_r2t2.engine import create_engine
 
-    audio = speech(args.minutes)
-    print(f"speech: {audio.size / SAMPLE_RATE / 60:.1f} min of espeak-ng sentences with pauses", flush=True)
+    low, _, high = args.pauses.partition(",")
+    audio = speech(args.minutes, (float(low), float(high)), args.run_on)
+    print(
+        f"speech: {audio.size / SAMPLE_RATE / 60:.1f} min of espeak-ng sentences with pauses of {args.pauses} s"
+        + (" (run on: espeak-ng's trailing silence cut)" if args.run_on else ""),
+        flush=True,
+    )
     results = []
     for size in args.sizes.split(","):
         model = build(args.work / f"model-{size}", SHAPES[size])

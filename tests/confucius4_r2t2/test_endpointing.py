@@ -205,6 +205,47 @@ def test_max_segment_seconds_cuts_continuous_speech():
     assert transcript.text == " ".join([" ".join(word(i) for i in range(10))] * 3)
 
 
+def talk_with_short_pauses(blocks: int) -> np.ndarray:
+    """A second of quiet, then ``blocks`` x (1.92 s of speech, a 192 ms pause): pauses too short for
+    ``min_silence_ms`` (200 ms ends speech 8 frames into a pause) but not for ``split_silence_ms`` (64 ms: 3)."""
+    return np.concatenate(
+        [frames((31, False))] + [frames((60, True), (6, False))] * blocks + [frames((31, False))]
+    )
+
+
+def test_a_long_segment_ends_at_the_first_short_pause_after_segment_split_seconds():
+    audio = talk_with_short_pauses(6)  # 12.6 s of talk: under max_segment_seconds
+    stream, decoders = make()  # the defaults: split after 8 s at a 64 ms pause
+    events = push_live(stream, audio) + stream.flush()
+    transcript = stream.finish()
+    ends = [(e.segment_id, e.start_s, e.end_s) for e in events if isinstance(e, SpeechEnd)]
+    # The pauses start at frames 91, 157, 223, 289, 355, 421. The one at 223 ends a dip of 64 ms at frame 225,
+    # when the segment (its seed included) is 7.2 s long: too short. The one at 289 ends it at frame 291.
+    assert ends[0] == (0, 0.0, 292 * FRAME / 16000)
+    assert len(ends) == 2 and ends[1][0] == 1
+    # four blocks of speech, then the last two: every word is in one segment, none cut in two
+    assert [s.text.count(" ") + 1 for s in transcript.segments] == [
+        4 * 60 * FRAME // 1600,
+        2 * 60 * FRAME // 1600,
+    ]
+    assert "".join(e.text for e in events if isinstance(e, Delta)) == transcript.text
+    assert max(size for d in decoders for size in d.calls) <= 292 * FRAME  # no decode read past the split
+
+    unsplit, _ = make(EndpointOptions(split_after_seconds=0.0))
+    events = push_live(unsplit, audio) + unsplit.flush()
+    unsplit.finish()
+    # without the rule the short pauses never end it: one segment, ended by the final second of quiet
+    assert [e.segment_id for e in events if isinstance(e, SpeechEnd)] == [0]
+
+
+def test_the_split_pause_never_lengthens_the_silence_that_ends_speech():
+    detector = SpeechDetector(EndpointOptions(min_silence_ms=32, split_silence_ms=64))
+    detector.frame(0.9, 0, split=True)
+    results = [detector.frame(0.0, start, split=True) for start in range(512, 512 * 6, 512)]
+    # 32 ms: the dip from 512 ends at the frame starting 512 samples later
+    assert [i for i, (_, span) in enumerate(results) if span] == [1]
+
+
 def test_a_short_burst_is_absorbed_and_silence_alone_gives_no_text():
     stream, decoders = make(EndpointOptions(min_speech_ms=500))
     events = stream.push(frames((20, False), (3, True), (40, False)))

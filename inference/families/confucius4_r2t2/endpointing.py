@@ -61,6 +61,9 @@ class EndpointOptions:
     speech_pad_ms: int = 50
     gap_keep_ms: int = 2000
     max_segment_seconds: float = 20.0
+    # Once a segment is this long, a shorter pause ends it (0: never): see SpeechDetector.
+    split_after_seconds: float = 8.0
+    split_silence_ms: int = 64
 
     @classmethod
     def from_options(cls, values: dict[str, Any]) -> EndpointOptions:
@@ -72,6 +75,8 @@ class EndpointOptions:
             speech_pad_ms=int(values["vad_speech_pad_ms"]),
             gap_keep_ms=int(values["vad_gap_keep_ms"]),
             max_segment_seconds=float(values["max_segment_seconds"]),
+            split_after_seconds=float(values["segment_split_seconds"]),
+            split_silence_ms=int(values["vad_split_silence_ms"]),
         )
 
 
@@ -95,10 +100,16 @@ class FrameVad(Protocol):
 class SpeechDetector:
     """Speech start/end from per-frame probabilities, in stream samples: the shared tracker under Silero's
     streaming iterator rules (except that any frame under the threshold may end a dip that is old enough),
-    its spans padded on both sides."""
+    its spans padded on both sides.
+
+    A segment that has run ``split_after_seconds`` ends at a pause of ``split_silence_ms``: someone who talks on
+    without a pause of ``min_silence_ms`` would otherwise fill a segment up to ``max_segment_seconds``, be cut
+    there mid-word, and every chunk on the way re-decodes the segment's whole text (tests/bench/README.md, "Long
+    unbroken speech")."""
 
     def __init__(self, options: EndpointOptions) -> None:
         self.pad = options.speech_pad_ms * SAMPLE_RATE // 1000
+        self.split_silence = options.split_silence_ms * SAMPLE_RATE // 1000
         min_silence = options.min_silence_ms * SAMPLE_RATE // 1000
         threshold = options.threshold
         rules = TrackerRules(threshold, threshold - NEG_OFFSET, min_silence, threshold, end_below=threshold)
@@ -113,9 +124,13 @@ class SpeechDetector:
         self._tracker.close()
         self._tracker.in_speech = value
 
-    def frame(self, probability: float, frame_start: int) -> tuple[bool, tuple[int, int] | None]:
-        """(speech started at this frame, (start, end) span of speech that ended here)."""
-        event = self._tracker.step(probability, frame_start)
+    def frame(
+        self, probability: float, frame_start: int, split: bool = False
+    ) -> tuple[bool, tuple[int, int] | None]:
+        """(speech started at this frame, (start, end) span of speech that ended here); ``split``: the segment is
+        long enough to end at a pause of ``split_silence_ms``."""
+        shorter = min(self.split_silence, self._tracker.rules.min_silence) if split else None
+        event = self._tracker.step(probability, frame_start, shorter)
         if isinstance(event, SpeechStarted):
             return True, None
         if isinstance(event, SpeechEnded):
@@ -144,6 +159,8 @@ class EndpointedStream:
         self.detector = SpeechDetector(endpoints)
         self._chunk = options.chunk_samples
         self._max_segment = max(1, int(endpoints.max_segment_seconds * SAMPLE_RATE))
+        split_after = int(endpoints.split_after_seconds * SAMPLE_RATE)
+        self._split_after = split_after if split_after > 0 else None
         self._seed_limit = min(self._max_segment - 1, endpoints.gap_keep_ms * SAMPLE_RATE // 1000)
         self._min_speech = endpoints.min_speech_ms * SAMPLE_RATE // 1000
         self._frames = FrameSplitter()  # stream-aligned VAD frames
@@ -261,7 +278,8 @@ class EndpointedStream:
 
     # ------------------------------------------------------------------ frames
     def _frame(self, frame: np.ndarray, decode: bool) -> list[StreamEvent]:
-        started, ended = self.detector.frame(self.vad.process(frame), self._consumed)
+        split = self._split_after is not None and self._segment_samples >= self._split_after
+        started, ended = self.detector.frame(self.vad.process(frame), self._consumed, split)
         end_requested = ended is not None and ended[1] - ended[0] >= self._min_speech
         # Shorter bursts (clicks, coughs) stay absorbed in the open segment.
         if started and not self._segment_audio:
