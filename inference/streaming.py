@@ -52,6 +52,11 @@ class SegmenterSettings:
     pre_roll_s: float = 0.5  # audio kept before the detected start, so a soft first word is not cut
     min_speech_s: float = 0.1  # shorter blips (clicks, breaths) are dropped without a model call
     snapshot_every_s: float = 1.0  # provisional text of the open segment; 0 = final text only
+    # Once a segment has run split_after_s, split_silence_s of non-speech ends it (0: never): talk without
+    # end_silence_s pauses would otherwise be cut mid-word at max_segment_s (tests/bench/README.md, "Long
+    # unbroken speech").
+    split_after_s: float = 8.0
+    split_silence_s: float = 0.096
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> SegmenterSettings:
@@ -67,10 +72,13 @@ class SegmenterSettings:
             or settings.max_segment_s < 1
             or settings.pre_roll_s < 0
             or settings.snapshot_every_s < 0
+            or settings.split_after_s < 0
+            or settings.split_silence_s <= 0
         ):
             raise UsageError(
                 "segmenter times out of range",
-                "end_silence_s > 0, max_segment_s >= 1, pre_roll_s >= 0, snapshot_every_s >= 0",
+                "end_silence_s > 0, max_segment_s >= 1, pre_roll_s >= 0, snapshot_every_s >= 0, "
+                "split_after_s >= 0, split_silence_s > 0",
             )
         return settings
 
@@ -79,6 +87,10 @@ class SegmenterSettings:
         the last one included, end the segment."""
         end_silence = self.end_silence_s * SAMPLE_RATE - FRAME_SAMPLES
         return TrackerRules(self.threshold, self.release, end_silence, self.release, end_below=self.release)
+
+    def split_silence(self) -> float:
+        """The tracker's ``min_silence`` once a segment has run ``split_after_s`` (counted as end_silence_s)."""
+        return min(self.split_silence_s, self.end_silence_s) * SAMPLE_RATE - FRAME_SAMPLES
 
 
 class SegmentedStream:
@@ -186,7 +198,9 @@ class SegmentedStream:
         s = self.settings
         self._frames_seen += 1
         frame_start = (self._frames_seen - 1) * FRAME_SAMPLES
-        event = self._tracker.step(probability, frame_start)
+        open_s = len(self._segment) * FRAME_SAMPLES / SAMPLE_RATE if self._segment is not None else 0.0
+        split = s.split_after_s > 0 and open_s >= s.split_after_s
+        event = self._tracker.step(probability, frame_start, s.split_silence() if split else None)
         if self._segment is None:
             if isinstance(event, SpeechStarted):
                 pre_roll = self._pre_roll

@@ -10,6 +10,14 @@ within 0.1 s of a sentence's edge is counted apart (the VAD fired on the first o
         [--split-after 0,8] [--split-silence 32,64,100]
 
 ``--split-after 0`` is the rule off (segments end at a ``vad_min_silence_ms`` pause or at ``max_segment_seconds``).
+
+``--demo-model`` measures the same rule where a trained model can count the words: the demo model's
+segment-by-segment captions (``inference.streaming.SegmentedStream``, ``SegmenterSettings.split_after_s`` 0 or 8),
+word edits of the final text against the script and CPU seconds with the default snapshots, per recording:
+
+    .venv/bin/python tests/bench/bench_segment_splits.py --demo-model --seconds 180 --seeds 21,22,23,24 \
+        --pauses 0.6,1.4 0.1,0.25 0.15,0.35
+(``--pauses 0.6,1.4`` keeps espeak-ng's own trailing silence, as the live benches do; the others cut it.)
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,6 +60,40 @@ def cuts(audio, endpoints: EndpointOptions) -> list[tuple[float, float]]:  # typ
     return [(e.start_s, e.end_s) for e in events if isinstance(e, SpeechEnd)]
 
 
+def demo_model_words(seconds: float, seeds: list[int], pauses: list[str]) -> None:
+    from inference.engine import load_engine
+    from inference.streaming import SegmentedStream, SegmenterSettings
+    from tests.text_metrics import word_edits
+
+    engine = load_engine(REPO / "resources" / "demo_model", threads=1)
+    for pause in pauses:
+        low, _, high = pause.partition(",")
+        run_on = pause != "0.6,1.4"
+        for seed in seeds:
+            rec = recording(seconds, seed=seed, pause_s=(float(low), float(high)), trim=run_on)
+            row = []
+            for split_after in (0.0, 8.0):
+                cpu = time.process_time()
+                stream = SegmentedStream(
+                    engine, SileroVad(), {}, SegmenterSettings(split_after_s=split_after)
+                )
+                for start in range(0, rec.audio.size, 5120):  # the app's 320 ms pushes
+                    stream.push(rec.audio[start : start + 5120])
+                final = stream.finish()
+                cpu = time.process_time() - cpu
+                longest = max(s.end_s - s.start_s for s in final.segments)
+                edits = word_edits(final.text.lower(), rec.text.lower())
+                row.append(
+                    f"split after {split_after:g} s: {edits} word edits, {len(final.segments)} segments "
+                    f"(longest {longest:.1f} s), {cpu:.1f} CPU s"
+                )
+            words = len(rec.text.split())
+            print(
+                f"pauses {pause} s{' run on' if run_on else ''}, seed {seed}, {words} words | "
+                + " | ".join(row)
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -60,7 +103,11 @@ def main() -> None:
     parser.add_argument("--pauses", nargs="+", default=["0.05,0.15", "0.1,0.25", "0.15,0.35"])
     parser.add_argument("--split-after", default="0,8", help="segment_split_seconds values")
     parser.add_argument("--split-silence", default="32,64,100", help="vad_split_silence_ms values")
+    parser.add_argument("--demo-model", action="store_true", help="word edits of the demo model's live text")
     args = parser.parse_args()
+    if args.demo_model:
+        demo_model_words(args.seconds, [int(s) for s in args.seeds.split(",")], args.pauses)
+        return
     for pauses in args.pauses:
         low, _, high = pauses.partition(",")
         for seed in (int(s) for s in args.seeds.split(",")):

@@ -156,6 +156,34 @@ def test_long_speech_is_cut_at_max_segment_length(speech: np.ndarray) -> None:
     assert max(call.size for call in engine.calls) >= 1.5 * SAMPLE_RATE  # cut by the cap, not by a pause
 
 
+def test_long_talk_is_split_at_a_short_pause_not_cut_mid_word(speech: np.ndarray) -> None:
+    """Sentences 150 ms apart never pause for end_silence_s; once a segment has run split_after_s, such a pause
+    ends it (with the rule off the talk is one segment)."""
+    loud = np.flatnonzero(np.abs(speech) > 0.05)
+    speech = speech[loud[0] : loud[-1] + 1]  # the sample's own quiet start and end would lengthen the pauses
+    gap = np.zeros(int(0.15 * SAMPLE_RATE), np.float32)
+    lead = np.zeros(SAMPLE_RATE, np.float32)
+    audio = np.concatenate([lead, *[np.concatenate([speech, gap]) for _ in range(4)], lead])
+    gaps = [(lead.size + k * (speech.size + gap.size) + speech.size) / SAMPLE_RATE for k in range(4)]
+
+    def segments(split_after_s: float) -> list[tuple[float, float]]:
+        engine = RecordingEngine()
+        settings = SegmenterSettings(snapshot_every_s=0, split_after_s=split_after_s)
+        stream = SegmentedStream(engine, SileroVad(), settings=settings)
+        ends = [e for e in feed(stream, audio) if isinstance(e, SpeechEnd)]
+        stream.finish()
+        return [
+            (e.start_s, e.start_s + call.size / SAMPLE_RATE)
+            for e, call in zip(ends, engine.calls, strict=True)
+        ]
+
+    assert len(segments(0.0)) == 1  # the rule off: one segment, ended by the second of quiet at the end
+    split = segments(speech.size / SAMPLE_RATE * 0.9)
+    assert len(split) == 4  # each pause ends a segment, the last one is ended by the quiet
+    for (_, cut), gap_start in zip(split[:3], gaps[:3], strict=True):
+        assert gap_start < cut <= gap_start + gap.size / SAMPLE_RATE  # inside the pause
+
+
 def test_misuse_is_refused() -> None:
     # Bad samples are refused where they enter (protocol.audio_payload, tests/worker/test_protocol.py); the
     # worker's stream takes what crossed the boundary as it is.
