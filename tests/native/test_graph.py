@@ -29,14 +29,18 @@ def test_graph_runs_repeatedly_with_stable_memory(cpu_backend):
         out = np.empty((8, 512), np.float32)
         for _ in range(50):
             graph.run(x=x, w=w)
-        before = rss_bytes()
-        for _ in range(1000):
-            graph.set_input("x", x)
-            graph.set_input("w", w)
-            graph.compute()
-            graph.get_output("y", out)
-        grown = rss_bytes() - before
-    assert grown < 4 << 20, grown
+        grown = []
+        for _ in range(3):
+            before = rss_bytes()
+            for _ in range(500):
+                graph.set_input("x", x)
+                graph.set_input("w", w)
+                graph.compute()
+                graph.get_output("y", out)
+            grown.append(rss_bytes() - before)
+    # A leak of 4 KB a run grows every batch by 2 MB. RSS is the whole process's: in a full test run another
+    # thread's allocation once lifted a single batch of 1000 runs by 8 MB, so one batch alone proves nothing.
+    assert min(grown) < 2 << 20, grown
     np.testing.assert_allclose(out, np.full((8, 512), 2.56 * 0.5 * (1 + 0.9895), np.float32), rtol=1e-3)
 
 
