@@ -38,8 +38,9 @@ def test_graph_runs_repeatedly_with_stable_memory(cpu_backend):
                 graph.compute()
                 graph.get_output("y", out)
             grown.append(rss_bytes() - before)
-    # A leak of 4 KB a run grows every batch by 2 MB (checked with one). RSS is the whole process's: in a full test run another
-    # thread's allocation once lifted a single batch of 1000 runs by 8 MB, so one batch alone proves nothing.
+    # A leak of 4 KB a run grows every batch by 2 MB (checked with one). RSS is the whole process's: in a full
+    # test run another thread's allocation once lifted a single batch of 1000 runs by 8 MB, so one batch alone
+    # proves nothing.
     assert min(grown) < 1 << 20, grown
     np.testing.assert_allclose(out, np.full((8, 512), 2.56 * 0.5 * (1 + 0.9895), np.float32), rtol=1e-3)
 
