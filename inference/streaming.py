@@ -3,8 +3,9 @@
 Engines with their own live path (``Capabilities.streaming``) stream natively; every other engine is
 wrapped in a :class:`SegmentedStream`, so any installed model captions live (a model whose speech gate decodes
 speech windows, the bundled demo model, gets a ``streaming_windows.SpeechWindowStream`` instead:
-:func:`open_vad_stream`). A segment commits when speech is followed by ``end_silence_s`` of non-speech or reaches
-``max_segment_s``; the transcript of a segment is final. While it grows, the open segment is re-decoded about
+:func:`open_vad_stream`). A segment commits when speech is followed by ``end_silence_s`` of non-speech (by
+``split_silence_s`` once it has run ``split_after_s``) or reaches ``max_segment_s``; the transcript of a segment is
+final. While it grows, the open segment is re-decoded about
 every ``snapshot_every_s`` of audio and shown as a revisable snapshot (less often when the model is slow).
 """
 
