@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fake_decoder import FakeTokenizer
-from test_endpointing import LevelVad, SpeechCountingDecoder, frames
+from test_endpointing import LevelVad, SpeechCountingDecoder, frames, talk_with_short_pauses
 from test_rolling_window import WordReader, speech, word
 
 from inference.contract import Delta, SpeechEnd
@@ -77,6 +77,19 @@ def test_a_replaced_endpointed_stream_continues_its_open_segment(cut_frames):
     ends = [(round(e.start_s, 6), round(e.end_s, 6), e.text) for e in run.speech_ends]
     assert ends == [(round(e.start_s, 6), round(e.end_s, 6), e.text) for e in undisturbed.speech_ends]
     assert len({e.segment_id for e in run.speech_ends}) == 2
+
+
+@pytest.mark.parametrize("cut_frames", [[200], [289], [291], [292], [250, 300]])
+def test_a_replaced_stream_splits_long_talk_where_an_undisturbed_one_does(cut_frames):
+    """The split at a short pause past ``segment_split_seconds`` depends on how long the open segment is: a
+    replacement resumed before, at or just after the split frame (291) splits at the same pause."""
+    audio = talk_with_short_pauses(6)
+    undisturbed = run_with_handovers(make_endpointed, audio, [], 512 * 3)
+    assert len(undisturbed.speech_ends) == 2  # split at the pause after 8 s, then the end of the talk
+    run = run_with_handovers(make_endpointed, audio, [f * 512 for f in cut_frames], 512 * 3)
+    assert run.committed == undisturbed.committed and run.final.text == undisturbed.final.text
+    ends = [(round(e.start_s, 6), round(e.end_s, 6), e.text) for e in run.speech_ends]
+    assert ends == [(round(e.start_s, 6), round(e.end_s, 6), e.text) for e in undisturbed.speech_ends]
 
 
 def test_without_a_window_a_stream_rolls_at_the_tower_limit_instead_of_ending():

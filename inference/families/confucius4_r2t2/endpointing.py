@@ -124,6 +124,17 @@ class SpeechDetector:
         self._tracker.close()
         self._tracker.in_speech = value
 
+    def state(self, origin: int) -> list[Any]:
+        """The tracker's state, its positions counted from stream sample ``origin``: a resumed stream's clock
+        starts at its resume point. A replacement that knew only whether speech was going on would start a dip
+        already under way afresh, and end (or split) the segment later than this stream would."""
+        in_speech, start, dip_from, voiced_frames, voiced_end = self._tracker.state()
+        dip = None if dip_from is None else dip_from - origin
+        return [in_speech, start - origin, dip, voiced_frames, voiced_end - origin]
+
+    def restore(self, state: list[Any]) -> None:
+        self._tracker.restore(state)
+
     def frame(
         self, probability: float, frame_start: int, split: bool = False
     ) -> tuple[bool, tuple[int, int] | None]:
@@ -253,10 +264,12 @@ class EndpointedStream:
         state: dict[str, Any] = {"committed_any": self._committed_any}
         ended = self._ended
         if ended is not None:
-            state.update(ended.recognizer.checkpoint(), in_speech=self.detector.in_speech, ended=True)
+            state.update(ended.recognizer.checkpoint(), ended=True)
+            state.update(in_speech=self.detector.in_speech, tracker=self.detector.state(ended.start))
             return ResumePoint(ended.start, int(ended.audio.size), state, True, ended.recognizer.committed)
         if self._segment_audio:
             state.update(self.recognizer.checkpoint(), in_speech=self.detector.in_speech)
+            state.update(tracker=self.detector.state(self._segment_start))
             return ResumePoint(
                 self._segment_start, int(self._accum.size), state, True, self.recognizer.committed
             )
@@ -269,7 +282,10 @@ class EndpointedStream:
         self._accum = _checked(context).copy()
         self._consumed = self._segment_samples = self._accum.size
         self._segment_audio = True
-        self.detector.in_speech = bool(state.get("in_speech", False))
+        if "tracker" in state:
+            self.detector.restore(list(state["tracker"]))
+        else:  # a resume point that carries only whether speech was going on
+            self.detector.in_speech = bool(state.get("in_speech", False))
         self.recognizer.resume_from(dict(state))
         self._segment_committed = bool(self.recognizer.committed)
         self._resumed_lead = " " if self._committed_any and not self._segment_committed else ""
