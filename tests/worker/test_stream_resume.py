@@ -64,6 +64,24 @@ def test_vad_segments_resume_at_every_kind_of_moment(demo: Engine, talk: Recordi
     ]
 
 
+def test_vad_segments_of_talk_that_runs_on_resume_and_split_where_they_would_have(demo: Engine) -> None:
+    """Sentences 0.1-0.25 s apart end no segment by the 0.5 s rule; past 8 s a short pause splits one. A
+    replacement replays the open segment from its start, so it splits at the same pause."""
+    talk = recording(45.0, seed=5, pause_s=(0.1, 0.25), trim=True)
+
+    def make() -> SegmentedStream:
+        return SegmentedStream(demo, SileroVad(), {})
+
+    undisturbed = run_with_handovers(make, talk.audio, [], STEP)
+    assert len(undisturbed.speech_ends) >= 4  # 45 s of talk in segments of at most ~8-15 s
+    cuts = moments(talk)
+    run = run_with_handovers(make, talk.audio, cuts, STEP)
+    assert run.final.text == undisturbed.final.text
+    assert [round(e.start_s, 2) for e in run.speech_ends] == [
+        round(e.start_s, 2) for e in undisturbed.speech_ends
+    ]
+
+
 def test_buffered_windows_resume_from_the_uncommitted_word_with_their_left_context(
     demo: Engine, talk: Recording
 ) -> None:
