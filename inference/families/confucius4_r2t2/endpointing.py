@@ -109,8 +109,8 @@ class SpeechDetector:
 
     def __init__(self, options: EndpointOptions) -> None:
         self.pad = options.speech_pad_ms * SAMPLE_RATE // 1000
-        self.split_silence = options.split_silence_ms * SAMPLE_RATE // 1000
         min_silence = options.min_silence_ms * SAMPLE_RATE // 1000
+        self.split_silence = min(options.split_silence_ms * SAMPLE_RATE // 1000, min_silence)
         threshold = options.threshold
         rules = TrackerRules(threshold, threshold - NEG_OFFSET, min_silence, threshold, end_below=threshold)
         self._tracker = SpeechTracker(rules)
@@ -118,11 +118,6 @@ class SpeechDetector:
     @property
     def in_speech(self) -> bool:
         return self._tracker.in_speech
-
-    @in_speech.setter
-    def in_speech(self, value: bool) -> None:  # a resumed stream continues the speech it was in
-        self._tracker.close()
-        self._tracker.in_speech = value
 
     def state(self, origin: int) -> list[Any]:
         """The tracker's state, its positions counted from stream sample ``origin``: a resumed stream's clock
@@ -140,8 +135,7 @@ class SpeechDetector:
     ) -> tuple[bool, tuple[int, int] | None]:
         """(speech started at this frame, (start, end) span of speech that ended here); ``split``: the segment is
         long enough to end at a pause of ``split_silence_ms``."""
-        shorter = min(self.split_silence, self._tracker.rules.min_silence) if split else None
-        event = self._tracker.step(probability, frame_start, shorter)
+        event = self._tracker.step(probability, frame_start, self.split_silence if split else None)
         if isinstance(event, SpeechStarted):
             return True, None
         if isinstance(event, SpeechEnded):
@@ -264,12 +258,10 @@ class EndpointedStream:
         state: dict[str, Any] = {"committed_any": self._committed_any}
         ended = self._ended
         if ended is not None:
-            state.update(ended.recognizer.checkpoint(), ended=True)
-            state.update(in_speech=self.detector.in_speech, tracker=self.detector.state(ended.start))
+            state.update(ended.recognizer.checkpoint(), ended=True, tracker=self.detector.state(ended.start))
             return ResumePoint(ended.start, int(ended.audio.size), state, True, ended.recognizer.committed)
         if self._segment_audio:
-            state.update(self.recognizer.checkpoint(), in_speech=self.detector.in_speech)
-            state.update(tracker=self.detector.state(self._segment_start))
+            state.update(self.recognizer.checkpoint(), tracker=self.detector.state(self._segment_start))
             return ResumePoint(
                 self._segment_start, int(self._accum.size), state, True, self.recognizer.committed
             )
@@ -282,10 +274,7 @@ class EndpointedStream:
         self._accum = _checked(context).copy()
         self._consumed = self._segment_samples = self._accum.size
         self._segment_audio = True
-        if "tracker" in state:
-            self.detector.restore(list(state["tracker"]))
-        else:  # a resume point that carries only whether speech was going on
-            self.detector.in_speech = bool(state.get("in_speech", False))
+        self.detector.restore(list(state["tracker"]))
         self.recognizer.resume_from(dict(state))
         self._segment_committed = bool(self.recognizer.committed)
         self._resumed_lead = " " if self._committed_any and not self._segment_committed else ""
