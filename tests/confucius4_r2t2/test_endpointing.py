@@ -45,6 +45,12 @@ class LevelVad:
         assert frame.size == FRAME
         return 0.9 if np.any(frame) else 0.0
 
+    def snapshot(self) -> str:
+        return ""  # no memory
+
+    def restore(self, snapshot: str) -> None:
+        pass
+
 
 def frames(*runs: tuple[int, bool]) -> np.ndarray:
     return np.concatenate([np.full(n * FRAME, SPEECH if speech else 0.0, np.float32) for n, speech in runs])

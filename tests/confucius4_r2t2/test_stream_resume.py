@@ -189,3 +189,68 @@ def test_a_stream_replaced_while_a_flush_waits_flushes_the_ended_segment_exactly
         assert segments == [
             (s.text, round(s.start_s, 6), round(s.end_s, 6)) for s in undisturbed.final.segments
         ]
+
+
+class SmoothedLevelVad:
+    """A VAD with memory, as Silero has: the probability follows each frame's level through a leaky average, so
+    what it says of a frame depends on the frames before it and on where the frames fall in the audio."""
+
+    def __init__(self) -> None:
+        self.level = 0.0
+
+    def process(self, frame: np.ndarray) -> float:
+        self.level = 0.4 * self.level + 0.6 * float(np.count_nonzero(frame)) / frame.size
+        return self.level
+
+    def snapshot(self) -> str:
+        return repr(self.level)
+
+    def restore(self, snapshot: str) -> None:
+        self.level = float(snapshot)
+
+
+def make_endpointed_with_memory() -> EndpointedStream:
+    return EndpointedStream(
+        SpeechCountingDecoder, StreamOptions(), EndpointOptions(), SmoothedLevelVad(), "English"
+    )
+
+
+def runs(*lengths: tuple[int, bool]) -> np.ndarray:
+    return np.concatenate([np.full(n, 0.1 if speech else 0.0, np.float32) for n, speech in lengths])
+
+
+# Speech and pauses whose edges fall inside VAD frames, a seed trimmed to its 2 s limit (so segments do not
+# start on a frame edge), a pause just long enough to end speech, a quick restart, and talk that runs on past
+# segment_split_seconds with short pauses.
+UNEVEN_TALK = runs(
+    (40_100, False), (41_003, True), (6_100, False), (30_411, True), (9_050, False), (23_999, True),
+    *[(30_517, True), (2_611, False)] * 5, (17_000, True), (21_000, False),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("step", [4000, 16000])
+def test_a_replacement_hears_the_audio_exactly_as_the_dead_stream_did(step):
+    """Its VAD picks up the dead stream's state on the same frame grid: a replacement resumed after any push
+    ends and splits every segment on the same sample and decodes the same audio."""
+    undisturbed = run_with_handovers(make_endpointed_with_memory, UNEVEN_TALK, [], step)
+    expected = [
+        (e.segment_id, round(e.start_s, 6), round(e.end_s, 6), e.text) for e in undisturbed.speech_ends
+    ]
+    assert len(expected) == 4  # a quick restart and a split among them
+    for cut in range(step, UNEVEN_TALK.size, step):
+        run = run_with_handovers(make_endpointed_with_memory, UNEVEN_TALK, [cut], step)
+        ends = [(e.segment_id, round(e.start_s, 6), round(e.end_s, 6), e.text) for e in run.speech_ends]
+        assert (cut, ends) == (cut, expected)
+        assert (cut, run.committed, run.final.text) == (cut, undisturbed.committed, undisturbed.final.text)
+
+
+def test_a_resume_point_that_does_not_fit_its_context_is_refused():
+    stream = make_endpointed_with_memory()
+    for start in range(0, 60_000, 4000):
+        stream.push(UNEVEN_TALK[start : start + 4000])
+    point = stream.resume_point()
+    assert "segment" in point.state and point.context_samples > point.state["segment"]["decoded"] > 0
+    short = UNEVEN_TALK[point.start_sample : point.start_sample + point.state["segment"]["decoded"] - 1]
+    with pytest.raises(UsageError) as refused:
+        make_endpointed_with_memory().resume(short, point.state)
+    assert "does not fit its context" in refused.value.message

@@ -128,8 +128,7 @@ def test_an_r2t2_stream_on_the_tiny_model_loses_nothing_to_kills(client: WorkerC
     from tests.confucius4_r2t2.r2t2_fixtures import HF_CHECKPOINT, stream_variant
 
     model = stream_variant(HF_CHECKPOINT, tmp_path / "w800", 800)  # a fixture whose random weights emit text
-    # One unendpointed segment: the LSP's own state is what must carry over character for character (an
-    # endpointed stream's replacement starts a fresh Silero state, so its segment ends may shift).
+    # One unendpointed segment: the LSP's own state is what must carry over character for character.
     engine = client.load(model, session_options={"endpointing": False}, threads=2)
     audio = recording(40.0, seed=12).audio
     options = {"language": "English", "chunk_size_ms": 1000, "max_tokens": 16}
@@ -140,3 +139,26 @@ def test_an_r2t2_stream_on_the_tiny_model_loses_nothing_to_kills(client: WorkerC
     assert len(undisturbed.committed.split()) >= 10  # the random model does commit (degenerate) text
     assert killed.committed == undisturbed.committed  # the LSP prefix carries over: character for character
     assert killed.final.text == undisturbed.final.text
+
+
+def test_an_endpointed_r2t2_stream_on_the_tiny_model_ends_every_segment_where_it_would_have(
+    client: WorkerClient, tmp_path
+) -> None:
+    """The replacement picks up the dead worker's Silero state on the same 32 ms frame grid (1000 ms chunks do
+    not fall on it), so not only the committed text but every segment's span and final text are the same."""
+    from tests.confucius4_r2t2.r2t2_fixtures import HF_CHECKPOINT, stream_variant
+
+    model = stream_variant(HF_CHECKPOINT, tmp_path / "w800", 800)
+    engine = client.load(model, threads=2)  # endpointing is the live default
+    talk = recording(40.0, seed=12)
+    options = {"language": "English", "chunk_size_ms": 1000, "max_tokens": 16}
+    undisturbed = stream_with_kills(client, engine, talk.audio, [], **options)
+    assert len(undisturbed.final.segments) >= 3
+    # Inside a sentence, just after one ends, in a pause, and the replacement killed during its replay.
+    kills = kill_plan(talk, 4)
+    killed = stream_with_kills(client, engine, talk.audio, kills, **options)
+    assert len(killed.restarts) == 4 + 1
+    assert killed.committed == undisturbed.committed
+    assert killed.final.text == undisturbed.final.text
+    spans = [(s.text, round(s.start_s, 6), round(s.end_s, 6)) for s in killed.final.segments]
+    assert spans == [(s.text, round(s.start_s, 6), round(s.end_s, 6)) for s in undisturbed.final.segments]

@@ -94,7 +94,23 @@ class EndedSegment:
 
 
 class FrameVad(Protocol):
+    """A streaming VAD whose state a replacement stream in another process can pick up."""
+
     def process(self, frame: np.ndarray) -> float: ...
+
+    def snapshot(self) -> str: ...
+
+    def restore(self, snapshot: str) -> None: ...
+
+
+def _within(value: int, limit: int, what: str) -> int:
+    """A size from a resume point, checked against the context it describes."""
+    if not 0 <= value <= limit:
+        raise UsageError(
+            f"a resume point's {what} ({value} samples) does not fit its context ({limit})",
+            "resume from the point the stream gave for this audio",
+        )
+    return value
 
 
 class SpeechDetector:
@@ -252,34 +268,84 @@ class EndpointedStream:
 
     # ------------------------------------------------------------------ contract.Resumable
     def resume_point(self) -> ResumePoint:
-        """An open segment resumes from its start with its decoded chunks as context (and their committed text
-        as the stable prefix); between segments, from the seed that would lead the next one. A segment whose
-        flush waits resumes from its start with all its audio as context, to be flushed at the next push."""
-        state: dict[str, Any] = {"committed_any": self._committed_any}
+        """The replacement takes over on the last VAD frame this stream heard, in the state it left everything:
+        the VAD's recurrent state, the speech tracker and the frame grid, so it ends and splits segments on the
+        same frames. Its context is the audio from the earliest part it still needs up to there: a segment whose
+        flush waits (with its recognizer), else the open segment (decoded and not yet decoded, with its
+        recognizer), else the seed that would lead the next one."""
         ended = self._ended
         if ended is not None:
-            state.update(ended.recognizer.checkpoint(), ended=True, tracker=self.detector.state(ended.start))
-            return ResumePoint(ended.start, int(ended.audio.size), state, True, ended.recognizer.committed)
+            start = ended.start
+        elif self._segment_audio:
+            start = self._segment_start
+        else:
+            start = self._consumed - self._seed.size
+        state: dict[str, Any] = {
+            "committed_any": self._committed_any,
+            "vad": self.vad.snapshot(),
+            "tracker": self.detector.state(start),
+            "previous_end": None if self._previous_end is None else self._previous_end - start,
+            "snapshot": self._snapshot,
+        }
+        if ended is not None:
+            state["ended"] = {
+                **ended.recognizer.checkpoint(),
+                "samples": int(ended.audio.size),
+                "new_chunks": ended.new_chunks,
+            }
         if self._segment_audio:
-            state.update(self.recognizer.checkpoint(), tracker=self.detector.state(self._segment_start))
-            return ResumePoint(
-                self._segment_start, int(self._accum.size), state, True, self.recognizer.committed
-            )
-        return ResumePoint(self._consumed - self._seed.size, 0, state)
+            state["segment"] = {
+                **self.recognizer.checkpoint(),
+                "start": self._segment_start - start,
+                "decoded": int(self._accum.size),
+                "lead_in": self._lead_in,
+            }
+        else:
+            state["seed"] = int(self._seed.size)
+        continued = ended.recognizer if ended is not None else self.recognizer
+        continues = ended is not None or self._segment_audio
+        return ResumePoint(
+            start, self._consumed - start, state, continues, continued.committed if continues else ""
+        )
 
     def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:
         self._committed_any = bool(state.get("committed_any", False))
-        if "committed" not in state:
-            return
-        self._accum = _checked(context).copy()
-        self._consumed = self._segment_samples = self._accum.size
-        self._segment_audio = True
+        if "vad" not in state:
+            return  # a point from before any audio
+        audio = _checked(context).copy()
+        self.vad.restore(str(state["vad"]))
         self.detector.restore(list(state["tracker"]))
-        self.recognizer.resume_from(dict(state))
-        self._segment_committed = bool(self.recognizer.committed)
-        self._resumed_lead = " " if self._committed_any and not self._segment_committed else ""
-        if state.get("ended"):
-            self._ended = self._close_segment()
+        self._consumed = audio.size
+        previous = state.get("previous_end")
+        self._previous_end = None if previous is None else int(previous)
+        self._snapshot = str(state.get("snapshot", ""))
+        ended, segment = state.get("ended"), state.get("segment")
+        if ended is not None:
+            self.recognizer.resume_from(dict(ended))
+            samples = _within(int(ended["samples"]), audio.size, "ended segment")
+            self._ended = EndedSegment(self.recognizer, audio[:samples], 0, 0, int(ended["new_chunks"]))
+            self._segment_committed = bool(self.recognizer.committed)
+            self._segment_id = 1
+            self.recognizer = LspRecognizer(
+                self._decoder_factory(), self.options, self.recognizer.forced_language
+            )
+        if segment is not None:
+            start = _within(int(segment["start"]), audio.size, "open segment")
+            decoded = _within(int(segment["decoded"]), audio.size - start, "decoded audio")
+            self.recognizer.resume_from(dict(segment))
+            self._segment_audio = True
+            self._segment_start = start
+            self._segment_samples = audio.size - start
+            self._accum = audio[start : start + decoded]
+            self._buffer = audio[start + decoded :]
+            self._lead_in = int(segment["lead_in"])
+            if ended is None:
+                self._segment_committed = bool(self.recognizer.committed)
+        else:
+            self._seed = audio[audio.size - _within(int(state["seed"]), audio.size, "seed") :]
+        continued = ended if ended is not None else segment
+        if continued is not None:
+            self._resumed_lead = " " if self._committed_any and not self._segment_committed else ""
 
     # ------------------------------------------------------------------ frames
     def _frame(self, frame: np.ndarray, decode: bool) -> list[StreamEvent]:
