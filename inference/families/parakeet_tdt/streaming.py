@@ -9,6 +9,7 @@ memory stays bounded on endless streams.
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,6 +61,45 @@ def check_pcm(pcm: np.ndarray, sample_rate: int, start_sample: int | None, recei
             "push contiguous audio; open a new stream after a dropout",
         )
     return samples
+
+
+def encode_decoder_state(state: DecoderState) -> dict[str, Any]:
+    """The decoder's state as JSON values, float32 bits exactly (a resume point carries it to a replacement in
+    another process, which must decode the same tokens)."""
+    return {
+        "shape": list(state.h.shape),
+        "h": _array_text(state.h),
+        "c": _array_text(state.c),
+        "pred": None if state.pred is None else [list(state.pred.shape), _array_text(state.pred)],
+        "emitted": state.emitted,
+        "bias_state": state.bias_state,
+    }
+
+
+def decode_decoder_state(data: Mapping[str, Any]) -> DecoderState:
+    shape = tuple(int(n) for n in data["shape"])
+    pred = data.get("pred")
+    return DecoderState(
+        _text_array(str(data["h"]), shape),
+        _text_array(str(data["c"]), shape),
+        None if pred is None else _text_array(str(pred[1]), tuple(int(n) for n in pred[0])),
+        int(data.get("emitted", 0)),
+        int(data.get("bias_state", 0)),
+    )
+
+
+def _array_text(values: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(values, dtype="<f4").tobytes()).decode("ascii")
+
+
+def _text_array(text: str, shape: tuple[int, ...]) -> np.ndarray:
+    values = np.frombuffer(base64.b64decode(text), dtype="<f4")
+    if values.size != int(np.prod(shape)):
+        raise UsageError(
+            f"a resume point's decoder state holds {values.size} values where {shape} needs {int(np.prod(shape))}",
+            "resume from the point the stream gave for this model",
+        )
+    return values.reshape(shape).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -149,24 +189,39 @@ class BufferedStream:
 
     # ------------------------------------------------------------------ contract.Resumable
     def resume_point(self) -> ResumePoint:
-        """The first frame of the uncommitted last word (or the next center when no token is pending), with
-        the left context its window needs: what a replacement decodes again is exactly the uncommitted tail."""
+        """The start of the next center's window, with the decoder's state and the tokens not yet committed: a
+        replacement continues the same window schedule from there, so it encodes the same windows and decodes
+        the same tokens as this stream would have (a schedule restarted elsewhere sees other windows and may
+        change a word)."""
         samples_per_frame = self._hop << SUBSAMPLING_STAGES
-        pending = self._tokens[self._split :]
-        start = pending[0].frame * samples_per_frame if pending else self._next_cs
-        start = min(start, self._next_cs)
-        context = min(self._left, start)
-        return ResumePoint(start - context, context, {"remaining": self._remaining})
+        start = self._next_cs - min(self._left, self._next_cs)
+        base = start // samples_per_frame  # the replacement counts frames from its own first sample
+        state: dict[str, Any] = {
+            "remaining": self._remaining,
+            "frame_offset": self._frame_offset - base,
+            "pending": [[t.token_id, t.frame - base, t.duration] for t in self._tokens[self._split :]],
+            "decoder": None if self._state is None else encode_decoder_state(self._state),
+            "snapshot": self._snapshot,
+        }
+        return ResumePoint(start, self._next_cs - start, state)
 
     def resume(self, context: np.ndarray, state: Mapping[str, Any]) -> None:
-        """Take ``context`` as the left context of the first center, which starts right after it."""
-        samples_per_frame = self._hop << SUBSAMPLING_STAGES
+        """Take ``context`` as the left context of the next center, which starts right after it, and carry on
+        with the dead stream's decoder state and uncommitted tokens."""
         self._buffer = checked_samples(context).copy()
         self._buffer_start = 0
         self._received = self._next_cs = self._buffer.size
-        self._frame_offset = self._buffer.size // samples_per_frame
         remaining = state.get("remaining")
         self._remaining = None if remaining is None else int(remaining)
+        if "frame_offset" not in state:  # a point from before any audio
+            return
+        self._frame_offset = int(state["frame_offset"])
+        self._tokens = [
+            TokenStep(int(i), int(frame), int(duration)) for i, frame, duration in state["pending"]
+        ]
+        decoder = state.get("decoder")
+        self._state = None if decoder is None else decode_decoder_state(decoder)
+        self._snapshot = str(state.get("snapshot", ""))
 
     # ------------------------------------------------------------------ windows
     def _check_open(self) -> None:
