@@ -170,3 +170,43 @@ def test_misuse_errors(engine) -> None:  # type: ignore[no-untyped-def]
         eng.open_stream(audio_chunk_mode="vad")
     with pytest.raises(UsageError, match="Phonon-2"):
         eng.open_stream(hotwords="captioneer")
+
+
+def _whole_stream_events(tok, tokens: list[int], split: int, committed: str, keep: bool) -> tuple[str, str]:
+    """(delta text, snapshot tail) as decoding every token of the stream gives them."""
+    whole = tok.decode(tokens[:split], keep_language_tags=keep)
+    full = tok.decode(tokens, keep_language_tags=keep)
+    return whole[len(committed) :], full[len(whole) :] if full.startswith(whole) else ""
+
+
+@pytest.mark.parametrize("keep_tags", [False, True])
+def test_window_text_decoded_from_the_last_commit_points_equals_decoding_the_whole_stream(
+    engine, keep_tags: bool
+) -> None:  # type: ignore[no-untyped-def]
+    """A window's delta and snapshot decode only the tokens since the commit point before the last (so their cost
+    stays flat on an endless stream); random token runs, byte pieces, tags and special ids included, they equal
+    what decoding all of the stream's tokens gives."""
+    from inference.audio.spans import LongFormWindow, Span
+    from inference.families.parakeet_tdt.decoder import TokenStep
+    from inference.families.parakeet_tdt.streaming import _Window
+
+    _, eng = engine
+    tok = eng.tokenizer
+    stream = eng.open_stream(keep_language_tags=keep_tags)
+    assert isinstance(stream, BufferedStream)
+    window = _Window(LongFormWindow(Span(0, 1), Span(0, 1), 0, 0, 0), None)  # no look-ahead frames
+    rng = np.random.default_rng(7)
+    vocab = tok.vocab_size if hasattr(tok, "vocab_size") else eng.config.vocab_size
+    ids: list[int] = []
+    committed = ""
+    for step in range(300):
+        # Mostly short runs; now and then a long word (no word start for a while) or none at all.
+        for _ in range(int(rng.integers(0, 12 if step % 17 else 40))):
+            ids.append(int(rng.integers(0, vocab)))
+        stream._tokens = [TokenStep(t, i, 1) for i, t in enumerate(ids)]
+        split = stream._word_start(stream._tokens)
+        delta, tail = _whole_stream_events(tok, ids, split, committed, keep_tags)
+        events = stream._events(window)
+        assert "".join(e.text for e in events if isinstance(e, Delta)) == delta
+        committed += delta
+        assert stream._snapshot == tail
