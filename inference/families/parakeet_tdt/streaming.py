@@ -287,8 +287,8 @@ class BufferedStream:
         # The text is decoded from the commit point before the last one (``_anchor``), not from the stream's start:
         # everything before it is committed and never changes, and a word-start piece after the anchor renders
         # as inside the text (and, never a byte piece, ends any byte sequence before it), so the texts from there
-        # are the tails of the whole stream's. Decoding everything would cost each window more the longer the
-        # stream runs (29 ms a window after 4 hours of speech).
+        # are the tails of the whole stream's. Decoding everything cost each window more the longer the stream
+        # ran (tests/bench/README.md, "Figures behind code comments": 23 ms after 4 hours of speech).
         anchor = self._anchor
 
         def text(tokens: list[TokenStep]) -> str:
