@@ -8,7 +8,6 @@ speech probability [1, 1] and the next state. The torch-based package itself is 
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from inference.audio.speech_tracker import (
 from inference.contract import SAMPLE_RATE
 from inference.errors import ModelError, UsageError
 from inference.paths import resources_dir
+from inference.resume_state import floats_to_text, text_to_floats
 
 VAD_SAMPLE_RATE = SAMPLE_RATE  # Silero also runs at 8 kHz; Captioneer feeds it the engines' rate
 CONTEXT_SAMPLES = 64
@@ -92,18 +92,17 @@ class SileroVad:
 
     def snapshot(self) -> str:
         """The recurrent state and the 64-sample context, as text (a live stream's resume point carries it)."""
-        values = np.concatenate([self._state.reshape(-1), self._window[0, :CONTEXT_SAMPLES]]).astype("<f4")
-        return base64.b64encode(values.tobytes()).decode("ascii")
+        return floats_to_text(np.concatenate([self._state.reshape(-1), self._window[0, :CONTEXT_SAMPLES]]))
 
     def restore(self, snapshot: str) -> None:
         """Continue exactly where a ``snapshot`` was taken (of this model, perhaps in another process)."""
-        values = np.frombuffer(base64.b64decode(snapshot), dtype="<f4")
+        values = text_to_floats(snapshot)
         size = int(np.prod(_STATE_SHAPE))
         if values.size != size + CONTEXT_SAMPLES:
             raise ValueError(
                 f"a Silero VAD snapshot holds {size + CONTEXT_SAMPLES} values, got {values.size}"
             )
-        self._state = values[:size].reshape(_STATE_SHAPE).astype(np.float32)
+        self._state = values[:size].reshape(_STATE_SHAPE)
         self._window[0, :CONTEXT_SAMPLES] = values[size:]
         self._frames = FrameSplitter()
 

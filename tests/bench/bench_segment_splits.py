@@ -72,10 +72,10 @@ def demo_model_words(seconds: float, seeds: list[int], pauses: list[str]) -> Non
     engine = load_engine(REPO / "resources" / "demo_model", threads=1)
     for pause in pauses:
         low, _, high = pause.partition(",")
-        pauses = (float(low), float(high))
-        run_on = pauses != SCRIPT_PAUSES
+        span = (float(low), float(high))
+        run_on = span != SCRIPT_PAUSES
         for seed in seeds:
-            rec = recording(seconds, seed=seed, pause_s=pauses, trim=run_on)
+            rec = recording(seconds, seed=seed, pause_s=span, trim=run_on)
             row = []
             for split_after in (0.0, 8.0):
                 cpu = time.process_time()

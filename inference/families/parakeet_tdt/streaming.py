@@ -9,7 +9,6 @@ memory stays bounded on endless streams.
 
 from __future__ import annotations
 
-import base64
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from inference.families.parakeet_tdt.decoder import DecoderState, TokenBias, Tok
 from inference.families.parakeet_tdt.options import RequestSettings
 from inference.families.parakeet_tdt.text import WORD_MARK
 from inference.families.parakeet_tdt.types import LoadedEngine, SpanDecode
+from inference.resume_state import floats_to_text, text_to_floats
 
 SUBSAMPLING_STAGES = 3  # factor 8, enforced by the config parser
 
@@ -68,9 +68,9 @@ def encode_decoder_state(state: DecoderState) -> dict[str, Any]:
     another process, which must decode the same tokens)."""
     return {
         "shape": list(state.h.shape),
-        "h": _array_text(state.h),
-        "c": _array_text(state.c),
-        "pred": None if state.pred is None else [list(state.pred.shape), _array_text(state.pred)],
+        "h": floats_to_text(state.h),
+        "c": floats_to_text(state.c),
+        "pred": None if state.pred is None else [list(state.pred.shape), floats_to_text(state.pred)],
         "emitted": state.emitted,
         "bias_state": state.bias_state,
     }
@@ -88,18 +88,14 @@ def decode_decoder_state(data: Mapping[str, Any]) -> DecoderState:
     )
 
 
-def _array_text(values: np.ndarray) -> str:
-    return base64.b64encode(np.ascontiguousarray(values, dtype="<f4").tobytes()).decode("ascii")
-
-
 def _text_array(text: str, shape: tuple[int, ...]) -> np.ndarray:
-    values = np.frombuffer(base64.b64decode(text), dtype="<f4")
+    values = text_to_floats(text)
     if values.size != int(np.prod(shape)):
         raise UsageError(
             f"a resume point's decoder state holds {values.size} values where {shape} needs {int(np.prod(shape))}",
             "resume from the point the stream gave for this model",
         )
-    return values.reshape(shape).astype(np.float32)
+    return values.reshape(shape)
 
 
 @dataclass(frozen=True)
