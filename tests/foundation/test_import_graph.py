@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "inference.audio.*",
             "inference.native.*",
             "inference.contract",
+            "inference.resume_state",
             "inference.errors",
             "inference.paths",
             "inference.languages",
